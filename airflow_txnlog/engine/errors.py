@@ -1,0 +1,120 @@
+"""The engine's exceptions: one root, one class per thing that can go wrong.
+
+Every message says what happened and, where the caller can act, what to do ("Help: ...").
+Conflict errors are raised when a concurrent writer committed first and our transaction cannot be
+safely rebased on top of it; re-running the whole operation (re-reading the table) is the remedy.
+"""
+
+from __future__ import annotations
+
+
+class TxnLogError(Exception):
+    """Root of every error raised by airflow_txnlog."""
+
+
+class InvalidArgumentError(TxnLogError, ValueError):
+    """A caller passed a value the engine cannot accept (nothing was written)."""
+
+
+class TableNotFoundError(TxnLogError):
+    """There is no Delta log at the given location."""
+
+
+class TableExistsError(TxnLogError):
+    """A table (a `_delta_log` with commits) already exists where one was to be created."""
+
+
+class VersionNotFoundError(TxnLogError):
+    """The requested version or timestamp is not reconstructable from the log."""
+
+
+class LogCorruptedError(TxnLogError):
+    """The log is inconsistent: a missing commit, an unreadable file, missing protocol/metaData."""
+
+
+class UnsupportedFeatureError(TxnLogError):
+    """The table uses a protocol feature this engine does not implement; nothing was read or written."""
+
+    def __init__(self, message: str, *, feature: str) -> None:
+        super().__init__(message)
+        self.feature = feature
+
+
+class SchemaMismatchError(TxnLogError):
+    """Data written does not match the table schema."""
+
+
+class PredicateError(TxnLogError, ValueError):
+    """A SQL predicate could not be parsed or refers to unknown columns."""
+
+
+class StorageError(TxnLogError):
+    """The storage backend failed, or cannot give the atomicity a commit needs."""
+
+
+class AppendOnlyViolationError(TxnLogError):
+    """A data-changing remove was attempted on a table with `delta.appendOnly=true`."""
+
+
+class VersionAlreadyExistsError(TxnLogError):
+    """Internal: the commit file for a version was created by someone else first.
+
+    The commit loop catches it, checks for conflicts and retries at the next version.
+    """
+
+    def __init__(self, version: int) -> None:
+        super().__init__(f"commit file for version {version} already exists")
+        self.version = version
+
+
+class CommitRetriesExceededError(TxnLogError):
+    """The table stayed too busy for the configured number of commit attempts."""
+
+
+class CommitConflictError(TxnLogError):
+    """Base of the concurrency conflicts: a concurrent commit invalidated what this one read."""
+
+    help = "Re-run the operation: it will read the latest version and plan again."
+
+    def __init__(self, what: str, *, winning_version: int) -> None:
+        super().__init__(f"{what} (conflicting commit: version {winning_version}). Help: {self.help}")
+        self.winning_version = winning_version
+
+
+class ProtocolChangedError(CommitConflictError):
+    """A concurrent commit changed the table protocol."""
+
+    help = "The protocol was upgraded concurrently; re-open the table and retry the operation."
+
+
+class MetadataChangedError(CommitConflictError):
+    """A concurrent commit changed the table metadata (schema, partitioning or properties)."""
+
+    help = "The schema or properties changed concurrently; re-read the table and retry the operation."
+
+
+class ConcurrentTransactionError(CommitConflictError):
+    """A concurrent commit used the same application id (txn appId)."""
+
+    help = "Two runs of the same idempotent writer raced; check which one should win before retrying."
+
+
+class ConcurrentAppendError(CommitConflictError):
+    """Files were added concurrently to the data this transaction read."""
+
+    help = (
+        "Re-run the operation so it sees the new files; narrow its predicate (e.g. to a partition) "
+        "so unrelated appends do not conflict."
+    )
+
+
+class ConcurrentDeleteReadError(CommitConflictError):
+    """A file this transaction read was removed concurrently."""
+
+    help = "Re-run the operation on the latest version; the data it read has been rewritten or deleted."
+
+
+class ConcurrentDeleteDeleteError(CommitConflictError):
+    """A file this transaction removes was removed concurrently as well."""
+
+    help = "Another operation deleted or rewrote the same files; re-run on the latest version."

@@ -1,0 +1,95 @@
+"""Table properties (`metaData.configuration`) the engine honours, with Delta's defaults."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+from airflow_txnlog.engine.errors import InvalidArgumentError
+
+CHECKPOINT_INTERVAL = "delta.checkpointInterval"
+APPEND_ONLY = "delta.appendOnly"
+DELETED_FILE_RETENTION = "delta.deletedFileRetentionDuration"
+LOG_RETENTION = "delta.logRetentionDuration"
+IN_COMMIT_TIMESTAMPS = "delta.enableInCommitTimestamps"
+NUM_INDEXED_COLS = "delta.dataSkippingNumIndexedCols"
+STATS_COLUMNS = "delta.dataSkippingStatsColumns"
+TARGET_FILE_SIZE = "delta.targetFileSize"
+
+DEFAULT_CHECKPOINT_INTERVAL = 10
+DEFAULT_DELETED_FILE_RETENTION_MS = 7 * 24 * 3600 * 1000
+DEFAULT_LOG_RETENTION_MS = 30 * 24 * 3600 * 1000
+DEFAULT_NUM_INDEXED_COLS = 32
+
+_UNIT_MS = {
+    "microsecond": 0.001,
+    "millisecond": 1,
+    "second": 1000,
+    "minute": 60_000,
+    "hour": 3_600_000,
+    "day": 86_400_000,
+    "week": 604_800_000,
+}
+_INTERVAL_RE = re.compile(r"^\s*(?:interval\s+)?(\d+)\s*([a-z]+?)s?\s*$", re.IGNORECASE)
+
+
+def parse_interval_ms(text: str) -> int:
+    """Milliseconds of a Delta interval string such as "interval 7 days" or "30 days"."""
+    m = _INTERVAL_RE.match(text)
+    unit = m.group(2).lower() if m else ""
+    if not m or unit not in _UNIT_MS:
+        raise InvalidArgumentError(f"invalid interval {text!r}; expected e.g. 'interval 7 days'")
+    return int(int(m.group(1)) * _UNIT_MS[unit])
+
+
+def _bool(conf: Mapping[str, str], key: str) -> bool:
+    return str(conf.get(key, "false")).strip().lower() == "true"
+
+
+def checkpoint_interval(conf: Mapping[str, str]) -> int:
+    raw = conf.get(CHECKPOINT_INTERVAL)
+    try:
+        value = int(raw) if raw is not None else DEFAULT_CHECKPOINT_INTERVAL
+    except ValueError as exc:
+        raise InvalidArgumentError(f"{CHECKPOINT_INTERVAL} must be a positive integer, got {raw!r}") from exc
+    if value <= 0:
+        raise InvalidArgumentError(f"{CHECKPOINT_INTERVAL} must be a positive integer, got {raw!r}")
+    return value
+
+
+def append_only(conf: Mapping[str, str]) -> bool:
+    return _bool(conf, APPEND_ONLY)
+
+
+def in_commit_timestamps(conf: Mapping[str, str]) -> bool:
+    return _bool(conf, IN_COMMIT_TIMESTAMPS)
+
+
+def deleted_file_retention_ms(conf: Mapping[str, str]) -> int:
+    raw = conf.get(DELETED_FILE_RETENTION)
+    return parse_interval_ms(raw) if raw else DEFAULT_DELETED_FILE_RETENTION_MS
+
+
+def log_retention_ms(conf: Mapping[str, str]) -> int:
+    raw = conf.get(LOG_RETENTION)
+    return parse_interval_ms(raw) if raw else DEFAULT_LOG_RETENTION_MS
+
+
+def num_indexed_cols(conf: Mapping[str, str]) -> int:
+    raw = conf.get(NUM_INDEXED_COLS)
+    return int(raw) if raw is not None else DEFAULT_NUM_INDEXED_COLS
+
+
+def validate(conf: Mapping[str, str]) -> None:
+    """Reject malformed values of the properties we interpret before they reach the log."""
+    checkpoint_interval(conf)
+    deleted_file_retention_ms(conf)
+    log_retention_ms(conf)
+    for key in (APPEND_ONLY, IN_COMMIT_TIMESTAMPS):
+        if key in conf and str(conf[key]).lower() not in ("true", "false"):
+            raise InvalidArgumentError(f"{key} must be 'true' or 'false', got {conf[key]!r}")
+    if NUM_INDEXED_COLS in conf:
+        try:
+            num_indexed_cols(conf)
+        except ValueError as exc:
+            raise InvalidArgumentError(f"{NUM_INDEXED_COLS} must be an integer") from exc

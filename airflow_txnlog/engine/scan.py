@@ -1,0 +1,94 @@
+"""Reading the rows of a set of data files: parquet through pyarrow, partition columns re-attached.
+
+Each file is read with only the requested data columns, filtered with the row predicate, extended
+with its partition values as constant columns (typed from the table schema, never parsed from the
+path) and conformed to the table schema: columns a file lacks (added later by schema evolution) are
+null; INT96 and nanosecond timestamps are converted to microseconds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from airflow_txnlog.engine.actions import AddFile
+from airflow_txnlog.engine.errors import LogCorruptedError, SchemaMismatchError
+from airflow_txnlog.engine.predicates import Node, to_arrow_expression
+from airflow_txnlog.engine.schema import parse_partition_value
+from airflow_txnlog.engine.storage import Storage
+
+
+def _conform_column(arr: pa.ChunkedArray, target: pa.DataType, name: str) -> pa.ChunkedArray:
+    if arr.type == target:
+        return arr
+    try:
+        if pa.types.is_timestamp(arr.type) and pa.types.is_timestamp(target):
+            # Spark writes INT96 / tz-less values that mean UTC instants; only the unit and zone differ.
+            arr = arr.cast(pa.timestamp(arr.type.unit, tz=target.tz))
+        return arr.cast(target)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+        raise SchemaMismatchError(f"column {name!r}: file type {arr.type} cannot be read as {target}") from exc
+
+
+def read_file(
+    storage: Storage,
+    add: AddFile,
+    schema: pa.Schema,
+    partition_columns: Sequence[str],
+    columns: Sequence[str],
+    row_filter: Node | None,
+) -> pa.Table:
+    """Rows of one data file as a table with exactly `columns` (in schema types)."""
+    data_cols = [c for c in columns if c not in partition_columns]
+    filter_cols = [] if row_filter is None else [c for c in schema.names if c not in partition_columns]
+    path = storage.resolve(add.path)
+    try:
+        pf = pq.ParquetFile(storage.fs.open(path, "rb"), coerce_int96_timestamp_unit="us")
+        present = set(pf.schema_arrow.names)
+        wanted = [c for c in dict.fromkeys(data_cols + filter_cols) if c in present]
+        table = pf.read(columns=wanted)
+    except FileNotFoundError as exc:
+        raise LogCorruptedError(f"data file {add.path!r} of a live version is missing") from exc
+    except (OSError, pa.ArrowException) as exc:
+        raise LogCorruptedError(f"data file {add.path!r} is unreadable: {exc}") from exc
+    n = table.num_rows
+    cols: dict[str, pa.ChunkedArray] = {}
+    for name in dict.fromkeys(list(columns) + ([] if row_filter is None else list(schema.names))):
+        f = schema.field(name)
+        if name in partition_columns:
+            value = parse_partition_value(add.partition_values.get(name), f.type)
+            arr = pa.nulls(n, f.type) if value is None else pa.repeat(pa.scalar(value, f.type), n)
+            cols[name] = pa.chunked_array([arr], f.type)
+        elif name in table.column_names:
+            cols[name] = _conform_column(table.column(name), f.type, name)
+        else:
+            cols[name] = pa.chunked_array([pa.nulls(n, f.type)], f.type)
+    out = pa.Table.from_arrays(list(cols.values()), schema=pa.schema([schema.field(c) for c in cols]))
+    if row_filter is not None:
+        out = out.filter(to_arrow_expression(row_filter, schema))
+    return out.select(list(columns))
+
+
+def read_files(
+    storage: Storage,
+    files: Sequence[AddFile],
+    schema: pa.Schema,
+    partition_columns: Sequence[str],
+    columns: Sequence[str] | None = None,
+    row_filter: Node | None = None,
+) -> pa.Table:
+    """Concatenated rows of `files` (read in parallel threads; pyarrow releases the GIL)."""
+    cols = list(columns) if columns is not None else list(schema.names)
+    unknown = [c for c in cols if c not in schema.names]
+    if unknown:
+        raise SchemaMismatchError(f"unknown columns {unknown}; the table has {schema.names}")
+    out_schema = pa.schema([schema.field(c) for c in cols])
+    if not files:
+        return out_schema.empty_table()
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        parts = list(pool.map(lambda a: read_file(storage, a, schema, partition_columns, cols, row_filter), files))
+    return pa.concat_tables(parts).cast(out_schema)
+

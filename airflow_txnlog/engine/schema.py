@@ -1,0 +1,202 @@
+"""Delta schema JSON <-> pyarrow schema, and partition values as the log stores them.
+
+Delta types map to Arrow as: string->string, long->int64, integer->int32, short->int16, byte->int8,
+float->float32, double->float64, boolean->bool, binary->binary, date->date32,
+timestamp->timestamp[us, UTC], timestamp_ntz->timestamp[us], decimal(p,s)->decimal128(p,s),
+array/map/struct recursively. Partition values are strings in the log (null = JSON null or "");
+`serialize_partition_value` / `parse_partition_value` convert them for every primitive type.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import re
+from typing import Any
+
+import orjson
+import pyarrow as pa
+
+from airflow_txnlog.engine.errors import InvalidArgumentError, SchemaMismatchError, UnsupportedFeatureError
+
+_PRIMITIVES: dict[str, pa.DataType] = {
+    "string": pa.string(),
+    "long": pa.int64(),
+    "integer": pa.int32(),
+    "short": pa.int16(),
+    "byte": pa.int8(),
+    "float": pa.float32(),
+    "double": pa.float64(),
+    "boolean": pa.bool_(),
+    "binary": pa.binary(),
+    "date": pa.date32(),
+    "timestamp": pa.timestamp("us", tz="UTC"),
+    "timestamp_ntz": pa.timestamp("us"),
+}
+_DECIMAL_RE = re.compile(r"^decimal\(\s*(\d+)\s*,\s*(\d+)\s*\)$")
+HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
+_HIVE_ESCAPE = frozenset('"#%\'*/:=?\\\x7f{[]^')
+
+
+# ---------------------------------------------------------------- Delta JSON -> Arrow
+def _delta_type_to_arrow(t: Any) -> pa.DataType:
+    if isinstance(t, str):
+        if t in _PRIMITIVES:
+            return _PRIMITIVES[t]
+        if m := _DECIMAL_RE.match(t):
+            return pa.decimal128(int(m.group(1)), int(m.group(2)))
+        if t == "decimal":
+            return pa.decimal128(10, 0)
+        raise UnsupportedFeatureError(f"column type {t!r} is not supported", feature=t)
+    kind = t.get("type")
+    if kind == "array":
+        elem = pa.field("element", _delta_type_to_arrow(t["elementType"]), t.get("containsNull", True))
+        return pa.list_(elem)
+    if kind == "map":
+        return pa.map_(
+            pa.field("key", _delta_type_to_arrow(t["keyType"]), False),
+            pa.field("value", _delta_type_to_arrow(t["valueType"]), t.get("valueContainsNull", True)),
+        )
+    if kind == "struct":
+        return pa.struct([_delta_field_to_arrow(f) for f in t["fields"]])
+    raise UnsupportedFeatureError(f"column type {kind!r} is not supported", feature=str(kind))
+
+
+def _delta_field_to_arrow(f: dict[str, Any]) -> pa.Field:
+    meta = f.get("metadata") or {}
+    md = {k: orjson.dumps(v) for k, v in meta.items()} if meta else None
+    return pa.field(f["name"], _delta_type_to_arrow(f["type"]), f.get("nullable", True), metadata=md)
+
+
+def schema_from_json(schema_string: str) -> pa.Schema:
+    """Arrow schema of a `metaData.schemaString`."""
+    data = orjson.loads(schema_string)
+    if data.get("type") != "struct":
+        raise SchemaMismatchError("schemaString is not a struct type")
+    return pa.schema([_delta_field_to_arrow(f) for f in data["fields"]])
+
+
+# ---------------------------------------------------------------- Arrow -> Delta JSON
+def _arrow_type_to_delta(t: pa.DataType, name: str) -> Any:  # noqa: PLR0911
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
+        return "string"
+    for delta_name, arrow_type in _PRIMITIVES.items():
+        if t == arrow_type:
+            return delta_name
+    if pa.types.is_timestamp(t):
+        return "timestamp" if t.tz is not None else "timestamp_ntz"
+    if pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t):
+        return "binary"
+    if pa.types.is_decimal(t):
+        return f"decimal({t.precision},{t.scale})"
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return {
+            "type": "array",
+            "elementType": _arrow_type_to_delta(t.value_type, name),
+            "containsNull": t.value_field.nullable,
+        }
+    if pa.types.is_map(t):
+        return {
+            "type": "map",
+            "keyType": _arrow_type_to_delta(t.key_type, name),
+            "valueType": _arrow_type_to_delta(t.item_type, name),
+            "valueContainsNull": t.item_field.nullable,
+        }
+    if pa.types.is_struct(t):
+        return {"type": "struct", "fields": [_arrow_field_to_delta(t.field(i)) for i in range(t.num_fields)]}
+    raise InvalidArgumentError(f"column {name!r}: Arrow type {t} has no Delta equivalent")
+
+
+def _arrow_field_to_delta(f: pa.Field) -> dict[str, Any]:
+    meta = {k.decode(): orjson.loads(v) for k, v in (f.metadata or {}).items()}
+    return {"name": f.name, "type": _arrow_type_to_delta(f.type, f.name), "nullable": f.nullable, "metadata": meta}
+
+
+def schema_to_json(schema: pa.Schema) -> str:
+    """`metaData.schemaString` for an Arrow schema (field metadata must be JSON values)."""
+    try:
+        fields = [_arrow_field_to_delta(f) for f in schema]
+    except orjson.JSONDecodeError as exc:
+        raise InvalidArgumentError(f"field metadata must be JSON values: {exc}") from exc
+    return orjson.dumps({"type": "struct", "fields": fields}).decode()
+
+
+def uses_timestamp_ntz(schema: pa.Schema) -> bool:
+    return '"timestamp_ntz"' in schema_to_json(schema)
+
+
+def normalize_schema(schema: pa.Schema) -> pa.Schema:
+    """The schema as the table stores it (what a round trip through schemaString gives)."""
+    return schema_from_json(schema_to_json(schema))
+
+
+# ---------------------------------------------------------------- partition values
+def serialize_partition_value(value: Any, arrow_type: pa.DataType) -> str | None:
+    """The log's string form of a partition value (None for null)."""
+    if value is None:
+        return None
+    if pa.types.is_boolean(arrow_type):
+        return "true" if value else "false"
+    if pa.types.is_timestamp(arrow_type):
+        ts: dt.datetime = value
+        if ts.tzinfo is not None:
+            ts = ts.astimezone(dt.UTC).replace(tzinfo=None)
+        return ts.strftime("%Y-%m-%d %H:%M:%S.%f")
+    if pa.types.is_date(arrow_type):
+        return value.isoformat()  # type: ignore[no-any-return]
+    if pa.types.is_binary(arrow_type) or pa.types.is_large_binary(arrow_type):
+        return bytes(value).decode("latin-1")
+    if pa.types.is_floating(arrow_type):
+        return repr(float(value)).replace("inf", "Infinity").replace("nan", "NaN")
+    text = str(value)
+    if text == "" and pa.types.is_string(arrow_type):
+        return None  # Delta cannot tell an empty-string partition from null
+    return text
+
+
+def _parse_timestamp(text: str, tz_aware: bool) -> dt.datetime:
+    s = text.strip().replace("T", " ")
+    zone = None
+    if s.endswith("Z"):
+        s, zone = s[:-1], dt.UTC
+    ts = dt.datetime.fromisoformat(s)
+    if ts.tzinfo is None and zone is not None:
+        ts = ts.replace(tzinfo=zone)
+    if tz_aware:
+        return ts.replace(tzinfo=dt.UTC) if ts.tzinfo is None else ts.astimezone(dt.UTC)
+    return ts.replace(tzinfo=None) if ts.tzinfo is None else ts.astimezone(dt.UTC).replace(tzinfo=None)
+
+
+def parse_partition_value(text: str | None, arrow_type: pa.DataType) -> Any:  # noqa: PLR0911
+    """Python value of a partition value string of the given type ('' and None mean null)."""
+    if text is None or (text == "" and not pa.types.is_string(arrow_type)):
+        return None
+    if text == "":
+        return None
+    try:
+        if pa.types.is_string(arrow_type):
+            return text
+        if pa.types.is_integer(arrow_type):
+            return int(text)
+        if pa.types.is_floating(arrow_type):
+            return float(text)
+        if pa.types.is_boolean(arrow_type):
+            return text.strip().lower() == "true"
+        if pa.types.is_date(arrow_type):
+            return dt.date.fromisoformat(text.strip()[:10])
+        if pa.types.is_timestamp(arrow_type):
+            return _parse_timestamp(text, arrow_type.tz is not None)
+        if pa.types.is_decimal(arrow_type):
+            return decimal.Decimal(text)
+        if pa.types.is_binary(arrow_type):
+            return text.encode("latin-1")
+    except ValueError as exc:
+        raise SchemaMismatchError(f"partition value {text!r} is not a valid {arrow_type}") from exc
+    raise UnsupportedFeatureError(f"partition column type {arrow_type} is not supported", feature=str(arrow_type))
+
+
+def hive_escape(value: str | None) -> str:
+    """Escape a partition value for a `col=value` folder name as Spark/Hive do."""
+    if value is None:
+        return HIVE_NULL
+    return "".join(f"%{ord(c):02X}" if c in _HIVE_ESCAPE or ord(c) < 0x20 else c for c in value)

@@ -1,0 +1,333 @@
+"""A snapshot: the table as of one version, loaded from a log segment and updated incrementally.
+
+Loading (`load_snapshot`): list the log (from the `_last_checkpoint` hint when it is usable), pick
+the newest usable checkpoint <= target, read it, replay the contiguous JSON commits after it. If a
+checkpoint cannot be read, the next older one (or a full replay from commit 0) is tried, so a corrupt
+checkpoint yields either a correct snapshot or a `LogCorruptedError` naming the file. The protocol is
+checked before any data is read: reader features we do not implement raise `UnsupportedFeatureError`.
+
+`Snapshot.update()` reads only the commits after its own version.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping
+from functools import cached_property
+from typing import Any
+
+import orjson
+import pyarrow as pa
+
+from airflow_txnlog.engine import properties as props
+from airflow_txnlog.engine.actions import AddFile, Metadata, Protocol, RemoveFile
+from airflow_txnlog.engine.checkpoint import read_checkpoint, read_last_checkpoint
+from airflow_txnlog.engine.errors import (
+    InvalidArgumentError,
+    LogCorruptedError,
+    UnsupportedFeatureError,
+    VersionNotFoundError,
+)
+from airflow_txnlog.engine.log_paths import LOG_DIR
+from airflow_txnlog.engine.log_segment import (
+    LogListing,
+    LogSegment,
+    list_log,
+    monotonic_timestamps,
+    segment_for,
+)
+from airflow_txnlog.engine.predicates import Range, may_match, parse_predicate, stats_value
+from airflow_txnlog.engine.replay import LogState, parse_commit
+from airflow_txnlog.engine.scan import read_files
+from airflow_txnlog.engine.schema import parse_partition_value, schema_from_json
+from airflow_txnlog.engine.storage import Storage
+
+SUPPORTED_READER_FEATURES = frozenset({"timestampNtz", "vacuumProtocolCheck", "deletionVectors", "columnMapping"})
+MAX_READER_VERSION = 3
+
+
+def check_read_supported(protocol: Protocol, metadata: Metadata) -> None:
+    """Raise UnsupportedFeatureError unless this engine can read the table correctly."""
+    if protocol.min_reader_version > MAX_READER_VERSION:
+        raise UnsupportedFeatureError(
+            f"the table needs reader version {protocol.min_reader_version}; this engine reads up to 3",
+            feature=f"readerVersion{protocol.min_reader_version}",
+        )
+    features = set(protocol.reader_features or ()) if protocol.min_reader_version == 3 else set()
+    for feature in sorted(features - SUPPORTED_READER_FEATURES):
+        raise UnsupportedFeatureError(f"the table uses reader feature {feature!r}, which is not supported", feature=feature)
+    mode = metadata.configuration.get("delta.columnMapping.mode", "none")
+    if (protocol.min_reader_version == 2 or "columnMapping" in features) and mode != "none":
+        raise UnsupportedFeatureError(
+            f"the table uses column mapping (mode {mode!r}), which is not supported", feature="columnMapping"
+        )
+
+
+def _check_no_deletion_vectors(state: LogState) -> None:
+    """Files carrying deletion vectors would be read with their deleted rows: refuse them."""
+    base = state.live_base_adds()
+    if base is not None and base.type.get_field_index("deletionVector") >= 0:
+        if base.field("deletionVector").null_count < len(base):
+            raise UnsupportedFeatureError("the table has files with deletion vectors", feature="deletionVectors")
+    if any(d.get("deletionVector") for d in state.tail_adds()):
+        raise UnsupportedFeatureError("the table has files with deletion vectors", feature="deletionVectors")
+
+
+def _stats_from_parsed(parsed: Mapping[str, Any] | None) -> str | None:
+    if not parsed:
+        return None
+
+    def enc(v: Any) -> Any:
+        if isinstance(v, dict):
+            return {k: enc(x) for k, x in v.items() if x is not None}
+        if isinstance(v, dt.datetime):
+            return v.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        if isinstance(v, dt.date):
+            return v.isoformat()
+        return v
+
+    return orjson.dumps(enc(dict(parsed)), default=str).decode()
+
+
+def _add_from_row(row: dict[str, Any]) -> AddFile:
+    if row.get("stats") is None and row.get("stats_parsed"):
+        row = {**row, "stats": _stats_from_parsed(row["stats_parsed"])}
+    return AddFile.from_wire(row)
+
+
+class Snapshot:
+    """The table at one version. Cheap to keep: file actions stay columnar until asked for."""
+
+    def __init__(self, storage: Storage, state: LogState, segment: LogSegment, timestamps: dict[int, int]):
+        state.require_complete()
+        assert state.protocol is not None and state.metadata is not None
+        self._storage = storage
+        self._state = state
+        self._segment = segment
+        self._timestamps = timestamps
+        self.version = state.version
+        self.protocol: Protocol = state.protocol
+        self.metadata: Metadata = state.metadata
+        check_read_supported(self.protocol, self.metadata)
+        if "deletionVectors" in set(self.protocol.reader_features or ()):
+            _check_no_deletion_vectors(state)
+
+    # ------------------------------------------------------------------ table-level facts
+    @cached_property
+    def schema(self) -> pa.Schema:
+        schema = schema_from_json(self.metadata.schema_string)
+        missing = [c for c in self.metadata.partition_columns if c not in schema.names]
+        if missing:
+            raise LogCorruptedError(f"partition columns {missing} are not in the table schema")
+        return schema
+
+    @property
+    def partition_columns(self) -> list[str]:
+        return list(self.metadata.partition_columns)
+
+    @property
+    def properties(self) -> dict[str, str]:
+        return dict(self.metadata.configuration)
+
+    @property
+    def checkpoint_version(self) -> int | None:
+        return self._segment.checkpoint_version
+
+    @property
+    def state(self) -> LogState:
+        return self._state
+
+    @property
+    def storage(self) -> Storage:
+        return self._storage
+
+    @property
+    def timestamp(self) -> int:
+        """Commit timestamp of this version, ms since the epoch."""
+        info = self._state.commit_infos.get(self.version) or {}
+        if props.in_commit_timestamps(self.metadata.configuration) and "inCommitTimestamp" in info:
+            return int(info["inCommitTimestamp"])
+        return self._timestamps.get(self.version, 0)
+
+    def txn_version(self, app_id: str) -> int | None:
+        txn = self._state.txns.get(app_id)
+        return txn.version if txn is not None else None
+
+    # ------------------------------------------------------------------ files
+    @cached_property
+    def _all_files(self) -> list[AddFile]:
+        base = self._state.live_base_adds()
+        out = [_add_from_row(r) for r in base.to_pylist()] if base is not None else []
+        out.extend(AddFile.from_wire(d) for d in self._state.tail_adds())
+        return out
+
+    def file_paths(self) -> list[str]:
+        """Decoded paths of the live files (fast: no per-file objects)."""
+        return self._state.live_base_add_keys() + self._state.tail_add_keys()
+
+    @property
+    def num_files(self) -> int:
+        return self._state.num_files()
+
+    @property
+    def size_bytes(self) -> int:
+        return sum(f.size for f in self._all_files)
+
+    def files(self, filter: str | None = None) -> list[AddFile]:  # noqa: A002 - public API name
+        """Live files; with `filter`, only those whose partition values / stats may match it."""
+        if filter is None:
+            return list(self._all_files)
+        pred = parse_predicate(filter, self.schema)
+        return [f for f in self._all_files if may_match(pred.tree, self.file_ranges(f, pred.columns))]
+
+    def file_ranges(self, add: AddFile, columns: frozenset[str]) -> dict[str, Range]:
+        """Per referenced column, what the file's partition values or stats say about it."""
+        ranges: dict[str, Range] = {}
+        parts = set(self.metadata.partition_columns)
+        stats = add.parsed_stats() if columns - parts else None
+        n = stats.get("numRecords") if stats else None
+        for c in columns:
+            t = self.schema.field(c).type
+            if c in parts:
+                v = parse_partition_value(add.partition_values.get(c), t)
+                ranges[c] = Range(v, v, 1 if v is None else 0, 1)
+            elif stats:
+                ranges[c] = Range(
+                    stats_value((stats.get("minValues") or {}).get(c), t, is_max=False),
+                    stats_value((stats.get("maxValues") or {}).get(c), t, is_max=True),
+                    (stats.get("nullCount") or {}).get(c),
+                    n,
+                )
+        return ranges
+
+    def tombstones(self) -> list[RemoveFile]:
+        base = self._state.live_base_removes()
+        out = [RemoveFile.from_wire(r) for r in base.to_pylist()] if base is not None else []
+        out.extend(RemoveFile.from_wire(d) for d in self._state.tail_removes())
+        return out
+
+    def to_arrow(self, columns: list[str] | None = None, filter: str | None = None) -> pa.Table:  # noqa: A002
+        """Rows of this version (partition columns included), optionally filtered by a SQL predicate."""
+        tree = parse_predicate(filter, self.schema).tree if filter is not None else None
+        files = self.files(filter)
+        return read_files(self._storage, files, self.schema, self.partition_columns, columns, tree)
+
+    # ------------------------------------------------------------------ incremental update
+    def update(self, *, until: int | None = None) -> Snapshot:
+        """The latest snapshot (or the one at `until`), reading only the commits after this one."""
+        files = self._storage.list_log(f"{self.version:020d}.json")
+        listing = LogListing.build(files, complete=False)
+        new = sorted(v for v in listing.commits if v > self.version and (until is None or v <= until))
+        if not new:
+            return self
+        if new != list(range(self.version + 1, new[-1] + 1)):
+            return load_snapshot(self._storage, until)
+        commits = [(v, listing.commits[v]) for v in new]
+        state = _replay(self._storage, self._state, commits)
+        ts = dict(self._timestamps)
+        prev = ts.get(self.version)
+        for v, f in commits:
+            ts[v] = prev = f.mtime_ms if prev is None or f.mtime_ms > prev else prev + 1
+        segment = LogSegment(new[-1], self._segment.checkpoint_version, self._segment.checkpoint_parts,
+                             self._segment.commits + commits)
+        return Snapshot(self._storage, state, segment, ts)
+
+
+def _replay(storage: Storage, state: LogState, commits: list[tuple[int, Any]]) -> LogState:
+    keys = [f"{LOG_DIR}/{f.name}" for _, f in commits]
+    try:
+        blobs = storage.read_many(keys)
+    except FileNotFoundError as exc:
+        raise LogCorruptedError(f"a commit file disappeared while reading the log: {exc}") from exc
+    parsed = [(v, parse_commit(b, name=f.name), f.name) for (v, f), b in zip(commits, blobs, strict=True)]
+    return state.apply_many(parsed)
+
+
+def _load_segment(storage: Storage, listing: LogListing, version: int) -> tuple[LogState, LogSegment]:
+    skipped: set[int] = set()
+    while True:
+        segment = segment_for(listing, version, skip_checkpoints=frozenset(skipped))
+        if segment.checkpoint_version is None:
+            return _replay(storage, LogState(version=-1), segment.commits), segment
+        try:
+            base = read_checkpoint(storage, segment.checkpoint_version, segment.checkpoint_parts)
+            base.require_complete()
+        except LogCorruptedError as exc:
+            skipped.add(segment.checkpoint_version)
+            try:
+                segment_for(listing, version, skip_checkpoints=frozenset(skipped))
+            except (LogCorruptedError, VersionNotFoundError):
+                raise exc from None  # no older way to rebuild this version: report the bad checkpoint
+            continue
+        return _replay(storage, base, segment.commits), segment
+
+
+def load_snapshot(storage: Storage, version: int | None = None) -> Snapshot:
+    """Snapshot of `version` (latest if None)."""
+    if version is not None and (not isinstance(version, int) or isinstance(version, bool) or version < 0):
+        raise InvalidArgumentError(f"version must be a non-negative integer, got {version!r}")
+    hint = read_last_checkpoint(storage)
+    hint_version = hint["version"] if hint and (version is None or hint["version"] <= version) else None
+    listing = list_log(storage, hint_version=hint_version)
+    target = listing.latest() if version is None else version
+    assert target is not None
+    if not listing.complete and version is not None and version > (listing.latest() or -1):
+        listing = list_log(storage)
+    try:
+        state, segment = _load_segment(storage, listing, target)
+    except (LogCorruptedError, VersionNotFoundError):
+        if listing.complete:
+            raise
+        listing = list_log(storage)
+        state, segment = _load_segment(storage, listing, target)
+    return Snapshot(storage, state, segment, monotonic_timestamps(listing.commits))
+
+
+def version_at(storage: Storage, timestamp: dt.datetime | str | int, *, in_commit_timestamps: bool) -> int:
+    """Latest version whose commit timestamp is <= `timestamp` (ms, ISO string or datetime).
+
+    A timestamp after the last commit gives the latest version ("as of now").
+    """
+    ts_ms = to_epoch_ms(timestamp)
+    listing = list_log(storage)
+    stamps = monotonic_timestamps(listing.commits)
+    if in_commit_timestamps:
+        stamps = _in_commit_timestamps(storage, listing, stamps)
+    candidates = [v for v, t in stamps.items() if t <= ts_ms]
+    if not candidates:
+        first = min(stamps.values()) if stamps else None
+        raise VersionNotFoundError(
+            f"timestamp {timestamp!r} is before the earliest commit available"
+            + (f" ({dt.datetime.fromtimestamp(first / 1000, dt.UTC).isoformat()})" if first else "")
+        )
+    return max(candidates)
+
+
+def _in_commit_timestamps(storage: Storage, listing: LogListing, stamps: dict[int, int]) -> dict[int, int]:
+    out = dict(stamps)
+    for v, f in listing.commits.items():
+        for action in parse_commit(storage.read(f"{LOG_DIR}/{f.name}"), name=f.name)[:1]:
+            info = action.get("commitInfo") or {}
+            if "inCommitTimestamp" in info:
+                out[v] = int(info["inCommitTimestamp"])
+    return out
+
+
+def to_epoch_ms(value: dt.datetime | dt.date | str | int) -> int:
+    """Milliseconds since the epoch of a datetime (naive = UTC), ISO-8601 string or integer ms."""
+    if isinstance(value, bool):
+        raise InvalidArgumentError(f"invalid timestamp {value!r}")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str):
+        try:
+            value = dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+        except ValueError as exc:
+            raise InvalidArgumentError(f"invalid timestamp {value!r}: expected ISO-8601") from exc
+    if isinstance(value, dt.datetime):
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=dt.UTC)
+        return int(value.timestamp() * 1000)
+    if isinstance(value, dt.date):
+        return to_epoch_ms(dt.datetime(value.year, value.month, value.day, tzinfo=dt.UTC))
+    raise InvalidArgumentError(f"invalid timestamp {value!r}")

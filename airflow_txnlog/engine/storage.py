@@ -1,0 +1,295 @@
+"""Storage for one table root, and the atomic `put_if_absent` that commits rely on.
+
+Contract of `Storage.put_if_absent(key, data)`:
+    Create `key` with exactly `data` if and only if no object exists at `key`; if one exists
+    (created by anyone, at any time, even a moment earlier by another process or host), raise
+    `FileExistsError` and leave the existing object untouched. Readers never observe a partial
+    object: `key` either does not exist or holds all of `data`. `data` must not be empty.
+
+How each backend meets it:
+- `LocalStorage`: writes a temp file under `_delta_log/.tmp/`, fsyncs it, then `os.link`s it to the
+  final name. `link` fails with EEXIST atomically if the name exists; there is never an
+  exists-then-rename window.
+- `FsspecStorage`: exclusive create through fsspec (`open(path, "xb")`): S3 `If-None-Match: *`
+  (s3fs), GCS generation-0 preconditions (gcsfs), Azure `If-None-Match` (adlfs). Backends that cannot
+  do this refuse to commit with `StorageError` unless the table was opened with `single_writer=True`,
+  in which case the caller promises no other writer exists and a check-then-write is used.
+  Empty objects are never written: s3fs does not make a zero-byte exclusive create exclusive.
+- `MemoryStorage`: fsspec's in-memory filesystem, with a process-wide lock; for tests.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+import uuid
+from abc import ABC, abstractmethod
+from typing import Any, BinaryIO
+from urllib.parse import urlsplit
+
+import fsspec
+from fsspec.implementations.local import LocalFileSystem
+from typing_extensions import override
+
+from airflow_txnlog.engine.actions import has_scheme
+from airflow_txnlog.engine.errors import InvalidArgumentError, StorageError
+from airflow_txnlog.engine.log_paths import LOG_DIR, LogFile
+
+# Object stores whose fsspec implementation performs a real conditional (exclusive) create.
+ATOMIC_PROTOCOLS = frozenset({"s3", "s3a", "gs", "gcs", "abfs", "abfss", "az"})
+_SCHEME_ALIASES = {"s3a": "s3", "s3n": "s3", "gcs": "gs"}
+
+
+class Storage(ABC):
+    """Files of one table, addressed by keys relative to the table root (`_delta_log/...`)."""
+
+    def __init__(self, root: str, fs: Any, fs_root: str) -> None:
+        self.root = root  # the URI the user gave, normalised
+        self.fs = fs  # an fsspec filesystem, for data files (pyarrow reads through it)
+        self.fs_root = fs_root.rstrip("/")
+
+    def full_path(self, key: str) -> str:
+        """Path of `key` in `self.fs` (keys may also be absolute paths of that filesystem)."""
+        if key.startswith("/") and isinstance(self.fs, LocalFileSystem):
+            return key
+        return f"{self.fs_root}/{key}"
+
+    def resolve(self, path: str) -> str:
+        """Filesystem path of a file named in the log (relative to the root, or absolute)."""
+        if has_scheme(path):
+            return str(self.fs._strip_protocol(path))
+        return self.full_path(path)
+
+    def read_many(self, keys: list[str]) -> list[bytes]:
+        """Several whole objects, in order (object stores fetch them concurrently)."""
+        return [self.read(k) for k in keys]
+
+    @abstractmethod
+    def read(self, key: str) -> bytes:
+        """Whole object; `FileNotFoundError` if absent."""
+
+    @abstractmethod
+    def put_if_absent(self, key: str, data: bytes) -> None:
+        """Atomically create `key` (see the module docstring for the contract)."""
+
+    @abstractmethod
+    def write(self, key: str, data: bytes) -> None:
+        """Create or replace `key` so that readers see either the old or the new content."""
+
+    @abstractmethod
+    def list_dir(self, key_dir: str, start_after: str | None = None) -> list[LogFile]:
+        """Files (not folders) directly in `key_dir` whose name sorts after `start_after`, sorted."""
+
+    @abstractmethod
+    def delete(self, key: str) -> None:
+        """Delete `key`; a missing file is not an error."""
+
+    def exists(self, key: str) -> bool:
+        return bool(self.fs.exists(self.full_path(key)))
+
+    def open_input(self, key: str) -> BinaryIO:
+        return self.fs.open(self.full_path(key), "rb")  # type: ignore[no-any-return]
+
+    def list_log(self, start_after: str | None = None) -> list[LogFile]:
+        try:
+            return self.list_dir(LOG_DIR, start_after)
+        except FileNotFoundError:
+            return []
+
+
+class LocalStorage(Storage):
+    """A table on a local (or mounted POSIX) filesystem."""
+
+    def __init__(self, root: str) -> None:
+        path = os.path.abspath(root)
+        super().__init__(path, LocalFileSystem(), path)
+
+    def _p(self, key: str) -> str:
+        return key if key.startswith("/") else os.path.join(self.fs_root, key)
+
+    @override
+    def read(self, key: str) -> bytes:
+        with open(self._p(key), "rb") as f:
+            return f.read()
+
+    def _temp_write(self, key: str, data: bytes) -> str:
+        tmp_dir = os.path.join(os.path.dirname(self._p(key)), ".tmp")
+        os.makedirs(tmp_dir, exist_ok=True)
+        tmp = os.path.join(tmp_dir, f".{os.path.basename(key)}.{uuid.uuid4().hex}.tmp")
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        return tmp
+
+    @override
+    def put_if_absent(self, key: str, data: bytes) -> None:
+        if not data:
+            raise StorageError(f"refusing to create empty object {key!r}")
+        tmp = self._temp_write(key, data)
+        try:
+            os.link(tmp, self._p(key))  # atomic: EEXIST if someone else won
+        finally:
+            os.unlink(tmp)
+
+    @override
+    def write(self, key: str, data: bytes) -> None:
+        os.makedirs(os.path.dirname(self._p(key)), exist_ok=True)
+        tmp = self._temp_write(key, data)
+        os.replace(tmp, self._p(key))
+
+    @override
+    def list_dir(self, key_dir: str, start_after: str | None = None) -> list[LogFile]:
+        out: list[LogFile] = []
+        with os.scandir(self._p(key_dir)) as it:
+            for e in it:
+                if (start_after is None or e.name > start_after) and e.is_file():
+                    st = e.stat()
+                    out.append(LogFile(e.name, st.st_size, st.st_mtime_ns // 1_000_000))
+        out.sort(key=lambda f: f.name)
+        return out
+
+    @override
+    def delete(self, key: str) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self._p(key))
+
+    @override
+    def exists(self, key: str) -> bool:
+        return os.path.exists(self._p(key))
+
+
+def _mtime_ms(info: dict[str, Any]) -> int:
+    for k in ("mtime", "LastModified", "last_modified", "updated", "created"):
+        v = info.get(k)
+        if v is None:
+            continue
+        if hasattr(v, "timestamp"):
+            return int(v.timestamp() * 1000)
+        if isinstance(v, int | float):
+            return int(v * 1000)
+        if isinstance(v, str):
+            import datetime as dt  # noqa: PLC0415 - rare path
+
+            return int(dt.datetime.fromisoformat(v.replace("Z", "+00:00")).timestamp() * 1000)
+    return 0
+
+
+class FsspecStorage(Storage):
+    """A table on any fsspec filesystem (object stores, HDFS, ...)."""
+
+    def __init__(self, root: str, fs: Any, fs_root: str, *, atomic: bool, single_writer: bool) -> None:
+        super().__init__(root, fs, fs_root)
+        self.atomic = atomic
+        self.single_writer = single_writer
+
+    @override
+    def read(self, key: str) -> bytes:
+        return self.fs.cat_file(self.full_path(key))  # type: ignore[no-any-return]
+
+    @override
+    def read_many(self, keys: list[str]) -> list[bytes]:
+        paths = [self.full_path(k) for k in keys]
+        if not paths:
+            return []
+        got = self.fs.cat(paths, on_error="raise")
+        if not isinstance(got, dict):  # a single path comes back as bytes
+            got = {paths[0]: got}
+        return [got[p] for p in paths]
+
+    @override
+    def put_if_absent(self, key: str, data: bytes) -> None:
+        if not data:
+            raise StorageError(f"refusing to create empty object {key!r} (not exclusive on s3fs)")
+        path = self.full_path(key)
+        if self.atomic:
+            with self.fs.open(path, "xb") as f:
+                f.write(data)
+            return
+        if not self.single_writer:
+            raise StorageError(
+                f"the {self.fs.protocol!r} filesystem cannot create files atomically, so concurrent "
+                "writers could overwrite each other's commits. Help: open the table with "
+                "single_writer=True only if no other process ever writes to it."
+            )
+        if self.fs.exists(path):
+            raise FileExistsError(path)
+        self.fs.pipe_file(path, data)
+
+    @override
+    def write(self, key: str, data: bytes) -> None:
+        self.fs.pipe_file(self.full_path(key), data)
+
+    @override
+    def list_dir(self, key_dir: str, start_after: str | None = None) -> list[LogFile]:
+        base = self.full_path(key_dir)
+        try:
+            entries = self.fs.ls(base, detail=True, refresh=True)
+        except TypeError:
+            entries = self.fs.ls(base, detail=True)
+        out = []
+        for info in entries:
+            if info.get("type") not in ("file", None):
+                continue
+            name = str(info["name"]).rstrip("/").rsplit("/", 1)[-1]
+            if start_after is None or name > start_after:
+                out.append(LogFile(name, int(info.get("size") or 0), _mtime_ms(info)))
+        out.sort(key=lambda f: f.name)
+        return out
+
+    @override
+    def delete(self, key: str) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            self.fs.rm_file(self.full_path(key))
+
+
+class MemoryStorage(FsspecStorage):
+    """fsspec's in-memory filesystem; `put_if_absent` is atomic within this process (tests only)."""
+
+    _lock = threading.Lock()
+
+    def __init__(self, root: str, fs: Any, fs_root: str) -> None:
+        super().__init__(root, fs, fs_root, atomic=True, single_writer=False)
+
+    @override
+    def put_if_absent(self, key: str, data: bytes) -> None:
+        if not data:
+            raise StorageError(f"refusing to create empty object {key!r}")
+        path = self.full_path(key)
+        with self._lock:
+            if self.fs.exists(path):
+                raise FileExistsError(path)
+            self.fs.pipe_file(path, data)
+
+    @override
+    def list_dir(self, key_dir: str, start_after: str | None = None) -> list[LogFile]:
+        if not self.fs.exists(self.full_path(key_dir)):
+            raise FileNotFoundError(key_dir)
+        return super().list_dir(key_dir, start_after)
+
+
+def storage_for(
+    uri: str, storage_options: dict[str, Any] | None = None, *, single_writer: bool = False
+) -> Storage:
+    """The storage backend for a table URI (local path, `file://`, `memory://`, `s3://`, ...)."""
+    if not isinstance(uri, str) or not uri.strip():
+        raise InvalidArgumentError(f"table URI must be a non-empty string, got {uri!r}")
+    uri = uri.strip().rstrip("/") or "/"
+    parts = urlsplit(uri)
+    scheme = parts.scheme.lower()
+    if scheme in ("", "file") or (len(scheme) == 1 and os.name == "nt"):
+        path = parts.path if scheme == "file" else uri
+        if scheme == "file" and parts.netloc not in ("", "localhost"):
+            raise InvalidArgumentError(f"file URI with a host is not supported: {uri!r}")
+        return LocalStorage(path)
+    scheme = _SCHEME_ALIASES.get(scheme, scheme)
+    if not parts.netloc and scheme != "memory":
+        raise InvalidArgumentError(f"table URI {uri!r} has no bucket or host")
+    try:
+        fs, fs_root = fsspec.url_to_fs(f"{scheme}://{parts.netloc}{parts.path}", **(storage_options or {}))
+    except (ImportError, ValueError) as exc:
+        raise StorageError(f"cannot open storage for {uri!r}: {exc}") from exc
+    if scheme == "memory":
+        return MemoryStorage(uri, fs, fs_root)
+    return FsspecStorage(uri, fs, fs_root, atomic=scheme in ATOMIC_PROTOCOLS, single_writer=single_writer)

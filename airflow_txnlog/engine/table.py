@@ -1,0 +1,291 @@
+"""`Table`: the engine's entry point (create / open, snapshots, writes, transactions, checkpoints).
+
+A `Table` caches its latest snapshot and brings it up to date incrementally (reading only new
+commits). A commit never reloads the table; after a commit whose version is a multiple of
+`delta.checkpointInterval`, the snapshot is advanced to exactly that version and checkpointed.
+A failed checkpoint is logged and never fails the commit.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import time
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+import orjson
+import pyarrow as pa
+
+from airflow_txnlog.engine import properties as props
+from airflow_txnlog.engine.actions import CommitInfo, Metadata, Protocol, serialize_actions
+from airflow_txnlog.engine.checkpoint import DEFAULT_PART_SIZE, write_checkpoint
+from airflow_txnlog.engine.conflicts import SERIALIZABLE
+from airflow_txnlog.engine.errors import (
+    ConcurrentTransactionError,
+    InvalidArgumentError,
+    TableExistsError,
+    TableNotFoundError,
+    TxnLogError,
+)
+from airflow_txnlog.engine.log_paths import LOG_DIR, commit_name
+from airflow_txnlog.engine.log_segment import list_log, monotonic_timestamps
+from airflow_txnlog.engine.replay import parse_commit
+from airflow_txnlog.engine.schema import normalize_schema, schema_to_json, uses_timestamp_ntz
+from airflow_txnlog.engine.snapshot import Snapshot, load_snapshot, version_at
+from airflow_txnlog.engine.storage import Storage, storage_for
+from airflow_txnlog.engine.transaction import DEFAULT_MAX_ATTEMPTS, ENGINE_INFO, Transaction
+from airflow_txnlog.engine.writer import write, write_parameters
+
+log = logging.getLogger(__name__)
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def _validate_schema(schema: pa.Schema, partition_by: tuple[str, ...]) -> pa.Schema:
+    if not isinstance(schema, pa.Schema) or len(schema) == 0:
+        raise InvalidArgumentError("schema must be a non-empty pyarrow.Schema")
+    lowered = [n.lower() for n in schema.names]
+    if len(set(lowered)) != len(lowered) or any(not n for n in schema.names):
+        raise InvalidArgumentError(f"column names must be non-empty and unique (case-insensitive): {schema.names}")
+    for c in partition_by:
+        if c not in schema.names:
+            raise InvalidArgumentError(f"partition column {c!r} is not in the schema {schema.names}")
+        t = schema.field(c).type
+        if pa.types.is_nested(t):
+            raise InvalidArgumentError(f"partition column {c!r} must have a primitive type, not {t}")
+    if len(set(partition_by)) != len(partition_by):
+        raise InvalidArgumentError(f"partition columns repeat: {list(partition_by)}")
+    if partition_by and len(partition_by) == len(schema):
+        raise InvalidArgumentError("at least one column must not be a partition column")
+    return normalize_schema(schema)
+
+
+class Table:
+    """A Delta table at a URI: local path, `file://`, `s3://`, `gs://`, `abfss://`, `memory://`.
+
+    :param storage: the storage backend (use `Table.open` / `Table.create` instead of building one).
+    :param checkpoint_part_size: actions per checkpoint file; bigger checkpoints are split in parts.
+    :param max_commit_attempts: attempts before a commit gives up on a busy table.
+    """
+
+    def __init__(
+        self,
+        storage: Storage,
+        *,
+        checkpoint_part_size: int = DEFAULT_PART_SIZE,
+        max_commit_attempts: int = DEFAULT_MAX_ATTEMPTS,
+    ) -> None:
+        self._storage = storage
+        self._latest: Snapshot | None = None
+        self.checkpoint_part_size = checkpoint_part_size
+        self.max_commit_attempts = max_commit_attempts
+
+    # ------------------------------------------------------------------ construction
+    @classmethod
+    def open(
+        cls, uri: str, *, storage_options: dict[str, Any] | None = None, single_writer: bool = False, **kw: Any
+    ) -> Table:
+        """Open an existing table (TableNotFoundError if there is no log)."""
+        table = cls(storage_for(uri, storage_options, single_writer=single_writer), **kw)
+        table._latest = load_snapshot(table._storage)
+        return table
+
+    @classmethod
+    def create(
+        cls,
+        uri: str,
+        *,
+        schema: pa.Schema,
+        partition_by: tuple[str, ...] | list[str] = (),
+        properties: Mapping[str, str] | None = None,
+        storage_options: dict[str, Any] | None = None,
+        name: str | None = None,
+        description: str | None = None,
+        single_writer: bool = False,
+        **kw: Any,
+    ) -> Table:
+        """Create a table: version 0 with protocol and metaData (TableExistsError if one exists)."""
+        parts = tuple(partition_by)
+        norm = _validate_schema(schema, parts)
+        conf = {str(k): str(v) for k, v in (properties or {}).items()}
+        props.validate(conf)
+        storage = storage_for(uri, storage_options, single_writer=single_writer)
+        if any(f.name.endswith(".json") for f in storage.list_log()):
+            raise TableExistsError(f"a Delta table already exists at {storage.root!r}")
+        protocol = Protocol(1, 2)
+        if uses_timestamp_ntz(norm):
+            writer = ["timestampNtz"] + (["appendOnly"] if props.append_only(conf) else [])
+            protocol = Protocol(3, 7, ("timestampNtz",), tuple(writer))
+        metadata = Metadata(
+            id=str(uuid.uuid4()),
+            schema_string=schema_to_json(schema),
+            partition_columns=parts,
+            configuration=conf,
+            name=name,
+            description=description,
+            created_time=_now_ms(),
+        )
+        info = CommitInfo(
+            timestamp=_now_ms(),
+            operation="CREATE TABLE",
+            operation_parameters={
+                "isManaged": "false",
+                "description": description or "",
+                "partitionBy": orjson.dumps(list(parts)).decode(),
+                "properties": orjson.dumps(conf).decode(),
+            },
+            is_blind_append=True,
+            engine_info=ENGINE_INFO,
+            txn_id=str(uuid.uuid4()),
+        )
+        try:
+            storage.put_if_absent(f"{LOG_DIR}/{commit_name(0)}", serialize_actions([info, protocol, metadata]))
+        except FileExistsError as exc:
+            raise TableExistsError(f"a Delta table already exists at {storage.root!r}") from exc
+        table = cls(storage, **kw)
+        table._latest = load_snapshot(storage)
+        return table
+
+    # ------------------------------------------------------------------ reading
+    @property
+    def uri(self) -> str:
+        return self._storage.root
+
+    @property
+    def storage(self) -> Storage:
+        return self._storage
+
+    def latest_version(self) -> int:
+        """The newest committed version (lists the log; loads nothing)."""
+        start = self._latest.version if self._latest is not None else None
+        listing = list_log(self._storage, hint_version=None) if start is None else None
+        if listing is None:
+            newer = [f for f in self._storage.list_log(f"{start:020d}.json") if f.name.endswith(".json")]
+            versions = [int(f.name[:20]) for f in newer if f.name[:20].isdigit() and len(f.name) == 25]
+            return max([start, *versions])  # type: ignore[list-item]
+        latest = listing.latest()
+        assert latest is not None
+        return latest
+
+    def snapshot(self, version: int | None = None, timestamp: dt.datetime | str | int | None = None) -> Snapshot:
+        """The table as of `version`, or as of `timestamp`, or the latest version."""
+        if version is not None and timestamp is not None:
+            raise InvalidArgumentError("give either version or timestamp, not both")
+        if timestamp is not None:
+            ict = props.in_commit_timestamps(self._refresh().metadata.configuration)
+            version = version_at(self._storage, timestamp, in_commit_timestamps=ict)
+        if version is None:
+            return self._refresh()
+        if self._latest is not None and self._latest.version == version:
+            return self._latest
+        return load_snapshot(self._storage, version)
+
+    def _refresh(self) -> Snapshot:
+        self._latest = load_snapshot(self._storage) if self._latest is None else self._latest.update()
+        return self._latest
+
+    def history(self, limit: int | None = None) -> list[dict[str, Any]]:
+        """commitInfo of each commit still in the log, newest first, with `version` and `timestamp`."""
+        if limit is not None and limit < 0:
+            raise InvalidArgumentError("limit must be >= 0")
+        listing = list_log(self._storage)
+        stamps = monotonic_timestamps(listing.commits)
+        versions = sorted(listing.commits, reverse=True)[:limit]
+        out = []
+        for v in versions:
+            name = listing.commits[v].name
+            actions = parse_commit(self._storage.read(f"{LOG_DIR}/{name}"), name=name)
+            info = next((a["commitInfo"] for a in actions if "commitInfo" in a), {})
+            entry = dict(info)
+            entry["version"] = v
+            entry["timestamp"] = int(info.get("inCommitTimestamp") or stamps[v])
+            out.append(entry)
+        return out
+
+    # ------------------------------------------------------------------ writing
+    def transaction(
+        self,
+        operation: str = "WRITE",
+        parameters: Mapping[str, Any] | None = None,
+        *,
+        isolation_level: str = SERIALIZABLE,
+    ) -> Transaction:
+        """A transaction reading the latest snapshot; commit it with `txn.commit()`."""
+        return Transaction(
+            self._storage,
+            self._refresh(),
+            operation=operation,
+            parameters=parameters,
+            isolation_level=isolation_level,
+            max_attempts=self.max_commit_attempts,
+            on_committed=self._post_commit,
+        )
+
+    def write(self, data: pa.Table, *, mode: str = "append", txn: tuple[str, int] | None = None) -> int:
+        """Append or overwrite rows; with `txn=(app_id, version)` a repeated write commits nothing."""
+        snap = self._refresh()
+        if txn is not None:
+            done = self._txn_done(snap, txn)
+            if done is not None:
+                return done
+        t = self.transaction("WRITE", write_parameters(mode, snap.partition_columns))
+        if txn is not None:
+            t.set_app_transaction(*txn)
+        try:
+            return write(t, self._storage, data, mode=mode)
+        except ConcurrentTransactionError:
+            done = self._txn_done(self._refresh(), txn) if txn is not None else None
+            if done is None:
+                raise
+            return done  # the same idempotent write won concurrently: ours must not commit
+
+    def _txn_done(self, snap: Snapshot, txn: tuple[str, int]) -> int | None:
+        app_id, version = txn
+        if not isinstance(app_id, str) or not app_id or not isinstance(version, int) or version < 0:
+            raise InvalidArgumentError(f"txn must be (non-empty app id, version >= 0), got {txn!r}")
+        seen = snap.txn_version(app_id)
+        if seen is None or seen < version:
+            return None
+        return self._find_txn_commit(app_id, version) or snap.version
+
+    def _find_txn_commit(self, app_id: str, version: int) -> int | None:
+        """The version whose commit wrote txn (app_id, >= version), searching newest first."""
+        listing = list_log(self._storage)
+        for v in sorted(listing.commits, reverse=True):
+            name = listing.commits[v].name
+            for a in parse_commit(self._storage.read(f"{LOG_DIR}/{name}"), name=name):
+                t = a.get("txn")
+                if t and t.get("appId") == app_id and int(t.get("version", -1)) >= version:
+                    return v
+        return None
+
+    # ------------------------------------------------------------------ checkpoints
+    def checkpoint(self, version: int | None = None) -> None:
+        """Write a checkpoint of `version` (default latest) and update `_last_checkpoint`."""
+        snap = self.snapshot(version)
+        retention = props.deleted_file_retention_ms(snap.metadata.configuration)
+        write_checkpoint(
+            self._storage, snap.state, min_tombstone_ts=_now_ms() - retention, part_size=self.checkpoint_part_size
+        )
+
+    def _post_commit(self, version: int) -> None:
+        try:
+            base = self._latest
+            if base is None or base.version >= version:
+                return
+            interval = props.checkpoint_interval(base.metadata.configuration)
+            if version % interval != 0:
+                return
+            snap = base.update(until=version)
+            if version % props.checkpoint_interval(snap.metadata.configuration) == 0:
+                retention = props.deleted_file_retention_ms(snap.metadata.configuration)
+                write_checkpoint(self._storage, snap.state, min_tombstone_ts=_now_ms() - retention,
+                                 part_size=self.checkpoint_part_size)
+            self._latest = snap
+        except (TxnLogError, OSError, pa.ArrowException) as exc:
+            log.warning("checkpoint after commit %s failed (the commit itself succeeded): %s", version, exc)
+

@@ -1,0 +1,291 @@
+"""Optimistic transactions: read a snapshot, stage actions, commit with `put_if_absent`.
+
+Commit loop (Delta's optimistic concurrency):
+    attempt = read_version + 1
+    loop (at most `max_attempts` times):
+        put_if_absent(attempt.json, commitInfo + actions)      -> success: return attempt
+        on "already exists": read the winning commits attempt..latest, run `conflicts.check_winner`
+        on each (raises the specific conflict error), then attempt = latest + 1.
+The commit content never changes between attempts (readVersion stays the version we read), so a
+retry is only allowed when the conflict checks prove our actions are still valid on top of the
+winners. Blind appends (only adds, nothing read) never conflict with other appends, which is why the
+attempt budget is generous: a busy table must not make us drop a commit.
+
+Before the first attempt the transaction is validated, and nothing is written if it is invalid:
+protocol features we cannot write, `delta.appendOnly`, paths escaping the table root, duplicate
+actions for one path, empty commits.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from types import TracebackType
+from typing import Any
+
+from airflow_txnlog import __version__
+from airflow_txnlog.engine import properties as props
+from airflow_txnlog.engine.actions import (
+    Action,
+    AddFile,
+    CommitInfo,
+    Metadata,
+    Protocol,
+    RemoveFile,
+    Txn,
+    has_scheme,
+    serialize_actions,
+)
+from airflow_txnlog.engine.conflicts import SERIALIZABLE, SNAPSHOT_ISOLATION, ReadSet, check_winner
+from airflow_txnlog.engine.errors import (
+    AppendOnlyViolationError,
+    CommitRetriesExceededError,
+    InvalidArgumentError,
+    TxnLogError,
+    UnsupportedFeatureError,
+)
+from airflow_txnlog.engine.log_paths import LOG_DIR, commit_name
+from airflow_txnlog.engine.log_segment import LogListing
+from airflow_txnlog.engine.predicates import Predicate, Range, parse_predicate
+from airflow_txnlog.engine.replay import file_key, parse_commit
+from airflow_txnlog.engine.snapshot import Snapshot, check_read_supported
+from airflow_txnlog.engine.storage import Storage
+
+ENGINE_INFO = f"airflow-txnlog/{__version__}"
+DEFAULT_MAX_ATTEMPTS = 100
+SUPPORTED_WRITER_FEATURES = frozenset({"appendOnly", "invariants", "timestampNtz", "vacuumProtocolCheck"})
+MAX_WRITER_VERSION = 7
+
+
+def check_write_supported(protocol: Protocol, metadata: Metadata) -> None:
+    """Raise UnsupportedFeatureError unless this engine can write the table without breaking it."""
+    check_read_supported(protocol, metadata)
+    w = protocol.min_writer_version
+    if w > MAX_WRITER_VERSION:
+        raise UnsupportedFeatureError(f"the table needs writer version {w}", feature=f"writerVersion{w}")
+    if w == MAX_WRITER_VERSION:
+        for feature in sorted(set(protocol.writer_features or ()) - SUPPORTED_WRITER_FEATURES):
+            raise UnsupportedFeatureError(
+                f"the table uses writer feature {feature!r}, which this engine cannot write", feature=feature
+            )
+    conf, schema_text = metadata.configuration, metadata.schema_string  # field metadata is in the JSON
+    active = {
+        "checkConstraints": any(k.startswith("delta.constraints.") for k in conf),
+        "changeDataFeed": str(conf.get("delta.enableChangeDataFeed", "false")).lower() == "true",
+        "generatedColumns": "delta.generationExpression" in schema_text,
+        "identityColumns": "delta.identity." in schema_text,
+        "invariants": "delta.invariants" in schema_text,
+    }
+    for feature, on in active.items():
+        if on:
+            raise UnsupportedFeatureError(
+                f"the table uses {feature}, which this engine cannot enforce when writing", feature=feature
+            )
+
+
+class Transaction:
+    """One atomic change to a table. Use through `Table.transaction()` as a context manager.
+
+    :param snapshot: the version the transaction reads (its `readVersion`).
+    :param operation: the commitInfo operation name, e.g. "WRITE", "DELETE", "OPTIMIZE".
+    """
+
+    def __init__(
+        self,
+        storage: Storage,
+        snapshot: Snapshot,
+        *,
+        operation: str,
+        parameters: Mapping[str, Any] | None = None,
+        isolation_level: str = SERIALIZABLE,
+        max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+        on_committed: Callable[[int], None] | None = None,
+    ) -> None:
+        if max_attempts < 1:
+            raise InvalidArgumentError("max_attempts must be at least 1")
+        self._storage = storage
+        self.snapshot = snapshot
+        self.read_version = snapshot.version
+        self.operation = operation
+        self.parameters = dict(parameters or {})
+        self.isolation_level = isolation_level
+        self.max_attempts = max_attempts
+        self._on_committed = on_committed
+        self._adds: dict[str, AddFile] = {}
+        self._removes: dict[str, RemoveFile] = {}
+        self._txns: list[Txn] = []
+        self._metadata: Metadata | None = None
+        self._protocol: Protocol | None = None
+        self._read_predicates: list[Predicate] = []
+        self._read_whole_table = False
+        self._read_keys: set[str] = set()
+        self._app_ids: set[str] = set()
+        self.committed_version: int | None = None
+        self.attempts = 0
+
+    def __enter__(self) -> Transaction:
+        return self
+
+    def __exit__(
+        self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        return None  # an uncommitted transaction leaves no trace in the log
+
+    # ------------------------------------------------------------------ reads
+    def read_files(self, filter: str | None = None) -> list[AddFile]:  # noqa: A002
+        """Live files matching `filter` (all if None), recorded as read for conflict detection."""
+        files = self.snapshot.files(filter)
+        if filter is None:
+            self._read_whole_table = True
+        else:
+            self._read_predicates.append(parse_predicate(filter, self.snapshot.schema))
+        self._read_keys.update(file_key(f.path, f.deletion_vector) for f in files)
+        return files
+
+    def txn_version(self, app_id: str) -> int | None:
+        """Last committed version of an idempotent writer (recorded as read)."""
+        self._app_ids.add(app_id)
+        return self.snapshot.txn_version(app_id)
+
+    # ------------------------------------------------------------------ writes
+    def add(self, add: AddFile) -> None:
+        key = file_key(add.path, add.deletion_vector)
+        if key in self._adds:
+            raise InvalidArgumentError(f"file {add.path!r} is added twice in one transaction")
+        self._adds[key] = add
+
+    def remove(self, file: AddFile | RemoveFile, *, data_change: bool = True) -> None:
+        if isinstance(file, AddFile):
+            file = file.remove(deletion_timestamp=int(time.time() * 1000), data_change=data_change)
+        key = file_key(file.path, file.deletion_vector)
+        if key in self._removes:
+            raise InvalidArgumentError(f"file {file.path!r} is removed twice in one transaction")
+        self._removes[key] = file
+
+    def set_app_transaction(self, app_id: str, version: int) -> None:
+        if not app_id or not isinstance(version, int) or version < 0:
+            raise InvalidArgumentError(f"txn needs a non-empty app id and a version >= 0, got {app_id!r}, {version!r}")
+        self._app_ids.add(app_id)
+        self._txns.append(Txn(app_id, version, int(time.time() * 1000)))
+
+    def update_metadata(self, metadata: Metadata) -> None:
+        self._metadata = metadata
+
+    def update_protocol(self, protocol: Protocol) -> None:
+        cur = self.snapshot.protocol
+        if (protocol.min_reader_version, protocol.min_writer_version) < (
+            cur.min_reader_version,
+            cur.min_writer_version,
+        ):
+            raise InvalidArgumentError("a protocol is never downgraded")
+        self._protocol = protocol
+
+    # ------------------------------------------------------------------ commit
+    def _validate(self) -> None:
+        metadata = self._metadata or self.snapshot.metadata
+        check_write_supported(self._protocol or self.snapshot.protocol, metadata)
+        if props.append_only(metadata.configuration) and any(r.data_change for r in self._removes.values()):
+            raise AppendOnlyViolationError(
+                "the table is append-only (delta.appendOnly=true): data-changing removes are not allowed"
+            )
+        for add in self._adds.values():
+            _check_inside_root(add.path, self._storage.root)
+        both = set(self._adds) & set(self._removes)
+        if both:
+            raise InvalidArgumentError(f"file {sorted(both)[0]!r} is both added and removed in one commit")
+
+    def _read_set(self) -> ReadSet:
+        only_rearrange = bool(self._adds or self._removes) and not any(
+            a.data_change for a in [*self._adds.values(), *self._removes.values()]
+        )
+        blind = not self._removes and not self._read_keys and not self._read_whole_table and not (
+            self._read_predicates or self._metadata or self._protocol
+        )
+        return ReadSet(
+            isolation_level=SNAPSHOT_ISOLATION if only_rearrange else self.isolation_level,
+            is_blind_append=blind,
+            read_whole_table=self._read_whole_table,
+            read_predicates=tuple(self._read_predicates),
+            read_file_keys=frozenset(self._read_keys),
+            app_ids=frozenset(self._app_ids),
+            removed_keys=frozenset(self._removes),
+            writes_protocol=self._protocol is not None,
+        )
+
+    def _payload(self, read_set: ReadSet, metrics: Mapping[str, Any] | None, user_metadata: str | None) -> bytes:
+        info = CommitInfo(
+            timestamp=int(time.time() * 1000),
+            operation=self.operation,
+            operation_parameters=self.parameters,
+            read_version=self.read_version if self.read_version >= 0 else None,
+            isolation_level=read_set.isolation_level,
+            is_blind_append=read_set.is_blind_append,
+            operation_metrics=dict(metrics or {}),
+            engine_info=ENGINE_INFO,
+            txn_id=str(uuid.uuid4()),
+            extra={"userMetadata": user_metadata} if user_metadata else {},
+        )
+        actions: list[Action] = [info]
+        actions += [a for a in (self._protocol, self._metadata) if a is not None]
+        actions += self._txns + list(self._removes.values()) + list(self._adds.values())
+        return serialize_actions(actions)
+
+    def commit(self, *, metrics: Mapping[str, Any] | None = None, user_metadata: str | None = None) -> int:
+        """Commit the staged actions; returns the new version. Raises a conflict error if unsafe."""
+        if self.committed_version is not None:
+            raise InvalidArgumentError("this transaction has already been committed")
+        self._validate()
+        read_set = self._read_set()
+        payload = self._payload(read_set, metrics, user_metadata)
+        attempt = self.read_version + 1
+        while self.attempts < self.max_attempts:
+            self.attempts += 1
+            try:
+                self._storage.put_if_absent(f"{LOG_DIR}/{commit_name(attempt)}", payload)
+            except FileExistsError:
+                attempt = self._check_winners(read_set, attempt)
+                continue
+            except OSError as exc:
+                raise TxnLogError(f"could not write commit {attempt}: {exc}") from exc
+            self.committed_version = attempt
+            if self._on_committed is not None:
+                self._on_committed(attempt)
+            return attempt
+        raise CommitRetriesExceededError(
+            f"gave up after {self.max_attempts} commit attempts: the table is too busy. "
+            "Help: retry later or raise max_commit_attempts."
+        )
+
+    def _check_winners(self, read_set: ReadSet, attempt: int) -> int:
+        """Check every commit from `attempt` on against ours; return the next version to try."""
+        listing = LogListing.build(self._storage.list_log(f"{attempt - 1:020d}.json"), complete=False)
+        version = attempt
+        while version in listing.commits:
+            name = listing.commits[version].name
+            actions = parse_commit(self._storage.read(f"{LOG_DIR}/{name}"), name=name)
+            check_winner(read_set, version, actions, ranges=self._ranges, protocol_supported=self._protocol_ok)
+            version += 1
+        return version
+
+    def _ranges(self, add: Mapping[str, Any], columns: frozenset[str]) -> Mapping[str, Range]:
+        return self.snapshot.file_ranges(AddFile.from_wire(add), columns)
+
+    def _protocol_ok(self, wire: Mapping[str, Any]) -> bool:
+        try:
+            check_write_supported(Protocol.from_wire(wire), self._metadata or self.snapshot.metadata)
+        except UnsupportedFeatureError:
+            return False
+        return True
+
+
+def _check_inside_root(path: str, root: str) -> None:
+    """Refuse add paths that would point outside the table root."""
+    if has_scheme(path) or path.startswith("/"):
+        if not path.replace("file://", "").replace("file:", "").startswith(root.rstrip("/") + "/"):
+            raise InvalidArgumentError(f"add path {path!r} is outside the table root {root!r}")
+        return
+    norm = posixpath.normpath(path)
+    if norm.startswith("../") or norm == ".." or "\\" in path or not path:
+        raise InvalidArgumentError(f"add path {path!r} escapes the table root")

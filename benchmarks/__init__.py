@@ -1,0 +1,3 @@
+"""Benchmarks comparing airflow_txnlog's engine with delta-rs (not part of the test suite)."""
+
+from __future__ import annotations

@@ -1,0 +1,245 @@
+# ruff: noqa: PLC0415
+"""One measurement in a fresh interpreter: ``python -m benchmarks.workers '<json spec>'``.
+
+:mod:`benchmarks.run` starts one process per measurement so that no cache of either engine (object
+store handles, parsed logs, memoised snapshots) can survive from one measurement to the next, and so that
+a crash or a hang of one engine cannot take the harness down. Imports happen before the clock starts;
+only the operation itself is timed, with :func:`time.perf_counter`.
+
+The worker prints one JSON object on its last stdout line: ``{"ok": true, ...}`` with the timings, or
+``{"ok": false, "error": ..., "traceback": ...}``.
+
+Spec keys: ``task`` (``list`` | ``commit`` | ``checkpoint``), ``engine`` (``deltars`` | ``ours``), ``path``,
+``variant`` and task-specific counts; ``profile`` (optional path) wraps the timed region in cProfile
+and dumps the stats there.
+"""
+
+from __future__ import annotations
+
+import cProfile
+import json
+import sys
+import time
+import traceback
+import uuid
+from collections.abc import Callable
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+SMALL_STATS = (
+    '{"numRecords":2,"minValues":{"id":1,"value":1.5,"name":"a"},'
+    '"maxValues":{"id":2,"value":2.5,"name":"b"},"nullCount":{"id":0,"value":0,"name":0}}'
+)
+
+
+def small_table() -> pa.Table:
+    return pa.table(
+        {
+            "id": pa.array([1, 2], pa.int64()),
+            "value": pa.array([1.5, 2.5], pa.float64()),
+            "name": pa.array(["a", "b"], pa.string()),
+            "part": pa.array(["p01", "p01"], pa.string()),
+        }
+    )
+
+
+def new_file_path() -> str:
+    return f"part=p01/part-00000-{uuid.uuid4()}-c000.snappy.parquet"
+
+
+class _Profiler:
+    def __init__(self, out: str | None) -> None:
+        self.out = out
+        self.prof = cProfile.Profile() if out else None
+
+    @contextmanager
+    def region(self):  # type: ignore[no-untyped-def]
+        if self.prof is not None:
+            self.prof.enable()
+        try:
+            yield
+        finally:
+            if self.prof is not None:
+                self.prof.disable()
+
+    def dump(self) -> None:
+        if self.prof is not None and self.out:
+            self.prof.dump_stats(self.out)
+
+
+def _timed(prof: _Profiler, fn: Callable[[], Any]) -> tuple[float, Any]:
+    with prof.region():
+        t0 = time.perf_counter()
+        result = fn()
+        elapsed = time.perf_counter() - t0
+    return elapsed, result
+
+
+# --------------------------------------------------------------------------------------------- P1 / P2
+def task_list(spec: dict[str, Any], prof: _Profiler) -> dict[str, Any]:
+    """Open the table and list its live files (``paths``: path strings; ``full``: full add metadata)."""
+    path, variant = spec["path"], spec.get("variant", "paths")
+    if spec["engine"] == "deltars":
+        from deltalake import DeltaTable
+
+        if variant == "paths":
+            fn = lambda: len(DeltaTable(path).file_uris())  # noqa: E731
+        else:
+            fn = lambda: DeltaTable(path).get_add_actions(flatten=False).num_rows  # noqa: E731
+    else:
+        from airflow_txnlog.engine import Table
+
+        if variant == "paths":
+            fn = lambda: len(Table.open(path).snapshot().file_paths())  # noqa: E731
+        else:
+            fn = lambda: len(Table.open(path).snapshot().files())  # noqa: E731
+    seconds, count = _timed(prof, fn)
+    return {"seconds": [seconds], "count": count}
+
+
+# ------------------------------------------------------------------------------------------------- P3
+def task_commit(spec: dict[str, Any], prof: _Profiler) -> dict[str, Any]:
+    """Open the table (untimed), then ``warmup`` + ``commits`` single-file append commits, each timed.
+
+    ``meta``: a metadata-only commit of one add action (the data file need not exist);
+    ``write``: write a 2-row pyarrow table (one parquet file) and commit it.
+    """
+    path, variant = spec["path"], spec["variant"]
+    warmup, commits = spec.get("warmup", 2), spec["commits"]
+    samples: list[float] = []
+    refresh: list[float] = []
+    data = small_table()
+    if spec["engine"] == "deltars":
+        from deltalake import DeltaTable, write_deltalake
+        from deltalake.transaction import AddAction
+
+        dt = DeltaTable(path)
+        schema = dt.schema()
+
+        def one() -> None:
+            if variant == "meta":
+                add = AddAction(
+                    path=new_file_path(),
+                    size=1234,
+                    partition_values={"part": "p01"},
+                    modification_time=int(time.time() * 1000),
+                    data_change=True,
+                    stats=SMALL_STATS,
+                )
+                dt.create_write_transaction([add], mode="append", schema=schema, partition_by=["part"])
+            else:
+                write_deltalake(dt, data, mode="append")
+
+        def after() -> float:
+            # create_write_transaction does not advance the DeltaTable's own snapshot; without this the
+            # next commit would start from a stale version and pay conflict checks against every commit
+            # made since. Untimed in the commit sample; reported separately.
+            if variant != "meta":
+                return 0.0
+            t0 = time.perf_counter()
+            dt.update_incremental()
+            return time.perf_counter() - t0
+
+        version = dt.version
+    else:
+        from airflow_txnlog.engine import AddFile, Table
+
+        t = Table.open(path)
+        t.snapshot()  # load the state before the clock starts, as DeltaTable(path) does
+
+        def one() -> None:
+            if variant == "meta":
+                add = AddFile(
+                    path=new_file_path(),
+                    partition_values={"part": "p01"},
+                    size=1234,
+                    modification_time=int(time.time() * 1000),
+                    data_change=True,
+                    stats=SMALL_STATS,
+                )
+                with t.transaction(operation="WRITE", parameters={"mode": "Append"}) as txn:
+                    txn.add(add)
+                    txn.commit()
+            else:
+                t.write(data, mode="append")
+
+        def after() -> float:
+            return 0.0
+
+        version = t.latest_version
+
+    start_version = version()
+    for _ in range(warmup):
+        one()
+        after()
+    for _ in range(commits):
+        seconds, _ = _timed(prof, one)
+        samples.append(seconds)
+        if (r := after()) > 0:
+            refresh.append(r)
+    end_version = version()
+    expected = start_version + warmup + commits
+    if end_version != expected:
+        raise RuntimeError(f"table went from version {start_version} to {end_version}, expected {expected}")
+    result: dict[str, Any] = {"seconds": samples, "count": commits}
+    if refresh:
+        result["refresh_seconds"] = refresh
+    return result
+
+
+# ------------------------------------------------------------------------------------------------- P4
+def task_checkpoint(spec: dict[str, Any], prof: _Profiler) -> dict[str, Any]:
+    """Open the table and load its state (timed separately), then write a checkpoint (timed)."""
+    path = spec["path"]
+    if spec["engine"] == "deltars":
+        from deltalake import DeltaTable
+
+        open_s, dt = _timed(_Profiler(None), lambda: DeltaTable(path))
+        seconds, _ = _timed(prof, dt.create_checkpoint)
+        version = dt.version()
+    else:
+        from airflow_txnlog.engine import Table
+
+        def load() -> Any:
+            t = Table.open(path)
+            t.snapshot()
+            return t
+
+        open_s, t = _timed(_Profiler(None), load)
+        seconds, _ = _timed(prof, t.checkpoint)
+        version = t.latest_version()
+    log = Path(path) / "_delta_log"
+    checkpoints = sorted(p.name for p in log.glob(f"{version:020d}.checkpoint*.parquet"))
+    if not checkpoints or not (log / "_last_checkpoint").exists():
+        raise RuntimeError(f"no checkpoint / _last_checkpoint for version {version} in {log}")
+    size = sum((log / c).stat().st_size for c in checkpoints)
+    return {"seconds": [seconds], "open_seconds": open_s, "files": checkpoints, "bytes": size}
+
+
+TASKS = {"list": task_list, "commit": task_commit, "checkpoint": task_checkpoint}
+
+
+def main(argv: list[str]) -> int:
+    spec = json.loads(argv[0])
+    prof = _Profiler(spec.get("profile"))
+    try:
+        result = {"ok": True, **TASKS[spec["task"]](spec, prof)}
+    except BaseException as exc:  # report every failure, including a KeyboardInterrupt or SystemExit
+        tb = traceback.extract_tb(exc.__traceback__)
+        result = {
+            "ok": False,
+            "error": f"{type(exc).__name__}: {exc}"[:2000],
+            "where": [f"{f.filename}:{f.lineno} in {f.name}" for f in tb[-6:]],
+            "traceback": traceback.format_exc()[-8000:],
+        }
+    prof.dump()
+    sys.stdout.flush()
+    print("\n" + json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
