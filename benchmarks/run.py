@@ -37,6 +37,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 ENGINES = ("deltars", "ours")
 FLAT_FACTOR = 1.5  # P3 counts as flat if ours@large <= FLAT_FACTOR * ours@small + FLAT_SLACK_S
 FLAT_SLACK_S = 0.002
+PYCACHE = Path(tempfile.gettempdir()) / "airflow_txnlog-bench-pycache"
 
 
 def log(msg: str) -> None:
@@ -68,6 +69,9 @@ class Measurement:
 def run_worker(spec: dict[str, Any], timeout: float) -> dict[str, Any]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(REPO_ROOT), *filter(None, [env.get("PYTHONPATH")])])
+    # Import times as on a normal install: allow bytecode caching, but outside the venv (see README).
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env.setdefault("PYTHONPYCACHEPREFIX", str(PYCACHE))
     cmd = [sys.executable, "-m", "benchmarks.workers", json.dumps(spec)]
     try:
         proc = subprocess.run(
@@ -178,6 +182,9 @@ class Runner:
             cpv, latest = gen.generate_checkpointed_table(path, spec, tail)
             gen.validate_with_deltalake(path, latest, files)
             log(f"  {path.name}: checkpoint at {cpv}, version {latest}, {files} live files")
+        # a tiny table each worker opens first, so that one-time process costs stay out of the timings
+        self.warm = w / "warm"
+        gen.generate_checkpointed_table(self.warm, gen.TableSpec(3, 5), 2)
         # P2 / P4: pure JSON log
         self.big_json = w / "big_json"
         latest = gen.generate_table(self.big_json, gen.TableSpec(big // per, per))
@@ -191,12 +198,24 @@ class Runner:
         if "P1" in only:
             log("P1: open + list live files, checkpoint + tail commits")
             for variant in ("paths", "full"):
-                spec = {"task": "list", "path": str(self.big_cp), "variant": variant}
+                spec = {
+                    "task": "list",
+                    "path": str(self.big_cp),
+                    "variant": variant,
+                    "warm_path": str(self.warm),
+                }
                 self.measure(f"P1-{variant}", spec, a.reps)
+            # first open in a fresh process: includes lazy imports and other one-time costs
+            self.measure("P1-cold", {"task": "list", "path": str(self.big_cp), "variant": "paths"}, a.reps)
         if "P2" in only:
             log("P2: open + list live files, JSON replay only")
             for variant in ("paths", "full"):
-                spec = {"task": "list", "path": str(self.big_json), "variant": variant}
+                spec = {
+                    "task": "list",
+                    "path": str(self.big_json),
+                    "variant": variant,
+                    "warm_path": str(self.warm),
+                }
                 self.measure(f"P2-{variant}", spec, a.reps)
         if "P3" in only:
             log("P3: latency of one more append commit on an open table")
@@ -212,7 +231,7 @@ class Runner:
                     self.measure_p3(key, spec, a.p3_reps)
         if "P4" in only:
             log("P4: checkpoint write of the 100k-file table (fresh copy each time)")
-            spec = {"task": "checkpoint", "path": ""}
+            spec = {"task": "checkpoint", "path": "", "warm_path": str(self.warm)}
             self.measure("P4", spec, a.p4_reps, fresh_copy_of=self.big_json)
 
     def measure_p3(self, key: str, spec: dict[str, Any], reps: int) -> None:
@@ -245,7 +264,12 @@ class Runner:
         for name, base in runs:
             if name.split("-")[0] not in self.args.only:
                 continue
-            spec = {**base, "engine": "ours", "profile": str(out_dir / f"{name}.prof")}
+            spec = {
+                **base,
+                "engine": "ours",
+                "profile": str(out_dir / f"{name}.prof"),
+                "warm_path": str(self.warm),
+            }
             tmp = None
             if name in ("P3", "P4"):
                 tmp = self.workdir / f"profile-{name}"
@@ -325,6 +349,12 @@ def build_rows(r: Runner) -> list[Row]:
             "P1-full",
             None,
             "delta-rs `get_add_actions()` (arrow) · ours `snapshot().files()` (AddFile objects)",
+        ),
+        (
+            "P1c first open in a fresh process (P1 incl. one-time costs: lazy imports, runtime start)",
+            "P1-cold",
+            None,
+            "as P1, without the in-process warm-up on a tiny table",
         ),
         (
             f"P2 open + list live files ({ncommits:,} commits × {s['per']} adds, no checkpoint)",
@@ -491,7 +521,10 @@ def render(r: Runner, rows: list[Row], info: dict[str, str], elapsed: float) -> 
         "before any measurement. The P1/P3 checkpoint is written once by delta-rs, so both engines read the "
         "same checkpoint parquet. No data files exist except those the P3b writes create.",
         f"- Every measurement runs in a fresh `python` process (`benchmarks/workers.py`), so no in-process "
-        f"cache of either engine survives between measurements; imports are done before the clock starts. "
+        f"cache of either engine survives between measurements; imports are done before the clock starts, "
+        f"and for P1, P2 and P4 the worker first runs the same operation on a different tiny table, so "
+        f"one-time costs of a fresh process (lazy imports, runtime start-up) are not timed; P1c shows them. "
+        f"Workers may cache bytecode (`PYTHONPYCACHEPREFIX={PYCACHE}`) as a normal install does. "
         f"Per benchmark and engine: 1 discarded warm-up process (it also warms the OS page cache), then "
         f"{a.reps} measured process(es) for P1/P2, {a.p4_reps} for P4 (each on a fresh copy of the JSON-only "
         f"table, opened and loaded before timing `checkpoint`), and {a.p3_reps} process(es) × {a.commits} "
@@ -581,6 +614,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--no-write", action="store_true", help="don't write the markdown report")
     ap.add_argument("--profile", type=Path, metavar="DIR", help="also cProfile our engine, stats into DIR")
     ap.add_argument("--timeout", type=float, default=900, help="seconds before a measurement is abandoned")
+    ap.add_argument(
+        "--wait-idle",
+        type=float,
+        default=0,
+        metavar="SECONDS",
+        help="first wait up to SECONDS for the 1-min load average to drop below half the cores",
+    )
     a = ap.parse_args(argv)
     q = a.quick
     a.files = a.files or (10_000 if q else 100_000)
@@ -596,9 +636,28 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return a
 
 
+def load_average() -> str:
+    try:
+        return " / ".join(f"{x:.1f}" for x in os.getloadavg())
+    except OSError:
+        return "?"
+
+
+def wait_idle(limit: float) -> None:
+    cores = os.cpu_count() or 1
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline and os.getloadavg()[0] >= cores / 2:
+        log(f"waiting for an idle machine: load {load_average()} on {cores} cores")
+        time.sleep(15)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.wait_idle:
+        wait_idle(args.wait_idle)
     started = time.perf_counter()
+    load_before = load_average()
+    load_start = os.getloadavg()[0]
     if args.workdir:
         args.workdir.mkdir(parents=True, exist_ok=True)
         workdir = Path(tempfile.mkdtemp(prefix="run-", dir=args.workdir))
@@ -617,13 +676,21 @@ def main(argv: list[str] | None = None) -> int:
         else:
             log(f"tables kept in {workdir}")
     rows = build_rows(runner)
+    load = f"{load_before} at start, {load_average()} at end (1/5/15 min; {os.cpu_count()} cores)"
+    if max(load_start, os.getloadavg()[0]) > (os.cpu_count() or 1):
+        runner.notes.insert(
+            0,
+            f"**The machine was busy during this run (load average {load}); timings are noisy.** The "
+            "engines are measured interleaved, so both see similar load; prefer a run on an idle machine.",
+        )
     print_table(rows, flatness(runner))
     for m in runner.results.values():
         if m.error:
             print(f"\n{m.key} / {m.engine} FAILED: {m.error}\n{m.traceback or ''}", file=sys.stderr)
     if args.output and not args.no_write:
         args.output.parent.mkdir(parents=True, exist_ok=True)
-        args.output.write_text(render(runner, rows, machine_info(), time.perf_counter() - started))
+        info = {**machine_info(), "load average": load}
+        args.output.write_text(render(runner, rows, info, time.perf_counter() - started))
         print(f"\nwrote {args.output}")
     return 0
 

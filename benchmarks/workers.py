@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import cProfile
 import json
+import shutil
 import sys
+import tempfile
 import time
 import traceback
 import uuid
@@ -79,24 +81,31 @@ def _timed(prof: _Profiler, fn: Callable[[], Any]) -> tuple[float, Any]:
 
 
 # --------------------------------------------------------------------------------------------- P1 / P2
-def task_list(spec: dict[str, Any], prof: _Profiler) -> dict[str, Any]:
-    """Open the table and list its live files (``paths``: path strings; ``full``: full add metadata)."""
-    path, variant = spec["path"], spec.get("variant", "paths")
-    if spec["engine"] == "deltars":
+def _lister(engine: str, variant: str) -> Callable[[str], int]:
+    if engine == "deltars":
         from deltalake import DeltaTable
 
         if variant == "paths":
-            fn = lambda: len(DeltaTable(path).file_uris())  # noqa: E731
-        else:
-            fn = lambda: DeltaTable(path).get_add_actions(flatten=False).num_rows  # noqa: E731
-    else:
-        from airflow_txnlog.engine import Table
+            return lambda p: len(DeltaTable(p).file_uris())
+        return lambda p: DeltaTable(p).get_add_actions(flatten=False).num_rows
+    from airflow_txnlog.engine import Table
 
-        if variant == "paths":
-            fn = lambda: len(Table.open(path).snapshot().file_paths())  # noqa: E731
-        else:
-            fn = lambda: len(Table.open(path).snapshot().files())  # noqa: E731
-    seconds, count = _timed(prof, fn)
+    if variant == "paths":
+        return lambda p: len(Table.open(p).snapshot().file_paths())
+    return lambda p: len(Table.open(p).snapshot().files())
+
+
+def task_list(spec: dict[str, Any], prof: _Profiler) -> dict[str, Any]:
+    """Open the table and list its live files (``paths``: path strings; ``full``: full add metadata).
+
+    With ``warm_path`` (a different, tiny table), the same operation first runs once on that table so
+    that one-time costs of a fresh process (lazy imports, runtime start-up) stay out of the measurement.
+    """
+    path, variant = spec["path"], spec.get("variant", "paths")
+    fn = _lister(spec["engine"], variant)
+    if spec.get("warm_path"):
+        fn(spec["warm_path"])
+    seconds, count = _timed(prof, lambda: fn(path))
     return {"seconds": [seconds], "count": count}
 
 
@@ -192,25 +201,45 @@ def task_commit(spec: dict[str, Any], prof: _Profiler) -> dict[str, Any]:
 
 # ------------------------------------------------------------------------------------------------- P4
 def task_checkpoint(spec: dict[str, Any], prof: _Profiler) -> dict[str, Any]:
-    """Open the table and load its state (timed separately), then write a checkpoint (timed)."""
+    """Open the table and load its state (timed separately), then write a checkpoint (timed).
+
+    With ``warm_path``, first open + checkpoint a private copy of that tiny table (see task_list).
+    """
     path = spec["path"]
     if spec["engine"] == "deltars":
         from deltalake import DeltaTable
 
-        open_s, dt = _timed(_Profiler(None), lambda: DeltaTable(path))
-        seconds, _ = _timed(prof, dt.create_checkpoint)
-        version = dt.version()
+        def load(p: str) -> Any:
+            return DeltaTable(p)
+
+        def checkpoint(t: Any) -> Callable[[], None]:
+            return t.create_checkpoint  # type: ignore[no-any-return]
+
+        def version_of(t: Any) -> int:
+            return t.version()  # type: ignore[no-any-return]
+
     else:
         from airflow_txnlog.engine import Table
 
-        def load() -> Any:
-            t = Table.open(path)
+        def load(p: str) -> Any:
+            t = Table.open(p)
             t.snapshot()
             return t
 
-        open_s, t = _timed(_Profiler(None), load)
-        seconds, _ = _timed(prof, t.checkpoint)
-        version = t.latest_version()
+        def checkpoint(t: Any) -> Callable[[], None]:
+            return t.checkpoint  # type: ignore[no-any-return]
+
+        def version_of(t: Any) -> int:
+            return t.latest_version()  # type: ignore[no-any-return]
+
+    if spec.get("warm_path"):
+        with tempfile.TemporaryDirectory() as tmp:
+            copy = Path(tmp) / "warm"
+            shutil.copytree(spec["warm_path"], copy)
+            checkpoint(load(str(copy)))()
+    open_s, t = _timed(_Profiler(None), lambda: load(path))
+    seconds, _ = _timed(prof, checkpoint(t))
+    version = version_of(t)
     log = Path(path) / "_delta_log"
     checkpoints = sorted(p.name for p in log.glob(f"{version:020d}.checkpoint*.parquet"))
     if not checkpoints or not (log / "_last_checkpoint").exists():

@@ -11,7 +11,7 @@ stamp=.venv/.lock-stamp
 want=$(sha256sum requirements.lock pyproject.toml | sha256sum | cut -d' ' -f1)
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   .venv/bin/python -m pip install -q --disable-pip-version-check "uv==0.13.8"
-  .venv/bin/uv pip install -q --python .venv/bin/python -r requirements.lock
+  .venv/bin/uv pip install -q --compile-bytecode --python .venv/bin/python -r requirements.lock
   .venv/bin/uv pip install -q --python .venv/bin/python --no-deps -e .
   echo "$want" > "$stamp"
 fi

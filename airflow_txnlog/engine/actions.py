@@ -298,8 +298,10 @@ class CommitInfo:
 
     def to_wire(self) -> dict[str, Any]:
         # Delta writes operationParameters and operationMetrics values as strings.
-        params = {k: v if isinstance(v, str) else orjson.dumps(v).decode() for k, v in
-                  self.operation_parameters.items()}
+        params = {
+            k: v if isinstance(v, str) else orjson.dumps(v).decode()
+            for k, v in self.operation_parameters.items()
+        }
         metrics = {k: str(v) for k, v in self.operation_metrics.items()}
         out: dict[str, Any] = {
             "timestamp": self.timestamp,

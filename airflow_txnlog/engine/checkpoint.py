@@ -75,7 +75,13 @@ PROTOCOL_TYPE = pa.struct(
 )
 TXN_TYPE = pa.struct([("appId", pa.string()), ("version", pa.int64()), ("lastUpdated", pa.int64())])
 CHECKPOINT_SCHEMA = pa.schema(
-    [(TXN, TXN_TYPE), (ADD, ADD_TYPE), (REMOVE, REMOVE_TYPE), (METADATA, METADATA_TYPE), (PROTOCOL, PROTOCOL_TYPE)]
+    [
+        (TXN, TXN_TYPE),
+        (ADD, ADD_TYPE),
+        (REMOVE, REMOVE_TYPE),
+        (METADATA, METADATA_TYPE),
+        (PROTOCOL, PROTOCOL_TYPE),
+    ]
 )
 DEFAULT_PART_SIZE = 1_000_000
 
@@ -247,7 +253,9 @@ def write_checkpoint(
     for i in range(n_parts):
         chunk = table.slice(i * part_size, part_size) if n_parts > 1 else table
         data = _parquet_bytes(chunk)
-        name = checkpoint_name(state.version, i + 1, n_parts) if n_parts > 1 else checkpoint_name(state.version)
+        name = (
+            checkpoint_name(state.version, i + 1, n_parts) if n_parts > 1 else checkpoint_name(state.version)
+        )
         storage.write(f"{LOG_DIR}/{name}", data)
         total += len(data)
     hint: dict[str, Any] = {"version": state.version, "size": table.num_rows}
@@ -256,4 +264,3 @@ def write_checkpoint(
     hint.update({"sizeInBytes": total, "numOfAddFiles": num_adds})
     storage.write(f"{LOG_DIR}/{LAST_CHECKPOINT}", orjson.dumps(hint))
     return hint
-

@@ -76,9 +76,13 @@ def check_winner(
         for kind, body in a.items():
             by_kind.setdefault(kind, []).append(body)
     if PROTOCOL in by_kind and (ours.writes_protocol or not all(map(protocol_supported, by_kind[PROTOCOL]))):
-        raise ProtocolChangedError("the table protocol was changed by a concurrent commit", winning_version=version)
+        raise ProtocolChangedError(
+            "the table protocol was changed by a concurrent commit", winning_version=version
+        )
     if METADATA in by_kind:
-        raise MetadataChangedError("the table metadata was changed by a concurrent commit", winning_version=version)
+        raise MetadataChangedError(
+            "the table metadata was changed by a concurrent commit", winning_version=version
+        )
     clash = sorted({t["appId"] for t in by_kind.get(TXN, [])} & ours.app_ids)
     if clash:
         raise ConcurrentTransactionError(
@@ -92,7 +96,7 @@ def check_winner(
         for add in by_kind.get(ADD, []):
             if add.get("dataChange", True) and _matches_read(ours, add, ranges):
                 raise ConcurrentAppendError(
-                    f"a concurrent commit added file {decode_path(add['path'])!r} to data this operation read",
+                    f"a concurrent commit added {decode_path(add['path'])!r} to data this operation read",
                     winning_version=version,
                 )
     removes = by_kind.get(REMOVE, [])

@@ -76,7 +76,9 @@ class LogSegment:
     commits: list[tuple[int, LogFile]]  # checkpoint+1 .. version, in order
 
 
-def segment_for(listing: LogListing, version: int, *, skip_checkpoints: frozenset[int] = frozenset()) -> LogSegment:
+def segment_for(
+    listing: LogListing, version: int, *, skip_checkpoints: frozenset[int] = frozenset()
+) -> LogSegment:
     """The files to replay for `version`, using the newest usable checkpoint not in `skip_checkpoints`."""
     latest = listing.latest()
     assert latest is not None

@@ -30,7 +30,14 @@ from airflow_txnlog.engine.schema import parse_partition_value
 
 Node = tuple[Any, ...]
 _FLIP = {"=": "=", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
-_CMP = {exp.EQ: "=", exp.NEQ: "!=", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}
+_CMP: dict[type[exp.Expression], str] = {
+    exp.EQ: "=",
+    exp.NEQ: "!=",
+    exp.LT: "<",
+    exp.LTE: "<=",
+    exp.GT: ">",
+    exp.GTE: ">=",
+}
 
 
 @dataclass(frozen=True)
@@ -107,7 +114,9 @@ class _Parser:
             if pa.types.is_integer(t) and isinstance(value, float) and value.is_integer():
                 return int(value)
             if pa.types.is_boolean(t) != isinstance(value, bool) or not (
-                pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)
+                pa.types.is_integer(t)
+                or pa.types.is_floating(t)
+                or pa.types.is_decimal(t)
                 or pa.types.is_boolean(t)
             ):
                 raise self.fail(f"literal {value!r} does not match type {t} of column {column!r}")
@@ -115,7 +124,7 @@ class _Parser:
         except (SchemaMismatchError, ValueError) as exc:
             raise self.fail(f"literal {value!r} is not a valid {t} for column {column!r}") from exc
 
-    def node(self, e: exp.Expression) -> Node:  # noqa: PLR0911
+    def node(self, e: exp.Expression) -> Node:
         if isinstance(e, exp.Paren):
             return self.node(e.this)
         if isinstance(e, exp.And | exp.Or):
@@ -168,6 +177,8 @@ def parse_predicate(text: str, schema: pa.Schema) -> Predicate:
     if tree is None:
         raise PredicateError(f"predicate {text!r} is empty")
     parser = _Parser(text, schema)
+    if not isinstance(tree, exp.Expression):
+        raise PredicateError(f"predicate {text!r} is not an expression")
     return Predicate(text, parser.node(tree), frozenset(parser.columns))
 
 
@@ -187,7 +198,9 @@ def to_arrow_expression(tree: Node, schema: pa.Schema) -> pc.Expression:
         t = schema.field(tree[1]).type
         return pc.field(tree[1]).isin(pa.array(list(tree[2]), type=t))
     op, left = tree[1], pc.field(tree[2])
-    right = pc.field(tree[3]) if kind == "cmpcol" else pc.scalar(pa.scalar(tree[3], schema.field(tree[2]).type))
+    right = (
+        pc.field(tree[3]) if kind == "cmpcol" else pc.scalar(pa.scalar(tree[3], schema.field(tree[2]).type))
+    )
     ops: dict[str, Callable[[Any, Any], pc.Expression]] = {
         "=": lambda x, y: x == y,
         "!=": lambda x, y: x != y,
@@ -217,7 +230,7 @@ def _cmp_range(op: str, r: Range, v: Any) -> tuple[bool, bool]:
     return table[op]
 
 
-def _tv(tree: Node, ranges: Mapping[str, Range]) -> tuple[bool, bool]:  # noqa: PLR0911
+def _tv(tree: Node, ranges: Mapping[str, Range]) -> tuple[bool, bool]:
     kind = tree[0]
     if kind == "and":
         (at, af), (bt, bf) = _tv(tree[1], ranges), _tv(tree[2], ranges)

@@ -16,7 +16,7 @@ so a cached state is updated incrementally by reading just the new commits.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -76,7 +76,7 @@ class LogState:
         """State after one more commit (does not modify self)."""
         return _Applier(self).run([(version, actions, name)])
 
-    def apply_many(self, commits: list[tuple[int, list[dict[str, Any]], str]]) -> LogState:
+    def apply_many(self, commits: Sequence[tuple[int, Iterable[dict[str, Any]], str]]) -> LogState:
         return _Applier(self).run(commits) if commits else self
 
     # ------------------------------------------------------------------ derived views
@@ -137,7 +137,7 @@ class _Applier:
         self.tail = dict(state.tail)
         self.infos = dict(state.commit_infos)
 
-    def run(self, commits: list[tuple[int, Iterable[dict[str, Any]], str]]) -> LogState:
+    def run(self, commits: Sequence[tuple[int, Iterable[dict[str, Any]], str]]) -> LogState:
         version = self.state.version
         for version, actions, name in commits:
             for action in actions:

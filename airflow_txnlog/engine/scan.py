@@ -30,7 +30,9 @@ def _conform_column(arr: pa.ChunkedArray, target: pa.DataType, name: str) -> pa.
             arr = arr.cast(pa.timestamp(arr.type.unit, tz=target.tz))
         return arr.cast(target)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-        raise SchemaMismatchError(f"column {name!r}: file type {arr.type} cannot be read as {target}") from exc
+        raise SchemaMismatchError(
+            f"column {name!r}: file type {arr.type} cannot be read as {target}"
+        ) from exc
 
 
 def read_file(
@@ -38,6 +40,7 @@ def read_file(
     add: AddFile,
     schema: pa.Schema,
     partition_columns: Sequence[str],
+    *,
     columns: Sequence[str],
     row_filter: Node | None,
 ) -> pa.Table:
@@ -77,6 +80,7 @@ def read_files(
     files: Sequence[AddFile],
     schema: pa.Schema,
     partition_columns: Sequence[str],
+    *,
     columns: Sequence[str] | None = None,
     row_filter: Node | None = None,
 ) -> pa.Table:
@@ -89,6 +93,12 @@ def read_files(
     if not files:
         return out_schema.empty_table()
     with ThreadPoolExecutor(max_workers=8) as pool:
-        parts = list(pool.map(lambda a: read_file(storage, a, schema, partition_columns, cols, row_filter), files))
+        parts = list(
+            pool.map(
+                lambda a: read_file(
+                    storage, a, schema, partition_columns, columns=cols, row_filter=row_filter
+                ),
+                files,
+            )
+        )
     return pa.concat_tables(parts).cast(out_schema)
-

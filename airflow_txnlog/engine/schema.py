@@ -35,7 +35,7 @@ _PRIMITIVES: dict[str, pa.DataType] = {
 }
 _DECIMAL_RE = re.compile(r"^decimal\(\s*(\d+)\s*,\s*(\d+)\s*\)$")
 HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
-_HIVE_ESCAPE = frozenset('"#%\'*/:=?\\\x7f{[]^')
+_HIVE_ESCAPE = frozenset("\"#%'*/:=?\\\x7f{[]^")
 
 
 # ---------------------------------------------------------------- Delta JSON -> Arrow
@@ -77,7 +77,7 @@ def schema_from_json(schema_string: str) -> pa.Schema:
 
 
 # ---------------------------------------------------------------- Arrow -> Delta JSON
-def _arrow_type_to_delta(t: pa.DataType, name: str) -> Any:  # noqa: PLR0911
+def _arrow_type_to_delta(t: pa.DataType, name: str) -> Any:
     if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
         return "string"
     for delta_name, arrow_type in _PRIMITIVES.items():
@@ -109,7 +109,12 @@ def _arrow_type_to_delta(t: pa.DataType, name: str) -> Any:  # noqa: PLR0911
 
 def _arrow_field_to_delta(f: pa.Field) -> dict[str, Any]:
     meta = {k.decode(): orjson.loads(v) for k, v in (f.metadata or {}).items()}
-    return {"name": f.name, "type": _arrow_type_to_delta(f.type, f.name), "nullable": f.nullable, "metadata": meta}
+    return {
+        "name": f.name,
+        "type": _arrow_type_to_delta(f.type, f.name),
+        "nullable": f.nullable,
+        "metadata": meta,
+    }
 
 
 def schema_to_json(schema: pa.Schema) -> str:
@@ -167,7 +172,7 @@ def _parse_timestamp(text: str, tz_aware: bool) -> dt.datetime:
     return ts.replace(tzinfo=None) if ts.tzinfo is None else ts.astimezone(dt.UTC).replace(tzinfo=None)
 
 
-def parse_partition_value(text: str | None, arrow_type: pa.DataType) -> Any:  # noqa: PLR0911
+def parse_partition_value(text: str | None, arrow_type: pa.DataType) -> Any:
     """Python value of a partition value string of the given type ('' and None mean null)."""
     if text is None or (text == "" and not pa.types.is_string(arrow_type)):
         return None
@@ -192,7 +197,9 @@ def parse_partition_value(text: str | None, arrow_type: pa.DataType) -> Any:  # 
             return text.encode("latin-1")
     except ValueError as exc:
         raise SchemaMismatchError(f"partition value {text!r} is not a valid {arrow_type}") from exc
-    raise UnsupportedFeatureError(f"partition column type {arrow_type} is not supported", feature=str(arrow_type))
+    raise UnsupportedFeatureError(
+        f"partition column type {arrow_type} is not supported", feature=str(arrow_type)
+    )
 
 
 def hive_escape(value: str | None) -> str:

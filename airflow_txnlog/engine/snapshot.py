@@ -42,7 +42,9 @@ from airflow_txnlog.engine.scan import read_files
 from airflow_txnlog.engine.schema import parse_partition_value, schema_from_json
 from airflow_txnlog.engine.storage import Storage
 
-SUPPORTED_READER_FEATURES = frozenset({"timestampNtz", "vacuumProtocolCheck", "deletionVectors", "columnMapping"})
+SUPPORTED_READER_FEATURES = frozenset(
+    {"timestampNtz", "vacuumProtocolCheck", "deletionVectors", "columnMapping"}
+)
 MAX_READER_VERSION = 3
 
 
@@ -55,7 +57,9 @@ def check_read_supported(protocol: Protocol, metadata: Metadata) -> None:
         )
     features = set(protocol.reader_features or ()) if protocol.min_reader_version == 3 else set()
     for feature in sorted(features - SUPPORTED_READER_FEATURES):
-        raise UnsupportedFeatureError(f"the table uses reader feature {feature!r}, which is not supported", feature=feature)
+        raise UnsupportedFeatureError(
+            f"the table uses reader feature {feature!r}, which is not supported", feature=feature
+        )
     mode = metadata.configuration.get("delta.columnMapping.mode", "none")
     if (protocol.min_reader_version == 2 or "columnMapping" in features) and mode != "none":
         raise UnsupportedFeatureError(
@@ -66,10 +70,10 @@ def check_read_supported(protocol: Protocol, metadata: Metadata) -> None:
 def _check_no_deletion_vectors(state: LogState) -> None:
     """Files carrying deletion vectors would be read with their deleted rows: refuse them."""
     base = state.live_base_adds()
+    dv_files = 0
     if base is not None and base.type.get_field_index("deletionVector") >= 0:
-        if base.field("deletionVector").null_count < len(base):
-            raise UnsupportedFeatureError("the table has files with deletion vectors", feature="deletionVectors")
-    if any(d.get("deletionVector") for d in state.tail_adds()):
+        dv_files = len(base) - base.field("deletionVector").null_count
+    if dv_files or any(d.get("deletionVector") for d in state.tail_adds()):
         raise UnsupportedFeatureError("the table has files with deletion vectors", feature="deletionVectors")
 
 
@@ -173,7 +177,7 @@ class Snapshot:
     def size_bytes(self) -> int:
         return sum(f.size for f in self._all_files)
 
-    def files(self, filter: str | None = None) -> list[AddFile]:  # noqa: A002 - public API name
+    def files(self, filter: str | None = None) -> list[AddFile]:
         """Live files; with `filter`, only those whose partition values / stats may match it."""
         if filter is None:
             return list(self._all_files)
@@ -206,11 +210,13 @@ class Snapshot:
         out.extend(RemoveFile.from_wire(d) for d in self._state.tail_removes())
         return out
 
-    def to_arrow(self, columns: list[str] | None = None, filter: str | None = None) -> pa.Table:  # noqa: A002
+    def to_arrow(self, columns: list[str] | None = None, filter: str | None = None) -> pa.Table:
         """Rows of this version (partition columns included), optionally filtered by a SQL predicate."""
         tree = parse_predicate(filter, self.schema).tree if filter is not None else None
         files = self.files(filter)
-        return read_files(self._storage, files, self.schema, self.partition_columns, columns, tree)
+        return read_files(
+            self._storage, files, self.schema, self.partition_columns, columns=columns, row_filter=tree
+        )
 
     # ------------------------------------------------------------------ incremental update
     def update(self, *, until: int | None = None) -> Snapshot:
@@ -228,8 +234,12 @@ class Snapshot:
         prev = ts.get(self.version)
         for v, f in commits:
             ts[v] = prev = f.mtime_ms if prev is None or f.mtime_ms > prev else prev + 1
-        segment = LogSegment(new[-1], self._segment.checkpoint_version, self._segment.checkpoint_parts,
-                             self._segment.commits + commits)
+        segment = LogSegment(
+            new[-1],
+            self._segment.checkpoint_version,
+            self._segment.checkpoint_parts,
+            self._segment.commits + commits,
+        )
         return Snapshot(self._storage, state, segment, ts)
 
 

@@ -35,8 +35,13 @@ def _fmt_ts(value: dt.datetime, tz: bool) -> str:
 def _min_max(arr: pa.ChunkedArray | pa.Array) -> tuple[Any, Any] | None:
     t = arr.type
     if not (
-        pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t) or pa.types.is_date(t)
-        or pa.types.is_timestamp(t) or pa.types.is_string(t) or pa.types.is_large_string(t)
+        pa.types.is_integer(t)
+        or pa.types.is_floating(t)
+        or pa.types.is_decimal(t)
+        or pa.types.is_date(t)
+        or pa.types.is_timestamp(t)
+        or pa.types.is_string(t)
+        or pa.types.is_large_string(t)
     ):
         return None
     if arr.null_count == len(arr):
@@ -89,5 +94,10 @@ def compute_stats(data: pa.Table, *, num_indexed_cols: int = 32) -> str:
             break
         _collect(data.column(i), f, budget, out)
     return orjson.dumps(
-        {"numRecords": data.num_rows, "minValues": out["min"], "maxValues": out["max"], "nullCount": out["null"]}
+        {
+            "numRecords": data.num_rows,
+            "minValues": out["min"],
+            "maxValues": out["max"],
+            "nullCount": out["null"],
+        }
     ).decode()

@@ -26,11 +26,10 @@ from airflow_txnlog.engine.errors import (
     ConcurrentTransactionError,
     InvalidArgumentError,
     TableExistsError,
-    TableNotFoundError,
     TxnLogError,
 )
 from airflow_txnlog.engine.log_paths import LOG_DIR, commit_name
-from airflow_txnlog.engine.log_segment import list_log, monotonic_timestamps
+from airflow_txnlog.engine.log_segment import LogListing, list_log, monotonic_timestamps
 from airflow_txnlog.engine.replay import parse_commit
 from airflow_txnlog.engine.schema import normalize_schema, schema_to_json, uses_timestamp_ntz
 from airflow_txnlog.engine.snapshot import Snapshot, load_snapshot, version_at
@@ -50,7 +49,9 @@ def _validate_schema(schema: pa.Schema, partition_by: tuple[str, ...]) -> pa.Sch
         raise InvalidArgumentError("schema must be a non-empty pyarrow.Schema")
     lowered = [n.lower() for n in schema.names]
     if len(set(lowered)) != len(lowered) or any(not n for n in schema.names):
-        raise InvalidArgumentError(f"column names must be non-empty and unique (case-insensitive): {schema.names}")
+        raise InvalidArgumentError(
+            f"column names must be non-empty and unique (case-insensitive): {schema.names}"
+        )
     for c in partition_by:
         if c not in schema.names:
             raise InvalidArgumentError(f"partition column {c!r} is not in the schema {schema.names}")
@@ -87,7 +88,12 @@ class Table:
     # ------------------------------------------------------------------ construction
     @classmethod
     def open(
-        cls, uri: str, *, storage_options: dict[str, Any] | None = None, single_writer: bool = False, **kw: Any
+        cls,
+        uri: str,
+        *,
+        storage_options: dict[str, Any] | None = None,
+        single_writer: bool = False,
+        **kw: Any,
     ) -> Table:
         """Open an existing table (TableNotFoundError if there is no log)."""
         table = cls(storage_for(uri, storage_options, single_writer=single_writer), **kw)
@@ -143,7 +149,9 @@ class Table:
             txn_id=str(uuid.uuid4()),
         )
         try:
-            storage.put_if_absent(f"{LOG_DIR}/{commit_name(0)}", serialize_actions([info, protocol, metadata]))
+            storage.put_if_absent(
+                f"{LOG_DIR}/{commit_name(0)}", serialize_actions([info, protocol, metadata])
+            )
         except FileExistsError as exc:
             raise TableExistsError(f"a Delta table already exists at {storage.root!r}") from exc
         table = cls(storage, **kw)
@@ -161,17 +169,17 @@ class Table:
 
     def latest_version(self) -> int:
         """The newest committed version (lists the log; loads nothing)."""
-        start = self._latest.version if self._latest is not None else None
-        listing = list_log(self._storage, hint_version=None) if start is None else None
-        if listing is None:
-            newer = [f for f in self._storage.list_log(f"{start:020d}.json") if f.name.endswith(".json")]
-            versions = [int(f.name[:20]) for f in newer if f.name[:20].isdigit() and len(f.name) == 25]
-            return max([start, *versions])  # type: ignore[list-item]
-        latest = listing.latest()
-        assert latest is not None
-        return latest
+        if self._latest is None:
+            latest = list_log(self._storage).latest()
+            assert latest is not None  # list_log raises TableNotFoundError on an empty log
+            return latest
+        start = self._latest.version
+        newer = LogListing.build(self._storage.list_log(f"{start:020d}.json"), complete=False)
+        return max([start, *newer.commits])
 
-    def snapshot(self, version: int | None = None, timestamp: dt.datetime | str | int | None = None) -> Snapshot:
+    def snapshot(
+        self, version: int | None = None, timestamp: dt.datetime | str | int | None = None
+    ) -> Snapshot:
         """The table as of `version`, or as of `timestamp`, or the latest version."""
         if version is not None and timestamp is not None:
             raise InvalidArgumentError("give either version or timestamp, not both")
@@ -199,7 +207,7 @@ class Table:
         for v in versions:
             name = listing.commits[v].name
             actions = parse_commit(self._storage.read(f"{LOG_DIR}/{name}"), name=name)
-            info = next((a["commitInfo"] for a in actions if "commitInfo" in a), {})
+            info: dict[str, Any] = next((a["commitInfo"] for a in actions if "commitInfo" in a), {})
             entry = dict(info)
             entry["version"] = v
             entry["timestamp"] = int(info.get("inCommitTimestamp") or stamps[v])
@@ -269,7 +277,10 @@ class Table:
         snap = self.snapshot(version)
         retention = props.deleted_file_retention_ms(snap.metadata.configuration)
         write_checkpoint(
-            self._storage, snap.state, min_tombstone_ts=_now_ms() - retention, part_size=self.checkpoint_part_size
+            self._storage,
+            snap.state,
+            min_tombstone_ts=_now_ms() - retention,
+            part_size=self.checkpoint_part_size,
         )
 
     def _post_commit(self, version: int) -> None:
@@ -283,9 +294,12 @@ class Table:
             snap = base.update(until=version)
             if version % props.checkpoint_interval(snap.metadata.configuration) == 0:
                 retention = props.deleted_file_retention_ms(snap.metadata.configuration)
-                write_checkpoint(self._storage, snap.state, min_tombstone_ts=_now_ms() - retention,
-                                 part_size=self.checkpoint_part_size)
+                write_checkpoint(
+                    self._storage,
+                    snap.state,
+                    min_tombstone_ts=_now_ms() - retention,
+                    part_size=self.checkpoint_part_size,
+                )
             self._latest = snap
         except (TxnLogError, OSError, pa.ArrowException) as exc:
             log.warning("checkpoint after commit %s failed (the commit itself succeeded): %s", version, exc)
-

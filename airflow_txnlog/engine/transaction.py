@@ -134,7 +134,7 @@ class Transaction:
         return None  # an uncommitted transaction leaves no trace in the log
 
     # ------------------------------------------------------------------ reads
-    def read_files(self, filter: str | None = None) -> list[AddFile]:  # noqa: A002
+    def read_files(self, filter: str | None = None) -> list[AddFile]:
         """Live files matching `filter` (all if None), recorded as read for conflict detection."""
         files = self.snapshot.files(filter)
         if filter is None:
@@ -166,7 +166,9 @@ class Transaction:
 
     def set_app_transaction(self, app_id: str, version: int) -> None:
         if not app_id or not isinstance(version, int) or version < 0:
-            raise InvalidArgumentError(f"txn needs a non-empty app id and a version >= 0, got {app_id!r}, {version!r}")
+            raise InvalidArgumentError(
+                f"txn needs a non-empty app id and a version >= 0, got {app_id!r}, {version!r}"
+            )
         self._app_ids.add(app_id)
         self._txns.append(Txn(app_id, version, int(time.time() * 1000)))
 
@@ -197,11 +199,15 @@ class Transaction:
             raise InvalidArgumentError(f"file {sorted(both)[0]!r} is both added and removed in one commit")
 
     def _read_set(self) -> ReadSet:
-        only_rearrange = bool(self._adds or self._removes) and not any(
-            a.data_change for a in [*self._adds.values(), *self._removes.values()]
-        )
-        blind = not self._removes and not self._read_keys and not self._read_whole_table and not (
-            self._read_predicates or self._metadata or self._protocol
+        changes = [a.data_change for a in self._adds.values()] + [
+            r.data_change for r in self._removes.values()
+        ]
+        only_rearrange = bool(changes) and not any(changes)
+        blind = (
+            not self._removes
+            and not self._read_keys
+            and not self._read_whole_table
+            and not (self._read_predicates or self._metadata or self._protocol)
         )
         return ReadSet(
             isolation_level=SNAPSHOT_ISOLATION if only_rearrange else self.isolation_level,
@@ -214,7 +220,9 @@ class Transaction:
             writes_protocol=self._protocol is not None,
         )
 
-    def _payload(self, read_set: ReadSet, metrics: Mapping[str, Any] | None, user_metadata: str | None) -> bytes:
+    def _payload(
+        self, read_set: ReadSet, metrics: Mapping[str, Any] | None, user_metadata: str | None
+    ) -> bytes:
         info = CommitInfo(
             timestamp=int(time.time() * 1000),
             operation=self.operation,
@@ -265,7 +273,9 @@ class Transaction:
         while version in listing.commits:
             name = listing.commits[version].name
             actions = parse_commit(self._storage.read(f"{LOG_DIR}/{name}"), name=name)
-            check_winner(read_set, version, actions, ranges=self._ranges, protocol_supported=self._protocol_ok)
+            check_winner(
+                read_set, version, actions, ranges=self._ranges, protocol_supported=self._protocol_ok
+            )
             version += 1
         return version
 

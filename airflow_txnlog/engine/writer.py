@@ -74,7 +74,7 @@ def conform_to_schema(data: pa.Table, schema: pa.Schema) -> pa.Table:
 def _partition_groups(data: pa.Table, parts: list[str]) -> list[tuple[tuple[Any, ...], pa.Table]]:
     if not parts:
         return [((), data)]
-    order = pc.sort_indices(data, sort_keys=[(c, "ascending") for c in parts], null_placement="at_end")
+    order = pc.sort_indices(data, sort_keys=[(c, "ascending", "at_end") for c in parts])
     data = data.take(order)
     keys = list(zip(*(data.column(c).to_pylist() for c in parts), strict=True))
     groups, start = [], 0
@@ -94,7 +94,9 @@ def write_data_files(
     schema = data.schema
     try:
         for key, group in _partition_groups(data, parts):
-            pvals = {c: serialize_partition_value(v, schema.field(c).type) for c, v in zip(parts, key, strict=True)}
+            pvals = {
+                c: serialize_partition_value(v, schema.field(c).type) for c, v in zip(parts, key, strict=True)
+            }
             folder = "".join(f"{c}={hive_escape(pvals[c])}/" for c in parts)
             body = group.drop_columns(parts)
             for offset in range(0, group.num_rows, max_rows_per_file):
@@ -107,7 +109,9 @@ def write_data_files(
     return adds
 
 
-def _write_one(storage: Storage, rel: str, chunk: pa.Table, pvals: dict[str, str | None], n_cols: int) -> AddFile:
+def _write_one(
+    storage: Storage, rel: str, chunk: pa.Table, pvals: dict[str, str | None], n_cols: int
+) -> AddFile:
     path = storage.full_path(rel)
     parent = path.rsplit("/", 1)[0]
     storage.fs.makedirs(parent, exist_ok=True)
@@ -142,8 +146,9 @@ def write(
         raise InvalidArgumentError(f"mode must be 'append' or 'overwrite', got {mode!r}")
     snap = txn.snapshot
     conformed = conform_to_schema(data, snap.schema)
-    adds = write_data_files(storage, conformed, snap.partition_columns, snap.properties,
-                            max_rows_per_file=max_rows_per_file)
+    adds = write_data_files(
+        storage, conformed, snap.partition_columns, snap.properties, max_rows_per_file=max_rows_per_file
+    )
     try:
         removed = txn.read_files() if mode == "overwrite" else []
         for f in removed:

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# The test command: installs everything into ./.venv (from requirements.lock), then runs lint, type
+# checks, the layering contracts and the whole pytest suite (slow and Spark tests included).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+./scripts/bootstrap.sh
+export SPARK_LOCAL_IP=127.0.0.1
+.venv/bin/ruff check .
+.venv/bin/ruff format --check .
+.venv/bin/mypy
+.venv/bin/lint-imports
+.venv/bin/pytest -n 2 "$@"

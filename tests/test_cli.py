@@ -1,0 +1,355 @@
+"""Tests of the `txnlog` command line (airflow_txnlog.cli) on real tables written by the engine."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from typer.testing import CliRunner, Result
+
+from airflow_txnlog import cli
+from airflow_txnlog.cli import app, parse_storage_options
+from airflow_txnlog.engine import Table
+
+SCHEMA = pa.schema([("id", pa.int64()), ("day", pa.string()), ("value", pa.float64())])
+DAY_A, DAY_B = "2024-01-01", "2024-01-02"
+WIDE = {"COLUMNS": "250"}  # rich folds cells at 80 columns; a wide console keeps them on one line
+
+
+def _rows(ids: list[int], day: str) -> pa.Table:
+    return pa.table({"id": ids, "day": [day] * len(ids), "value": [i / 2 for i in ids]}, schema=SCHEMA)
+
+
+@pytest.fixture
+def table_path(tmp_path: Path) -> Path:
+    """A table partitioned by day: v0 create, v1 2 rows day A, v2 3 rows day B, v3 1 row day A."""
+    path = tmp_path / "events"
+    t = Table.create(str(path), schema=SCHEMA, partition_by=["day"], name="events", description="demo events")
+    assert t.write(_rows([1, 2], DAY_A)) == 1
+    assert t.write(_rows([10, 11, 12], DAY_B)) == 2
+    assert t.write(_rows([3], DAY_A)) == 3
+    return path
+
+
+def run(*args: str, env: dict[str, str] | None = None) -> Result:
+    return CliRunner().invoke(app, list(args), env=env)
+
+
+def run_json(*args: str) -> Any:
+    result = run(*args, "--json")
+    assert result.exit_code == 0, result.output
+    assert result.stderr == ""
+    return json.loads(result.stdout)
+
+
+def _data_files(path: Path) -> list[Path]:
+    return sorted(p for p in path.rglob("*.parquet") if "_delta_log" not in p.parts)
+
+
+# ----------------------------------------------------------------------------- describe
+def test_describe_json(table_path: Path) -> None:
+    doc = run_json("describe", str(table_path))
+    assert doc["version"] == 3
+    assert doc["name"] == "events"
+    assert doc["description"] == "demo events"
+    assert doc["partitionColumns"] == ["day"]
+    assert doc["protocol"] == {
+        "minReaderVersion": 1,
+        "minWriterVersion": 2,
+        "readerFeatures": [],
+        "writerFeatures": [],
+    }
+    assert doc["schema"] == [
+        {"name": "id", "type": "long", "nullable": True},
+        {"name": "day", "type": "string", "nullable": True},
+        {"name": "value", "type": "double", "nullable": True},
+    ]
+    assert doc["numFiles"] == 3
+    assert doc["sizeBytes"] == sum(p.stat().st_size for p in _data_files(table_path))
+    assert doc["checkpointVersion"] is None
+    assert doc["location"].rstrip("/").endswith("events")
+    assert doc["id"] == Table.open(str(table_path)).snapshot().metadata.id
+    committed = dt.datetime.fromisoformat(doc["timestamp"].replace("Z", "+00:00"))
+    assert committed.tzinfo is not None
+    assert abs((dt.datetime.now(dt.UTC) - committed).total_seconds()) < 600
+
+
+def test_describe_json_at_version(table_path: Path) -> None:
+    doc = run_json("describe", str(table_path), "--version", "1")
+    assert doc["version"] == 1
+    assert doc["numFiles"] == 1
+    v1 = Table.open(str(table_path)).snapshot(1)
+    assert doc["timestamp"] == cli.iso_ms(v1.timestamp)
+
+
+def test_describe_human(table_path: Path) -> None:
+    result = run("describe", str(table_path), env=WIDE)
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    assert re.search(r"version\s*│\s*3\s*│", out)
+    assert re.search(r"partition columns\s*│\s*day\s*│", out)
+    assert re.search(r"files\s*│\s*3\s*│", out)
+    assert re.search(r"protocol\s*│\s*reader 1, writer 2\s*│", out)
+    assert re.search(r"checkpoint\s*│\s*-\s*│", out)
+    assert "demo events" in out
+    assert re.search(r"│\s*value\s*│\s*double\s*│\s*yes\s*│", out)
+    assert not out.lstrip().startswith("{")
+
+
+def test_describe_shows_properties(tmp_path: Path) -> None:
+    uri = str(tmp_path / "t")
+    Table.create(uri, schema=SCHEMA, properties={"delta.checkpointInterval": "5"})
+    assert run_json("describe", uri)["properties"] == {"delta.checkpointInterval": "5"}
+    result = run("describe", uri, env=WIDE)
+    assert re.search(r"delta\.checkpointInterval\s*│\s*5\s*│", result.stdout)
+
+
+def test_describe_reports_automatic_checkpoint_at_version_10(tmp_path: Path) -> None:
+    uri = str(tmp_path / "t")
+    t = Table.create(uri, schema=SCHEMA, partition_by=["day"])
+    for i in range(11):
+        t.write(_rows([i], DAY_A if i % 2 else DAY_B))
+    assert (tmp_path / "t" / "_delta_log" / f"{10:020d}.checkpoint.parquet").exists()
+    doc = run_json("describe", uri)
+    assert (doc["version"], doc["checkpointVersion"], doc["numFiles"]) == (11, 10, 11)
+    assert run_json("describe", uri, "--version", "9")["checkpointVersion"] is None
+
+
+# ----------------------------------------------------------------------------- history
+def test_history_json(table_path: Path) -> None:
+    doc = run_json("history", str(table_path))
+    assert [e["version"] for e in doc] == [3, 2, 1, 0]
+    assert [e["operation"] for e in doc] == ["WRITE", "WRITE", "WRITE", "CREATE TABLE"]
+    newest = doc[0]
+    assert newest["readVersion"] == 2
+    assert newest["isBlindAppend"] is True
+    assert newest["operationParameters"]["mode"] == "Append"
+    assert newest["operationMetrics"]["numOutputRows"] == "1"
+    assert doc[1]["operationMetrics"]["numOutputRows"] == "3"
+    stamps = [dt.datetime.fromisoformat(e["timestamp"].replace("Z", "+00:00")) for e in doc]
+    assert stamps == sorted(stamps, reverse=True)
+    assert set(newest) == {
+        "version",
+        "timestamp",
+        "operation",
+        "operationParameters",
+        "readVersion",
+        "isBlindAppend",
+        "operationMetrics",
+    }
+
+
+def test_history_limit(table_path: Path) -> None:
+    assert [e["version"] for e in run_json("history", str(table_path), "--limit", "2")] == [3, 2]
+    assert run_json("history", str(table_path), "-n", "0") == []
+
+
+def test_history_shows_overwrite(table_path: Path) -> None:
+    Table.open(str(table_path)).write(_rows([7], DAY_B), mode="overwrite")
+    newest = run_json("history", str(table_path), "--limit", "1")[0]
+    assert (newest["version"], newest["operation"]) == (4, "WRITE")
+    assert newest["operationParameters"]["mode"] == "Overwrite"
+    assert newest["isBlindAppend"] is False
+
+
+def test_history_human(table_path: Path) -> None:
+    result = run("history", str(table_path), env=WIDE)
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    rows = [ln.split() for ln in lines if re.match(r"\s*\d+\s+\d{4}-\d\d-\d\d ", ln)]
+    assert [r[0] for r in rows] == ["3", "2", "1", "0"]
+    assert [r[3] for r in rows] == ["WRITE", "WRITE", "WRITE", "CREATE"]
+    assert "mode=Append" in rows[0]
+    assert "numOutputRows=1" in result.stdout
+
+
+# ----------------------------------------------------------------------------- files
+def test_files_json(table_path: Path) -> None:
+    doc = run_json("files", str(table_path))
+    assert doc["version"] == 3
+    assert doc["filter"] is None
+    files = doc["files"]
+    assert len(files) == 3
+    assert sorted(f["numRecords"] for f in files) == [1, 2, 3]
+    assert sorted(f["partitionValues"]["day"] for f in files) == [DAY_A, DAY_A, DAY_B]
+    for f in files:
+        on_disk = table_path / f["path"]
+        assert on_disk.is_file()
+        assert f["size"] == on_disk.stat().st_size
+        assert f["path"].startswith(f"day={f['partitionValues']['day']}/")
+
+
+def test_files_filter_prunes_partitions(table_path: Path) -> None:
+    doc = run_json("files", str(table_path), "--filter", f"day = '{DAY_A}'")
+    assert doc["filter"] == f"day = '{DAY_A}'"
+    assert len(doc["files"]) == 2
+    assert {f["partitionValues"]["day"] for f in doc["files"]} == {DAY_A}
+    assert sum(f["numRecords"] for f in doc["files"]) == 3
+    other = run_json("files", str(table_path), "-f", f"day = '{DAY_B}'")["files"]
+    assert [f["numRecords"] for f in other] == [3]
+    assert run_json("files", str(table_path), "-f", "day = '1999-12-31'")["files"] == []
+
+
+def test_files_filter_prunes_by_stats(table_path: Path) -> None:
+    files = run_json("files", str(table_path), "--filter", "id >= 10")["files"]
+    assert [f["partitionValues"]["day"] for f in files] == [DAY_B]
+
+
+def test_files_at_version(table_path: Path) -> None:
+    doc = run_json("files", str(table_path), "--version", "1")
+    assert doc["version"] == 1
+    assert [(f["partitionValues"], f["numRecords"]) for f in doc["files"]] == [({"day": DAY_A}, 2)]
+
+
+def test_files_human(table_path: Path) -> None:
+    result = run("files", str(table_path), "--filter", f"day = '{DAY_A}'", env=WIDE)
+    assert result.exit_code == 0, result.output
+    assert f"2 live file(s) at version 3 matching day = '{DAY_A}'" in result.stdout
+    paths = [f["path"] for f in run_json("files", str(table_path), "-f", f"day = '{DAY_A}'")["files"]]
+    for p in paths:
+        assert re.search(rf"│\s*{re.escape(p)}\s*│\s*day={DAY_A}\s*│\s*\d+\s*│\s*[12]\s*│", result.stdout)
+    assert f"day={DAY_B}" not in result.stdout
+
+
+# ----------------------------------------------------------------------------- checkpoint
+def test_checkpoint_human(table_path: Path) -> None:
+    log = table_path / "_delta_log"
+    assert not list(log.glob("*.checkpoint*.parquet"))
+    result = run("checkpoint", str(table_path))
+    assert result.exit_code == 0, result.output
+    assert result.stdout.strip() == "checkpoint written at version 3"
+    assert (log / f"{3:020d}.checkpoint.parquet").is_file()
+    assert json.loads((log / "_last_checkpoint").read_text())["version"] == 3
+    assert run_json("describe", str(table_path))["checkpointVersion"] == 3
+
+
+def test_checkpoint_json_at_version(table_path: Path) -> None:
+    log = table_path / "_delta_log"
+    doc = run_json("checkpoint", str(table_path), "--version", "2")
+    assert doc["version"] == 2
+    assert sorted(p.name for p in log.glob("*.checkpoint*.parquet")) == [f"{2:020d}.checkpoint.parquet"]
+    # the checkpoint is usable: a snapshot of version 3 now loads from it and sees every file
+    described = run_json("describe", str(table_path))
+    assert (described["checkpointVersion"], described["numFiles"]) == (2, 3)
+
+
+# ----------------------------------------------------------------------------- errors
+@pytest.mark.parametrize("command", ["describe", "history", "files", "checkpoint"])
+@pytest.mark.parametrize("as_json", [False, True])
+def test_missing_table_is_one_line_error(tmp_path: Path, command: str, as_json: bool) -> None:
+    missing = tmp_path / "nothing-here"
+    result = run(command, str(missing), *(["--json"] if as_json else []))
+    assert result.exit_code == 1
+    assert result.stdout == ""
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1
+    assert lines[0].startswith("error: ")
+    assert "nothing-here" in lines[0]
+    assert "Traceback" not in result.output
+    assert not missing.exists() or not (missing / "_delta_log" / f"{0:020d}.json").exists()
+
+
+def test_missing_version_is_error(table_path: Path) -> None:
+    result = run("describe", str(table_path), "--version", "42")
+    assert result.exit_code == 1
+    assert result.stderr.startswith("error: ")
+    assert "42" in result.stderr
+    assert run("checkpoint", str(table_path), "--version", "42").exit_code == 1
+    assert not list((table_path / "_delta_log").glob("*.checkpoint*.parquet"))
+
+
+def test_bad_filter_is_error(table_path: Path) -> None:
+    result = run("files", str(table_path), "--filter", "id >")
+    assert result.exit_code == 1
+    assert result.stderr.startswith("error: ")
+    assert len(result.stderr.splitlines()) == 1
+    assert run("files", str(table_path), "--filter", "no_such_column = 1").exit_code == 1
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["describe"],
+        ["history", "x", "--limit", "-1"],
+        ["files", "x", "--version", "-3"],
+        ["--storage-option", "novalue", "describe", "x"],
+        ["frobnicate", "x"],
+    ],
+)
+def test_bad_usage_exits_2(args: list[str]) -> None:
+    result = run(*args)
+    assert result.exit_code == 2, result.output
+
+
+# ----------------------------------------------------------------------------- storage options
+def test_parse_storage_options() -> None:
+    opts = parse_storage_options(
+        ["anon=true", "key=a=b", "retries=3", 'client_kwargs={"endpoint_url": "http://x"}', "x=NULL"]
+    )
+    assert opts == {
+        "anon": True,
+        "key": "a=b",
+        "retries": "3",
+        "client_kwargs": {"endpoint_url": "http://x"},
+        "x": None,
+    }
+
+
+def test_storage_options_reach_the_engine(table_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[Any] = []
+    real_open = Table.open
+
+    def spy(uri: str, *, storage_options: dict[str, Any] | None = None) -> Table:
+        seen.append(storage_options)
+        return real_open(uri, storage_options=storage_options)
+
+    monkeypatch.setattr(cli.Table, "open", staticmethod(spy))
+    args = ["-o", "auto_mkdir=false", "--storage-option", "token=abc", "files", str(table_path), "--json"]
+    result = run(*args)
+    assert result.exit_code == 0, result.output
+    assert len(json.loads(result.stdout)["files"]) == 3
+    assert seen == [{"auto_mkdir": False, "token": "abc"}]
+    assert run("describe", str(table_path)).exit_code == 0
+    assert seen[-1] is None
+
+
+# ----------------------------------------------------------------------------- console script
+def _console_script() -> Path:
+    script = Path(sys.executable).parent / "txnlog"
+    if not script.exists():
+        pytest.fail(f"the txnlog console script is not installed next to {sys.executable}")
+    return script
+
+
+def test_console_script_installed(table_path: Path) -> None:
+    proc = subprocess.run(
+        [str(_console_script()), "history", str(table_path), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert [e["version"] for e in json.loads(proc.stdout)] == [3, 2, 1, 0]
+
+
+def test_console_script_error(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [str(_console_script()), "describe", str(tmp_path / "absent")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 1
+    assert proc.stdout == ""
+    assert proc.stderr.startswith("error: ")
+    assert len(proc.stderr.splitlines()) == 1
+    assert "Traceback" not in proc.stderr
