@@ -10,6 +10,6 @@ def get_provider_info() -> dict[str, Any]:
     return {
         "package-name": "airflow-txnlog",
         "name": "Transaction log (Delta-compatible tables)",
-        "description": "Delta-compatible transaction log engine, Spark DML and table maintenance for Airflow.",
+        "description": "Delta-compatible transaction log, Spark DML and table maintenance for Airflow.",
         "versions": ["0.1.0"],
     }

@@ -3,6 +3,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterator
 
+import fsspec
 import pyarrow as pa
 import pytest
 
@@ -15,8 +16,6 @@ def table_uri(request: pytest.FixtureRequest, tmp_path) -> Iterator[str]:
     if request.param == "file":
         yield str(tmp_path / "table")
     else:
-        import fsspec
-
         uri = f"memory://tables/{uuid.uuid4().hex}"
         yield uri
         fs = fsspec.filesystem("memory")

@@ -12,6 +12,8 @@ they were read with, so that a `remove` written for a file reproduces its `add`'
 
 from __future__ import annotations
 
+import decimal
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,6 +30,7 @@ REMOVE = "remove"
 TXN = "txn"
 CDC = "cdc"
 DOMAIN_METADATA = "domainMetadata"
+EMPTY_SCHEMA = '{"type":"struct","fields":[]}'
 KNOWN_ACTIONS = frozenset({COMMIT_INFO, PROTOCOL, METADATA, ADD, REMOVE, TXN, CDC, DOMAIN_METADATA})
 
 # Characters left unescaped in a log path (RFC 2396 "pchar" minus ':' which could read as a scheme).
@@ -115,7 +118,8 @@ class Metadata:
         fmt = d.get("format") or {}
         return cls(
             id=str(d["id"]),
-            schema_string=str(d["schemaString"]),
+            # Some old writers omitted the schema of an empty table; read it as no columns.
+            schema_string=str(d.get("schemaString") or EMPTY_SCHEMA),
             partition_columns=tuple(d.get("partitionColumns") or ()),
             configuration={k: v for k, v in (d.get("configuration") or {}).items() if v is not None},
             name=d.get("name"),
@@ -159,8 +163,13 @@ class AddFile:
         n = orjson.loads(self.stats).get("numRecords")
         return int(n) if n is not None else None
 
-    def parsed_stats(self) -> dict[str, Any] | None:
-        return orjson.loads(self.stats) if self.stats else None
+    def parsed_stats(self, *, exact_decimals: bool = False) -> dict[str, Any] | None:
+        """The stats as a dict; `exact_decimals` keeps non-integer numbers as `Decimal` (slower)."""
+        if not self.stats:
+            return None
+        if exact_decimals:
+            return json.loads(self.stats, parse_float=decimal.Decimal)  # type: ignore[no-any-return]
+        return orjson.loads(self.stats)  # type: ignore[no-any-return]
 
     def to_wire(self) -> dict[str, Any]:
         out: dict[str, Any] = {

@@ -154,7 +154,12 @@ def read_checkpoint(storage: Storage, version: int, part_names: list[str]) -> Lo
         base_remove_keys=_decoded_keys(removes) if removes is not None else None,
     )
     # The small actions go through the same reconciliation code as JSON commits.
-    return state.apply(version, small, name=part_names[0])
+    state = state.apply(version, small, name=part_names[0])
+    try:
+        state.require_complete()
+    except LogCorruptedError as exc:
+        raise LogCorruptedError(f"checkpoint {part_names[0]} is incomplete: {exc}") from exc
+    return state
 
 
 # ----------------------------------------------------------------------------- write
@@ -262,5 +267,7 @@ def write_checkpoint(
     if n_parts > 1:
         hint["parts"] = n_parts
     hint.update({"sizeInBytes": total, "numOfAddFiles": num_adds})
-    storage.write(f"{LOG_DIR}/{LAST_CHECKPOINT}", orjson.dumps(hint))
+    current = read_last_checkpoint(storage)
+    if current is None or current["version"] <= state.version:  # the hint never moves backwards
+        storage.write(f"{LOG_DIR}/{LAST_CHECKPOINT}", orjson.dumps(hint))
     return hint

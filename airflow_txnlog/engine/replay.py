@@ -41,7 +41,12 @@ from airflow_txnlog.engine.errors import LogCorruptedError
 
 
 def file_key(path: str, dv: Any = None) -> str:
-    """Reconciliation key: the decoded path, plus the deletion vector's unique id when present."""
+    """Reconciliation key: the decoded path, plus the deletion vector's unique id when present.
+
+    Absolute local paths are canonicalised as Spark does: `file:/x`, `file:///x` and `/x` are one file.
+    """
+    if path.startswith("file:"):
+        path = "/" + path[5:].lstrip("/")
     if not dv:
         return path
     return f"{path}\x00{dv.get('storageType')}{dv.get('pathOrInlineDv')}@{dv.get('offset')}"

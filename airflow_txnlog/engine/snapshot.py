@@ -42,9 +42,8 @@ from airflow_txnlog.engine.scan import read_files
 from airflow_txnlog.engine.schema import parse_partition_value, schema_from_json
 from airflow_txnlog.engine.storage import Storage
 
-SUPPORTED_READER_FEATURES = frozenset(
-    {"timestampNtz", "vacuumProtocolCheck", "deletionVectors", "columnMapping"}
-)
+# columnMapping only while its mode is "none" (checked below): then no column is renamed.
+SUPPORTED_READER_FEATURES = frozenset({"timestampNtz", "vacuumProtocolCheck", "columnMapping"})
 MAX_READER_VERSION = 3
 
 
@@ -65,16 +64,6 @@ def check_read_supported(protocol: Protocol, metadata: Metadata) -> None:
         raise UnsupportedFeatureError(
             f"the table uses column mapping (mode {mode!r}), which is not supported", feature="columnMapping"
         )
-
-
-def _check_no_deletion_vectors(state: LogState) -> None:
-    """Files carrying deletion vectors would be read with their deleted rows: refuse them."""
-    base = state.live_base_adds()
-    dv_files = 0
-    if base is not None and base.type.get_field_index("deletionVector") >= 0:
-        dv_files = len(base) - base.field("deletionVector").null_count
-    if dv_files or any(d.get("deletionVector") for d in state.tail_adds()):
-        raise UnsupportedFeatureError("the table has files with deletion vectors", feature="deletionVectors")
 
 
 def _stats_from_parsed(parsed: Mapping[str, Any] | None) -> str | None:
@@ -113,8 +102,6 @@ class Snapshot:
         self.protocol: Protocol = state.protocol
         self.metadata: Metadata = state.metadata
         check_read_supported(self.protocol, self.metadata)
-        if "deletionVectors" in set(self.protocol.reader_features or ()):
-            _check_no_deletion_vectors(state)
 
     # ------------------------------------------------------------------ table-level facts
     @cached_property
@@ -188,7 +175,9 @@ class Snapshot:
         """Per referenced column, what the file's partition values or stats say about it."""
         ranges: dict[str, Range] = {}
         parts = set(self.metadata.partition_columns)
-        stats = add.parsed_stats() if columns - parts else None
+        data_cols = columns - parts
+        exact = any(pa.types.is_decimal(self.schema.field(c).type) for c in data_cols)
+        stats = add.parsed_stats(exact_decimals=exact) if data_cols else None
         n = stats.get("numRecords") if stats else None
         for c in columns:
             t = self.schema.field(c).type
@@ -261,7 +250,6 @@ def _load_segment(storage: Storage, listing: LogListing, version: int) -> tuple[
             return _replay(storage, LogState(version=-1), segment.commits), segment
         try:
             base = read_checkpoint(storage, segment.checkpoint_version, segment.checkpoint_parts)
-            base.require_complete()
         except LogCorruptedError as exc:
             skipped.add(segment.checkpoint_version)
             try:

@@ -50,8 +50,8 @@ def _min_max(arr: pa.ChunkedArray | pa.Array) -> tuple[Any, Any] | None:
     lo, hi = mm["min"], mm["max"]
     if pa.types.is_floating(t) and (math.isnan(lo) or math.isnan(hi)):
         return None
-    if pa.types.is_decimal(t):
-        return float(lo), float(hi)
+    if pa.types.is_decimal(t):  # exact decimal text: a float could fall inside the data's range
+        return orjson.Fragment(str(lo).encode()), orjson.Fragment(str(hi).encode())
     if pa.types.is_date(t):
         return lo.isoformat(), hi.isoformat()
     if pa.types.is_timestamp(t):

@@ -25,8 +25,11 @@ from airflow_txnlog.engine.conflicts import SERIALIZABLE
 from airflow_txnlog.engine.errors import (
     ConcurrentTransactionError,
     InvalidArgumentError,
+    LogCorruptedError,
     TableExistsError,
     TxnLogError,
+    UnsupportedFeatureError,
+    VersionNotFoundError,
 )
 from airflow_txnlog.engine.log_paths import LOG_DIR, commit_name
 from airflow_txnlog.engine.log_segment import LogListing, list_log, monotonic_timestamps
@@ -97,7 +100,12 @@ class Table:
     ) -> Table:
         """Open an existing table (TableNotFoundError if there is no log)."""
         table = cls(storage_for(uri, storage_options, single_writer=single_writer), **kw)
-        table._latest = load_snapshot(table._storage)
+        list_log(table._storage)  # TableNotFoundError when there is no log at all
+        try:
+            table._latest = load_snapshot(table._storage)
+        except (LogCorruptedError, UnsupportedFeatureError, VersionNotFoundError):
+            # Older versions may still be readable; snapshot() of the latest raises the error.
+            table._latest = None
         return table
 
     @classmethod
@@ -175,7 +183,7 @@ class Table:
             return latest
         start = self._latest.version
         newer = LogListing.build(self._storage.list_log(f"{start:020d}.json"), complete=False)
-        return max([start, *newer.commits])
+        return max([start, *newer.commits, *newer.checkpoints])
 
     def snapshot(
         self, version: int | None = None, timestamp: dt.datetime | str | int | None = None

@@ -7,6 +7,7 @@ timestamps compared as instants. Versions, checkpoint files and file lists are c
 from __future__ import annotations
 
 import datetime as dt
+import decimal
 import json
 import shutil
 from pathlib import Path
@@ -292,7 +293,9 @@ def _assert_files_match(path: Path, version: int | None = None) -> None:
     assert sorted(Table.open(str(path)).snapshot(version).file_paths()) == _deltars_paths(path, version)
 
 
-@pytest.mark.parametrize("partition_by", [None, ["s"], ["s", "i", "d"]], ids=["none", "s", "s-i-d"])
+@pytest.mark.parametrize(
+    "partition_by", [None, ["s"], ["ts"], ["s", "i", "d"]], ids=["none", "s", "ts", "s-i-d"]
+)
 def test_deltars_tables_read_by_us(tmp_path: Path, partition_by: list[str] | None) -> None:
     path = tmp_path / "t"
     _deltars_table(path, 6, partition_by)
@@ -347,14 +350,45 @@ def test_deltars_checkpoint_interval_read_by_us(tmp_path: Path) -> None:
 
 def test_our_commits_on_deltars_table_keep_its_checkpoint_interval(tmp_path: Path) -> None:
     path = tmp_path / "t"
-    _deltars_table(path, 2, configuration={"delta.checkpointInterval": "4"})
+    _deltars_table(path, 6, ["s"], configuration={"delta.checkpointInterval": "4"})  # delta-rs: cp at 3
+    assert "00000000000000000003.checkpoint.parquet" in _log_names(path)
     t = Table.open(str(path))
-    for k in range(2, 9):
-        t.write(_data(3, start=3 * k))
-    names = _log_names(path)
-    assert {"00000000000000000004.checkpoint.parquet", "00000000000000000008.checkpoint.parquet"} <= names
+    assert t.snapshot().checkpoint_version == 3
+    t.write(_data(3, start=80))  # version 6
+    t.write(_data(3, start=83), mode="overwrite")  # version 7
+    t.write(_data(3, start=86))  # version 8: our checkpoint, built on delta-rs's one
+    assert "00000000000000000008.checkpoint.parquet" in _log_names(path)
     assert _last_checkpoint(path)["version"] == 8
     assert DeltaTable(str(path)).version() == 8
+    expected = _rows(pa.concat_tables([_data(3, start=83), _data(3, start=86)]))
+    assert _theirs(path) == _ours(path) == expected
+    for v in range(8):  # only our checkpoint and commit 8 are left
+        (path / "_delta_log" / f"{v:020d}.json").unlink()
+    assert _theirs(path) == expected
+    _assert_files_match(path)
+
+
+def test_deltars_optimize_and_vacuum_on_our_table(tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    t = _make(path, ("i",))
+    for k in range(4):
+        t.write(_data(8, start=8 * k))
+    t.write(_data(4, start=200), mode="overwrite")
+    t.write(_data(8, start=300))
+    expected = _ours(path)
+    dtab = DeltaTable(str(path))
+    metrics = dtab.optimize.compact()
+    assert metrics["numFilesRemoved"] > metrics["numFilesAdded"] > 0
+    snap = Table.open(str(path)).snapshot()
+    assert snap.version == 7
+    assert _rows(snap.to_arrow()) == expected
+    assert len(snap.file_paths()) == 4  # one per partition value of i (0, 1, 2, null)
+    deleted = DeltaTable(str(path)).vacuum(retention_hours=0, enforce_retention_duration=False, dry_run=False)
+    assert deleted
+    assert _ours(path) == expected == _theirs(path)
+    _assert_files_match(path)
+    v = t.write(_data(2, start=500))
+    assert DeltaTable(str(path)).version() == v
     _assert_same(path)
 
 
@@ -456,3 +490,90 @@ def test_copy_of_our_table_is_readable_by_deltars(tmp_path: Path) -> None:
     moved = tmp_path / "moved"
     shutil.copytree(path, moved)
     assert _theirs(moved) == _ours(path)
+
+
+# ----------------------------------------------------------------------------- more column types
+WIDE = pa.schema(
+    [
+        ("b", pa.bool_()),
+        ("i8", pa.int8()),
+        ("i16", pa.int16()),
+        ("i32", pa.int32()),
+        ("i64", pa.int64(), False),
+        ("f32", pa.float32()),
+        ("f64", pa.float64()),
+        ("dec", pa.decimal128(10, 2)),
+        ("s", pa.string()),
+        ("bin", pa.binary()),
+        ("d", pa.date32()),
+        ("ts", pa.timestamp("us", tz="UTC")),
+        ("ntz", pa.timestamp("us")),
+        ("arr", pa.list_(pa.int64())),
+        ("st", pa.struct([("x", pa.int32()), ("y", pa.string())])),
+        ("m", pa.map_(pa.string(), pa.int64())),
+    ]
+)
+
+
+def _wide(n: int, start: int = 0) -> pa.Table:
+    k = range(start, start + n)
+    t0, n0 = dt.datetime(2000, 1, 1, tzinfo=dt.UTC), dt.datetime(2000, 1, 1)
+    return pa.table(
+        {
+            "b": [j % 2 == 0 if j % 3 else None for j in k],
+            "i8": [j % 5 for j in k],
+            "i16": [j * 10 for j in k],
+            "i32": [j * 100 for j in k],
+            "i64": [j * 10**10 for j in k],
+            "f32": [(j % 3) / 4 for j in k],
+            "f64": [None if j % 5 == 0 else j / 3 for j in k],
+            "dec": [decimal.Decimal(j % 4) / 4 for j in k],
+            "s": [f"str{j}" for j in k],
+            "bin": [bytes([j % 256, 0]) for j in k],
+            "d": [dt.date(2000, 1, 1) + dt.timedelta(days=j) for j in k],
+            "ts": [t0 + dt.timedelta(seconds=j, microseconds=j) for j in k],
+            "ntz": [n0 + dt.timedelta(minutes=j % 3, microseconds=7) for j in k],
+            "arr": [[j, j + 1] if j % 4 else None for j in k],
+            "st": [{"x": j, "y": str(j)} if j % 3 else None for j in k],
+            "m": [[("a", j)] for j in k],
+        },
+        schema=WIDE,
+    )
+
+
+def _wide_rows(table: Any) -> list[str]:
+    table = pa.table(table)
+    return sorted(repr(tuple(_norm(r[c]) for c in WIDE.names)) for r in table.to_pylist())
+
+
+WIDE_PARTITIONINGS = [(), ("b",), ("dec",), ("i8", "f32"), ("ntz",)]
+
+
+@pytest.mark.parametrize("partition_by", WIDE_PARTITIONINGS, ids=lambda p: "-".join(p) or "none")
+def test_all_column_types_both_ways(tmp_path: Path, partition_by: tuple[str, ...]) -> None:
+    ours_path, theirs_path = tmp_path / "ours", tmp_path / "theirs"
+    t = Table.create(str(ours_path), schema=WIDE, partition_by=partition_by)
+    t.write(_wide(12))
+    write_deltalake(str(ours_path), _wide(6, start=40), mode="append")
+    expected = _wide_rows(pa.concat_tables([_wide(12), _wide(6, start=40)]))
+    assert _wide_rows(DeltaTable(str(ours_path)).to_pyarrow_table()) == expected
+    assert _wide_rows(Table.open(str(ours_path)).snapshot().to_arrow()) == expected
+    write_deltalake(str(theirs_path), _wide(12), partition_by=list(partition_by) or None)
+    Table.open(str(theirs_path)).write(_wide(6, start=40))
+    assert _wide_rows(Table.open(str(theirs_path)).snapshot().to_arrow()) == expected
+    assert _wide_rows(DeltaTable(str(theirs_path)).to_pyarrow_table()) == expected
+    assert Table.open(str(theirs_path)).snapshot().schema == Table.open(str(ours_path)).snapshot().schema
+
+
+def test_decimal_stats_bound_the_data(tmp_path: Path) -> None:
+    schema = pa.schema([("dec", pa.decimal128(38, 18)), ("big", pa.decimal128(38, 0)), ("k", pa.int64())])
+    dec, big = decimal.Decimal("1.000000000000000001"), decimal.Decimal("12345678901234567891")
+    path = tmp_path / "t"
+    t = Table.create(str(path), schema=schema)
+    t.write(pa.table({"dec": [dec], "big": [big], "k": [1]}, schema=schema))
+    stats = json.loads(t.snapshot().files()[0].stats or "{}", parse_float=decimal.Decimal)
+    assert decimal.Decimal(stats["maxValues"]["dec"]) >= dec
+    assert decimal.Decimal(stats["maxValues"]["big"]) >= big
+    assert decimal.Decimal(stats["minValues"]["big"]) <= big
+    assert t.snapshot().to_arrow(filter="dec > 1.0").num_rows == 1
+    assert t.snapshot().to_arrow(filter="big >= 12345678901234567891").num_rows == 1

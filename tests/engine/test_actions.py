@@ -49,7 +49,12 @@ def test_add_round_trip_keeps_wire_form() -> None:
 def test_remove_protocol_metadata_txn_round_trip() -> None:
     rm = {"path": "x.parquet", "deletionTimestamp": 3, "dataChange": False}
     assert RemoveFile.from_wire(rm).to_wire() == {"remove": rm}
-    proto = {"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": ["timestampNtz"], "writerFeatures": []}
+    proto = {
+        "minReaderVersion": 3,
+        "minWriterVersion": 7,
+        "readerFeatures": ["timestampNtz"],
+        "writerFeatures": [],
+    }
     assert Protocol.from_wire(proto).to_wire() == {"protocol": proto}
     md = {
         "id": "i",
@@ -64,8 +69,12 @@ def test_remove_protocol_metadata_txn_round_trip() -> None:
 
 
 def test_commit_info_first_and_string_valued_parameters() -> None:
-    info = CommitInfo(timestamp=1, operation="WRITE", operation_parameters={"partitionBy": ["p"], "mode": "Append"},
-                      operation_metrics={"numFiles": 2})
+    info = CommitInfo(
+        timestamp=1,
+        operation="WRITE",
+        operation_parameters={"partitionBy": ["p"], "mode": "Append"},
+        operation_metrics={"numFiles": 2},
+    )
     lines = serialize_actions([Txn("a", 1), info]).splitlines()
     first = orjson.loads(lines[0])["commitInfo"]
     assert first["operationParameters"] == {"partitionBy": '["p"]', "mode": "Append"}
@@ -97,14 +106,20 @@ def test_hive_escape_matches_spark() -> None:
         (1.5, pa.float64(), "1.5"),
         (True, pa.bool_(), "true"),
         (dt.date(2024, 2, 29), pa.date32(), "2024-02-29"),
-        (dt.datetime(2024, 1, 1, 12, 30, 1, 5, tzinfo=dt.UTC), pa.timestamp("us", "UTC"), "2024-01-01 12:30:01.000005"),
+        (
+            dt.datetime(2024, 1, 1, 12, 30, 1, 5, tzinfo=dt.UTC),
+            pa.timestamp("us", "UTC"),
+            "2024-01-01 12:30:01.000005",
+        ),
         (dt.datetime(2024, 1, 1, 12), pa.timestamp("us"), "2024-01-01 12:00:00.000000"),
         (decimal.Decimal("12.30"), pa.decimal128(5, 2), "12.30"),
         (b"\x01\x02", pa.binary(), "\x01\x02"),
         (None, pa.int32(), None),
     ],
 )
-def test_partition_values_for_every_primitive(value: object, arrow_type: pa.DataType, text: str | None) -> None:
+def test_partition_values_for_every_primitive(
+    value: object, arrow_type: pa.DataType, text: str | None
+) -> None:
     assert serialize_partition_value(value, arrow_type) == text
     assert parse_partition_value(text, arrow_type) == value
 
@@ -119,11 +134,21 @@ def test_schema_json_round_trip_all_types() -> None:
     schema = pa.schema(
         [
             pa.field("s", pa.string(), nullable=False),
-            ("l", pa.int64()), ("i", pa.int32()), ("sh", pa.int16()), ("b", pa.int8()),
-            ("f", pa.float32()), ("d", pa.float64()), ("bo", pa.bool_()), ("bi", pa.binary()),
-            ("da", pa.date32()), ("ts", pa.timestamp("us", "UTC")), ("ntz", pa.timestamp("us")),
-            ("dec", pa.decimal128(10, 3)), ("arr", pa.list_(pa.int32())),
-            ("m", pa.map_(pa.string(), pa.int64())), ("st", pa.struct([("x", pa.int32())])),
+            ("l", pa.int64()),
+            ("i", pa.int32()),
+            ("sh", pa.int16()),
+            ("b", pa.int8()),
+            ("f", pa.float32()),
+            ("d", pa.float64()),
+            ("bo", pa.bool_()),
+            ("bi", pa.binary()),
+            ("da", pa.date32()),
+            ("ts", pa.timestamp("us", "UTC")),
+            ("ntz", pa.timestamp("us")),
+            ("dec", pa.decimal128(10, 3)),
+            ("arr", pa.list_(pa.int32())),
+            ("m", pa.map_(pa.string(), pa.int64())),
+            ("st", pa.struct([("x", pa.int32())])),
         ]
     )
     text = schema_to_json(schema)

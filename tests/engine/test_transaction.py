@@ -175,7 +175,9 @@ def test_append_only_refuses_removes_and_writes_nothing(table_uri: str) -> None:
     assert len(t.snapshot().files()) == 2
 
 
-@pytest.mark.parametrize("path", ["../escape.parquet", "a/../../x.parquet", "/etc/passwd", "s3://other/x.parquet"])
+@pytest.mark.parametrize(
+    "path", ["../escape.parquet", "a/../../x.parquet", "/etc/passwd", "s3://other/x.parquet"]
+)
 def test_add_paths_outside_the_root_are_refused(table_uri: str, path: str) -> None:
     t = _table(table_uri)
     before = _log_names(t)
