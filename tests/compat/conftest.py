@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
-GOLDEN_ROOT = Path(os.environ.get("TXNLOG_GOLDEN_DIR", "/work/shared/golden/delta-spark"))
+# shared/ sits beside the repository (locally and in CI); TXNLOG_GOLDEN_DIR overrides.
+_DEFAULT_GOLDEN = Path(__file__).resolve().parents[3] / "shared" / "golden" / "delta-spark"
+GOLDEN_ROOT = Path(os.environ.get("TXNLOG_GOLDEN_DIR", str(_DEFAULT_GOLDEN)))
 
 
 def _make_writable(root: Path) -> None:
