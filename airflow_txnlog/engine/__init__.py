@@ -16,11 +16,17 @@ from airflow_txnlog.engine.errors import (
     ConcurrentDeleteDeleteError,
     ConcurrentDeleteReadError,
     ConcurrentTransactionError,
+    ForeignCommitsError,
     InvalidArgumentError,
     LogCorruptedError,
     MetadataChangedError,
     PredicateError,
     ProtocolChangedError,
+    RestoreError,
+    RestoreFilesMissingError,
+    RetentionTooShortError,
+    SavepointExistsError,
+    SavepointNotFoundError,
     SchemaMismatchError,
     StorageError,
     TableExistsError,
@@ -30,13 +36,19 @@ from airflow_txnlog.engine.errors import (
     VersionAlreadyExistsError,
     VersionNotFoundError,
 )
+from airflow_txnlog.engine.health import TableHealth
+from airflow_txnlog.engine.log_cleanup import CleanupResult
+from airflow_txnlog.engine.restore import RestoreResult
+from airflow_txnlog.engine.savepoints import Savepoint
 from airflow_txnlog.engine.snapshot import Snapshot
 from airflow_txnlog.engine.table import Table
 from airflow_txnlog.engine.transaction import Transaction
+from airflow_txnlog.engine.vacuum import VacuumResult
 
 __all__ = [
     "AddFile",
     "AppendOnlyViolationError",
+    "CleanupResult",
     "CommitConflictError",
     "CommitInfo",
     "CommitRetriesExceededError",
@@ -44,6 +56,7 @@ __all__ = [
     "ConcurrentDeleteDeleteError",
     "ConcurrentDeleteReadError",
     "ConcurrentTransactionError",
+    "ForeignCommitsError",
     "InvalidArgumentError",
     "LogCorruptedError",
     "Metadata",
@@ -52,16 +65,25 @@ __all__ = [
     "Protocol",
     "ProtocolChangedError",
     "RemoveFile",
+    "RestoreError",
+    "RestoreFilesMissingError",
+    "RestoreResult",
+    "RetentionTooShortError",
+    "Savepoint",
+    "SavepointExistsError",
+    "SavepointNotFoundError",
     "SchemaMismatchError",
     "Snapshot",
     "StorageError",
     "Table",
     "TableExistsError",
+    "TableHealth",
     "TableNotFoundError",
     "Transaction",
     "Txn",
     "TxnLogError",
     "UnsupportedFeatureError",
+    "VacuumResult",
     "VersionAlreadyExistsError",
     "VersionNotFoundError",
 ]

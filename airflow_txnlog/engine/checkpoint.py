@@ -127,12 +127,14 @@ def _to_wire(value: Any) -> Any:
     return value
 
 
-def read_checkpoint(storage: Storage, version: int, part_names: list[str]) -> LogState:
-    """State at `version` from the checkpoint files (LogCorruptedError naming a bad file)."""
+def read_checkpoint(
+    storage: Storage, version: int, part_names: list[str], *, folder: str = LOG_DIR
+) -> LogState:
+    """State at `version` from checkpoint-format files in `folder` (LogCorruptedError naming a bad file)."""
     tables = []
     for name in part_names:
         try:
-            with storage.open_input(f"{LOG_DIR}/{name}") as f:
+            with storage.open_input(f"{folder}/{name}") as f:
                 tables.append(pq.read_table(f))
         except (OSError, pa.ArrowException) as exc:
             raise LogCorruptedError(f"checkpoint file {name} is unreadable: {exc}") from exc
@@ -242,7 +244,7 @@ def checkpoint_table(state: LogState, *, min_tombstone_ts: int) -> tuple[pa.Tabl
     return pa.concat_tables(parts), len(adds)
 
 
-def _parquet_bytes(table: pa.Table) -> bytes:
+def parquet_bytes(table: pa.Table) -> bytes:
     buf = io.BytesIO()
     pq.write_table(table, buf, compression="snappy")
     return buf.getvalue()
@@ -257,7 +259,7 @@ def write_checkpoint(
     total = 0
     for i in range(n_parts):
         chunk = table.slice(i * part_size, part_size) if n_parts > 1 else table
-        data = _parquet_bytes(chunk)
+        data = parquet_bytes(chunk)
         name = (
             checkpoint_name(state.version, i + 1, n_parts) if n_parts > 1 else checkpoint_name(state.version)
         )

@@ -56,6 +56,38 @@ class AppendOnlyViolationError(TxnLogError):
     """A data-changing remove was attempted on a table with `delta.appendOnly=true`."""
 
 
+class RetentionTooShortError(InvalidArgumentError):
+    """A vacuum / cleanup retention below the table's safety limit, with the check left on."""
+
+
+class SavepointExistsError(TxnLogError):
+    """A savepoint with that name already exists."""
+
+
+class SavepointNotFoundError(TxnLogError):
+    """No savepoint with that name exists."""
+
+
+class RestoreError(TxnLogError):
+    """A restore cannot be performed safely; the table is unchanged."""
+
+
+class RestoreFilesMissingError(RestoreError):
+    """Files the restore must re-add are gone (vacuumed or deleted by hand); the table is unchanged."""
+
+    def __init__(self, message: str, *, missing: list[str]) -> None:
+        super().__init__(message)
+        self.missing = missing
+
+
+class ForeignCommitsError(RestoreError):
+    """Other writers committed after the restore target; restoring would discard their data."""
+
+    def __init__(self, message: str, *, versions: list[int]) -> None:
+        super().__init__(message)
+        self.versions = versions
+
+
 class VersionAlreadyExistsError(TxnLogError):
     """Internal: the commit file for a version was created by someone else first.
 

@@ -18,7 +18,10 @@ from typing import Any
 import orjson
 import pyarrow as pa
 
+from airflow_txnlog.engine import log_cleanup, savepoints
 from airflow_txnlog.engine import properties as props
+from airflow_txnlog.engine import restore as restore_mod
+from airflow_txnlog.engine import vacuum as vacuum_mod
 from airflow_txnlog.engine.actions import CommitInfo, Metadata, Protocol, serialize_actions
 from airflow_txnlog.engine.checkpoint import DEFAULT_PART_SIZE, write_checkpoint
 from airflow_txnlog.engine.conflicts import SERIALIZABLE
@@ -26,18 +29,24 @@ from airflow_txnlog.engine.errors import (
     ConcurrentTransactionError,
     InvalidArgumentError,
     LogCorruptedError,
+    RestoreError,
     TableExistsError,
     TxnLogError,
     UnsupportedFeatureError,
     VersionNotFoundError,
 )
+from airflow_txnlog.engine.health import TableHealth, table_health
+from airflow_txnlog.engine.log_cleanup import CleanupResult
 from airflow_txnlog.engine.log_paths import LOG_DIR, commit_name
 from airflow_txnlog.engine.log_segment import LogListing, list_log, monotonic_timestamps
 from airflow_txnlog.engine.replay import parse_commit
+from airflow_txnlog.engine.restore import RestoreResult
+from airflow_txnlog.engine.savepoints import Savepoint
 from airflow_txnlog.engine.schema import normalize_schema, schema_to_json, uses_timestamp_ntz
 from airflow_txnlog.engine.snapshot import Snapshot, load_snapshot, version_at
 from airflow_txnlog.engine.storage import Storage, storage_for
 from airflow_txnlog.engine.transaction import DEFAULT_MAX_ATTEMPTS, ENGINE_INFO, Transaction
+from airflow_txnlog.engine.vacuum import VacuumResult
 from airflow_txnlog.engine.writer import write, write_parameters
 
 log = logging.getLogger(__name__)
@@ -229,8 +238,13 @@ class Table:
         parameters: Mapping[str, Any] | None = None,
         *,
         isolation_level: str = SERIALIZABLE,
+        tags: Mapping[str, str] | None = None,
     ) -> Transaction:
-        """A transaction reading the latest snapshot; commit it with `txn.commit()`."""
+        """A transaction reading the latest snapshot; commit it with `txn.commit()`.
+
+        :param tags: recorded in commitInfo["tags"]; e.g. {"owner": run_id} lets `restore` tell a
+            run's own commits from other writers'.
+        """
         return Transaction(
             self._storage,
             self._refresh(),
@@ -239,16 +253,24 @@ class Table:
             isolation_level=isolation_level,
             max_attempts=self.max_commit_attempts,
             on_committed=self._post_commit,
+            tags=tags,
         )
 
-    def write(self, data: pa.Table, *, mode: str = "append", txn: tuple[str, int] | None = None) -> int:
+    def write(
+        self,
+        data: pa.Table,
+        *,
+        mode: str = "append",
+        txn: tuple[str, int] | None = None,
+        tags: Mapping[str, str] | None = None,
+    ) -> int:
         """Append or overwrite rows; with `txn=(app_id, version)` a repeated write commits nothing."""
         snap = self._refresh()
         if txn is not None:
             done = self._txn_done(snap, txn)
             if done is not None:
                 return done
-        t = self.transaction("WRITE", write_parameters(mode, snap.partition_columns))
+        t = self.transaction("WRITE", write_parameters(mode, snap.partition_columns), tags=tags)
         if txn is not None:
             t.set_app_transaction(*txn)
         try:
@@ -278,6 +300,98 @@ class Table:
                 if t and t.get("appId") == app_id and int(t.get("version", -1)) >= version:
                     return v
         return None
+
+    # ------------------------------------------------------------------ maintenance
+    def create_savepoint(
+        self,
+        name: str,
+        *,
+        version: int | None = None,
+        reason: str | None = None,
+        created_by: str | None = None,
+        expires_at: dt.datetime | str | int | None = None,
+    ) -> Savepoint:
+        """Savepoint `version` (default latest) under `name` (SavepointExistsError if taken)."""
+        snap = self.snapshot(version)
+        return savepoints.create_savepoint(
+            self._storage, snap, name, created_by=created_by, reason=reason, expires_at=expires_at
+        )
+
+    def savepoints(self) -> list[Savepoint]:
+        return savepoints.list_savepoints(self._storage)
+
+    def get_savepoint(self, name: str) -> Savepoint:
+        return savepoints.get_savepoint(self._storage, name)
+
+    def delete_savepoint(self, name: str) -> Savepoint:
+        return savepoints.delete_savepoint(self._storage, name)
+
+    def restore(
+        self,
+        *,
+        version: int | None = None,
+        timestamp: dt.datetime | str | int | None = None,
+        savepoint: str | None = None,
+        dry_run: bool = False,
+        on_foreign_commits: str = "fail",
+        owner: str | None = None,
+    ) -> RestoreResult:
+        """Restore to a version, a timestamp or a savepoint as a new commit (see engine.restore).
+
+        :param owner: commits tagged {"owner": owner} since the target are this caller's own; other
+            data-changing commits are foreign and make `on_foreign_commits="fail"` refuse. Without an
+            owner no commit is considered foreign.
+        """
+        target = self._restore_target(version, timestamp, savepoint)
+        return restore_mod.restore(
+            self._storage,
+            self._refresh,
+            self.transaction,
+            target,
+            dry_run=dry_run,
+            on_foreign_commits=on_foreign_commits,
+            owner=owner,
+            find_txn_commit=lambda app_id: self._find_txn_commit(app_id, target.version),
+        )
+
+    def _restore_target(
+        self, version: int | None, timestamp: dt.datetime | str | int | None, savepoint: str | None
+    ) -> restore_mod.RestoreTarget:
+        if sum(x is not None for x in (version, timestamp, savepoint)) != 1:
+            raise InvalidArgumentError("restore needs exactly one of version, timestamp or savepoint")
+        if savepoint is not None:
+            sp = savepoints.get_savepoint(self._storage, savepoint)
+            if sp.table_id != self._refresh().metadata.id:
+                raise RestoreError(f"savepoint {savepoint!r} belongs to another table (id {sp.table_id})")
+            state = savepoints.read_manifest(self._storage, sp)
+            params = {"savepoint": savepoint, "version": sp.version}
+            return restore_mod.RestoreTarget(sp.version, state, f"restore:{savepoint}", params)
+        snap = self.snapshot(version=version, timestamp=timestamp)
+        params = {"version": snap.version, "timestamp": str(timestamp) if timestamp is not None else None}
+        params = {k: v for k, v in params.items() if v is not None}
+        return restore_mod.RestoreTarget(snap.version, snap.state, f"restore:v{snap.version}", params)
+
+    def vacuum(
+        self, *, retention_hours: float | None = None, dry_run: bool = True, enforce_retention: bool = True
+    ) -> VacuumResult:
+        """Delete files no version within the retention, tombstone or savepoint needs (dry run by default)."""
+        return vacuum_mod.vacuum(
+            self._storage,
+            self._refresh,
+            self.transaction,
+            retention_hours=retention_hours,
+            dry_run=dry_run,
+            enforce_retention=enforce_retention,
+        )
+
+    def cleanup_log(self, *, retention_hours: float | None = None, dry_run: bool = False) -> CleanupResult:
+        """Delete commits and checkpoints older than the log retention, below a checkpoint that stays."""
+        return log_cleanup.cleanup_log(
+            self._storage, self._refresh(), retention_hours=retention_hours, dry_run=dry_run
+        )
+
+    def health(self, *, small_file_bytes: int | None = None) -> TableHealth:
+        return table_health(self._storage, self._refresh(), small_file_bytes=small_file_bytes)
 
     # ------------------------------------------------------------------ checkpoints
     def checkpoint(self, version: int | None = None) -> None:

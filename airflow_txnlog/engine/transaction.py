@@ -102,6 +102,7 @@ class Transaction:
         isolation_level: str = SERIALIZABLE,
         max_attempts: int = DEFAULT_MAX_ATTEMPTS,
         on_committed: Callable[[int], None] | None = None,
+        tags: Mapping[str, str] | None = None,
     ) -> None:
         if max_attempts < 1:
             raise InvalidArgumentError("max_attempts must be at least 1")
@@ -113,6 +114,7 @@ class Transaction:
         self.isolation_level = isolation_level
         self.max_attempts = max_attempts
         self._on_committed = on_committed
+        self.tags = dict(tags or {})
         self._adds: dict[str, AddFile] = {}
         self._removes: dict[str, RemoveFile] = {}
         self._txns: list[Txn] = []
@@ -220,9 +222,7 @@ class Transaction:
             writes_protocol=self._protocol is not None,
         )
 
-    def _payload(
-        self, read_set: ReadSet, metrics: Mapping[str, Any] | None, user_metadata: str | None
-    ) -> bytes:
+    def _payload(self, read_set: ReadSet, metrics: Mapping[str, Any] | None, extra: dict[str, Any]) -> bytes:
         info = CommitInfo(
             timestamp=int(time.time() * 1000),
             operation=self.operation,
@@ -233,20 +233,36 @@ class Transaction:
             operation_metrics=dict(metrics or {}),
             engine_info=ENGINE_INFO,
             txn_id=str(uuid.uuid4()),
-            extra={"userMetadata": user_metadata} if user_metadata else {},
+            extra=extra,
         )
         actions: list[Action] = [info]
         actions += [a for a in (self._protocol, self._metadata) if a is not None]
         actions += self._txns + list(self._removes.values()) + list(self._adds.values())
         return serialize_actions(actions)
 
-    def commit(self, *, metrics: Mapping[str, Any] | None = None, user_metadata: str | None = None) -> int:
-        """Commit the staged actions; returns the new version. Raises a conflict error if unsafe."""
+    def commit(
+        self,
+        *,
+        metrics: Mapping[str, Any] | None = None,
+        user_metadata: str | None = None,
+        extra: Mapping[str, Any] | None = None,
+    ) -> int:
+        """Commit the staged actions; returns the new version. Raises a conflict error if unsafe.
+
+        :param extra: more commitInfo fields (e.g. "discardedVersions"); its `tags` merge with the
+            transaction's own tags.
+        """
         if self.committed_version is not None:
             raise InvalidArgumentError("this transaction has already been committed")
         self._validate()
         read_set = self._read_set()
-        payload = self._payload(read_set, metrics, user_metadata)
+        info_extra = dict(extra or {})
+        tags = {**self.tags, **(info_extra.pop("tags", None) or {})}
+        if tags:
+            info_extra["tags"] = tags
+        if user_metadata:
+            info_extra["userMetadata"] = user_metadata
+        payload = self._payload(read_set, metrics, info_extra)
         attempt = self.read_version + 1
         while self.attempts < self.max_attempts:
             self.attempts += 1

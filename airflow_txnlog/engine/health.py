@@ -1,0 +1,80 @@
+"""Table health: the figures a maintenance DAG decides on, computed from the log (no data listing).
+
+- small files: live files below `small_file_bytes` (default a quarter of `delta.targetFileSize`,
+  itself 100 MiB by default) - candidates for OPTIMIZE;
+- commits since the newest checkpoint - a CHECKPOINT is due when this grows;
+- tombstones and reclaimable bytes: tombstones whose retention has passed (what VACUUM would delete
+  of the files the log knows; orphans of failed writes are only found by a vacuum dry run);
+- the oldest version restorable by time travel: older versions may miss files vacuum was allowed to
+  delete, and versions below the oldest checkpoint may have lost their commits to log cleanup;
+  savepointed versions stay restorable whatever their age.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from airflow_txnlog.engine import properties as props
+from airflow_txnlog.engine.log_segment import list_log, monotonic_timestamps
+from airflow_txnlog.engine.savepoints import list_savepoints
+from airflow_txnlog.engine.snapshot import Snapshot
+from airflow_txnlog.engine.storage import Storage
+
+DEFAULT_TARGET_FILE_SIZE = 100 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class TableHealth:
+    version: int
+    num_files: int
+    size_bytes: int
+    small_files: int
+    small_file_bytes: int
+    last_checkpoint_version: int | None
+    commits_since_checkpoint: int
+    tombstones: int
+    reclaimable_bytes: int
+    savepoints: list[str]
+    expired_savepoints: list[str]
+    oldest_log_version: int
+    oldest_restorable_version: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def table_health(storage: Storage, snap: Snapshot, *, small_file_bytes: int | None = None) -> TableHealth:
+    conf = snap.metadata.configuration
+    target = int(conf.get(props.TARGET_FILE_SIZE, DEFAULT_TARGET_FILE_SIZE))
+    small = small_file_bytes if small_file_bytes is not None else target // 4
+    files = snap.files()
+    now = int(time.time() * 1000)
+    cutoff = now - props.deleted_file_retention_ms(conf)
+    tombstones = snap.tombstones()
+    expired = [t for t in tombstones if (t.deletion_timestamp or 0) <= cutoff]
+    listing = list_log(storage)
+    cps = [v for v in listing.checkpoints if v <= snap.version]
+    last_cp = max(cps) if cps else None
+    oldest_log = 0 if 0 in listing.commits else min(listing.checkpoints, default=snap.version)
+    stamps = monotonic_timestamps(listing.commits)
+    aged = [v for v, ts in stamps.items() if ts <= cutoff and v >= oldest_log]
+    savepoints = list_savepoints(storage)
+    live_sp = [s for s in savepoints if not s.expired(now)]
+    oldest = max([oldest_log, *aged])
+    return TableHealth(
+        version=snap.version,
+        num_files=len(files),
+        size_bytes=sum(f.size for f in files),
+        small_files=sum(1 for f in files if f.size < small),
+        small_file_bytes=small,
+        last_checkpoint_version=last_cp,
+        commits_since_checkpoint=snap.version - last_cp if last_cp is not None else snap.version + 1,
+        tombstones=len(tombstones),
+        reclaimable_bytes=sum(t.size or 0 for t in expired),
+        savepoints=[s.name for s in live_sp],
+        expired_savepoints=[s.name for s in savepoints if s.expired(now)],
+        oldest_log_version=oldest_log,
+        oldest_restorable_version=min([oldest, *(s.version for s in live_sp)]),
+    )

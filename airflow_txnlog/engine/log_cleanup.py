@@ -1,0 +1,66 @@
+"""Log cleanup: delete old commits and checkpoints that no reader needs any more.
+
+Rule (Delta's metadata cleanup): with cutoff = now - `delta.logRetentionDuration` (30 days), find the
+newest complete checkpoint C whose commit is at or before the cutoff; delete every commit, checkpoint
+and `.crc` file of a version below C (all of them older than the cutoff, since commit times increase).
+Versions >= C stay reconstructable from C. Files are deleted oldest first, so a crash midway leaves a
+contiguous log.
+
+Savepoints do not hold the log back: each savepoint's manifest holds the full state of its version,
+so a restore needs only the manifest and the data files (which vacuum keeps). This avoids Hudi's
+problem of a timeline that grows without bound behind an old savepoint.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass
+
+from airflow_txnlog.engine import properties as props
+from airflow_txnlog.engine.errors import InvalidArgumentError
+from airflow_txnlog.engine.log_paths import LOG_DIR, parse_name
+from airflow_txnlog.engine.log_segment import list_log, monotonic_timestamps
+from airflow_txnlog.engine.snapshot import Snapshot
+from airflow_txnlog.engine.storage import Storage
+
+_CRC_RE = re.compile(r"^(\d{20})\.crc$")
+
+
+@dataclass(frozen=True)
+class CleanupResult:
+    files: list[str]  # names inside _delta_log/
+    dry_run: bool
+    checkpoint_version: int | None  # the checkpoint everything below was removed for
+    oldest_version_kept: int | None
+
+
+def cleanup_log(
+    storage: Storage, snap: Snapshot, *, retention_hours: float | None, dry_run: bool
+) -> CleanupResult:
+    if retention_hours is not None and retention_hours < 0:
+        raise InvalidArgumentError(f"retention_hours must be >= 0, got {retention_hours}")
+    keep_ms = (
+        int(retention_hours * 3_600_000)
+        if retention_hours is not None
+        else props.log_retention_ms(snap.metadata.configuration)
+    )
+    cutoff = int(time.time() * 1000) - keep_ms
+    listing = list_log(storage)
+    stamps = monotonic_timestamps(listing.commits)
+    eligible = [v for v in listing.checkpoints if v in stamps and stamps[v] <= cutoff and v <= snap.version]
+    if not eligible:
+        return CleanupResult([], dry_run, None, min(listing.commits, default=None))
+    cp = max(eligible)
+    doomed: list[tuple[int, str]] = []
+    for f in storage.list_log():
+        parsed = parse_name(f.name)
+        crc = _CRC_RE.match(f.name)
+        version = parsed.version if parsed else (int(crc.group(1)) if crc else None)
+        if version is not None and version < cp:
+            doomed.append((version, f.name))
+    doomed.sort()
+    if not dry_run:
+        for _, name in doomed:
+            storage.delete(f"{LOG_DIR}/{name}")
+    return CleanupResult([n for _, n in doomed], dry_run, cp, cp)

@@ -1,0 +1,204 @@
+"""Savepoints: named, durable references to a table version that vacuum and restore honour.
+
+Layout, under `<table>/_savepoints/` (never `_delta_log/`; readers and other engines' vacuum skip
+`_`-prefixed folders):
+    <name>.json                      the record: the commit point of the savepoint
+    <name>.<uuid>.manifest.parquet   protocol, metaData, txns and every live file of the version,
+                                     in the checkpoint schema
+Creating one: load the version (it must exist), check every live file is present, write the manifest,
+then create the record with `put_if_absent`. A crash before the record leaves an orphan manifest,
+which is not a savepoint (listing only reads records). Deleting one removes the record first, then
+the manifest. Because the manifest holds the full file list, a savepoint stays restorable after the
+log has been cleaned (by us or another engine), as long as its data files exist, which our vacuum
+guarantees for unexpired savepoints.
+Expiry is measured from creation (`expires_at` is absolute); an expired savepoint no longer protects
+files from vacuum and is reported as expired.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from airflow_txnlog.engine.checkpoint import checkpoint_table, parquet_bytes, read_checkpoint
+from airflow_txnlog.engine.errors import (
+    InvalidArgumentError,
+    RestoreFilesMissingError,
+    SavepointExistsError,
+    SavepointNotFoundError,
+)
+from airflow_txnlog.engine.replay import LogState
+from airflow_txnlog.engine.snapshot import Snapshot, to_epoch_ms
+from airflow_txnlog.engine.storage import Storage
+
+SAVEPOINT_DIR = "_savepoints"
+_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$")
+
+
+@dataclass(frozen=True)
+class Savepoint:
+    """A savepoint record (times in ms since the epoch)."""
+
+    name: str
+    table_id: str
+    version: int
+    commit_timestamp: int
+    created_at: int
+    manifest: str
+    num_files: int
+    size_bytes: int
+    created_by: str | None = None
+    reason: str | None = None
+    expires_at: int | None = None
+
+    def expired(self, now_ms: int | None = None) -> bool:
+        now = int(time.time() * 1000) if now_ms is None else now_ms
+        return self.expires_at is not None and self.expires_at <= now
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "tableId": self.table_id,
+            "version": self.version,
+            "commitTimestamp": self.commit_timestamp,
+            "createdAt": self.created_at,
+            "createdBy": self.created_by,
+            "reason": self.reason,
+            "expiresAt": self.expires_at,
+            "manifest": self.manifest,
+            "numFiles": self.num_files,
+            "sizeInBytes": self.size_bytes,
+        }
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Savepoint:
+        return cls(
+            name=d["name"],
+            table_id=d["tableId"],
+            version=int(d["version"]),
+            commit_timestamp=int(d["commitTimestamp"]),
+            created_at=int(d["createdAt"]),
+            manifest=d["manifest"],
+            num_files=int(d.get("numFiles", 0)),
+            size_bytes=int(d.get("sizeInBytes", 0)),
+            created_by=d.get("createdBy"),
+            reason=d.get("reason"),
+            expires_at=d.get("expiresAt"),
+        )
+
+
+def validate_name(name: str) -> str:
+    if not isinstance(name, str) or not _NAME_RE.match(name) or ".." in name:
+        raise InvalidArgumentError(
+            f"invalid savepoint name {name!r}: use 1-128 letters, digits, '.', '_' or '-', "
+            "starting with a letter or digit (no path separators, no '..')"
+        )
+    return name
+
+
+def _record_key(name: str) -> str:
+    return f"{SAVEPOINT_DIR}/{name}.json"
+
+
+def missing_files(storage: Storage, paths: list[str]) -> list[str]:
+    """Which of `paths` (as in the log) do not exist."""
+    return [p for p in paths if not storage.fs.exists(storage.resolve(p))]
+
+
+def create_savepoint(
+    storage: Storage,
+    snap: Snapshot,
+    name: str,
+    *,
+    created_by: str | None,
+    reason: str | None,
+    expires_at: dt.datetime | str | int | None,
+) -> Savepoint:
+    """Write the manifest of `snap`, then the record (put-if-absent: the commit point)."""
+    validate_name(name)
+    now = int(time.time() * 1000)
+    expires = to_epoch_ms(expires_at) if expires_at is not None else None
+    if expires is not None and expires <= now:
+        raise InvalidArgumentError(f"expires_at {expires_at!r} is not in the future")
+    if storage.exists(_record_key(name)):
+        raise SavepointExistsError(f"savepoint {name!r} already exists. Help: pick another name or delete it")
+    files = snap.files()
+    gone = missing_files(storage, [f.path for f in files])
+    if gone:
+        raise RestoreFilesMissingError(
+            f"cannot savepoint version {snap.version}: {len(gone)} of its files are missing: {gone[:10]}",
+            missing=gone,
+        )
+    manifest = f"{name}.{uuid.uuid4().hex}.manifest.parquet"
+    table, _ = checkpoint_table(snap.state, min_tombstone_ts=1 << 62)  # no tombstones
+    storage.write(f"{SAVEPOINT_DIR}/{manifest}", parquet_bytes(table))
+    sp = Savepoint(
+        name=name,
+        table_id=snap.metadata.id,
+        version=snap.version,
+        commit_timestamp=snap.timestamp,
+        created_at=now,
+        manifest=manifest,
+        num_files=len(files),
+        size_bytes=sum(f.size for f in files),
+        created_by=created_by,
+        reason=reason,
+        expires_at=expires,
+    )
+    try:
+        storage.put_if_absent(_record_key(name), orjson.dumps(sp.to_json()))
+    except FileExistsError as exc:
+        storage.delete(f"{SAVEPOINT_DIR}/{manifest}")
+        raise SavepointExistsError(f"savepoint {name!r} was created concurrently") from exc
+    return sp
+
+
+def list_savepoints(storage: Storage) -> list[Savepoint]:
+    """Every savepoint record, oldest version first."""
+    try:
+        names = [f.name for f in storage.list_dir(SAVEPOINT_DIR)]
+    except FileNotFoundError:
+        return []
+    out = []
+    for n in names:
+        if n.endswith(".json"):
+            try:
+                out.append(Savepoint.from_json(orjson.loads(storage.read(f"{SAVEPOINT_DIR}/{n}"))))
+            except FileNotFoundError:
+                continue  # deleted while listing
+    return sorted(out, key=lambda s: (s.version, s.name))
+
+
+def get_savepoint(storage: Storage, name: str) -> Savepoint:
+    validate_name(name)
+    try:
+        return Savepoint.from_json(orjson.loads(storage.read(_record_key(name))))
+    except FileNotFoundError as exc:
+        raise SavepointNotFoundError(f"no savepoint named {name!r}") from exc
+
+
+def delete_savepoint(storage: Storage, name: str) -> Savepoint:
+    sp = get_savepoint(storage, name)
+    storage.delete(_record_key(name))  # the record goes first: no half-deleted savepoint is listed
+    storage.delete(f"{SAVEPOINT_DIR}/{sp.manifest}")
+    return sp
+
+
+def read_manifest(storage: Storage, sp: Savepoint) -> LogState:
+    """The state recorded by a savepoint (protocol, metaData, txns, live files)."""
+    return read_checkpoint(storage, sp.version, [sp.manifest], folder=SAVEPOINT_DIR)
+
+
+def protected_paths(storage: Storage, *, now_ms: int) -> set[str]:
+    """Decoded paths of every file referenced by an unexpired savepoint."""
+    keep: set[str] = set()
+    for sp in list_savepoints(storage):
+        if not sp.expired(now_ms):
+            keep.update(read_manifest(storage, sp).live_base_add_keys())
+    return keep

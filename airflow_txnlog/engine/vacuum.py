@@ -1,0 +1,164 @@
+"""Vacuum: delete data files that no live version, unexpired tombstone or savepoint needs.
+
+Algorithm (Delta's VACUUM, plus savepoints):
+1. cutoff = now - retention (`delta.deletedFileRetentionDuration`, 7 days by default; a shorter
+   retention needs `enforce_retention=False`);
+2. list every file under the table root, skipping `_`/`.`-prefixed folders and files except partition
+   folders (`_col=value` of a partition column); never look outside the root (symlinks resolved);
+3. keep: live files of the latest snapshot, tombstones deleted after the cutoff, every file of every
+   unexpired savepoint manifest;
+4. delete the rest if it is an expired tombstone, or, for files the log does not know (orphans of
+   failed writes), if its modification time is older than the cutoff (an in-flight writer's fresh
+   file is never taken);
+5. with `dry_run=False`: commit VACUUM START (metrics numFilesToDelete, sizeOfDataToDelete), re-read
+   the latest snapshot and the savepoints and drop from the plan anything they now need, delete,
+   commit VACUUM END (numDeletedFiles, numVacuumedDirectories).
+`dry_run=True` is the default: it only reports.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from airflow_txnlog.engine import properties as props
+from airflow_txnlog.engine.errors import InvalidArgumentError, RetentionTooShortError
+from airflow_txnlog.engine.replay import file_key
+from airflow_txnlog.engine.savepoints import protected_paths
+from airflow_txnlog.engine.snapshot import Snapshot
+from airflow_txnlog.engine.storage import LocalStorage, Storage
+from airflow_txnlog.engine.transaction import Transaction
+
+HOUR_MS = 3_600_000
+
+
+@dataclass(frozen=True)
+class VacuumResult:
+    """Files (relative paths) deleted, or that would be deleted with dry_run=True."""
+
+    files: list[str]
+    bytes: int
+    dry_run: bool
+    retention_hours: float
+    deleted: int = 0
+    start_version: int | None = None
+    end_version: int | None = None
+    metrics: dict[str, int] = field(default_factory=dict)
+
+
+def retention_ms(snap: Snapshot, retention_hours: float | None, enforce: bool) -> int:
+    default = props.deleted_file_retention_ms(snap.metadata.configuration)
+    if retention_hours is None:
+        return default
+    if retention_hours < 0:
+        raise InvalidArgumentError(f"retention_hours must be >= 0, got {retention_hours}")
+    wanted = int(retention_hours * HOUR_MS)
+    if enforce and wanted < default:
+        raise RetentionTooShortError(
+            f"retention of {retention_hours} hours is below the table's delete retention of "
+            f"{default / HOUR_MS:g} hours: files still needed by time travel or by running readers and "
+            "writers could be deleted. Help: pass enforce_retention=False only if no reader or writer "
+            "is using older versions."
+        )
+    return wanted
+
+
+def _hidden(rel: str, partition_columns: set[str]) -> bool:
+    for part in rel.split("/"):
+        if part.startswith("."):
+            return True
+        if part.startswith("_") and part.split("=", 1)[0] not in partition_columns:
+            return True
+    return False
+
+
+def _relative_key(storage: Storage, key: str) -> str:
+    root = storage.fs_root.rstrip("/") + "/"
+    return key[len(root) :] if key.startswith(root) else key
+
+
+def _inside_root(storage: Storage, path: str) -> bool:
+    if not isinstance(storage, LocalStorage):
+        return True
+    root = os.path.realpath(storage.fs_root)
+    return os.path.realpath(path).startswith(root + os.sep)
+
+
+def list_files(storage: Storage, partition_columns: set[str]) -> dict[str, tuple[int, int]]:
+    """Relative path -> (size, mtime ms) of every visible file under the root."""
+    root = storage.fs_root.rstrip("/")
+    found = storage.fs.find(root, detail=True, withdirs=False)
+    out: dict[str, tuple[int, int]] = {}
+    for path, info in found.items():
+        rel = str(path)[len(root) + 1 :]
+        if not rel or _hidden(rel, partition_columns) or not _inside_root(storage, str(path)):
+            continue
+        mtime = info.get("mtime") or info.get("LastModified") or info.get("updated") or 0
+        ts = int(mtime.timestamp() * 1000) if hasattr(mtime, "timestamp") else int(float(mtime) * 1000)
+        out[rel] = (int(info.get("size") or 0), ts)
+    return out
+
+
+def _needed(storage: Storage, snap: Snapshot, cutoff: int, now: int) -> tuple[set[str], set[str]]:
+    """(keys to keep, keys of expired tombstones)."""
+    keep = {_relative_key(storage, k) for k in snap.file_paths()}
+    expired: set[str] = set()
+    for t in snap.tombstones():
+        key = _relative_key(storage, file_key(t.path))
+        if (t.deletion_timestamp or 0) > cutoff:
+            keep.add(key)
+        else:
+            expired.add(key)
+    keep |= {_relative_key(storage, k) for k in protected_paths(storage, now_ms=now)}
+    return keep, expired - keep
+
+
+def plan_vacuum(storage: Storage, snap: Snapshot, cutoff: int, now: int) -> dict[str, int]:
+    """Relative path -> size of the files vacuum would delete."""
+    files = list_files(storage, set(snap.partition_columns))
+    keep, expired = _needed(storage, snap, cutoff, now)
+    return {
+        rel: size
+        for rel, (size, mtime) in files.items()
+        if rel not in keep and (rel in expired or mtime < cutoff)
+    }
+
+
+def vacuum(
+    storage: Storage,
+    latest: Callable[[], Snapshot],
+    new_txn: Callable[[str, dict[str, Any]], Transaction],
+    *,
+    retention_hours: float | None,
+    dry_run: bool,
+    enforce_retention: bool,
+) -> VacuumResult:
+    snap = latest()
+    keep_ms = retention_ms(snap, retention_hours, enforce_retention)
+    now = int(time.time() * 1000)
+    cutoff = now - keep_ms
+    todo = plan_vacuum(storage, snap, cutoff, now)
+    hours = keep_ms / HOUR_MS
+    if dry_run:
+        return VacuumResult(sorted(todo), sum(todo.values()), True, hours)
+    params = {
+        "retentionCheckEnabled": enforce_retention,
+        "defaultRetentionMillis": props.deleted_file_retention_ms(snap.metadata.configuration),
+        "specifiedRetentionMillis": keep_ms,
+    }
+    start = new_txn("VACUUM START", params).commit(
+        metrics={"numFilesToDelete": len(todo), "sizeOfDataToDelete": sum(todo.values())}
+    )
+    # Re-read right before deleting: a restore or a new savepoint may need a planned file now.
+    keep, _ = _needed(storage, latest(), cutoff, int(time.time() * 1000))
+    final = {rel: size for rel, size in todo.items() if rel not in keep}
+    deleted = 0
+    for rel in sorted(final):
+        storage.delete(rel)
+        deleted += 1
+    metrics = {"numDeletedFiles": deleted, "numVacuumedDirectories": 0}
+    end = new_txn("VACUUM END", {"status": "COMPLETED"}).commit(metrics=metrics)
+    return VacuumResult(sorted(final), sum(final.values()), False, hours, deleted, start, end, metrics)
