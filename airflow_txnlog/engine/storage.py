@@ -114,7 +114,8 @@ class LocalStorage(Storage):
             return f.read()
 
     def _temp_write(self, key: str, data: bytes) -> str:
-        tmp_dir = os.path.join(os.path.dirname(self._p(key)), ".tmp")
+        # One temp folder on the table's filesystem (os.link needs the same filesystem), ignored by readers.
+        tmp_dir = os.path.join(self.fs_root, LOG_DIR, ".tmp")
         os.makedirs(tmp_dir, exist_ok=True)
         tmp = os.path.join(tmp_dir, f".{os.path.basename(key)}.{uuid.uuid4().hex}.tmp")
         with open(tmp, "wb") as f:
