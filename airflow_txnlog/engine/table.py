@@ -22,7 +22,7 @@ from airflow_txnlog.engine import log_cleanup, savepoints
 from airflow_txnlog.engine import properties as props
 from airflow_txnlog.engine import restore as restore_mod
 from airflow_txnlog.engine import vacuum as vacuum_mod
-from airflow_txnlog.engine.actions import CommitInfo, Metadata, Protocol, serialize_actions
+from airflow_txnlog.engine.actions import Action, CommitInfo, Metadata, Protocol, serialize_actions
 from airflow_txnlog.engine.checkpoint import DEFAULT_PART_SIZE, write_checkpoint
 from airflow_txnlog.engine.conflicts import SERIALIZABLE
 from airflow_txnlog.engine.errors import (
@@ -75,6 +75,45 @@ def _validate_schema(schema: pa.Schema, partition_by: tuple[str, ...]) -> pa.Sch
     if partition_by and len(partition_by) == len(schema):
         raise InvalidArgumentError("at least one column must not be a partition column")
     return normalize_schema(schema)
+
+
+def _create_actions(
+    norm: pa.Schema,
+    schema: pa.Schema,
+    parts: tuple[str, ...],
+    *,
+    conf: dict[str, str],
+    name: str | None,
+    description: str | None,
+) -> list[Action]:
+    """commitInfo, protocol and metaData of version 0 (protocol (1, 2), or (3, 7) for timestamp_ntz)."""
+    protocol = Protocol(1, 2)
+    if uses_timestamp_ntz(norm):
+        writer = ["timestampNtz"] + (["appendOnly"] if props.append_only(conf) else [])
+        protocol = Protocol(3, 7, ("timestampNtz",), tuple(writer))
+    metadata = Metadata(
+        id=str(uuid.uuid4()),
+        schema_string=schema_to_json(schema),
+        partition_columns=parts,
+        configuration=conf,
+        name=name,
+        description=description,
+        created_time=_now_ms(),
+    )
+    info = CommitInfo(
+        timestamp=_now_ms(),
+        operation="CREATE TABLE",
+        operation_parameters={
+            "isManaged": "false",
+            "description": description or "",
+            "partitionBy": orjson.dumps(list(parts)).decode(),
+            "properties": orjson.dumps(conf).decode(),
+        },
+        is_blind_append=True,
+        engine_info=ENGINE_INFO,
+        txn_id=str(uuid.uuid4()),
+    )
+    return [info, protocol, metadata]
 
 
 class Table:
@@ -139,36 +178,9 @@ class Table:
         storage = storage_for(uri, storage_options, single_writer=single_writer)
         if any(f.name.endswith(".json") for f in storage.list_log()):
             raise TableExistsError(f"a Delta table already exists at {storage.root!r}")
-        protocol = Protocol(1, 2)
-        if uses_timestamp_ntz(norm):
-            writer = ["timestampNtz"] + (["appendOnly"] if props.append_only(conf) else [])
-            protocol = Protocol(3, 7, ("timestampNtz",), tuple(writer))
-        metadata = Metadata(
-            id=str(uuid.uuid4()),
-            schema_string=schema_to_json(schema),
-            partition_columns=parts,
-            configuration=conf,
-            name=name,
-            description=description,
-            created_time=_now_ms(),
-        )
-        info = CommitInfo(
-            timestamp=_now_ms(),
-            operation="CREATE TABLE",
-            operation_parameters={
-                "isManaged": "false",
-                "description": description or "",
-                "partitionBy": orjson.dumps(list(parts)).decode(),
-                "properties": orjson.dumps(conf).decode(),
-            },
-            is_blind_append=True,
-            engine_info=ENGINE_INFO,
-            txn_id=str(uuid.uuid4()),
-        )
+        version_zero = _create_actions(norm, schema, parts, conf=conf, name=name, description=description)
         try:
-            storage.put_if_absent(
-                f"{LOG_DIR}/{commit_name(0)}", serialize_actions([info, protocol, metadata])
-            )
+            storage.put_if_absent(f"{LOG_DIR}/{commit_name(0)}", serialize_actions(version_zero))
         except FileExistsError as exc:
             raise TableExistsError(f"a Delta table already exists at {storage.root!r}") from exc
         table = cls(storage, **kw)
