@@ -98,10 +98,16 @@ def read_last_checkpoint(storage: Storage) -> dict[str, Any] | None:
 
 # ----------------------------------------------------------------------------- read
 def _decoded_keys(arr: pa.StructArray) -> pa.Array:
-    paths = arr.field("path").to_pylist()
-    dvs: list[Any] = [None] * len(paths)
-    if arr.type.get_field_index("deletionVector") >= 0:
-        dvs = arr.field("deletionVector").to_pylist()
+    path_col = arr.field("path").cast(pa.string())
+    has_dv = arr.type.get_field_index("deletionVector") >= 0 and arr.field("deletionVector").null_count < len(
+        arr
+    )
+    # Fast path (the common case): nothing to decode or canonicalise, the column is the key.
+    needs_work = pc.any(pc.match_substring_regex(path_col, r"%|^file:")).as_py()
+    if not has_dv and not needs_work:
+        return path_col
+    paths = path_col.to_pylist()
+    dvs: list[Any] = arr.field("deletionVector").to_pylist() if has_dv else [None] * len(paths)
     keys = [file_key(decode_path(p), dv) for p, dv in zip(paths, dvs, strict=True)]
     return pa.array(keys, type=pa.string())
 
@@ -135,7 +141,7 @@ def read_checkpoint(
     for name in part_names:
         try:
             with storage.open_input(f"{folder}/{name}") as f:
-                tables.append(pq.read_table(f))
+                tables.append(pq.ParquetFile(f).read())  # (read_table would import pandas)
         except (OSError, pa.ArrowException) as exc:
             raise LogCorruptedError(f"checkpoint file {name} is unreadable: {exc}") from exc
     try:
@@ -183,6 +189,28 @@ def _conform(arr: pa.StructArray | None, target: pa.StructType) -> pa.StructArra
     return pa.StructArray.from_arrays(out, fields=fields, mask=pc.invert(arr.is_valid()))
 
 
+def _map_array(maps: list[dict[str, Any] | None]) -> pa.Array:
+    """A map<string,string> column built from offsets (much faster than from Python pairs)."""
+    if all(m is None for m in maps):
+        return pa.nulls(len(maps), _STR_MAP)
+    offsets: list[int] = [0]
+    keys: list[str] = []
+    values: list[Any] = []
+    mask: list[bool] = []
+    for m in maps:
+        mask.append(m is None)
+        if m:
+            keys.extend(m.keys())
+            values.extend(m.values())
+        offsets.append(len(keys))
+    return pa.MapArray.from_arrays(
+        pa.array(offsets, pa.int32()),
+        pa.array(keys, pa.string()),
+        pa.array(values, pa.string()),
+        mask=pa.array(mask, pa.bool_()) if any(mask) else None,
+    )
+
+
 def _pairs(m: dict[str, Any] | None) -> list[tuple[str, Any]] | None:
     return list(m.items()) if m is not None else None
 
@@ -190,12 +218,12 @@ def _pairs(m: dict[str, Any] | None) -> list[tuple[str, Any]] | None:
 def _tail_adds_array(adds: list[dict[str, Any]]) -> pa.StructArray:
     cols = [
         pa.array([d["path"] for d in adds], pa.string()),
-        pa.array([_pairs(d.get("partitionValues") or {}) for d in adds], _STR_MAP),
+        _map_array([d.get("partitionValues") or {} for d in adds]),
         pa.array([d.get("size") for d in adds], pa.int64()),
         pa.array([d.get("modificationTime") for d in adds], pa.int64()),
         pa.array([False] * len(adds), pa.bool_()),
         pa.array([d.get("stats") for d in adds], pa.string()),
-        pa.array([_pairs(d.get("tags")) for d in adds], _STR_MAP),
+        _map_array([d.get("tags") for d in adds]),
     ]
     return pa.StructArray.from_arrays(cols, fields=list(ADD_TYPE))
 

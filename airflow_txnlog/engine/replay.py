@@ -52,6 +52,14 @@ def file_key(path: str, dv: Any = None) -> str:
     return f"{path}\x00{dv.get('storageType')}{dv.get('pathOrInlineDv')}@{dv.get('offset')}"
 
 
+def _key_of(d: dict[str, Any]) -> str:
+    path: str = d["path"]
+    # The hot path of JSON replay: most paths need no decoding and have no deletion vector.
+    if "%" not in path and not path.startswith("file:") and not d.get("deletionVector"):
+        return path
+    return file_key(decode_path(path), d.get("deletionVector"))
+
+
 def parse_commit(data: bytes, *, name: str = "commit") -> list[dict[str, Any]]:
     """All actions of one newline-delimited JSON commit, parsed in one pass."""
     lines = [ln for ln in data.split(b"\n") if ln.strip()]
@@ -160,9 +168,9 @@ class _Applier:
 
     def _one(self, version: int, action: dict[str, Any], name: str) -> None:
         if (d := action.get(ADD)) is not None:
-            self.tail[file_key(decode_path(d["path"]), d.get("deletionVector"))] = (True, d)
+            self.tail[_key_of(d)] = (True, d)
         elif (d := action.get(REMOVE)) is not None:
-            self.tail[file_key(decode_path(d["path"]), d.get("deletionVector"))] = (False, d)
+            self.tail[_key_of(d)] = (False, d)
         elif (d := action.get(COMMIT_INFO)) is not None:
             self.infos[version] = d
         elif (d := action.get(TXN)) is not None:

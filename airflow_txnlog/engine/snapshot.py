@@ -20,7 +20,7 @@ import orjson
 import pyarrow as pa
 
 from airflow_txnlog.engine import properties as props
-from airflow_txnlog.engine.actions import AddFile, Metadata, Protocol, RemoveFile
+from airflow_txnlog.engine.actions import AddFile, Metadata, Protocol, RemoveFile, decode_path
 from airflow_txnlog.engine.checkpoint import read_checkpoint, read_last_checkpoint
 from airflow_txnlog.engine.errors import (
     InvalidArgumentError,
@@ -88,6 +88,45 @@ def _add_from_row(row: dict[str, Any]) -> AddFile:
     return AddFile.from_wire(row)
 
 
+_SIMPLE_ADD_FIELDS = {"path", "partitionValues", "size", "modificationTime", "dataChange", "stats", "tags"}
+
+
+def _adds_from_struct(arr: pa.StructArray) -> list[AddFile]:
+    """AddFiles of checkpoint rows; column-wise for the common shape, row dicts for anything richer."""
+    names = {arr.type.field(i).name for i in range(arr.type.num_fields)}
+    # stats_parsed only matters where the JSON stats are missing; other extra fields need row dicts.
+    extra = names - _SIMPLE_ADD_FIELDS - ({"stats_parsed"} if "stats" in names else set())
+    rich = any(arr.field(n).null_count < len(arr) for n in extra)
+    no_json_stats = "stats" not in names or arr.field("stats").null_count
+    if rich or (no_json_stats and "stats_parsed" in names):
+        return [_add_from_row(r) for r in arr.to_pylist()]
+    cols = {n: arr.field(n).to_pylist() for n in _SIMPLE_ADD_FIELDS & names}
+    n = len(arr)
+    tags = cols.get("tags") or [None] * n
+    return [
+        AddFile(
+            path=decode_path(p),
+            partition_values=dict(pv or ()),
+            size=s or 0,
+            modification_time=mt or 0,
+            data_change=True if dc is None else dc,
+            stats=st,
+            tags=dict(tg) if tg else None,
+            encoded_path=p,
+        )
+        for p, pv, s, mt, dc, st, tg in zip(
+            cols["path"],
+            cols["partitionValues"],
+            cols["size"],
+            cols["modificationTime"],
+            cols.get("dataChange") or [None] * n,
+            cols.get("stats") or [None] * n,
+            tags,
+            strict=True,
+        )
+    ]
+
+
 class Snapshot:
     """The table at one version. Cheap to keep: file actions stay columnar until asked for."""
 
@@ -148,7 +187,7 @@ class Snapshot:
     @cached_property
     def _all_files(self) -> list[AddFile]:
         base = self._state.live_base_adds()
-        out = [_add_from_row(r) for r in base.to_pylist()] if base is not None else []
+        out = _adds_from_struct(base) if base is not None else []
         out.extend(AddFile.from_wire(d) for d in self._state.tail_adds())
         return out
 
