@@ -53,7 +53,8 @@ def table_health(storage: Storage, snap: Snapshot, *, small_file_bytes: int | No
     now = int(time.time() * 1000)
     cutoff = now - props.deleted_file_retention_ms(conf)
     tombstones = snap.tombstones()
-    expired = [t for t in tombstones if (t.deletion_timestamp or 0) <= cutoff]
+    # Only what vacuum can still delete: expired tombstones whose file is still there.
+    expired = [t for t in tombstones if (t.deletion_timestamp or 0) <= cutoff and storage.exists(t.path)]
     listing = list_log(storage)
     cps = [v for v in listing.checkpoints if v <= snap.version]
     last_cp = max(cps) if cps else None

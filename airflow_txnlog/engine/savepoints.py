@@ -29,6 +29,7 @@ import orjson
 from airflow_txnlog.engine.checkpoint import checkpoint_table, parquet_bytes, read_checkpoint
 from airflow_txnlog.engine.errors import (
     InvalidArgumentError,
+    LogCorruptedError,
     RestoreFilesMissingError,
     SavepointExistsError,
     SavepointNotFoundError,
@@ -169,22 +170,38 @@ def list_savepoints(storage: Storage) -> list[Savepoint]:
     for n in names:
         if n.endswith(".json"):
             try:
-                out.append(Savepoint.from_json(orjson.loads(storage.read(f"{SAVEPOINT_DIR}/{n}"))))
+                out.append(_load_record(storage, f"{SAVEPOINT_DIR}/{n}", n[: -len(".json")]))
             except FileNotFoundError:
                 continue  # deleted while listing
     return sorted(out, key=lambda s: (s.version, s.name))
 
 
+def _load_record(storage: Storage, key: str, name: str) -> Savepoint:
+    data = storage.read(key)
+    try:
+        return Savepoint.from_json(orjson.loads(data))
+    except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+        raise LogCorruptedError(
+            f"savepoint record {key} is unreadable ({exc}); vacuum and restore refuse to guess what it "
+            f"protects. Help: delete it with delete_savepoint({name!r}) / `txnlog savepoint delete`"
+        ) from exc
+
+
 def get_savepoint(storage: Storage, name: str) -> Savepoint:
     validate_name(name)
     try:
-        return Savepoint.from_json(orjson.loads(storage.read(_record_key(name))))
+        return _load_record(storage, _record_key(name), name)
     except FileNotFoundError as exc:
         raise SavepointNotFoundError(f"no savepoint named {name!r}") from exc
 
 
-def delete_savepoint(storage: Storage, name: str) -> Savepoint:
-    sp = get_savepoint(storage, name)
+def delete_savepoint(storage: Storage, name: str) -> Savepoint | None:
+    """Delete a savepoint (record first, then manifest); None when only a corrupt record was found."""
+    try:
+        sp = get_savepoint(storage, name)
+    except LogCorruptedError:
+        storage.delete(_record_key(name))  # its manifest name is unknown: vacuum ignores orphan manifests
+        return None
     storage.delete(_record_key(name))  # the record goes first: no half-deleted savepoint is listed
     storage.delete(f"{SAVEPOINT_DIR}/{sp.manifest}")
     return sp
@@ -192,7 +209,13 @@ def delete_savepoint(storage: Storage, name: str) -> Savepoint:
 
 def read_manifest(storage: Storage, sp: Savepoint) -> LogState:
     """The state recorded by a savepoint (protocol, metaData, txns, live files)."""
-    return read_checkpoint(storage, sp.version, [sp.manifest], folder=SAVEPOINT_DIR)
+    try:
+        return read_checkpoint(storage, sp.version, [sp.manifest], folder=SAVEPOINT_DIR)
+    except LogCorruptedError as exc:
+        raise LogCorruptedError(
+            f"savepoint {sp.name!r}: {exc}. Help: the savepoint cannot be used; delete it with "
+            f"delete_savepoint({sp.name!r})"
+        ) from exc
 
 
 def protected_paths(storage: Storage, *, now_ms: int) -> set[str]:

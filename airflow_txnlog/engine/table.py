@@ -335,7 +335,7 @@ class Table:
     def get_savepoint(self, name: str) -> Savepoint:
         return savepoints.get_savepoint(self._storage, name)
 
-    def delete_savepoint(self, name: str) -> Savepoint:
+    def delete_savepoint(self, name: str) -> Savepoint | None:
         return savepoints.delete_savepoint(self._storage, name)
 
     def restore(

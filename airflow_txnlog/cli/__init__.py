@@ -1,0 +1,92 @@
+"""`txnlog`: inspect and maintain transaction-log (Delta) tables from the command line.
+
+Commands (each takes `--json` for one machine-readable JSON document on stdout; the default is
+human-readable rich output):
+
+    txnlog describe URI [--version N]           table metadata, protocol, schema, size, checkpoint
+    txnlog history URI [--limit N]              commits, newest first
+    txnlog files URI [--version N] [--filter SQL]   live data files (the filter prunes by partition/stats)
+    txnlog checkpoint URI [--version N]         write a checkpoint
+    txnlog savepoint create URI NAME [--version N] [--reason R] [--created-by U] [--expires-at ISO]
+    txnlog savepoint list URI                   savepoints, oldest version first
+    txnlog savepoint delete URI NAME
+    txnlog restore URI (--version N | --timestamp TS | --savepoint NAME) [--dry-run] [--force] [--owner O]
+    txnlog vacuum URI [--retain-hours H] [--execute] [--no-enforce-retention]   dry run unless --execute
+    txnlog cleanup-log URI [--retain-hours H] [--dry-run]
+    txnlog health URI [--small-file-bytes B]
+
+The global option `--storage-option KEY=VALUE` (repeatable, before the command) is passed to fsspec
+as storage_options. Values are strings, except JSON objects/arrays and `true` / `false` / `null`,
+which are decoded (e.g. `--storage-option anon=true`).
+
+Any engine error (`TxnLogError`) prints one line `error: <message>` on stderr and exits with 1;
+bad usage exits with 2.
+
+Modules: `_output` (shared options, error handling, output helpers), `read` (describe, history,
+files, checkpoint), `maintenance` (savepoints, restore, vacuum, log cleanup, health).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from airflow_txnlog.cli import maintenance, read
+from airflow_txnlog.cli._output import delta_type, iso_ms, parse_storage_options
+from airflow_txnlog.cli.read import describe_doc, file_doc, history_doc
+from airflow_txnlog.engine import Table
+
+__all__ = [
+    "Table",
+    "app",
+    "delta_type",
+    "describe_doc",
+    "file_doc",
+    "history_doc",
+    "iso_ms",
+    "main",
+    "parse_storage_options",
+]
+
+app = typer.Typer(
+    name="txnlog",
+    help="Inspect and maintain transaction-log (Delta) tables.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+@app.callback()
+def _global(
+    ctx: typer.Context,
+    storage_option: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--storage-option", "-o", metavar="KEY=VALUE", help="fsspec storage option (repeatable)."
+        ),
+    ] = None,
+) -> None:
+    """Inspect and maintain transaction-log (Delta) tables."""
+    ctx.obj = {"storage_options": parse_storage_options(storage_option or [])}
+
+
+app.command()(read.describe)
+app.command()(read.history)
+app.command()(read.files)
+app.command()(read.checkpoint)
+app.add_typer(maintenance.savepoint_app, name="savepoint")
+app.command()(maintenance.restore)
+app.command()(maintenance.vacuum)
+app.command("cleanup-log")(maintenance.cleanup_log)
+app.command()(maintenance.health)
+
+
+def main() -> None:
+    """Console-script entry point (`txnlog`)."""
+    app(prog_name="txnlog")
+
+
+if __name__ == "__main__":
+    main()

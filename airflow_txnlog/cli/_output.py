@@ -1,0 +1,140 @@
+"""Shared pieces of the `txnlog` commands: option types, storage options, error handling, output."""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import json
+import sys
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table as RichTable
+
+from airflow_txnlog.engine import Table, TxnLogError
+
+UriArg = Annotated[str, typer.Argument(help="Table location: a path or an fsspec URI (s3://, ...).")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document instead of tables.")]
+VersionOpt = Annotated[
+    int | None, typer.Option("--version", "-v", min=0, help="Table version (default: the latest).")
+]
+
+_JSON_LITERALS = {"true": True, "false": False, "null": None}
+
+
+def parse_storage_options(items: Sequence[str]) -> dict[str, Any]:
+    """`KEY=VALUE` strings to a storage_options dict (typer.BadParameter on a malformed item)."""
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise typer.BadParameter(f"expected KEY=VALUE, got {item!r}", param_hint="--storage-option")
+        out[key.strip()] = _option_value(value)
+    return out
+
+
+def _option_value(value: str) -> Any:
+    if value.lower() in _JSON_LITERALS:
+        return _JSON_LITERALS[value.lower()]
+    if value.startswith(("{", "[")):
+        try:
+            return json.loads(value)
+        except json.JSONDecodeError as exc:
+            raise typer.BadParameter(f"invalid JSON value {value!r}: {exc}") from exc
+    return value
+
+
+def iso_ms(ms: int | None) -> str | None:
+    """Milliseconds since the epoch as ISO-8601 UTC (`2024-01-02T03:04:05.678Z`)."""
+    if ms is None:
+        return None
+    stamp = dt.datetime.fromtimestamp(ms / 1000, dt.UTC).isoformat(timespec="milliseconds")
+    return stamp.replace("+00:00", "Z")
+
+
+def short_time(iso: str | None) -> str:
+    """An `iso_ms` string as `YYYY-MM-DD HH:MM:SS` for tables ('-' for none)."""
+    return "-" if iso is None else iso.replace("T", " ")[:19]
+
+
+def delta_type(t: Any) -> str:
+    """A Delta schema type (string or nested JSON object) as compact text, e.g. `array<long>`."""
+    if isinstance(t, str):
+        return t
+    kind = t.get("type") if isinstance(t, dict) else None
+    if kind == "array":
+        return f"array<{delta_type(t['elementType'])}>"
+    if kind == "map":
+        return f"map<{delta_type(t['keyType'])},{delta_type(t['valueType'])}>"
+    if kind == "struct":
+        inner = ",".join(f"{f['name']}:{delta_type(f['type'])}" for f in t.get("fields", []))
+        return f"struct<{inner}>"
+    return json.dumps(t, sort_keys=True)
+
+
+def one_line(exc: BaseException) -> str:
+    text = " ".join(line.strip() for line in str(exc).splitlines() if line.strip())
+    return text or type(exc).__name__
+
+
+@contextlib.contextmanager
+def engine_errors(hints: Mapping[type[TxnLogError], str] | None = None) -> Iterator[None]:
+    """Turn any TxnLogError into `error: <message>` on stderr and exit code 1 (no traceback).
+
+    :param hints: per error class, a note appended to the message, e.g. the command-line flag that
+        corresponds to the engine argument its "Help:" names.
+    """
+    try:
+        yield
+    except TxnLogError as exc:
+        message = one_line(exc)
+        for kind, hint in (hints or {}).items():
+            if isinstance(exc, kind):
+                message = f"{message} ({hint})"
+                break
+        typer.echo(f"error: {message}", err=True)
+        raise typer.Exit(1) from None
+
+
+def open_table(ctx: typer.Context, uri: str) -> Table:
+    options: dict[str, Any] = (ctx.obj or {}).get("storage_options") or {}
+    return Table.open(uri, storage_options=options or None)
+
+
+def emit_json(doc: Any) -> None:
+    sys.stdout.write(json.dumps(doc, indent=2, default=str) + "\n")
+    sys.stdout.flush()
+
+
+def console() -> Console:
+    """Plain-text console: table content is never read as rich markup or emoji codes."""
+    return Console(highlight=False, markup=False, emoji=False)
+
+
+def compact(value: Any, sep: str = ", ") -> str:
+    if value is None:
+        return ""
+    if isinstance(value, Mapping):
+        return sep.join(f"{k}={v}" for k, v in value.items())
+    return str(value)
+
+
+def key_value_table(title: str, rows: Sequence[tuple[str, Any]]) -> RichTable:
+    """A two-column `field | value` table (None shown as '-')."""
+    table = RichTable(title=title, show_header=False, title_justify="left")
+    table.add_column("field", style="bold", no_wrap=True)
+    table.add_column("value", overflow="fold")
+    for key, value in rows:
+        table.add_row(key, "-" if value is None or value == "" else str(value))
+    return table
+
+
+def print_paths(title: str, paths: Sequence[str]) -> None:
+    """A heading and one path per line (plain lines: fast for thousands of files, easy to grep)."""
+    if not paths:
+        return
+    out = console()
+    out.print(f"{title}:")
+    out.print("\n".join(f"  {p}" for p in paths), soft_wrap=True)

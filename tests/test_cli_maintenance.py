@@ -1,0 +1,572 @@
+"""Tests of the maintenance commands of `txnlog` (savepoint, restore, vacuum, cleanup-log, health) on
+real tables written by the engine: every command in human and `--json` form, with assertions on what
+happened on disk and in the log."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from typer.testing import CliRunner, Result
+
+from airflow_txnlog import cli
+from airflow_txnlog.cli import app
+from airflow_txnlog.engine import Table
+
+SCHEMA = pa.schema([("id", pa.int64()), ("day", pa.string()), ("value", pa.float64())])
+DAY_A, DAY_B = "2024-01-01", "2024-01-02"
+WIDE = {"COLUMNS": "250"}  # rich folds cells at 80 columns; a wide console keeps them on one line
+
+
+def _rows(ids: list[int], day: str) -> pa.Table:
+    return pa.table({"id": ids, "day": [day] * len(ids), "value": [i / 2 for i in ids]}, schema=SCHEMA)
+
+
+def _ids(path: Path, version: int | None = None) -> list[int]:
+    return sorted(Table.open(str(path)).snapshot(version).to_arrow().column("id").to_pylist())
+
+
+@pytest.fixture
+def table_path(tmp_path: Path) -> Path:
+    """A table partitioned by day: v0 create, v1 2 rows day A, v2 3 rows day B, v3 1 row day A."""
+    path = tmp_path / "events"
+    t = Table.create(str(path), schema=SCHEMA, partition_by=["day"], name="events")
+    assert t.write(_rows([1, 2], DAY_A)) == 1
+    assert t.write(_rows([10, 11, 12], DAY_B)) == 2
+    assert t.write(_rows([3], DAY_A)) == 3
+    return path
+
+
+@pytest.fixture
+def overwritten(table_path: Path) -> Path:
+    """The table of `table_path` plus v4: an overwrite replacing every row with id 99 (day B)."""
+    assert Table.open(str(table_path)).write(_rows([99], DAY_B), mode="overwrite") == 4
+    return table_path
+
+
+def run(*args: str, env: dict[str, str] | None = None) -> Result:
+    return CliRunner().invoke(app, list(args), env=env)
+
+
+def run_json(*args: str) -> Any:
+    result = run(*args, "--json")
+    assert result.exit_code == 0, result.output
+    assert result.stderr == ""
+    return json.loads(result.stdout)
+
+
+def run_human(*args: str) -> str:
+    result = run(*args, env=WIDE)
+    assert result.exit_code == 0, result.output
+    assert result.stderr == ""
+    assert not result.stdout.lstrip().startswith(("{", "["))
+    return result.stdout
+
+
+def assert_error(result: Result, *fragments: str) -> str:
+    """Exit code 1, nothing on stdout, one `error: ...` line on stderr containing every fragment."""
+    assert result.exit_code == 1, result.output
+    assert result.stdout == ""
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("error: ")
+    assert "Traceback" not in result.output
+    for fragment in fragments:
+        assert fragment in lines[0]
+    return lines[0]
+
+
+def _data_files(path: Path) -> set[str]:
+    return {
+        p.relative_to(path).as_posix()
+        for p in path.rglob("*.parquet")
+        if not {"_delta_log", "_savepoints"} & set(p.parts)
+    }
+
+
+def _latest(path: Path) -> int:
+    return Table.open(str(path)).latest_version()
+
+
+def _parse_iso(text: str) -> dt.datetime:
+    return dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+# ----------------------------------------------------------------------------- savepoint create
+def test_savepoint_create_human(table_path: Path) -> None:
+    out = run_human("savepoint", "create", str(table_path), "before-run")
+    size = sum((table_path / f).stat().st_size for f in _data_files(table_path))
+    assert out.strip() == f"savepoint before-run created at version 3 (3 file(s), {size} bytes)"
+    assert (table_path / "_savepoints" / "before-run.json").is_file()
+    assert not (table_path / "_delta_log" / "_savepoints").exists()
+    sp = Table.open(str(table_path)).get_savepoint("before-run")
+    assert (sp.version, sp.num_files, sp.size_bytes) == (3, 3, size)
+
+
+def test_savepoint_create_json_with_options(table_path: Path) -> None:
+    doc = run_json(
+        "savepoint",
+        "create",
+        str(table_path),
+        "sp1",
+        "--version",
+        "1",
+        "--reason",
+        "risky backfill",
+        "--created-by",
+        "alice",
+        "--expires-at",
+        "2099-01-02T03:04:05Z",
+    )
+    table_id = Table.open(str(table_path)).snapshot().metadata.id
+    assert doc["name"] == "sp1"
+    assert doc["version"] == 1
+    assert doc["tableId"] == table_id
+    assert doc["reason"] == "risky backfill"
+    assert doc["createdBy"] == "alice"
+    assert doc["expiresAt"] == "2099-01-02T03:04:05.000Z"
+    assert doc["expired"] is False
+    assert doc["numFiles"] == 1
+    assert abs((dt.datetime.now(dt.UTC) - _parse_iso(doc["createdAt"])).total_seconds()) < 600
+    assert doc["commitTimestamp"] == cli.iso_ms(Table.open(str(table_path)).snapshot(1).timestamp)
+    record = json.loads((table_path / "_savepoints" / "sp1.json").read_text())
+    assert (record["version"], record["reason"], record["createdBy"]) == (1, "risky backfill", "alice")
+    assert (table_path / "_savepoints" / doc["manifest"]).is_file()
+    # the savepoint keeps version 1's single file, not the latest version's three
+    sp = Table.open(str(table_path)).get_savepoint("sp1")
+    assert (sp.version, sp.num_files) == (1, 1)
+
+
+@pytest.mark.parametrize("name", ["bad/name", "../escape", "a b", ".hidden", "x" * 200])
+def test_savepoint_create_invalid_name(table_path: Path, name: str) -> None:
+    assert_error(run("savepoint", "create", str(table_path), name), "invalid savepoint name")
+    assert not (table_path / "_savepoints").exists() or not list((table_path / "_savepoints").iterdir())
+    assert not (table_path.parent / "escape.json").exists()
+
+
+def test_savepoint_create_duplicate_name(table_path: Path) -> None:
+    run_json("savepoint", "create", str(table_path), "sp1", "--version", "1")
+    assert_error(run("savepoint", "create", str(table_path), "sp1"), "already exists")
+    assert Table.open(str(table_path)).get_savepoint("sp1").version == 1  # the first one is untouched
+
+
+def test_savepoint_create_bad_version_and_expiry(table_path: Path) -> None:
+    assert_error(run("savepoint", "create", str(table_path), "sp1", "--version", "42"), "42")
+    assert_error(
+        run("savepoint", "create", str(table_path), "sp1", "--expires-at", "2001-01-01"), "not in the future"
+    )
+    assert_error(run("savepoint", "create", str(table_path), "sp1", "--expires-at", "soon"), "soon")
+    assert Table.open(str(table_path)).savepoints() == []
+
+
+def test_savepoint_create_refuses_version_with_missing_files(table_path: Path) -> None:
+    gone = next(f for f in _data_files(table_path) if DAY_B in f)
+    (table_path / gone).unlink()
+    assert_error(run("savepoint", "create", str(table_path), "sp1"), "missing", gone)
+    assert Table.open(str(table_path)).savepoints() == []
+
+
+# ----------------------------------------------------------------------------- savepoint list / delete
+def test_savepoint_list_json_and_human(table_path: Path) -> None:
+    assert run_json("savepoint", "list", str(table_path)) == []
+    assert "0 savepoint(s)" in run_human("savepoint", "list", str(table_path))
+    run_json("savepoint", "create", str(table_path), "latest", "--reason", "nightly")
+    run_json("savepoint", "create", str(table_path), "first", "--version", "1", "--created-by", "bob")
+    docs = run_json("savepoint", "list", str(table_path))
+    assert [(d["name"], d["version"]) for d in docs] == [("first", 1), ("latest", 3)]
+    assert docs[0]["createdBy"] == "bob"
+    assert docs[1]["reason"] == "nightly"
+    out = run_human("savepoint", "list", str(table_path))
+    assert "2 savepoint(s)" in out
+    assert re.search(r"^\s*first\s+1\s+1\s+\d+\s+\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\s+bob\s+-\s+-\s*$", out, re.M)
+    assert re.search(r"^\s*latest\s+3\s+3\s+\d+\s+.*\s+nightly\s*$", out, re.M)
+
+
+def test_savepoint_delete_human_and_json(table_path: Path) -> None:
+    manifests = table_path / "_savepoints"
+    first = run_json("savepoint", "create", str(table_path), "sp1", "--version", "2")
+    run_json("savepoint", "create", str(table_path), "sp2")
+    out = run_human("savepoint", "delete", str(table_path), "sp1")
+    assert out.strip() == "savepoint sp1 deleted (it kept version 2)"
+    assert not (manifests / "sp1.json").exists()
+    assert not (manifests / first["manifest"]).exists()
+    doc = run_json("savepoint", "delete", str(table_path), "sp2")
+    assert (doc["name"], doc["version"]) == ("sp2", 3)
+    assert list(manifests.iterdir()) == []
+    assert run_json("savepoint", "list", str(table_path)) == []
+
+
+def test_savepoint_delete_missing(table_path: Path) -> None:
+    assert_error(run("savepoint", "delete", str(table_path), "nope"), "no savepoint named 'nope'")
+    assert_error(run("savepoint", "delete", str(table_path), "bad/name"), "invalid savepoint name")
+
+
+def test_savepoint_without_subcommand_is_usage(table_path: Path) -> None:
+    assert run("savepoint").exit_code == 2
+    assert run("savepoint", "rename", str(table_path), "x").exit_code == 2
+
+
+# ----------------------------------------------------------------------------- restore
+def test_restore_savepoint_human_then_idempotent(overwritten: Path) -> None:
+    path = overwritten
+    Table.open(str(path)).create_savepoint("v3", version=3)
+    before = _data_files(path)
+    out = run_human("restore", str(path), "--savepoint", "v3")
+    assert "restored version 3 as version 5" in out
+    assert re.search(r"target version\s*│\s*3\s*│", out)
+    assert re.search(r"committed version\s*│\s*5\s*│", out)
+    assert re.search(r"files re-added\s*│\s*3\s*│", out)
+    assert re.search(r"files removed\s*│\s*1\s*│", out)
+    assert "numRestoredFiles=3" in out
+    assert _latest(path) == 5
+    assert _ids(path) == [1, 2, 3, 10, 11, 12]
+    assert _data_files(path) == before  # a restore writes no data file
+    newest = Table.open(str(path)).history(1)[0]
+    assert newest["operation"] == "RESTORE"
+    assert newest["operationParameters"]["savepoint"] == "v3"
+    # a second identical restore commits nothing and reports the first one's version
+    again = run_human("restore", str(path), "--savepoint", "v3")
+    assert "nothing to restore: version 5 already holds version 3" in again
+    assert _latest(path) == 5
+
+
+def test_restore_savepoint_json(overwritten: Path) -> None:
+    Table.open(str(overwritten)).create_savepoint("v3", version=3)
+    doc = run_json("restore", str(overwritten), "--savepoint", "v3")
+    assert (doc["targetVersion"], doc["version"], doc["committed"], doc["dryRun"]) == (3, 5, True, False)
+    assert len(doc["filesToAdd"]) == 3
+    assert len(doc["filesToRemove"]) == 1
+    assert doc["missingFiles"] == []
+    assert doc["foreignVersions"] == []
+    assert doc["metrics"]["numRestoredFiles"] == 3
+    assert doc["metrics"]["numRemovedFiles"] == 1
+    assert doc["metrics"]["numOfFilesAfterRestore"] == 3
+    for f in doc["filesToAdd"]:
+        assert (overwritten / f).is_file()
+    again = run_json("restore", str(overwritten), "--savepoint", "v3")
+    assert (again["version"], again["committed"], again["filesToAdd"]) == (5, False, [])
+
+
+def test_restore_dry_run_changes_nothing(overwritten: Path) -> None:
+    log = sorted(p.name for p in (overwritten / "_delta_log").iterdir())
+    doc = run_json("restore", str(overwritten), "--version", "1", "--dry-run")
+    assert (doc["dryRun"], doc["committed"], doc["version"], doc["targetVersion"]) == (True, False, None, 1)
+    assert len(doc["filesToAdd"]) == 1
+    assert len(doc["filesToRemove"]) == 1
+    out = run_human("restore", str(overwritten), "--version", "1", "--dry-run")
+    assert "dry run: restoring version 1 would commit a new version" in out
+    assert "files to re-add:" in out
+    assert doc["filesToAdd"][0] in out
+    assert sorted(p.name for p in (overwritten / "_delta_log").iterdir()) == log
+    assert _ids(overwritten) == [99]
+
+
+def test_restore_version_and_timestamp(overwritten: Path) -> None:
+    doc = run_json("restore", str(overwritten), "--version", "2")
+    assert (doc["targetVersion"], doc["version"]) == (2, 5)
+    assert _ids(overwritten) == [1, 2, 10, 11, 12]
+    v1 = Table.open(str(overwritten)).snapshot(1).timestamp
+    doc = run_json("restore", str(overwritten), "--timestamp", cli.iso_ms(v1) or "")
+    assert (doc["targetVersion"], doc["version"]) == (1, 6)
+    assert _ids(overwritten) == [1, 2]
+    doc = run_json("restore", str(overwritten), "--timestamp", str(v1 + 0))  # epoch milliseconds
+    assert (doc["targetVersion"], doc["committed"], doc["version"]) == (1, False, 6)
+
+
+@pytest.mark.parametrize(
+    "targets",
+    [[], ["--version", "1", "--savepoint", "x"], ["--version", "1", "--timestamp", "2024-01-01"]],
+)
+def test_restore_needs_exactly_one_target(table_path: Path, targets: list[str]) -> None:
+    result = run("restore", str(table_path), *targets)
+    assert result.exit_code == 2, result.output
+    assert _latest(table_path) == 3
+
+
+def test_restore_errors(overwritten: Path) -> None:
+    assert_error(run("restore", str(overwritten), "--savepoint", "nope"), "no savepoint named 'nope'")
+    assert_error(run("restore", str(overwritten), "--version", "42"), "42")
+    assert_error(run("restore", str(overwritten), "--timestamp", "yesterday-ish"), "yesterday-ish")
+    assert_error(run("restore", str(overwritten), "--timestamp", "2001-01-01"), "before the earliest commit")
+    assert _latest(overwritten) == 4
+
+
+def test_restore_fails_when_a_file_was_deleted_by_hand(overwritten: Path) -> None:
+    Table.open(str(overwritten)).create_savepoint("v3", version=3)
+    plan = run_json("restore", str(overwritten), "--savepoint", "v3", "--dry-run")
+    gone = plan["filesToAdd"][0]
+    (overwritten / gone).unlink()
+    dry = run_json("restore", str(overwritten), "--savepoint", "v3", "--dry-run")
+    assert dry["missingFiles"] == [gone]
+    out = run_human("restore", str(overwritten), "--savepoint", "v3", "--dry-run")
+    assert "missing files (the restore cannot commit while they are gone):" in out
+    for args in (["--json"], []):
+        assert_error(run("restore", str(overwritten), "--savepoint", "v3", *args), "missing", gone)
+    assert _latest(overwritten) == 4
+    assert _ids(overwritten) == [99]
+
+
+def test_restore_foreign_commits_refused_unless_forced(table_path: Path) -> None:
+    t = Table.open(str(table_path))
+    t.create_savepoint("sp")
+    t.write(_rows([50], DAY_A), tags={"owner": "run-1"})  # v4: ours
+    t.write(_rows([60], DAY_B), tags={"owner": "someone-else"})  # v5: foreign
+    assert_error(
+        run("restore", str(table_path), "--savepoint", "sp", "--owner", "run-1"), "[5]", "other writers"
+    )
+    assert _latest(table_path) == 5
+    plan = run_json("restore", str(table_path), "--savepoint", "sp", "--owner", "run-1", "--dry-run")
+    assert plan["foreignVersions"] == [5]
+    doc = run_json("restore", str(table_path), "--savepoint", "sp", "--owner", "run-1", "--force")
+    assert (doc["committed"], doc["version"], doc["foreignVersions"]) == (True, 6, [5])
+    assert _ids(table_path) == [1, 2, 3, 10, 11, 12]
+    info = Table.open(str(table_path)).history(1)[0]
+    assert info["discardedVersions"] == [5]
+    assert info["tags"] == {"owner": "run-1"}
+
+
+def test_restore_own_commits_are_not_foreign(table_path: Path) -> None:
+    t = Table.open(str(table_path))
+    t.create_savepoint("sp")
+    t.write(_rows([50], DAY_A), tags={"owner": "run-1"})
+    out = run_human("restore", str(table_path), "--savepoint", "sp", "--owner", "run-1")
+    assert re.search(r"foreign versions\s*│\s*-\s*│", out)
+    assert "restored version 3 as version 5" in out
+
+
+# ----------------------------------------------------------------------------- vacuum
+def test_vacuum_is_a_dry_run_unless_execute(overwritten: Path) -> None:
+    before = _data_files(overwritten)
+    removed = before - {f["path"] for f in run_json("files", str(overwritten))["files"]}
+    assert len(removed) == 3
+    doc = run_json("vacuum", str(overwritten), "--retain-hours", "0", "--no-enforce-retention")
+    assert doc["dryRun"] is True
+    assert set(doc["files"]) == removed
+    assert doc["numFiles"] == 3
+    assert doc["bytes"] == sum((overwritten / f).stat().st_size for f in removed)
+    assert (doc["deleted"], doc["startVersion"], doc["endVersion"]) == (0, None, None)
+    out = run_human("vacuum", str(overwritten), "--retain-hours", "0", "--no-enforce-retention")
+    assert f"dry run: vacuum would delete 3 file(s), {doc['bytes']} bytes (retention 0 hours)" in out
+    assert "run again with --execute" in out
+    for f in removed:
+        assert f in out
+    assert _data_files(overwritten) == before
+    assert _latest(overwritten) == 4  # a dry run commits nothing
+
+
+def test_vacuum_execute_json(overwritten: Path) -> None:
+    live = {f["path"] for f in run_json("files", str(overwritten))["files"]}
+    removed = _data_files(overwritten) - live
+    args = ("vacuum", str(overwritten), "--retain-hours", "0", "--no-enforce-retention", "--execute")
+    doc = run_json(*args)
+    assert doc["dryRun"] is False
+    assert set(doc["files"]) == removed
+    assert doc["deleted"] == 3
+    assert (doc["startVersion"], doc["endVersion"]) == (5, 6)
+    assert doc["metrics"]["numDeletedFiles"] == 3
+    assert _data_files(overwritten) == live
+    ops = [e["operation"] for e in Table.open(str(overwritten)).history(2)]
+    assert ops == ["VACUUM END", "VACUUM START"]
+    assert _ids(overwritten) == [99]
+    again = run_json(*args)
+    assert (again["numFiles"], again["deleted"]) == (0, 0)
+
+
+def test_vacuum_execute_human(overwritten: Path) -> None:
+    out = run_human("vacuum", str(overwritten), "--retain-hours", "0", "--no-enforce-retention", "--execute")
+    assert re.search(r"vacuum deleted 3 file\(s\), \d+ bytes \(retention 0 hours\)", out)
+    assert "commits: VACUUM START version 5, VACUUM END version 6" in out
+    assert "deleted files:" in out
+    assert len(_data_files(overwritten)) == 1
+
+
+def test_vacuum_keeps_savepoint_files(overwritten: Path) -> None:
+    Table.open(str(overwritten)).create_savepoint("keep", version=2)
+    v2_files = {f["path"] for f in run_json("files", str(overwritten), "--version", "2")["files"]}
+    v3_only = (
+        _data_files(overwritten)
+        - v2_files
+        - {f["path"] for f in run_json("files", str(overwritten))["files"]}
+    )
+    doc = run_json("vacuum", str(overwritten), "--retain-hours", "0", "--no-enforce-retention", "--execute")
+    assert set(doc["files"]) == v3_only
+    assert len(v3_only) == 1
+    for f in v2_files:
+        assert (overwritten / f).is_file()
+    assert (overwritten / "_savepoints" / "keep.json").is_file()
+    assert run_json("restore", str(overwritten), "--savepoint", "keep")["committed"] is True
+    assert _ids(overwritten) == [1, 2, 10, 11, 12]
+
+
+def test_vacuum_retention_below_table_limit_needs_override(overwritten: Path) -> None:
+    before = _data_files(overwritten)
+    for extra in ([], ["--execute"], ["--json"]):
+        line = assert_error(run("vacuum", str(overwritten), "--retain-hours", "0", *extra), "retention")
+        assert "--no-enforce-retention" in line
+    assert _data_files(overwritten) == before
+    assert _latest(overwritten) == 4  # no VACUUM START was committed
+
+
+def test_vacuum_default_retention_keeps_fresh_files(overwritten: Path) -> None:
+    before = _data_files(overwritten)
+    doc = run_json("vacuum", str(overwritten), "--execute")
+    assert (doc["retentionHours"], doc["numFiles"], doc["deleted"]) == (168, 0, 0)
+    assert _data_files(overwritten) == before
+    assert "dry run: vacuum would delete 0 file(s), 0 bytes (retention 168 hours)" in run_human(
+        "vacuum", str(overwritten)
+    )
+
+
+def test_vacuum_negative_retention_is_usage(overwritten: Path) -> None:
+    assert run("vacuum", str(overwritten), "--retain-hours", "-1").exit_code == 2
+
+
+# ----------------------------------------------------------------------------- cleanup-log
+def _log_names(path: Path) -> list[str]:
+    return sorted(p.name for p in (path / "_delta_log").iterdir())
+
+
+def test_cleanup_log_dry_run_then_execute(overwritten: Path) -> None:
+    Table.open(str(overwritten)).checkpoint()  # checkpoint at 4
+    before = _log_names(overwritten)
+    commits_below = [f"{v:020d}.json" for v in range(4)]
+    doc = run_json("cleanup-log", str(overwritten), "--retain-hours", "0", "--dry-run")
+    assert doc == {
+        "dryRun": True,
+        "numFiles": 4,
+        "files": commits_below,
+        "checkpointVersion": 4,
+        "oldestVersionKept": 4,
+    }
+    out = run_human("cleanup-log", str(overwritten), "--retain-hours", "0", "--dry-run")
+    assert "dry run: log cleanup would delete 4 file(s) below checkpoint 4; oldest version kept: 4" in out
+    assert _log_names(overwritten) == before
+    out = run_human("cleanup-log", str(overwritten), "--retain-hours", "0")
+    assert "log cleanup deleted 4 file(s) below checkpoint 4" in out
+    assert _log_names(overwritten) == sorted(set(before) - set(commits_below))
+    assert _ids(overwritten) == [99]
+    assert run_json("history", str(overwritten))[-1]["version"] == 4
+
+
+def test_cleanup_log_default_retention_keeps_everything(overwritten: Path) -> None:
+    Table.open(str(overwritten)).checkpoint()
+    before = _log_names(overwritten)
+    doc = run_json("cleanup-log", str(overwritten))
+    assert (doc["numFiles"], doc["checkpointVersion"], doc["oldestVersionKept"]) == (0, None, 0)
+    assert "no checkpoint is older than the retention" in run_human("cleanup-log", str(overwritten))
+    assert _log_names(overwritten) == before
+
+
+def test_restore_savepoint_after_vacuum_and_log_cleanup(overwritten: Path) -> None:
+    """The issue's scenario through the CLI: savepoint, vacuum (0 h), log cleanup (0 h), restore."""
+    uri = str(overwritten)
+    run_json("savepoint", "create", uri, "v3", "--version", "3")
+    run_json("vacuum", uri, "--retain-hours", "0", "--no-enforce-retention", "--execute")
+    run_json("checkpoint", uri)
+    cleaned = run_json("cleanup-log", uri, "--retain-hours", "0")
+    assert f"{3:020d}.json" in cleaned["files"]
+    doc = run_json("restore", uri, "--savepoint", "v3")
+    assert (doc["committed"], doc["missingFiles"]) == (True, [])
+    assert _ids(overwritten) == [1, 2, 3, 10, 11, 12]
+
+
+# ----------------------------------------------------------------------------- health
+def test_health_json(overwritten: Path) -> None:
+    Table.open(str(overwritten)).create_savepoint("sp", version=2)
+    doc = run_json("health", str(overwritten))
+    assert doc["version"] == 4
+    assert doc["numFiles"] == 1
+    assert doc["sizeBytes"] == sum(f["size"] for f in run_json("files", str(overwritten))["files"])
+    assert doc["smallFiles"] == 1
+    assert doc["lastCheckpointVersion"] is None
+    assert doc["commitsSinceCheckpoint"] == 5
+    assert doc["tombstones"] == 3
+    assert doc["reclaimableBytes"] == 0  # the tombstones are younger than 7 days
+    assert doc["savepoints"] == ["sp"]
+    assert doc["expiredSavepoints"] == []
+    assert (doc["oldestLogVersion"], doc["oldestRestorableVersion"]) == (0, 0)
+    assert run_json("health", str(overwritten), "--small-file-bytes", "1")["smallFiles"] == 0
+
+
+def test_health_human(overwritten: Path) -> None:
+    Table.open(str(overwritten)).checkpoint()
+    out = run_human("health", str(overwritten))
+    assert re.search(r"version\s*│\s*4\s*│", out)
+    assert re.search(r"last checkpoint\s*│\s*4\s*│", out)
+    assert re.search(r"commits since checkpoint\s*│\s*0\s*│", out)
+    assert re.search(r"tombstones\s*│\s*3\s*│", out)
+    assert re.search(r"small files\s*│\s*1 \(< \d+ bytes\)\s*│", out)
+    assert re.search(r"savepoints\s*│\s*-\s*│", out)
+    assert re.search(r"oldest restorable version\s*│\s*0\s*│", out)
+
+
+# ----------------------------------------------------------------------------- common behaviour
+MAINTENANCE_COMMANDS = [
+    ["savepoint", "create", "{uri}", "sp"],
+    ["savepoint", "list", "{uri}"],
+    ["savepoint", "delete", "{uri}", "sp"],
+    ["restore", "{uri}", "--version", "0"],
+    ["vacuum", "{uri}"],
+    ["cleanup-log", "{uri}"],
+    ["health", "{uri}"],
+]
+
+
+@pytest.mark.parametrize("command", MAINTENANCE_COMMANDS, ids=lambda c: "-".join(c[:2]).replace("-{uri}", ""))
+@pytest.mark.parametrize("as_json", [False, True])
+def test_missing_table_is_one_line_error(tmp_path: Path, command: list[str], as_json: bool) -> None:
+    missing = tmp_path / "nothing-here"
+    args = [a.format(uri=missing) for a in command]
+    assert_error(run(*args, *(["--json"] if as_json else [])), "nothing-here")
+    assert not (missing / "_savepoints").exists()
+
+
+def test_help_lists_the_maintenance_commands() -> None:
+    result = run("--help", env=WIDE)
+    assert result.exit_code == 0
+    for name in ("savepoint", "restore", "vacuum", "cleanup-log", "health", "describe", "checkpoint"):
+        assert re.search(rf"│ {re.escape(name)}\s", result.stdout), name
+    sub = run("savepoint", "--help", env=WIDE)
+    assert sub.exit_code == 0
+    for name in ("create", "list", "delete"):
+        assert re.search(rf"│ {name}\s", sub.stdout), name
+
+
+def test_storage_options_reach_maintenance_commands(
+    overwritten: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen: list[Any] = []
+    real_open = Table.open
+
+    def spy(uri: str, *, storage_options: dict[str, Any] | None = None) -> Table:
+        seen.append(storage_options)
+        return real_open(uri, storage_options=storage_options)
+
+    monkeypatch.setattr(cli.Table, "open", staticmethod(spy))
+    result = run("-o", "auto_mkdir=true", "savepoint", "create", str(overwritten), "sp", "--json")
+    assert result.exit_code == 0, result.output
+    result = run("-o", "auto_mkdir=true", "vacuum", str(overwritten), "--json")
+    assert result.exit_code == 0, result.output
+    assert seen == [{"auto_mkdir": True}, {"auto_mkdir": True}]
+
+
+# ----------------------------------------------------------------------------- corrupt savepoint records
+@pytest.mark.parametrize("command", [["savepoint", "list"], ["vacuum"], ["health"]])
+def test_corrupt_savepoint_record_is_one_line_error(table_path: Path, command: list[str]) -> None:
+    Table.open(str(table_path)).create_savepoint("sp")
+    (table_path / "_savepoints" / "sp.json").write_text("{truncated")
+    assert_error(run(*command, str(table_path)), "sp.json")
+
+
+def test_corrupt_savepoint_record_can_be_deleted(table_path: Path) -> None:
+    Table.open(str(table_path)).create_savepoint("sp")
+    (table_path / "_savepoints" / "sp.json").write_text("{truncated")
+    result = run("savepoint", "delete", str(table_path), "sp")
+    assert result.exit_code == 0, result.output
+    assert not (table_path / "_savepoints" / "sp.json").exists()
+    assert run("vacuum", str(table_path)).exit_code == 0
