@@ -4,12 +4,63 @@ from __future__ import annotations
 
 from typing import Any
 
+from airflow_txnlog import __version__
+
+_INTEGRATION = "Transaction log"
+
 
 def get_provider_info() -> dict[str, Any]:
-    """Return the provider description Airflow's ProvidersManager reads."""
+    """Return the provider description Airflow's ProvidersManager reads (valid against its schema)."""
     return {
         "package-name": "airflow-txnlog",
         "name": "Transaction log (Delta-compatible tables)",
         "description": "Delta-compatible transaction log, Spark DML and table maintenance for Airflow.",
-        "versions": ["0.1.0"],
+        "versions": [__version__],
+        "integrations": [
+            {
+                "integration-name": _INTEGRATION,
+                "external-doc-url": "https://github.com/delta-io/delta/blob/master/PROTOCOL.md",
+                "tags": ["software"],
+            }
+        ],
+        "hooks": [{"integration-name": _INTEGRATION, "python-modules": ["airflow_txnlog.hooks.txnlog"]}],
+        "operators": [
+            {
+                "integration-name": _INTEGRATION,
+                "python-modules": [
+                    "airflow_txnlog.operators.spark",
+                    "airflow_txnlog.operators.maintenance",
+                    "airflow_txnlog.operators.savepoint",
+                ],
+            }
+        ],
+        "sensors": [{"integration-name": _INTEGRATION, "python-modules": ["airflow_txnlog.sensors.version"]}],
+        "triggers": [
+            {"integration-name": _INTEGRATION, "python-modules": ["airflow_txnlog.triggers.version"]}
+        ],
+        "connection-types": [
+            {
+                "connection-type": "txnlog",
+                "hook-class-name": "airflow_txnlog.hooks.txnlog.TxnLogHook",
+                "hook-name": "Transaction log (Delta table)",
+                "ui-field-behaviour": {
+                    "hidden-fields": ["schema", "port"],
+                    "relabeling": {
+                        "host": "Base location (optional)",
+                        "login": "Access key id",
+                        "password": "Secret key",
+                    },
+                },
+                "conn-fields": {
+                    "endpoint_url": {
+                        "label": "Endpoint URL (S3-compatible stores)",
+                        "schema": {"type": ["string", "null"]},
+                    },
+                    "single_writer": {
+                        "label": "Single writer (only for stores without atomic create)",
+                        "schema": {"type": ["boolean", "null"], "default": False},
+                    },
+                },
+            }
+        ],
     }

@@ -1,0 +1,3 @@
+"""Airflow sensors of the txnlog provider."""
+
+from __future__ import annotations

@@ -1,0 +1,3 @@
+"""Airflow triggers of the txnlog provider."""
+
+from __future__ import annotations
