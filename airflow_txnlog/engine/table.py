@@ -135,6 +135,8 @@ class Table:
         self._latest: Snapshot | None = None
         self.checkpoint_part_size = checkpoint_part_size
         self.max_commit_attempts = max_commit_attempts
+        # Tags added to every commit made through this handle (e.g. {"owner": run id}).
+        self.default_tags: dict[str, str] = {}
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -265,7 +267,7 @@ class Table:
             isolation_level=isolation_level,
             max_attempts=self.max_commit_attempts,
             on_committed=self._post_commit,
-            tags=tags,
+            tags={**self.default_tags, **(tags or {})},
         )
 
     def write(

@@ -1,0 +1,152 @@
+"""Maintenance operators: checkpoint, vacuum, log cleanup, optimize (Spark) and health.
+
+They change no data, so by default they emit no asset event (downstream DAGs scheduled on the table
+would otherwise run for versions without new data); pass `emit_asset_event=True` to emit one for
+the commits they make (vacuum's VACUUM END, optimize's OPTIMIZE). Vacuum is a dry run unless
+`dry_run=False`, with the table's retention check on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict
+from typing import Any
+
+from airflow.sdk import Context
+
+from airflow_txnlog.operators._base import TxnLogBaseOperator
+from airflow_txnlog.operators._spark_session import DEFAULT_SPARK_CONN_ID, spark_session
+
+
+class TxnLogCheckpointOperator(TxnLogBaseOperator):
+    """Write a checkpoint of the latest version; returns {"version": v}."""
+
+    emits_by_default = False
+
+    def execute(self, context: Context) -> dict[str, Any]:
+        t = self.table()
+        version = t.latest_version()
+        t.checkpoint(version)
+        self.log.info("checkpointed %s at version %s", self.table_uri, version)
+        return {"version": version}
+
+
+class TxnLogVacuumOperator(TxnLogBaseOperator):
+    """Delete files no version within the retention, tombstone or savepoint needs.
+
+    :param retention_hours: defaults to the table's `delta.deletedFileRetentionDuration` (7 days).
+    :param dry_run: only report (the default).
+    :param enforce_retention: refuse a retention below the table's.
+    """
+
+    emits_by_default = False
+    template_fields: Sequence[str] = ("table_uri", "retention_hours")
+
+    def __init__(
+        self,
+        *,
+        retention_hours: float | None = None,
+        dry_run: bool = True,
+        enforce_retention: bool = True,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.retention_hours = retention_hours
+        self.is_dry_run = dry_run
+        self.enforce_retention = enforce_retention
+
+    def execute(self, context: Context) -> dict[str, Any]:
+        result = self.table().vacuum(
+            retention_hours=self.retention_hours,
+            dry_run=self.is_dry_run,
+            enforce_retention=self.enforce_retention,
+        )
+        verb = "would delete" if result.dry_run else "deleted"
+        self.log.info(
+            "vacuum %s %d files (%d bytes) of %s", verb, len(result.files), result.bytes, self.table_uri
+        )
+        self.emit(context, result.end_version, "VACUUM END")
+        return {
+            "dry_run": result.dry_run,
+            "num_files": len(result.files),
+            "bytes": result.bytes,
+            "deleted": result.deleted,
+            "version": result.end_version,
+        }
+
+
+class TxnLogCleanupLogOperator(TxnLogBaseOperator):
+    """Delete log files older than the log retention, below a checkpoint that stays."""
+
+    emits_by_default = False
+    template_fields: Sequence[str] = ("table_uri", "retention_hours")
+
+    def __init__(self, *, retention_hours: float | None = None, dry_run: bool = False, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.retention_hours = retention_hours
+        self.is_dry_run = dry_run
+
+    def execute(self, context: Context) -> dict[str, Any]:
+        result = self.table().cleanup_log(retention_hours=self.retention_hours, dry_run=self.is_dry_run)
+        self.log.info(
+            "log cleanup removed %d files below checkpoint %s", len(result.files), result.checkpoint_version
+        )
+        return {
+            "num_files": len(result.files),
+            "checkpoint_version": result.checkpoint_version,
+            "dry_run": result.dry_run,
+        }
+
+
+class TxnLogHealthOperator(TxnLogBaseOperator):
+    """Push the table's health report (a dict) to XCom, e.g. for a branch deciding on maintenance."""
+
+    emits_by_default = False
+
+    def __init__(self, *, small_file_bytes: int | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.small_file_bytes = small_file_bytes
+
+    def execute(self, context: Context) -> dict[str, Any]:
+        report = self.table().health(small_file_bytes=self.small_file_bytes).to_dict()
+        self.log.info("health of %s: %s", self.table_uri, report)
+        return report
+
+
+class TxnLogOptimizeOperator(TxnLogBaseOperator):
+    """Compact small files with Spark (dataChange=false: never conflicts with concurrent appends).
+
+    :param where: optional partition predicate limiting the compaction.
+    :param target_file_size: bytes per output file (default: `delta.targetFileSize` or 100 MiB).
+    :param spark_conn_id: the apache-spark provider's `spark` / `spark_connect` connection.
+    :param spark_conf: extra Spark configuration.
+    """
+
+    emits_by_default = False
+    template_fields: Sequence[str] = ("table_uri", "where")
+
+    def __init__(
+        self,
+        *,
+        where: str | None = None,
+        target_file_size: int | None = None,
+        spark_conn_id: str | None = DEFAULT_SPARK_CONN_ID,
+        spark_conf: dict[str, str] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.where = where
+        self.target_file_size = target_file_size
+        self.spark_conn_id = spark_conn_id
+        self.spark_conf = spark_conf or {}
+
+    def execute(self, context: Context) -> dict[str, Any]:
+        from airflow_txnlog.spark import SparkTable  # noqa: PLC0415 - keeps pyspark out of DAG parsing
+
+        with spark_session(self.spark_conn_id, self.spark_conf, f"{self.dag_id}-{self.task_id}") as spark:
+            st = SparkTable(
+                spark, self.hook.resolve_uri(self.table_uri), storage_options=self.hook.storage_options
+            )
+            result = st.optimize(where=self.where, target_file_size=self.target_file_size)
+        self.emit(context, result.version, "OPTIMIZE")
+        return asdict(result)

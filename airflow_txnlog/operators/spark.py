@@ -1,0 +1,260 @@
+"""Spark DML operators: write, delete, update and merge a table through PySpark.
+
+Each task builds a Spark session from the apache-spark provider's connection (`spark_conn_id`,
+default `spark_default`: `local[*]` when it is not defined) plus `spark_conf`, runs the operation
+through `airflow_txnlog.spark.SparkTable` and commits with the engine. pyspark is imported only in
+`execute`, so DAG files using these operators parse without it.
+
+Source data (write, merge) is one of:
+- `source`: a callable `(spark, context) -> DataFrame`, or a Spark SQL string;
+- `source_path` (+ `source_format`, default parquet, and `source_options`).
+
+Every commit is tagged with the run's owner tag, so `TxnLogRestoreOperator` / `restore_on_failure`
+treat this run's commits as their own. Writes are idempotent across task retries: the commit carries
+`txn=(<dag_id>.<task_id>, <logical date in ms>)`, so a retry after a committed write commits nothing.
+When a newer run already wrote (a backfill of an older date), the run's own id is used as app id
+instead, which keeps retries of the backfill idempotent without skipping its data.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+from airflow.sdk import Context
+
+from airflow_txnlog.engine import Table, TableNotFoundError
+from airflow_txnlog.operators._base import TxnLogBaseOperator, run_owner, run_version
+from airflow_txnlog.operators._spark_session import DEFAULT_SPARK_CONN_ID, spark_session
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from airflow_txnlog.spark import DmlResult, SparkTable
+
+SourceFn = Callable[["SparkSession", Context], "DataFrame"]
+
+
+def idempotency_txn(table: Table, context: Context, task_key: str) -> tuple[str, int]:
+    """(app id, version) making a write idempotent across retries of one run (see module docstring)."""
+    version = run_version(context)
+    seen = table.snapshot().txn_version(task_key)
+    if seen is not None and seen > version:
+        return f"{task_key}@{context['run_id']}", 0
+    return task_key, version
+
+
+def _clause_map(value: Mapping[str, str] | str) -> Mapping[str, str] | Literal["*"]:
+    if isinstance(value, str):
+        if value != "*":
+            raise ValueError(f"a merge clause takes a column mapping or '*', got {value!r}")
+        return "*"
+    return value
+
+
+def dml_xcom(result: DmlResult) -> dict[str, Any]:
+    return {"operation": result.operation, "version": result.version, "metrics": dict(result.metrics)}
+
+
+class _SparkOperator(TxnLogBaseOperator):
+    """Session handling shared by the Spark operators."""
+
+    def __init__(
+        self,
+        *,
+        spark_conn_id: str | None = DEFAULT_SPARK_CONN_ID,
+        spark_conf: Mapping[str, str] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.spark_conn_id = spark_conn_id
+        self.spark_conf = dict(spark_conf or {})
+
+    def _open(self, spark: SparkSession, context: Context) -> SparkTable:
+        from airflow_txnlog.spark import SparkTable  # noqa: PLC0415 - pyspark only at run time
+
+        table = self.hook.get_table(self.table_uri)
+        table.default_tags = {"owner": run_owner(context)}
+        return SparkTable(spark, table.uri, storage_options=self.hook.storage_options or None, table=table)
+
+    def _session(self) -> Any:
+        return spark_session(self.spark_conn_id, self.spark_conf, f"{self.dag_id}-{self.task_id}")
+
+
+class _SourceMixin:
+    source: SourceFn | str | None
+    source_path: str | None
+    source_format: str
+    source_options: dict[str, str]
+
+    def _init_source(
+        self,
+        source: SourceFn | str | None,
+        source_path: str | None,
+        source_format: str,
+        source_options: Mapping[str, str] | None,
+    ) -> None:
+        if (source is None) == (source_path is None):
+            raise ValueError("give exactly one of source (callable or SQL) and source_path")
+        self.source, self.source_path = source, source_path
+        self.source_format, self.source_options = source_format, dict(source_options or {})
+
+    def _source_df(self, spark: SparkSession, context: Context) -> DataFrame:
+        if callable(self.source):
+            return self.source(spark, context)
+        if isinstance(self.source, str):
+            return spark.sql(self.source)
+        assert self.source_path is not None
+        return spark.read.format(self.source_format).options(**self.source_options).load(self.source_path)
+
+
+class TxnLogSparkWriteOperator(_SourceMixin, _SparkOperator):
+    """Append or overwrite rows (idempotent across retries). Creates the table if it is missing.
+
+    :param mode: "append" or "overwrite"; :param replace_where: overwrite only rows matching it.
+    :param partition_by: partition columns when the table is created by this task.
+    :param merge_schema: add new nullable columns of the source to the table.
+    """
+
+    template_fields: Sequence[str] = ("table_uri", "source", "source_path", "replace_where", "mode")
+
+    def __init__(
+        self,
+        *,
+        source: SourceFn | str | None = None,
+        source_path: str | None = None,
+        source_format: str = "parquet",
+        source_options: Mapping[str, str] | None = None,
+        mode: str = "append",
+        partition_by: Sequence[str] | None = None,
+        replace_where: str | None = None,
+        merge_schema: bool = False,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self._init_source(source, source_path, source_format, source_options)
+        self.mode = mode
+        self.partition_by = list(partition_by or [])
+        self.replace_where = replace_where
+        self.merge_schema = merge_schema
+
+    def execute(self, context: Context) -> dict[str, Any]:
+        from airflow_txnlog.spark import SparkTable  # noqa: PLC0415
+
+        with self._session() as spark:
+            df = self._source_df(spark, context)
+            try:
+                st = self._open(spark, context)
+            except TableNotFoundError:
+                uri = self.hook.resolve_uri(self.table_uri)
+                opts = self.hook.storage_options or None
+                SparkTable.create(spark, uri, df, partition_by=self.partition_by, storage_options=opts)
+                st = self._open(spark, context)
+            txn = idempotency_txn(st.table, context, f"{self.dag_id}.{self.task_id}")
+            result = st.write(
+                df, mode=self.mode, replace_where=self.replace_where, merge_schema=self.merge_schema, txn=txn
+            )
+        if result.skipped:
+            self.log.info(
+                "write already committed as version %s by an earlier try: nothing to do", result.version
+            )
+        else:
+            self.emit(context, result.version, "WRITE")
+        return {
+            "version": result.version,
+            "num_files": result.num_files,
+            "num_rows": result.num_rows,
+            "num_bytes": result.num_bytes,
+            "skipped": result.skipped,
+        }
+
+
+class TxnLogSparkDeleteOperator(_SparkOperator):
+    """Delete rows matching `predicate` (Spark SQL; all rows when None). No match: no new version."""
+
+    template_fields: Sequence[str] = ("table_uri", "predicate")
+
+    def __init__(self, *, predicate: str | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.predicate = predicate
+
+    def execute(self, context: Context) -> dict[str, Any]:
+        with self._session() as spark:
+            result = self._open(spark, context).delete(self.predicate)
+        self.emit(context, result.version, "DELETE")
+        return dml_xcom(result)
+
+
+class TxnLogSparkUpdateOperator(_SparkOperator):
+    """Set columns (`{"col": "<SQL expression>"}`) on rows matching `predicate`."""
+
+    template_fields: Sequence[str] = ("table_uri", "predicate", "set")
+
+    def __init__(self, *, set: Mapping[str, str], predicate: str | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.set = dict(set)
+        self.predicate = predicate
+
+    def execute(self, context: Context) -> dict[str, Any]:
+        with self._session() as spark:
+            result = self._open(spark, context).update(self.predicate, self.set)
+        self.emit(context, result.version, "UPDATE")
+        return dml_xcom(result)
+
+
+class TxnLogSparkMergeOperator(_SourceMixin, _SparkOperator):
+    """MERGE a source into the table.
+
+    :param on: the join condition over the aliases, e.g. "t.id = s.id".
+    :param when_matched_update: {"col": "s.col", ...} or "*"; :param when_matched_update_condition:.
+    :param when_matched_delete: True, or a condition string.
+    :param when_not_matched_insert: {"col": "s.col", ...} or "*".
+    """
+
+    template_fields: Sequence[str] = ("table_uri", "source", "source_path", "on")
+
+    def __init__(
+        self,
+        *,
+        on: str,
+        source: SourceFn | str | None = None,
+        source_path: str | None = None,
+        source_format: str = "parquet",
+        source_options: Mapping[str, str] | None = None,
+        source_alias: str = "s",
+        target_alias: str = "t",
+        when_matched_update: Mapping[str, str] | str | None = None,
+        when_matched_update_condition: str | None = None,
+        when_matched_delete: bool | str = False,
+        when_not_matched_insert: Mapping[str, str] | str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self._init_source(source, source_path, source_format, source_options)
+        self.on, self.source_alias, self.target_alias = on, source_alias, target_alias
+        self.when_matched_update = when_matched_update
+        self.when_matched_update_condition = when_matched_update_condition
+        self.when_matched_delete = when_matched_delete
+        self.when_not_matched_insert = when_not_matched_insert
+
+    def execute(self, context: Context) -> dict[str, Any]:
+        with self._session() as spark:
+            st = self._open(spark, context)
+            builder = st.merge(
+                self._source_df(spark, context),
+                self.on,
+                source_alias=self.source_alias,
+                target_alias=self.target_alias,
+            )
+            if self.when_matched_update is not None:
+                builder = builder.when_matched_update(
+                    set=_clause_map(self.when_matched_update), condition=self.when_matched_update_condition
+                )
+            if self.when_matched_delete:
+                cond = self.when_matched_delete if isinstance(self.when_matched_delete, str) else None
+                builder = builder.when_matched_delete(condition=cond)
+            if self.when_not_matched_insert is not None:
+                builder = builder.when_not_matched_insert(values=_clause_map(self.when_not_matched_insert))
+            result = builder.execute()
+        self.emit(context, result.version, "MERGE")
+        return dml_xcom(result)
