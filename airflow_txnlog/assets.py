@@ -6,13 +6,12 @@ import os
 
 from airflow.sdk import Asset
 
-from airflow_txnlog.engine.actions import has_scheme
-
 
 def table_asset_uri(table_uri: str) -> str:
     """`file:///abs/path` for local tables, the URI itself (trailing slash removed) otherwise."""
     uri = table_uri.strip().rstrip("/")
-    if has_scheme(uri):
+    head, sep, _ = uri.partition("://")
+    if sep and head.isalnum():  # kept free of engine imports: DAG files import this at parse time
         return uri.replace("s3a://", "s3://", 1)
     return "file://" + os.path.abspath(uri)
 

@@ -14,13 +14,13 @@ Secrets are never logged: `describe()` masks them and `storage_options` is not t
 from __future__ import annotations
 
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseHook
 from airflow.sdk.exceptions import AirflowNotFoundException
 
-from airflow_txnlog.engine import Table
-from airflow_txnlog.engine.actions import has_scheme
+if TYPE_CHECKING:  # the engine (pyarrow) loads when a table is opened, not when a DAG file is parsed
+    from airflow_txnlog.engine import Table
 
 SECRET_KEYS = frozenset({"secret", "password", "token", "key", "account_key", "sas_token", "client_secret"})
 
@@ -92,12 +92,15 @@ class TxnLogHook(BaseHook):
 
     def resolve_uri(self, table_uri: str) -> str:
         """The full table URI: absolute URIs and paths as they are, relative ones under the base location."""
-        if has_scheme(table_uri) or table_uri.startswith("/") or not self.base_location:
+        head, sep, _ = table_uri.partition("://")
+        if (sep and head.isalnum()) or table_uri.startswith("/") or not self.base_location:
             return table_uri
         return f"{self.base_location}/{table_uri.lstrip('/')}"
 
     def get_table(self, table_uri: str) -> Table:
         """Open an existing table (TableNotFoundError if there is none)."""
+        from airflow_txnlog.engine import Table  # noqa: PLC0415 - see the TYPE_CHECKING import
+
         return Table.open(
             self.resolve_uri(table_uri),
             storage_options=self.storage_options or None,
@@ -106,6 +109,8 @@ class TxnLogHook(BaseHook):
 
     def create_table(self, table_uri: str, **kwargs: Any) -> Table:
         """Create a table (see `Table.create` for the keyword arguments)."""
+        from airflow_txnlog.engine import Table  # noqa: PLC0415
+
         return Table.create(
             self.resolve_uri(table_uri),
             storage_options=self.storage_options or None,

@@ -5,13 +5,15 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseOperator, Context
 
 from airflow_txnlog.assets import table_asset
-from airflow_txnlog.engine import Table
 from airflow_txnlog.hooks.txnlog import TxnLogHook
+
+if TYPE_CHECKING:
+    from airflow_txnlog.engine import Table
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.\-]+")
 

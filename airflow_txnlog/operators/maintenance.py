@@ -9,7 +9,6 @@ the commits they make (vacuum's VACUUM END, optimize's OPTIMIZE). Vacuum is a dr
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict
 from typing import Any
 
 from airflow.sdk import Context
@@ -149,4 +148,4 @@ class TxnLogOptimizeOperator(TxnLogBaseOperator):
             )
             result = st.optimize(where=self.where, target_file_size=self.target_file_size)
         self.emit(context, result.version, "OPTIMIZE")
-        return asdict(result)
+        return {"operation": result.operation, "version": result.version, "metrics": dict(result.metrics)}

@@ -16,7 +16,6 @@ from typing import Any
 
 from airflow.sdk import Context
 
-from airflow_txnlog.engine import SavepointExistsError
 from airflow_txnlog.operators._base import TxnLogBaseOperator, run_owner, safe_name
 
 
@@ -45,6 +44,8 @@ class TxnLogSavepointOperator(TxnLogBaseOperator):
         self.expires_after = expires_after
 
     def execute(self, context: Context) -> dict[str, Any]:
+        from airflow_txnlog.engine import SavepointExistsError  # noqa: PLC0415 - no pyarrow at parse time
+
         name = self.savepoint_name or safe_name(self.dag_id, self.task_id, context["run_id"])
         expires = dt.datetime.now(dt.UTC) + self.expires_after if self.expires_after else None
         table = self.table()

@@ -10,20 +10,21 @@ Source data (write, merge) is one of:
 - `source_path` (+ `source_format`, default parquet, and `source_options`).
 
 Every commit is tagged with the run's owner tag, so `TxnLogRestoreOperator` / `restore_on_failure`
-treat this run's commits as their own. Writes are idempotent across task retries: the commit carries
-`txn=(<dag_id>.<task_id>, <logical date in ms>)`, so a retry after a committed write commits nothing.
-When a newer run already wrote (a backfill of an older date), the run's own id is used as app id
-instead, which keeps retries of the backfill idempotent without skipping its data.
+treat this run's commits as their own. Writes are idempotent per task and logical date: the commit
+carries `txn=("<dag_id>.<task_id>@<logical date>", <logical date in ms>)`, so a retry, or a re-run
+of the same date, after a committed write commits nothing. The date is part of the app id (rather
+than only the version, as streaming writers do) because Airflow runs dates out of order: with one app
+id per task, a backfill of an older date would look already written and be skipped.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from airflow.sdk import Context
 
-from airflow_txnlog.engine import Table, TableNotFoundError
 from airflow_txnlog.operators._base import TxnLogBaseOperator, run_owner, run_version
 from airflow_txnlog.operators._spark_session import DEFAULT_SPARK_CONN_ID, spark_session
 
@@ -35,13 +36,11 @@ if TYPE_CHECKING:
 SourceFn = Callable[["SparkSession", Context], "DataFrame"]
 
 
-def idempotency_txn(table: Table, context: Context, task_key: str) -> tuple[str, int]:
-    """(app id, version) making a write idempotent across retries of one run (see module docstring)."""
+def idempotency_txn(context: Context, task_key: str) -> tuple[str, int]:
+    """(app id, version) making a write idempotent per logical date (see module docstring)."""
     version = run_version(context)
-    seen = table.snapshot().txn_version(task_key)
-    if seen is not None and seen > version:
-        return f"{task_key}@{context['run_id']}", 0
-    return task_key, version
+    stamp = dt.datetime.fromtimestamp(version / 1000, dt.UTC).strftime("%Y%m%dT%H%M%S.%fZ")
+    return f"{task_key}@{stamp}", version
 
 
 def _clause_map(value: Mapping[str, str] | str) -> Mapping[str, str] | Literal["*"]:
@@ -82,6 +81,7 @@ class _SparkOperator(TxnLogBaseOperator):
 
 
 class _SourceMixin:
+    render_template: Callable[..., Any]
     source: SourceFn | str | None
     source_path: str | None
     source_format: str
@@ -102,8 +102,8 @@ class _SourceMixin:
     def _source_df(self, spark: SparkSession, context: Context) -> DataFrame:
         if callable(self.source):
             return self.source(spark, context)
-        if isinstance(self.source, str):
-            return spark.sql(self.source)
+        if isinstance(self.source, str):  # SQL is rendered here: a callable source must not be
+            return spark.sql(self.render_template(self.source, context))  # (it is not a template field)
         assert self.source_path is not None
         return spark.read.format(self.source_format).options(**self.source_options).load(self.source_path)
 
@@ -116,7 +116,7 @@ class TxnLogSparkWriteOperator(_SourceMixin, _SparkOperator):
     :param merge_schema: add new nullable columns of the source to the table.
     """
 
-    template_fields: Sequence[str] = ("table_uri", "source", "source_path", "replace_where", "mode")
+    template_fields: Sequence[str] = ("table_uri", "source_path", "replace_where", "mode")
 
     def __init__(
         self,
@@ -139,6 +139,7 @@ class TxnLogSparkWriteOperator(_SourceMixin, _SparkOperator):
         self.merge_schema = merge_schema
 
     def execute(self, context: Context) -> dict[str, Any]:
+        from airflow_txnlog.engine import TableNotFoundError  # noqa: PLC0415 - no pyarrow at parse time
         from airflow_txnlog.spark import SparkTable  # noqa: PLC0415
 
         with self._session() as spark:
@@ -150,7 +151,7 @@ class TxnLogSparkWriteOperator(_SourceMixin, _SparkOperator):
                 opts = self.hook.storage_options or None
                 SparkTable.create(spark, uri, df, partition_by=self.partition_by, storage_options=opts)
                 st = self._open(spark, context)
-            txn = idempotency_txn(st.table, context, f"{self.dag_id}.{self.task_id}")
+            txn = idempotency_txn(context, f"{self.dag_id}.{self.task_id}")
             result = st.write(
                 df, mode=self.mode, replace_where=self.replace_where, merge_schema=self.merge_schema, txn=txn
             )
@@ -211,7 +212,7 @@ class TxnLogSparkMergeOperator(_SourceMixin, _SparkOperator):
     :param when_not_matched_insert: {"col": "s.col", ...} or "*".
     """
 
-    template_fields: Sequence[str] = ("table_uri", "source", "source_path", "on")
+    template_fields: Sequence[str] = ("table_uri", "source_path", "on")
 
     def __init__(
         self,

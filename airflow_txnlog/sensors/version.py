@@ -1,0 +1,158 @@
+"""`TxnLogVersionSensor`: wait for a commit newer than a baseline, optionally of given operations.
+
+The baseline is `after_version` when given. When it is None the sensor fixes it the first time it
+runs in a DAG run, as the latest version at that moment, and keeps it:
+
+- in the same execution (poke mode, or before deferring) in memory;
+- across reschedule-mode pokes and retries in Airflow's task state store (Airflow >= 3.3,
+  ``context["task_state_store"]``, key `txnlog_baseline_version`, scoped to the DAG run and task).
+  XCom cannot hold it: Airflow clears a task's XComs at the start of every reschedule poke. Without a
+  task state store, reschedule mode needs an explicit `after_version`, else each poke would
+  re-baseline and never fire; the sensor refuses that combination with an error;
+- in deferrable mode in the trigger's serialized kwargs (a restarted triggerer keeps it).
+
+Because the baseline is kept per DAG run and task, a retried or cleared sensor in the same run waits
+for the same commit and so returns the same version (re-running a run reprocesses the same version).
+
+Each poke lists the log from the last version it saw and reads only new commit files (see
+`airflow_txnlog.triggers._poll`). The engine and pyarrow are imported only inside methods, so DAG
+files that use the sensor parse without them; pyspark is never imported.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from airflow.sdk import BaseSensorOperator, PokeReturnValue, conf
+from airflow.sdk.exceptions import AirflowException, AirflowSensorTimeout
+
+from airflow_txnlog.triggers.version import TxnLogVersionTrigger
+
+if TYPE_CHECKING:
+    from airflow.sdk import Context
+
+    from airflow_txnlog.triggers._poll import OpenedTable
+
+BASELINE_KEY = "txnlog_baseline_version"
+
+
+class TxnLogVersionSensor(BaseSensorOperator):
+    """Waits for a commit newer than `after_version` and returns its version (XCom ``return_value``).
+
+    :param table_uri: the table (absolute, or relative to the connection's base location). Templated.
+    :param after_version: the baseline version; None: the latest version when the sensor first runs in
+        this DAG run (kept across pokes, reschedules, retries and deferral). Templated.
+    :param operations: commitInfo operations that count, case-insensitive (e.g. ``["MERGE"]``); None
+        means any commit. Commits of other operations are skipped. Templated.
+    :param txnlog_conn_id: the `txnlog` connection (storage options); local paths need none.
+    :param deferrable: wait in the triggerer instead of a worker slot (default: Airflow's
+        ``[operators] default_deferrable``).
+    :param poll_interval: seconds between the trigger's polls in deferrable mode; None uses
+        `poke_interval`.
+    """
+
+    template_fields: Sequence[str] = ("table_uri", "after_version", "operations")
+    ui_color = "#cfe8fc"
+
+    def __init__(
+        self,
+        *,
+        table_uri: str,
+        after_version: int | None = None,
+        operations: list[str] | None = None,
+        txnlog_conn_id: str | None = "txnlog_default",
+        deferrable: bool = conf.getboolean("operators", "default_deferrable", fallback=False),
+        poll_interval: float | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.table_uri = table_uri
+        self.after_version = after_version
+        self.operations = operations
+        self.txnlog_conn_id = txnlog_conn_id
+        self.deferrable = deferrable
+        self.poll_interval = poll_interval
+        self._opened: OpenedTable | None = None
+        self._cursor: int | None = None  # last version checked in this execution
+
+    def _table(self) -> OpenedTable:
+        from airflow_txnlog.triggers import _poll  # noqa: PLC0415 - the engine loads pyarrow
+
+        if self._opened is None:
+            self._opened = _poll.open_table(self.table_uri, self.txnlog_conn_id)
+        return self._opened
+
+    def _baseline(self, context: Context) -> int:
+        """`after_version`, or the baseline fixed at this DAG run's first poke (see the module docstring)."""
+        if self.after_version is not None and str(self.after_version).strip() not in ("", "None"):
+            return int(self.after_version)
+        store: Any = context.get("task_state_store")
+        if store is not None:
+            stored = store.get(BASELINE_KEY)
+            if stored is not None:
+                return int(stored)
+        elif self.reschedule:
+            raise AirflowException(
+                "TxnLogVersionSensor in reschedule mode needs after_version on this Airflow version "
+                "(no task state store to keep the baseline between pokes). Help: pass after_version, "
+                "or use mode='poke' or deferrable=True."
+            )
+        from airflow_txnlog.triggers import _poll  # noqa: PLC0415 - the engine loads pyarrow
+
+        baseline = _poll.latest_version(self._table().storage)
+        if store is not None:
+            store.set(BASELINE_KEY, baseline)
+        self.log.info("waiting for a commit of %s after version %s", self.table_uri, baseline)
+        return baseline
+
+    def poke(self, context: Context) -> PokeReturnValue:
+        from airflow_txnlog.triggers import _poll  # noqa: PLC0415 - the engine loads pyarrow
+
+        if self._cursor is None:
+            self._cursor = self._baseline(context)
+        wanted = _poll.normalize_operations(self.operations)
+        storage = self._table().storage
+        while True:
+            commits = _poll.poll(storage, self._cursor)
+            for commit in commits:
+                if _poll.matches(commit, wanted):
+                    self.log.info("version %s (%s) of %s", commit.version, commit.operation, self.table_uri)
+                    return PokeReturnValue(is_done=True, xcom_value=commit.version)
+                self._cursor = commit.version
+            if len(commits) < _poll.MAX_COMMITS_PER_POLL:
+                return PokeReturnValue(is_done=False)
+
+    def execute(self, context: Context) -> Any:
+        if not self.deferrable:
+            return super().execute(context)
+        first = self.poke(context)  # already there: no trip through the triggerer
+        if first.is_done:
+            return first.xcom_value
+        assert self._cursor is not None
+        self.defer(
+            trigger=TxnLogVersionTrigger(
+                table_uri=self.table_uri,
+                after_version=self._cursor,
+                operations=list(self.operations) if self.operations is not None else None,
+                txnlog_conn_id=self.txnlog_conn_id,
+                poll_interval=self.poll_interval if self.poll_interval is not None else self.poke_interval,
+                timeout=self.timeout,
+            ),
+            method_name="execute_complete",
+        )
+
+    def execute_complete(self, context: Context, event: dict[str, Any] | None = None) -> int:
+        """Resumes after the trigger: the new version, or raises on a timeout or error event."""
+        if not event:
+            raise AirflowException(f"the version trigger of {self.table_uri} returned no event")
+        status = event.get("status")
+        if status == "success":
+            self.log.info("version %s (%s) of %s", event["version"], event.get("operation"), self.table_uri)
+            return int(event["version"])
+        if status == "timeout":
+            raise AirflowSensorTimeout(
+                f"no matching commit of {self.table_uri} after version {event.get('after_version')} "
+                f"within {self.timeout} seconds"
+            )
+        raise AirflowException(f"waiting for {self.table_uri} failed: {event.get('message', event)}")

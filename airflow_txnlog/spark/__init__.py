@@ -1,0 +1,39 @@
+"""Spark DML on the engine: write, read, delete, update, merge and optimize through PySpark.
+
+Spark is the data plane (reading, filtering, joining and writing parquet on executors); the engine
+(`airflow_txnlog.engine`) is the control plane (snapshots, pruning by partition values and stats,
+one atomic commit with Delta's conflict checks). Imports only the engine's public names, pyspark
+and pyarrow; never airflow, never deltalake.
+
+    from airflow_txnlog.spark import SparkTable
+    st = SparkTable(spark, "s3://bucket/sales")
+    st.write(df, mode="append", txn=("ingest", 42))
+    st.delete("day < DATE '2024-01-01'")
+    st.merge(updates, "t.id = s.id").when_matched_update_all().when_not_matched_insert_all().execute()
+
+See docs/spark.md.
+"""
+
+from __future__ import annotations
+
+from airflow_txnlog.spark.errors import (
+    ConstraintViolationError,
+    MultipleSourceRowsMatchedError,
+    SparkJobError,
+)
+from airflow_txnlog.spark.merge import MergeBuilder
+from airflow_txnlog.spark.results import DmlResult, WriteResult
+from airflow_txnlog.spark.table import SparkTable
+from airflow_txnlog.spark.uris import DEFAULT_SCHEME_MAP, to_hadoop_uri
+
+__all__ = [
+    "DEFAULT_SCHEME_MAP",
+    "ConstraintViolationError",
+    "DmlResult",
+    "MergeBuilder",
+    "MultipleSourceRowsMatchedError",
+    "SparkJobError",
+    "SparkTable",
+    "WriteResult",
+    "to_hadoop_uri",
+]

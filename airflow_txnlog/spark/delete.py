@@ -1,0 +1,119 @@
+"""DELETE: the seed article's algorithm (Delta's `DeleteCommand.performDelete`), case by case.
+
+    no predicate            -> remove every live file (`read_files()`), read no data;
+    partition columns only  -> remove the files whose partition values satisfy it (decided from the
+                               log, exactly), read no data;
+    otherwise               -> candidates = files whose partition values / min-max stats admit a
+                               match (`read_files(predicate)`, recorded for conflicts);
+                               pass 1 (one Spark job): files holding rows where the predicate is
+                               TRUE (`_metadata.file_path`), with their counts;
+                               none -> nothing to do: no commit, version None;
+                               pass 2 (one Spark job): rewrite only those files, keeping the rows
+                               where `NOT (predicate <=> TRUE)`; commit removes + adds.
+
+Metrics are Delta's: numRemovedFiles, numAddedFiles, numDeletedRows (when known: the stats of the
+removed files in the metadata-only cases), numCopiedRows, numRemovedBytes, numAddedBytes,
+numAddedChangeFiles, executionTimeMs, scanTimeMs, rewriteTimeMs.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+from airflow_txnlog.engine import AddFile, Transaction
+from airflow_txnlog.spark.planning import (
+    Case,
+    Plan,
+    classify,
+    is_true,
+    matched_files,
+    read_candidates,
+    select_files,
+    total_records,
+)
+from airflow_txnlog.spark.results import DmlResult
+from airflow_txnlog.spark.scan import TableContext, TableHandle, scan
+from airflow_txnlog.spark.stage import commit, write_files
+
+
+def elapsed_ms(start: float) -> int:
+    return int((time.monotonic() - start) * 1000)
+
+
+def file_metrics(removed: list[AddFile], added: list[AddFile]) -> dict[str, int]:
+    return {
+        "numRemovedFiles": len(removed),
+        "numAddedFiles": len(added),
+        "numRemovedBytes": sum(f.size for f in removed),
+        "numAddedBytes": sum(f.size for f in added),
+        "numAddedChangeFiles": 0,
+    }
+
+
+def output_rows(adds: list[AddFile]) -> int:
+    return sum(a.num_records or 0 for a in adds)
+
+
+def delete(h: TableHandle, predicate: str | None) -> DmlResult:
+    """Delete the rows where `predicate` is TRUE (all rows if None)."""
+    start = time.monotonic()
+    txn = h.table.transaction("DELETE", {"predicate": json.dumps([predicate] if predicate else [])})
+    ctx = h.context(txn.snapshot)
+    plan = classify(predicate, ctx)
+    candidates = read_candidates(txn, plan)
+    if plan.case is Case.DATA:
+        return _delete_rows(h, txn, ctx, candidates, plan=plan, start=start)
+    return _delete_files(h, txn, candidates, start)
+
+
+def _delete_files(h: TableHandle, txn: Transaction, files: list[AddFile], start: float) -> DmlResult:
+    metrics = file_metrics(files, [])
+    metrics.update(numCopiedRows=0, scanTimeMs=elapsed_ms(start), rewriteTimeMs=0)
+    rows = total_records(files)
+    if rows is not None:
+        metrics["numDeletedRows"] = rows
+    if not files:
+        metrics["executionTimeMs"] = elapsed_ms(start)
+        return DmlResult("DELETE", None, metrics)
+    metrics["executionTimeMs"] = elapsed_ms(start)
+    version = commit(txn, h.table, adds=[], removes=files, metrics=metrics)
+    return DmlResult("DELETE", version, metrics, removed_files=tuple(f.path for f in files))
+
+
+def _delete_rows(
+    h: TableHandle,
+    txn: Transaction,
+    ctx: TableContext,
+    candidates: list[AddFile],
+    *,
+    plan: Plan,
+    start: float,
+) -> DmlResult:
+    counts = matched_files(ctx, candidates, is_true(plan.predicate))
+    touched = select_files(candidates, ctx, counts)
+    scan_ms = elapsed_ms(start)
+    scanned = tuple(f.path for f in candidates)
+    adds: list[AddFile] = []
+    if touched:
+        kept = scan(ctx, touched).filter(~is_true(plan.predicate))
+        adds = write_files(ctx, h.table, kept, what="DELETE")
+    metrics = file_metrics(touched, adds)
+    metrics.update(
+        numDeletedRows=sum(counts.values()),
+        numCopiedRows=output_rows(adds),
+        scanTimeMs=scan_ms,
+        rewriteTimeMs=elapsed_ms(start) - scan_ms,
+        executionTimeMs=elapsed_ms(start),
+    )
+    if not touched:
+        return DmlResult("DELETE", None, metrics, scanned_files=scanned)
+    version = commit(txn, h.table, adds=adds, removes=touched, metrics=metrics)
+    return DmlResult(
+        "DELETE",
+        version,
+        metrics,
+        scanned_files=scanned,
+        removed_files=tuple(f.path for f in touched),
+        added_files=tuple(a.path for a in adds),
+    )

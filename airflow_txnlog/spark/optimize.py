@@ -1,0 +1,125 @@
+"""OPTIMIZE (compaction): bin-pack small files per partition into files near a target size.
+
+    files  = live files (`read_files(where)`; `where` may name partition columns only, as in Delta)
+    per partition: files smaller than the target, smallest first, packed greedily into bins whose
+                   total size stays within the target; bins of a single file are dropped (rewriting
+                   one file alone gains nothing)
+    Spark: each bin is read as one task (`coalesce(1)`) and the bins are unioned (with
+           `spark.sql.unionOutputPartitioning=false`, so the union keeps one partition per bin):
+           each bin becomes exactly one new file; one write job for all bins
+    commit: removes of the binned files + adds, all with dataChange=false
+
+dataChange=false makes the commit run at snapshot isolation: a concurrent append never conflicts
+with it (the engine skips the append check), while a concurrent delete of a file being compacted
+does (the file was read). Target size: `target_file_size`, else the table property
+`delta.targetFileSize`, else 100 MiB (delta-rs' default). Metrics are Delta's: numAddedFiles,
+numRemovedFiles, numAddedBytes, numRemovedBytes, minFileSize, p25FileSize, p50FileSize,
+p75FileSize, maxFileSize (sizes of the files added), numBatches, totalConsideredFiles.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from functools import reduce
+
+from pyspark.sql import DataFrame
+
+from airflow_txnlog.engine import AddFile, InvalidArgumentError
+from airflow_txnlog.spark.delete import elapsed_ms, file_metrics
+from airflow_txnlog.spark.planning import Case, classify, read_candidates
+from airflow_txnlog.spark.results import DmlResult
+from airflow_txnlog.spark.scan import TableContext, TableHandle, scan
+from airflow_txnlog.spark.stage import commit, write_files
+
+DEFAULT_TARGET_FILE_SIZE = 100 * 1024 * 1024
+TARGET_FILE_SIZE = "delta.targetFileSize"
+
+
+def bin_pack(files: Sequence[AddFile], target: int) -> list[list[AddFile]]:
+    """Bins (of >= 2 files, all from one partition) of files smaller than `target`."""
+    partitions: dict[tuple[tuple[str, str | None], ...], list[AddFile]] = {}
+    for f in files:
+        if f.size < target:
+            partitions.setdefault(tuple(sorted(f.partition_values.items())), []).append(f)
+    bins: list[list[AddFile]] = []
+    for key in sorted(partitions, key=repr):
+        current: list[AddFile] = []
+        size = 0
+        for f in sorted(partitions[key], key=lambda a: (a.size, a.path)):
+            if current and size + f.size > target:
+                bins.append(current)
+                current, size = [], 0
+            current.append(f)
+            size += f.size
+        bins.append(current)
+    return [b for b in bins if len(b) > 1]
+
+
+def _percentile(sizes: list[int], q: float) -> int:
+    ordered = sorted(sizes)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else 0
+
+
+def _target(ctx: TableContext, target_file_size: int | None) -> int:
+    raw = target_file_size if target_file_size is not None else ctx.properties.get(TARGET_FILE_SIZE)
+    try:
+        value = int(raw) if raw is not None else DEFAULT_TARGET_FILE_SIZE
+    except ValueError as exc:
+        raise InvalidArgumentError(f"{TARGET_FILE_SIZE} must be a number of bytes, got {raw!r}") from exc
+    if value <= 0:
+        raise InvalidArgumentError(f"the target file size must be positive, got {value}")
+    return value
+
+
+# Spark 4 may give a union of single-partition children a single partition (one task for every
+# bin, so one file): keep one task per bin.
+_ONE_FILE_PER_BIN = {"spark.sql.unionOutputPartitioning": "false"}
+
+
+def _bins_df(ctx: TableContext, bins: list[list[AddFile]]) -> DataFrame:
+    """One Spark partition (so one task, one output file) per bin."""
+    return reduce(DataFrame.unionAll, [scan(ctx, b).coalesce(1) for b in bins])
+
+
+def optimize(h: TableHandle, where: str | None, target_file_size: int | None) -> DmlResult:
+    """Compact small files (see the module docstring)."""
+    start = time.monotonic()
+    params = {"predicate": json.dumps([where] if where else []), "zOrderBy": "[]"}
+    txn = h.table.transaction("OPTIMIZE", params)
+    ctx = h.context(txn.snapshot)
+    target = _target(ctx, target_file_size)
+    plan = classify(where, ctx)
+    if plan.case is Case.DATA:
+        raise InvalidArgumentError(
+            f"optimize where={where!r} must be a predicate on partition columns {list(ctx.partition_columns)}"
+        )
+    files = read_candidates(txn, plan)
+    bins = bin_pack(files, target)
+    removed = [f for b in bins for f in b]
+    adds = []
+    if bins:
+        adds = write_files(
+            ctx, h.table, _bins_df(ctx, bins), data_change=False, what="OPTIMIZE", conf=_ONE_FILE_PER_BIN
+        )
+    sizes = [a.size for a in adds]
+    metrics = file_metrics(removed, adds)
+    del metrics["numAddedChangeFiles"]
+    metrics.update(
+        minFileSize=min(sizes, default=0),
+        p25FileSize=_percentile(sizes, 0.25),
+        p50FileSize=_percentile(sizes, 0.5),
+        p75FileSize=_percentile(sizes, 0.75),
+        maxFileSize=max(sizes, default=0),
+        numBatches=len(bins),
+        totalConsideredFiles=len(files),
+        executionTimeMs=elapsed_ms(start),
+    )
+    if not bins:
+        return DmlResult("OPTIMIZE", None, metrics)
+    version = commit(txn, h.table, adds=adds, removes=removed, metrics=metrics, data_change=False)
+    scanned = tuple(f.path for f in removed)
+    return DmlResult(
+        "OPTIMIZE", version, metrics, scanned, tuple(f.path for f in removed), tuple(a.path for a in adds)
+    )

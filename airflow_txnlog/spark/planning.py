@@ -1,0 +1,118 @@
+"""Which files an operation must look at, and which of them actually hold matching rows.
+
+A predicate is SQL. Spark evaluates it on rows (any Spark SQL is accepted there); the engine's
+parser (`parse_predicate`, a typed subset: comparisons, IN, BETWEEN, IS NULL, AND/OR/NOT, literals)
+reads it too, for two purposes:
+
+- **classification**, the seed article's three cases of DELETE:
+    `ALL`       no predicate: every live file;
+    `PARTITION` parsed, and every column it names is a partition column: decided exactly from each
+                file's partition values (evaluated with pyarrow on the driver), no data read;
+    `DATA`      anything else: data must be read;
+- **pruning** for `DATA`: `Transaction.read_files(predicate)` keeps only files whose partition values
+  and min/max/null-count stats admit a match, and records the predicate for conflict detection. A
+  predicate the engine cannot parse still works (Spark evaluates it) but prunes nothing and counts as
+  a read of the whole table.
+
+`matched_files` then runs one Spark job over the candidates: rows where the predicate is TRUE,
+grouped by `_metadata.file_path` -> {file: matching rows}. Only those files are rewritten.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import pyarrow as pa
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+
+from airflow_txnlog.engine import AddFile, PredicateError, Transaction
+from airflow_txnlog.engine.predicates import Predicate, parse_predicate, to_arrow_expression
+from airflow_txnlog.engine.schema import parse_partition_value
+from airflow_txnlog.spark.scan import FILE_COL, TableContext, scan
+
+
+class Case(enum.Enum):
+    ALL = "all"
+    PARTITION = "partition"
+    DATA = "data"
+
+
+@dataclass(frozen=True)
+class Plan:
+    case: Case
+    predicate: str | None
+    parsed: Predicate | None
+
+
+def classify(predicate: str | None, ctx: TableContext) -> Plan:
+    """The case of `predicate` on this table (see the module docstring)."""
+    if predicate is None:
+        return Plan(Case.ALL, None, None)
+    try:
+        parsed = parse_predicate(predicate, ctx.schema)
+    except PredicateError:
+        return Plan(Case.DATA, predicate, None)
+    if parsed.columns and parsed.columns <= set(ctx.partition_columns):
+        return Plan(Case.PARTITION, predicate, parsed)
+    return Plan(Case.DATA, predicate, parsed)
+
+
+def read_candidates(txn: Transaction, plan: Plan) -> list[AddFile]:
+    """Live files that may hold matching rows, recorded as read by `txn`."""
+    if plan.case is Case.ALL or plan.parsed is None:
+        return txn.read_files()
+    files = txn.read_files(plan.predicate)
+    if plan.case is Case.PARTITION:
+        return partition_matches(files, plan.parsed, txn.snapshot.schema)
+    return files
+
+
+def partition_matches(files: Sequence[AddFile], parsed: Predicate, schema: pa.Schema) -> list[AddFile]:
+    """Files whose partition values make `parsed` TRUE (SQL three-valued logic; NULL is no match)."""
+    if not files:
+        return []
+    columns = sorted(parsed.columns)
+    arrays = [
+        pa.array(
+            [parse_partition_value(f.partition_values.get(c), schema.field(c).type) for f in files],
+            type=schema.field(c).type,
+        )
+        for c in columns
+    ]
+    index = pa.array(range(len(files)), type=pa.int64())
+    table = pa.Table.from_arrays([*arrays, index], names=[*columns, "__index"])
+    kept = table.filter(to_arrow_expression(parsed.tree, schema)).column("__index").to_pylist()
+    return [files[i] for i in kept]
+
+
+def is_true(sql: str | None) -> Column:
+    """A Spark condition that is TRUE exactly where `sql` is TRUE (NULL counts as false)."""
+    if sql is None:
+        return F.lit(True)
+    return F.coalesce(F.expr(sql), F.lit(False))
+
+
+def matched_files(ctx: TableContext, files: Sequence[AddFile], condition: Column) -> dict[str, int]:
+    """{file URI: rows where `condition` holds}, for the files that have any (one Spark job)."""
+    if not files:
+        return {}
+    rows = scan(ctx, files, with_file=True).filter(condition).groupBy(FILE_COL).count().collect()
+    return {ctx.file_key(r[FILE_COL]): int(r["count"]) for r in rows}
+
+
+def select_files(files: Sequence[AddFile], ctx: TableContext, keys: dict[str, int]) -> list[AddFile]:
+    return [f for f in files if ctx.uri(f) in keys]
+
+
+def total_records(files: Sequence[AddFile]) -> int | None:
+    """Rows in `files` according to their stats (None if a file has none)."""
+    total = 0
+    for f in files:
+        n = f.num_records
+        if n is None:
+            return None
+        total += n
+    return total

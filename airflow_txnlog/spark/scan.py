@@ -1,0 +1,137 @@
+"""Reading a set of the table's files as one Spark DataFrame (the read side of every operation).
+
+    files (AddFile list, from a snapshot or a transaction's `read_files`)
+      -> spark.read.schema(<data columns>).parquet(<file URIs>)        one scan, no listing of folders
+      -> + partition columns: broadcast join on the file's path with a small table
+           (file URI, typed partition values) built on the driver from the log
+      -> table columns in schema order (+ `_txnlog_file` / `_txnlog_row` on request)
+
+Partition values always come from the log, never from folder names (files written by other engines
+may live anywhere). The join key is Spark's `_metadata.file_path`, percent-decoded inside Spark (it
+reports URI form: `%` -> `%25`, space -> `%20`); a row whose file is not found in the table raises
+inside the job instead of being dropped. Columns a file lacks (added later by schema evolution) read
+as NULL. `_txnlog_file` carries `_metadata.file_path` as Spark reports it; `file_key()` maps it back
+to the table-relative path on the driver.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+import pyarrow as pa
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import BooleanType, LongType, StringType, StructField, StructType
+
+from airflow_txnlog.engine import AddFile, Snapshot, Table
+from airflow_txnlog.engine.schema import parse_partition_value
+from airflow_txnlog.spark.schemas import CHECK_MARKER, data_schema, to_spark_schema
+from airflow_txnlog.spark.uris import decode_spark_path, file_uri
+
+FILE_COL = "_txnlog_file"
+ROW_COL = "_txnlog_row"
+_KEY_COL = "_txnlog_key"
+_FOUND_COL = "_txnlog_found"
+
+
+@dataclass(frozen=True)
+class TableContext:
+    """What the Spark side needs to know about one version of the table.
+
+    :param root: the table root as a Hadoop URI (see `uris.to_hadoop_uri`).
+    :param schema: the table schema (Arrow), partition columns included.
+    """
+
+    spark: SparkSession
+    root: str
+    schema: pa.Schema
+    partition_columns: tuple[str, ...]
+    properties: Mapping[str, str]
+    scheme_map: Mapping[str, str]
+
+    @classmethod
+    def of(
+        cls, spark: SparkSession, root: str, snapshot: Snapshot, scheme_map: Mapping[str, str]
+    ) -> TableContext:
+        return cls(
+            spark,
+            root,
+            snapshot.schema,
+            tuple(snapshot.partition_columns),
+            dict(snapshot.properties),
+            dict(scheme_map),
+        )
+
+    def uri(self, add: AddFile) -> str:
+        """The (decoded) Hadoop URI of a file of the table."""
+        return file_uri(self.root, add.path, self.scheme_map)
+
+    def file_key(self, reported: str) -> str:
+        """The decoded URI of a path as Spark reports it (matches `uri()` of the same file)."""
+        return decode_spark_path(reported)
+
+    def empty_df(self, extra: Iterable[StructField] = ()) -> DataFrame:
+        return self.spark.createDataFrame([], StructType([*to_spark_schema(self.schema).fields, *extra]))
+
+
+@dataclass(frozen=True)
+class TableHandle:
+    """A table as the Spark operations use it: the engine `Table` (commits) and Spark's view of it."""
+
+    spark: SparkSession
+    table: Table
+    root: str
+    scheme_map: Mapping[str, str]
+
+    def context(self, snapshot: Snapshot) -> TableContext:
+        return TableContext.of(self.spark, self.root, snapshot, self.scheme_map)
+
+
+def _decoded_path() -> Column:
+    # url_decode is form decoding ('+' -> space): protect literal '+' first.
+    decoded = F.url_decode(F.regexp_replace(F.col("_metadata.file_path"), "\\+", "%2B"))
+    return F.regexp_replace(decoded, "^file:///", "file:/")
+
+
+def _partition_table(ctx: TableContext, files: Sequence[AddFile]) -> DataFrame:
+    fields = [StructField(_KEY_COL, StringType(), False)]
+    spark_fields = {f.name: f for f in to_spark_schema(ctx.schema).fields}
+    fields += [StructField(c, spark_fields[c].dataType, True) for c in ctx.partition_columns]
+    fields.append(StructField(_FOUND_COL, BooleanType(), False))
+    rows = []
+    for add in files:
+        values = [
+            parse_partition_value(add.partition_values.get(c), ctx.schema.field(c).type)
+            for c in ctx.partition_columns
+        ]
+        rows.append((ctx.uri(add), *values, True))
+    return ctx.spark.createDataFrame(rows, StructType(fields))
+
+
+def scan(
+    ctx: TableContext, files: Sequence[AddFile], *, with_file: bool = False, with_row: bool = False
+) -> DataFrame:
+    """Rows of `files` with the table's columns (see the module docstring)."""
+    extra = []
+    if with_file:
+        extra.append(StructField(FILE_COL, StringType(), False))
+    if with_row:
+        extra.append(StructField(ROW_COL, LongType(), False))
+    if not files:
+        return ctx.empty_df(extra)
+    paths = [ctx.uri(f) for f in files]
+    df = ctx.spark.read.schema(data_schema(ctx.schema, ctx.partition_columns)).parquet(*paths)
+    if with_file:
+        df = df.withColumn(FILE_COL, F.col("_metadata.file_path"))
+    if with_row:
+        df = df.withColumn(ROW_COL, F.col("_metadata.row_index"))
+    if ctx.partition_columns:
+        df = df.withColumn(_KEY_COL, _decoded_path())
+        df = df.join(F.broadcast(_partition_table(ctx, files)), on=_KEY_COL, how="left")
+        missing = F.concat(F.lit(f"{CHECK_MARKER} file not in the table: "), F.col(_KEY_COL))
+        check = F.when(F.col(_FOUND_COL).isNull(), F.raise_error(missing))
+        first = ctx.partition_columns[0]
+        df = df.withColumn(first, F.coalesce(check.cast(df.schema[first].dataType), F.col(first)))
+    names = list(ctx.schema.names) + [f.name for f in extra]
+    return df.select(*[F.col(f"`{n}`") for n in names])

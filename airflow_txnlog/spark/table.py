@@ -1,0 +1,153 @@
+"""`SparkTable`: a table of the engine, with Spark as its data plane.
+
+Every operation follows one shape: plan on the driver from the log (an engine snapshot or
+transaction), move data with Spark (read, filter, join, write parquet), commit on the driver (one
+small atomic log write through `Table.transaction`). Spark never touches `_delta_log/`; the engine
+never reads data rows here. Works with any `SparkSession` (classic or Spark Connect, e.g. from the
+apache-spark provider's `spark` / `spark_connect` connections): only the DataFrame API and
+`spark.conf` are used, never `sparkContext` or the JVM gateway.
+
+Operations and their modules: `write` (write.py), `to_df` (scan.py), `delete` (delete.py),
+`update` (update.py), `merge` (merge.py), `optimize` (optimize.py).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.types import StructType
+
+from airflow_txnlog.engine import InvalidArgumentError, Table
+from airflow_txnlog.spark import delete as _delete
+from airflow_txnlog.spark import optimize as _optimize
+from airflow_txnlog.spark import update as _update
+from airflow_txnlog.spark import write as _write
+from airflow_txnlog.spark.merge import MergeBuilder, MergeSpec
+from airflow_txnlog.spark.results import DmlResult, WriteResult
+from airflow_txnlog.spark.scan import TableHandle, scan
+from airflow_txnlog.spark.schemas import to_arrow_schema
+from airflow_txnlog.spark.uris import to_hadoop_uri
+
+
+class SparkTable:
+    """A Delta table read and changed through PySpark, committed by the engine.
+
+    :param spark: any SparkSession (classic or Connect) whose cluster can reach the table's storage.
+    :param uri: the table as fsspec names it (local path, `s3://`, `gs://`, `abfss://`, `file://`).
+    :param storage_options: fsspec options for the driver's access (commits, footers, moves).
+    :param scheme_map: fsspec -> Hadoop scheme overrides (default `uris.DEFAULT_SCHEME_MAP`:
+        `s3` -> `s3a`; `gs`, `abfss` unchanged; local paths -> `file:`).
+    :param table: an already open engine `Table` for `uri` (optional).
+    """
+
+    def __init__(
+        self,
+        spark: SparkSession,
+        uri: str,
+        *,
+        storage_options: dict[str, Any] | None = None,
+        scheme_map: Mapping[str, str] | None = None,
+        table: Table | None = None,
+    ) -> None:
+        self.spark = spark
+        self.table = table if table is not None else Table.open(uri, storage_options=storage_options)
+        self.scheme_map = dict(scheme_map or {})
+        self.spark_uri = to_hadoop_uri(self.table.uri, self.scheme_map)
+        self._handle = TableHandle(spark, self.table, self.spark_uri, self.scheme_map)
+
+    @classmethod
+    def create(
+        cls,
+        spark: SparkSession,
+        uri: str,
+        schema: pa.Schema | StructType | DataFrame,
+        *,
+        partition_by: Sequence[str] = (),
+        properties: Mapping[str, str] | None = None,
+        storage_options: dict[str, Any] | None = None,
+        scheme_map: Mapping[str, str] | None = None,
+        name: str | None = None,
+        description: str | None = None,
+    ) -> SparkTable:
+        """Create an empty table (version 0) with `schema` (Arrow, Spark, or a DataFrame's schema;
+        a DataFrame's rows are not written: call `write` next). TableExistsError if one exists."""
+        if isinstance(schema, DataFrame):
+            schema = schema.schema
+        arrow = to_arrow_schema(schema) if isinstance(schema, StructType) else schema
+        if not isinstance(arrow, pa.Schema):
+            raise InvalidArgumentError("schema must be a pyarrow.Schema, a Spark StructType or a DataFrame")
+        to_hadoop_uri(uri, scheme_map)  # refuse URIs Spark cannot reach before creating anything
+        table = Table.create(
+            uri,
+            schema=arrow,
+            partition_by=tuple(partition_by),
+            properties=properties,
+            storage_options=storage_options,
+            name=name,
+            description=description,
+        )
+        return cls(spark, uri, scheme_map=scheme_map, table=table)
+
+    @property
+    def uri(self) -> str:
+        return self.table.uri
+
+    def version(self) -> int:
+        """The latest committed version."""
+        return self.table.latest_version()
+
+    # ------------------------------------------------------------------ read
+    def to_df(
+        self, *, version: int | None = None, timestamp: dt.datetime | str | int | None = None
+    ) -> DataFrame:
+        """The rows of the latest version, or of `version`, or as of `timestamp` (partition columns
+        included, in schema order)."""
+        snap = self.table.snapshot(version=version, timestamp=timestamp)
+        return scan(self._handle.context(snap), snap.files())
+
+    # ------------------------------------------------------------------ write
+    def write(
+        self,
+        df: DataFrame,
+        *,
+        mode: str = "append",
+        partition_by: Sequence[str] | None = None,
+        replace_where: str | None = None,
+        merge_schema: bool = False,
+        txn: tuple[str, int] | None = None,
+    ) -> WriteResult:
+        """Append or overwrite `df` (see `airflow_txnlog.spark.write`)."""
+        return _write.write(
+            self._handle,
+            df,
+            mode=mode,
+            partition_by=partition_by,
+            replace_where=replace_where,
+            merge_schema=merge_schema,
+            txn=txn,
+        )
+
+    # ------------------------------------------------------------------ DML
+    def delete(self, predicate: str | None = None) -> DmlResult:
+        """Delete rows where `predicate` (Spark SQL) is TRUE; all rows when None."""
+        return _delete.delete(self._handle, predicate)
+
+    def update(self, predicate: str | None, set: Mapping[str, str]) -> DmlResult:
+        """Set columns (`{"col": "<SQL expression>"}`) on rows where `predicate` is TRUE."""
+        return _update.update(self._handle, predicate, set)
+
+    def merge(
+        self, source_df: DataFrame, on: str, *, source_alias: str = "s", target_alias: str = "t"
+    ) -> MergeBuilder:
+        """Start a MERGE of `source_df` into this table; add WHEN clauses, then `.execute()`."""
+        if source_alias == target_alias:
+            raise InvalidArgumentError("source_alias and target_alias must differ")
+        return MergeBuilder(self._handle, MergeSpec(source_df, on, source_alias, target_alias))
+
+    def optimize(self, *, where: str | None = None, target_file_size: int | None = None) -> DmlResult:
+        """Compact small files per partition (dataChange=false)."""
+        return _optimize.optimize(self._handle, where, target_file_size)

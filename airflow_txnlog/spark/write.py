@@ -1,0 +1,196 @@
+"""WRITE: append / overwrite / overwrite with `replace_where`, with schema enforcement and evolution.
+
+    1. idempotency: with `txn=(app_id, version)`, a table whose txn for app_id is >= version already
+       holds this write: nothing runs, the version that wrote it is returned (`skipped=True`);
+    2. conform the DataFrame to the table schema (`schemas.conform`; `merge_schema=True` adds new
+       columns and the commit carries the new metaData);
+    3. `replace_where`: every new row must satisfy the predicate -- checked inside the write job
+       (`raise_error`), so a violating row fails the job and nothing is committed;
+    4. Spark writes the files (`stage.write_files`), the driver commits, in one transaction:
+         append        adds;
+         overwrite     removes every live file (read: the whole table) + adds;
+         replace_where removes what the predicate selects, like DELETE: files of matching partitions
+                       when it names partition columns only, otherwise the files holding matching
+                       rows are rewritten without them (pass 1 finds them, pass 2 rewrites) + adds.
+A blind append (nothing read, no txn, no schema change) never conflicts with other writers.
+Metrics are Delta's: numFiles, numOutputRows, numOutputBytes, and for overwrites numRemovedFiles,
+numRemovedBytes, numDeletedRows / numCopiedRows (replace_where).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Sequence
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from airflow_txnlog.engine import (
+    AddFile,
+    ConcurrentTransactionError,
+    InvalidArgumentError,
+    Table,
+    Transaction,
+)
+from airflow_txnlog.engine.schema import schema_to_json
+from airflow_txnlog.spark.planning import (
+    Case,
+    classify,
+    is_true,
+    matched_files,
+    read_candidates,
+    select_files,
+    total_records,
+)
+from airflow_txnlog.spark.results import WriteResult
+from airflow_txnlog.spark.scan import TableContext, TableHandle, scan
+from airflow_txnlog.spark.schemas import CHECK_MARKER, conform
+from airflow_txnlog.spark.stage import commit, delete_files, write_files
+
+MODES = ("append", "overwrite")
+
+
+def find_txn_version(table: Table, app_id: str, version: int) -> int | None:
+    """The version whose commit wrote txn (app_id, >= version), newest first (None if cleaned up)."""
+    for v in range(table.latest_version(), -1, -1):
+        try:
+            blob = table.storage.read(f"_delta_log/{v:020d}.json")
+        except FileNotFoundError:
+            return None
+        for line in blob.splitlines():
+            t = json.loads(line).get("txn") if line.strip() else None
+            if t and t.get("appId") == app_id and int(t.get("version", -1)) >= version:
+                return v
+    return None
+
+
+def _done(table: Table, txn: tuple[str, int]) -> int | None:
+    app_id, version = txn
+    if not isinstance(app_id, str) or not app_id or not isinstance(version, int) or version < 0:
+        raise InvalidArgumentError(f"txn must be (non-empty app id, version >= 0), got {txn!r}")
+    snap = table.snapshot()
+    seen = snap.txn_version(app_id)
+    if seen is None or seen < version:
+        return None
+    return find_txn_version(table, app_id, version) or snap.version
+
+
+def _check_rows(df: DataFrame, predicate: str) -> DataFrame:
+    """`df` whose first column fails the job on a row where `predicate` is not TRUE."""
+    first = df.columns[0]
+    msg = f"{CHECK_MARKER} a written row does not satisfy replace_where {predicate!r}"
+    guarded = F.when(is_true(predicate), F.col(f"`{first}`")).otherwise(F.raise_error(F.lit(msg)))
+    return df.withColumn(first, guarded)
+
+
+def _replaced(
+    h: TableHandle, txn: Transaction, ctx: TableContext, replace_where: str | None, mode: str
+) -> tuple[list[AddFile], list[AddFile], dict[str, int]]:
+    """(files removed, files added by a rewrite, metrics) of what an overwrite replaces."""
+    if mode == "append":
+        return [], [], {}
+    plan = classify(replace_where, ctx)
+    candidates = read_candidates(txn, plan)
+    if plan.case is not Case.DATA:
+        deleted = total_records(candidates)
+        return candidates, [], ({"numDeletedRows": deleted} if deleted is not None else {})
+    counts = matched_files(ctx, candidates, is_true(replace_where))
+    touched = select_files(candidates, ctx, counts)
+    kept = scan(ctx, touched).filter(~is_true(replace_where))
+    rewritten = write_files(ctx, h.table, kept, what="WRITE (replace_where)") if touched else []
+    copied = sum(a.num_records or 0 for a in rewritten)
+    return touched, rewritten, {"numDeletedRows": sum(counts.values()), "numCopiedRows": copied}
+
+
+def _parameters(mode: str, partition_columns: Sequence[str], replace_where: str | None) -> dict[str, str]:
+    params = {"mode": mode.capitalize(), "partitionBy": json.dumps(list(partition_columns))}
+    if replace_where is not None:
+        params["predicate"] = json.dumps([replace_where])
+    return params
+
+
+def _validate(
+    mode: str, partition_by: Sequence[str] | None, replace_where: str | None, parts: list[str]
+) -> None:
+    if mode not in MODES:
+        raise InvalidArgumentError(f"mode must be 'append' or 'overwrite', got {mode!r}")
+    if replace_where is not None and mode != "overwrite":
+        raise InvalidArgumentError("replace_where needs mode='overwrite'")
+    if partition_by is not None and list(partition_by) != parts:
+        raise InvalidArgumentError(
+            f"partition_by={list(partition_by)} differs from the table's partition columns {parts}; "
+            "a table's partitioning cannot change"
+        )
+
+
+def write(
+    h: TableHandle,
+    df: DataFrame,
+    *,
+    mode: str,
+    partition_by: Sequence[str] | None,
+    replace_where: str | None,
+    merge_schema: bool,
+    txn: tuple[str, int] | None,
+) -> WriteResult:
+    snap = h.table.snapshot()
+    _validate(mode, partition_by, replace_where, snap.partition_columns)
+    if txn is not None and (done := _done(h.table, txn)) is not None:
+        return WriteResult(version=done, skipped=True)
+    t = h.table.transaction("WRITE", _parameters(mode, snap.partition_columns, replace_where))
+    conformed, evolved = conform(df, t.snapshot.schema, merge_schema=merge_schema)
+    if evolved is not None:
+        meta = dataclasses.replace(t.snapshot.metadata, schema_string=schema_to_json(evolved))
+        t.update_metadata(meta)
+    if txn is not None:
+        t.set_app_transaction(*txn)
+    ctx = dataclasses.replace(h.context(t.snapshot), schema=evolved or t.snapshot.schema)
+    if replace_where is not None:
+        conformed = _check_rows(conformed, replace_where)
+    adds = write_files(ctx, h.table, conformed, what="WRITE")
+    try:
+        removed, rewritten, extra = _replaced(h, t, ctx, replace_where, mode)
+    except BaseException:
+        delete_files(h.table, adds)
+        raise
+    change = _Change(adds, removed, rewritten, extra, evolved is not None)
+    return _commit(h, t, txn, change, mode)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Change:
+    adds: list[AddFile]
+    removed: list[AddFile]
+    rewritten: list[AddFile]
+    extra: dict[str, int]
+    evolved: bool
+
+    @property
+    def empty(self) -> bool:
+        return not (self.adds or self.removed or self.rewritten or self.evolved)
+
+
+def _commit(
+    h: TableHandle, t: Transaction, txn: tuple[str, int] | None, change: _Change, mode: str
+) -> WriteResult:
+    rows = sum(a.num_records or 0 for a in change.adds)
+    size = sum(a.size for a in change.adds)
+    metrics = {"numFiles": len(change.adds), "numOutputRows": rows, "numOutputBytes": size}
+    if mode == "overwrite":
+        metrics.update(
+            numRemovedFiles=len(change.removed), numRemovedBytes=sum(f.size for f in change.removed)
+        )
+        metrics.update(numAddedFiles=len(change.adds) + len(change.rewritten), **change.extra)
+    if change.empty and txn is None:
+        return WriteResult(None, 0, 0, 0, metrics=metrics)  # an empty append: nothing to commit
+    try:
+        version = commit(
+            t, h.table, adds=[*change.adds, *change.rewritten], removes=change.removed, metrics=metrics
+        )
+    except ConcurrentTransactionError:
+        done = _done(h.table, txn) if txn is not None else None
+        if done is None:
+            raise
+        return WriteResult(version=done, skipped=True)  # the same idempotent write won concurrently
+    return WriteResult(version, len(change.adds), rows, size, metrics=metrics)

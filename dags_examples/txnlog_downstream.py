@@ -1,0 +1,46 @@
+"""Downstream: runs on every new version of the table and reads exactly the version that triggered it.
+
+The writer's operators emit an asset event for the table with `{"version": v, "operation": op}`;
+this DAG is scheduled on that asset. (Without any upstream DAG, schedule on an `AssetWatcher` with
+`TxnLogVersionEventTrigger` instead: see docs/sensors.md.)
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from typing import Any
+
+from airflow.sdk import DAG, task
+
+from airflow_txnlog.assets import table_asset
+from airflow_txnlog.hooks.txnlog import TxnLogHook
+
+# Any table URI works (s3://bucket/orders with a `txnlog` connection, ...); a local folder by default.
+TABLE_URI = os.environ.get("TXNLOG_EXAMPLE_TABLE", os.path.expanduser("~/airflow_txnlog_examples/orders"))
+
+
+with DAG(
+    dag_id="txnlog_downstream",
+    schedule=[table_asset(TABLE_URI)],
+    start_date=dt.datetime(2024, 1, 1),
+    catchup=False,
+    tags=["txnlog", "example"],
+):
+
+    @task
+    def summarize(**context: Any) -> dict[str, Any]:
+        """Revenue per day of exactly the version named by the triggering event (latest if none)."""
+        events = context.get("triggering_asset_events") or {}
+        # Operator events carry {"version"}; AssetWatcher events carry it under "payload".
+        extras = [e.extra for evs in events.values() for e in evs]
+        versions = [x.get("version", (x.get("payload") or {}).get("version")) for x in extras]
+        versions = [v for v in versions if v is not None]
+        table = TxnLogHook().get_table(TABLE_URI)
+        snap = table.snapshot(version=max(versions)) if versions else table.snapshot()
+        data = snap.to_arrow(columns=["day", "amount"]).group_by("day").aggregate([("amount", "sum")])
+        totals = {r["day"]: round(r["amount_sum"], 2) for r in data.to_pylist()}
+        print(f"version {snap.version}: revenue per day {totals}")
+        return {"version": snap.version, "days": len(totals)}
+
+    summarize()

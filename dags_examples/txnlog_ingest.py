@@ -1,0 +1,55 @@
+"""Daily ingest: append the day's orders with Spark (idempotent), then drop partitions older than 30 days.
+
+A retry of `append_orders` after its commit landed commits nothing (the write carries a txn id for the
+run). The retention delete uses only the partition column, so it removes files from the log without
+reading data.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from typing import Any
+
+from airflow.sdk import DAG
+
+from airflow_txnlog.operators.spark import TxnLogSparkDeleteOperator, TxnLogSparkWriteOperator
+
+# Any table URI works (s3://bucket/orders with a `txnlog` connection, ...); a local folder by default.
+TABLE_URI = os.environ.get("TXNLOG_EXAMPLE_TABLE", os.path.expanduser("~/airflow_txnlog_examples/orders"))
+SPARK_CONF = {"spark.sql.shuffle.partitions": "4", "spark.ui.enabled": "false"}
+
+
+KEEP_DAYS = 30
+
+
+def daily_orders(spark: Any, context: Any) -> Any:
+    """The day's orders (a real DAG would read a landing zone: `source_path=...`)."""
+    day = context["ds"]
+    rows = [
+        (int(day.replace("-", "")) * 1000 + i, day, f"customer-{i % 7}", float(10 + i)) for i in range(50)
+    ]
+    return spark.createDataFrame(rows, "order_id long, day string, customer string, amount double")
+
+
+with DAG(
+    dag_id="txnlog_ingest",
+    schedule="@daily",
+    start_date=dt.datetime(2024, 1, 1),
+    catchup=False,
+    tags=["txnlog", "example"],
+):
+    append = TxnLogSparkWriteOperator(
+        task_id="append_orders",
+        table_uri=TABLE_URI,
+        source=daily_orders,
+        partition_by=["day"],
+        spark_conf=SPARK_CONF,
+    )
+    expire = TxnLogSparkDeleteOperator(
+        task_id="drop_old_partitions",
+        table_uri=TABLE_URI,
+        predicate=f"day < '{{{{ macros.ds_add(ds, -{KEEP_DAYS}) }}}}'",
+        spark_conf=SPARK_CONF,
+    )
+    append >> expire
