@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-OUT = ROOT / "demo_output"
+OUT = Path(os.environ.get("TXNLOG_DEMO_DIR", ROOT / "demo_output")).resolve()
 TABLE = OUT / "orders"
 
 
@@ -125,7 +125,7 @@ def _report() -> None:
         say(f"delta-rs reads the table: version {dt_.version()}, {dt_.to_pyarrow_table().num_rows} rows")
     except ImportError:
         pass
-    say(f"Done: the table is in {TABLE.relative_to(ROOT)}/")
+    say(f"Done: the table is in {TABLE}/")
 
 
 def _print_asset_events() -> None:
