@@ -48,8 +48,8 @@ def _min_max(arr: pa.ChunkedArray | pa.Array) -> tuple[Any, Any] | None:
         return None
     mm = pc.min_max(arr).as_py()
     lo, hi = mm["min"], mm["max"]
-    if pa.types.is_floating(t) and (math.isnan(lo) or math.isnan(hi)):
-        return None
+    if pa.types.is_floating(t) and (math.isnan(lo) or math.isnan(hi) or pc.any(pc.is_nan(arr)).as_py()):
+        return None  # min_max skips NaN, but Spark orders NaN above every number: no safe bounds
     if pa.types.is_decimal(t):  # exact decimal text: a float could fall inside the data's range
         return orjson.Fragment(str(lo).encode()), orjson.Fragment(str(hi).encode())
     if pa.types.is_date(t):

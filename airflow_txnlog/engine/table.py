@@ -304,6 +304,10 @@ class Table:
             return None
         return self._find_txn_commit(app_id, version) or snap.version
 
+    def txn_commit_version(self, app_id: str, version: int) -> int | None:
+        """The version whose commit recorded txn `app_id` at `version` or later (None if not in the log)."""
+        return self._find_txn_commit(app_id, version)
+
     def _find_txn_commit(self, app_id: str, version: int) -> int | None:
         """The version whose commit wrote txn (app_id, >= version), searching newest first."""
         listing = list_log(self._storage)

@@ -247,13 +247,14 @@ class TxnLogSparkMergeOperator(_SourceMixin, _SparkOperator):
                 source_alias=self.source_alias,
                 target_alias=self.target_alias,
             )
+            # The delete clause goes first: after an unconditional update no clause of its kind applies.
+            if self.when_matched_delete:
+                cond = self.when_matched_delete if isinstance(self.when_matched_delete, str) else None
+                builder = builder.when_matched_delete(condition=cond)
             if self.when_matched_update is not None:
                 builder = builder.when_matched_update(
                     set=_clause_map(self.when_matched_update), condition=self.when_matched_update_condition
                 )
-            if self.when_matched_delete:
-                cond = self.when_matched_delete if isinstance(self.when_matched_delete, str) else None
-                builder = builder.when_matched_delete(condition=cond)
             if self.when_not_matched_insert is not None:
                 builder = builder.when_not_matched_insert(values=_clause_map(self.when_not_matched_insert))
             result = builder.execute()
