@@ -110,8 +110,9 @@ def main() -> int:
 
 
 def _report() -> None:
-    from airflow_txnlog.cli import app  # noqa: PLC0415
     from typer.testing import CliRunner  # noqa: PLC0415
+
+    from airflow_txnlog.cli import app  # noqa: PLC0415
 
     say("Asset events of the table (from Airflow's DB)")
     _print_asset_events()
