@@ -63,10 +63,15 @@ def _key_of(d: dict[str, Any]) -> str:
 def parse_commit(data: bytes, *, name: str = "commit") -> list[dict[str, Any]]:
     """All actions of one newline-delimited JSON commit, parsed in one pass."""
     lines = [ln for ln in data.split(b"\n") if ln.strip()]
+    if not lines:  # a commit always holds at least commitInfo: an empty file is a torn write
+        raise LogCorruptedError(f"{name} is empty")
     try:
-        return orjson.loads(b"[" + b",".join(lines) + b"]")  # type: ignore[no-any-return]
+        actions = orjson.loads(b"[" + b",".join(lines) + b"]")
     except orjson.JSONDecodeError as exc:
         raise LogCorruptedError(f"{name} is not valid newline-delimited JSON: {exc}") from exc
+    if not all(isinstance(a, dict) for a in actions):
+        raise LogCorruptedError(f"{name} has a line that is not a JSON object")
+    return actions  # type: ignore[no-any-return]
 
 
 @dataclass(frozen=True)
@@ -154,7 +159,12 @@ class _Applier:
         version = self.state.version
         for version, actions, name in commits:
             for action in actions:
-                self._one(version, action, name)
+                try:
+                    self._one(version, action, name)
+                except (KeyError, TypeError, AttributeError, ValueError) as exc:
+                    raise LogCorruptedError(
+                        f"{name or version}: malformed action {action!r:.200}: {exc!r}"
+                    ) from exc
         return replace(
             self.state,
             version=version,

@@ -25,6 +25,7 @@ import os
 import threading
 import uuid
 from abc import ABC, abstractmethod
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, BinaryIO
 from urllib.parse import urlsplit
 
@@ -191,13 +192,11 @@ class FsspecStorage(Storage):
 
     @override
     def read_many(self, keys: list[str]) -> list[bytes]:
-        paths = [self.full_path(k) for k in keys]
-        if not paths:
-            return []
-        got = self.fs.cat(paths, on_error="raise")
-        if not isinstance(got, dict):  # a single path comes back as bytes
-            got = {paths[0]: got}
-        return [got[p] for p in paths]
+        # One cat_file per key (fs.cat would read [ ] * ? in keys as glob patterns), concurrently.
+        if len(keys) <= 1:
+            return [self.read(k) for k in keys]
+        with ThreadPoolExecutor(max_workers=min(16, len(keys))) as pool:
+            return list(pool.map(self.read, keys))
 
     @override
     def put_if_absent(self, key: str, data: bytes) -> None:
@@ -278,6 +277,8 @@ def storage_for(
         raise InvalidArgumentError(f"table URI must be a non-empty string, got {uri!r}")
     uri = uri.strip().rstrip("/") or "/"
     parts = urlsplit(uri)
+    if parts.query or parts.fragment:
+        raise InvalidArgumentError(f"table URI {uri!r} has a query or fragment, which would be ignored")
     scheme = parts.scheme.lower()
     if scheme in ("", "file") or (len(scheme) == 1 and os.name == "nt"):
         path = parts.path if scheme == "file" else uri
@@ -289,7 +290,7 @@ def storage_for(
         raise InvalidArgumentError(f"table URI {uri!r} has no bucket or host")
     try:
         fs, fs_root = fsspec.url_to_fs(f"{scheme}://{parts.netloc}{parts.path}", **(storage_options or {}))
-    except (ImportError, ValueError) as exc:
+    except (ImportError, ValueError, TypeError) as exc:
         raise StorageError(f"cannot open storage for {uri!r}: {exc}") from exc
     if scheme == "memory":
         return MemoryStorage(uri, fs, fs_root)

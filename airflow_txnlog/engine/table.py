@@ -30,6 +30,7 @@ from airflow_txnlog.engine.errors import (
     InvalidArgumentError,
     LogCorruptedError,
     RestoreError,
+    StorageError,
     TableExistsError,
     TxnLogError,
     UnsupportedFeatureError,
@@ -131,6 +132,8 @@ class Table:
         checkpoint_part_size: int = DEFAULT_PART_SIZE,
         max_commit_attempts: int = DEFAULT_MAX_ATTEMPTS,
     ) -> None:
+        if checkpoint_part_size < 1 or max_commit_attempts < 1:
+            raise InvalidArgumentError("checkpoint_part_size and max_commit_attempts must be at least 1")
         self._storage = storage
         self._latest: Snapshot | None = None
         self.checkpoint_part_size = checkpoint_part_size
@@ -150,7 +153,12 @@ class Table:
     ) -> Table:
         """Open an existing table (TableNotFoundError if there is no log)."""
         table = cls(storage_for(uri, storage_options, single_writer=single_writer), **kw)
-        list_log(table._storage)  # TableNotFoundError when there is no log at all
+        try:
+            list_log(table._storage)  # TableNotFoundError when there is no log at all
+        except (OSError, TypeError) as exc:  # unreachable store, bad storage options (s3fs checks lazily)
+            raise StorageError(
+                f"cannot list the log of {table._storage.root!r}: {type(exc).__name__}: {exc}"
+            ) from exc
         try:
             table._latest = load_snapshot(table._storage)
         except (LogCorruptedError, UnsupportedFeatureError, VersionNotFoundError):
@@ -178,13 +186,19 @@ class Table:
         conf = {str(k): str(v) for k, v in (properties or {}).items()}
         props.validate(conf)
         storage = storage_for(uri, storage_options, single_writer=single_writer)
-        if any(f.name.endswith(".json") for f in storage.list_log()):
+        try:
+            existing = storage.list_log()
+        except OSError as exc:  # e.g. a file where the folder should be, a missing bucket
+            raise StorageError(f"cannot create the table at {storage.root!r}: {exc}") from exc
+        if any(f.name.endswith(".json") for f in existing):
             raise TableExistsError(f"a Delta table already exists at {storage.root!r}")
         version_zero = _create_actions(norm, schema, parts, conf=conf, name=name, description=description)
         try:
             storage.put_if_absent(f"{LOG_DIR}/{commit_name(0)}", serialize_actions(version_zero))
         except FileExistsError as exc:
             raise TableExistsError(f"a Delta table already exists at {storage.root!r}") from exc
+        except OSError as exc:
+            raise StorageError(f"cannot create the table at {storage.root!r}: {exc}") from exc
         table = cls(storage, **kw)
         table._latest = load_snapshot(storage)
         return table
@@ -219,6 +233,8 @@ class Table:
             version = version_at(self._storage, timestamp, in_commit_timestamps=ict)
         if version is None:
             return self._refresh()
+        if not isinstance(version, int) or isinstance(version, bool) or version < 0:
+            raise InvalidArgumentError(f"version must be a non-negative integer, got {version!r}")
         if self._latest is not None and self._latest.version == version:
             return self._latest
         return load_snapshot(self._storage, version)

@@ -13,7 +13,8 @@ attempt budget is generous: a busy table must not make us drop a commit.
 
 Before the first attempt the transaction is validated, and nothing is written if it is invalid:
 protocol features we cannot write, `delta.appendOnly`, paths escaping the table root, duplicate
-actions for one path, empty commits.
+actions for one path. (A transaction without actions commits a version holding only commitInfo, as
+Delta's VACUUM START/END do; a 0-byte commit file is never written.)
 """
 
 from __future__ import annotations
@@ -308,8 +309,11 @@ class Transaction:
 
 def _check_inside_root(path: str, root: str) -> None:
     """Refuse add paths that would point outside the table root."""
+    if "\\" in path or ".." in path.split("/"):
+        raise InvalidArgumentError(f"add path {path!r} has a '..' segment: it could escape the table root")
     if has_scheme(path) or path.startswith("/"):
-        if not path.replace("file://", "").replace("file:", "").startswith(root.rstrip("/") + "/"):
+        local = "/" + path[5:].lstrip("/") if path.startswith("file:") else path
+        if not posixpath.normpath(local).startswith(root.rstrip("/") + "/"):
             raise InvalidArgumentError(f"add path {path!r} is outside the table root {root!r}")
         return
     norm = posixpath.normpath(path)

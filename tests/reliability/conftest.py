@@ -1,0 +1,129 @@
+"""Fixtures for the reliability suite: a loopback S3 server (moto), backends, sizes and figures.
+
+- `s3_server` (session): `moto.server.ThreadedMotoServer` on 127.0.0.1 and a free port, with one
+  bucket; `s3_options` are the s3fs `storage_options` that reach it (dummy credentials). No
+  outside network is used.
+- `backend` / `table_uri`-style factories: every reliability scenario that is about storage runs on
+  `local` and on `s3`; new scenarios (vacuum, restore, savepoints) are added as new cases.
+- Sizes: a CI size by default, the full size of issue 6 with `TXNLOG_FULL=1` (see docs/reliability.md).
+- Figures: tests attach measured counts with `report_figures(...)` (stored as the report's
+  `user_properties`, which pytest-xdist ships to the controller); `pytest_terminal_summary` prints them
+  in a "reliability figures" section.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+FULL = os.environ.get("TXNLOG_FULL", "") not in ("", "0", "false", "no")
+BUCKET = "txnlog-reliability"
+S3_KEY = "reliability-test-key"
+# A recognisable secret: the security tests check it never leaks into messages or logs.
+S3_SECRET = "Sx7-NEVER-LOG-THIS-SECRET-0b5e1c"
+FIGURES_KEY = "reliability_figures"
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass(frozen=True)
+class S3Server:
+    endpoint: str
+    bucket: str
+
+    @property
+    def options(self) -> dict[str, Any]:
+        """s3fs storage_options for this server (fresh dict: callers may mutate it)."""
+        return {
+            "endpoint_url": self.endpoint,
+            "key": S3_KEY,
+            "secret": S3_SECRET,
+            "client_kwargs": {"region_name": "us-east-1"},
+        }
+
+
+@pytest.fixture(scope="session")
+def s3_server() -> Iterator[S3Server]:
+    """A moto S3 server on loopback with one bucket, for the whole session (one per xdist worker)."""
+    pytest.importorskip("s3fs")
+    moto_server = pytest.importorskip("moto.server")
+    import boto3  # noqa: PLC0415 - only when S3 tests run
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one line per request otherwise
+    port = _free_port()
+    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    endpoint = f"http://127.0.0.1:{port}"
+    client = boto3.client(
+        "s3",
+        endpoint_url=endpoint,
+        aws_access_key_id=S3_KEY,
+        aws_secret_access_key=S3_SECRET,
+        region_name="us-east-1",
+    )
+    client.create_bucket(Bucket=BUCKET)
+    client.close()
+    try:
+        yield S3Server(endpoint, BUCKET)
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def s3_options(s3_server: S3Server) -> dict[str, Any]:
+    return s3_server.options
+
+
+@dataclass(frozen=True)
+class Backend:
+    """Where a test's tables live: `new_uri()` gives a fresh table location; `options` go to the engine."""
+
+    name: str
+    new_uri: Callable[[str], str]
+    options: dict[str, Any] | None
+
+
+@pytest.fixture(params=["local", "s3"])
+def backend(request: pytest.FixtureRequest, tmp_path: Any) -> Backend:
+    """Run the test on the local filesystem and on S3 (moto)."""
+    if request.param == "local":
+        return Backend("local", lambda name: str(tmp_path / f"{name}-{uuid.uuid4().hex[:8]}"), None)
+    server: S3Server = request.getfixturevalue("s3_server")
+    prefix = uuid.uuid4().hex
+    return Backend(
+        "s3", lambda name: f"s3://{server.bucket}/{prefix}/{name}-{uuid.uuid4().hex[:8]}", server.options
+    )
+
+
+def report_figures(request: pytest.FixtureRequest, title: str, figures: dict[str, Any]) -> None:
+    """Attach measured figures to this test's report (printed in the terminal summary)."""
+    request.node.user_properties.append((FIGURES_KEY, {"title": title, **figures}))
+    print(f"[reliability] {title}: " + ", ".join(f"{k}={v}" for k, v in figures.items()))
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    lines = []
+    for kind in ("passed", "failed", "xfailed", "xpassed"):
+        for rep in terminalreporter.stats.get(kind, []):
+            if getattr(rep, "when", "call") != "call":
+                continue
+            for key, value in getattr(rep, "user_properties", []):
+                if key == FIGURES_KEY:
+                    figs = dict(value)
+                    title = figs.pop("title")
+                    lines.append(f"{title} [{kind}]: " + ", ".join(f"{k}={v}" for k, v in figs.items()))
+    if lines:
+        terminalreporter.section("reliability figures")
+        for line in sorted(lines):
+            terminalreporter.write_line(line)
