@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import threading
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -61,6 +62,7 @@ def s3_server() -> Iterator[S3Server]:
     import boto3  # noqa: PLC0415 - only when S3 tests run
 
     logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one line per request otherwise
+    restore_put = _serialise_moto_puts()
     port = _free_port()
     server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
@@ -78,6 +80,32 @@ def s3_server() -> Iterator[S3Server]:
         yield S3Server(endpoint, BUCKET)
     finally:
         server.stop()
+        restore_put()
+
+
+def _serialise_moto_puts() -> Callable[[], None]:
+    """Make moto's conditional PUT atomic, as S3's is.
+
+    moto 5.2 checks `If-None-Match: *` and then stores the object without a lock, on a threaded
+    server: two concurrent PUTs of one key can both succeed (seen once in an 8x25 stress run: two
+    writers got version 62). Real S3 (and MinIO) evaluate the condition atomically; without this lock
+    the stress test would measure moto's race, not the engine. Returns the undo function.
+    """
+    from moto.s3.responses import S3Response  # noqa: PLC0415
+
+    original = S3Response.put_object
+    lock = threading.Lock()
+
+    def put_object(self: Any) -> Any:
+        with lock:
+            return original(self)
+
+    S3Response.put_object = put_object  # type: ignore[method-assign]
+
+    def undo() -> None:
+        S3Response.put_object = original  # type: ignore[method-assign]
+
+    return undo
 
 
 @pytest.fixture
