@@ -4,7 +4,8 @@ Algorithm (Delta's VACUUM, plus savepoints):
 1. cutoff = now - retention (`delta.deletedFileRetentionDuration`, 7 days by default; a shorter
    retention needs `enforce_retention=False`);
 2. list every file under the table root, skipping `_`/`.`-prefixed folders and files except partition
-   folders (`_col=value` of a partition column); never look outside the root (symlinks resolved);
+   folders (`_col=value` of a partition column); never look outside the root (symlinked folders are
+   not entered; a symlinked file is removed as a link, never its target);
 3. keep: live files of the latest snapshot, tombstones deleted after the cutoff, every file of every
    unexpired savepoint manifest;
 4. delete the rest if it is an expired tombstone, or, for files the log does not know (orphans of
@@ -80,21 +81,35 @@ def _relative_key(storage: Storage, key: str) -> str:
     return key[len(root) :] if key.startswith(root) else key
 
 
-def _inside_root(storage: Storage, path: str) -> bool:
-    if not isinstance(storage, LocalStorage):
-        return True
-    root = os.path.realpath(storage.fs_root)
-    return os.path.realpath(path).startswith(root + os.sep)
+def _list_local(root: str, partition_columns: set[str]) -> dict[str, tuple[int, int]]:
+    """os.scandir walk that never enters symlinked folders and prunes hidden ones early."""
+    out: dict[str, tuple[int, int]] = {}
+    stack = [("", root)]
+    while stack:
+        rel_dir, path = stack.pop()
+        with os.scandir(path) as it:
+            for e in it:
+                rel = f"{rel_dir}{e.name}"
+                if _hidden(e.name, partition_columns):
+                    continue
+                if e.is_dir(follow_symlinks=False):
+                    stack.append((rel + "/", e.path))
+                elif e.is_file(follow_symlinks=False) or e.is_symlink():
+                    st = e.stat(follow_symlinks=False)  # a link is removed, never its target
+                    out[rel] = (st.st_size, st.st_mtime_ns // 1_000_000)
+    return out
 
 
 def list_files(storage: Storage, partition_columns: set[str]) -> dict[str, tuple[int, int]]:
     """Relative path -> (size, mtime ms) of every visible file under the root."""
+    if isinstance(storage, LocalStorage):
+        return _list_local(storage.fs_root, partition_columns)
     root = storage.fs_root.rstrip("/")
     found = storage.fs.find(root, detail=True, withdirs=False)
     out: dict[str, tuple[int, int]] = {}
     for path, info in found.items():
         rel = str(path)[len(root) + 1 :]
-        if not rel or _hidden(rel, partition_columns) or not _inside_root(storage, str(path)):
+        if not rel or _hidden(rel, partition_columns):
             continue
         mtime = info.get("mtime") or info.get("LastModified") or info.get("updated") or 0
         ts = int(mtime.timestamp() * 1000) if hasattr(mtime, "timestamp") else int(float(mtime) * 1000)
