@@ -636,6 +636,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return a
 
 
+def _other_sections(path: Path) -> str:
+    """Sections other benchmarks own (`<!-- name:start -->` ... `<!-- name:end -->`), kept on rewrite."""
+    import re
+
+    text = path.read_text() if path.exists() else ""
+    pattern = r"<!-- ([\w-]+):start -->.*?<!-- \1:end -->"
+    return "".join("\n" + m.group(0) + "\n" for m in re.finditer(pattern, text, flags=re.S))
+
+
 def load_average() -> str:
     try:
         return " / ".join(f"{x:.1f}" for x in os.getloadavg())
@@ -690,7 +699,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.output and not args.no_write:
         args.output.parent.mkdir(parents=True, exist_ok=True)
         info = {**machine_info(), "load average": load}
-        args.output.write_text(render(runner, rows, info, time.perf_counter() - started))
+        report = render(runner, rows, info, time.perf_counter() - started)
+        args.output.write_text(report + _other_sections(args.output))
         print(f"\nwrote {args.output}")
     return 0
 
