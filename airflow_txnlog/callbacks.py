@@ -13,13 +13,10 @@ from collections.abc import Callable
 from typing import Any
 
 from airflow_txnlog.hooks.txnlog import TxnLogHook
+from airflow_txnlog.operators._base import run_owner  # the same tag the write operators put on commits
 
 log = logging.getLogger(__name__)
 _RETRY_STATES = frozenset({"up_for_retry", "up_for_reschedule"})
-
-
-def _owner(context: Any) -> str:
-    return f"{context['dag'].dag_id}/{context['run_id']}"
 
 
 def _will_retry(ti: Any) -> bool:
@@ -49,7 +46,7 @@ def restore_on_failure(
                 return
             table = TxnLogHook(txnlog_conn_id=txnlog_conn_id).get_table(table_uri)
             result = table.restore(
-                savepoint=name, owner=_owner(context), on_foreign_commits=on_foreign_commits
+                savepoint=name, owner=run_owner(context), on_foreign_commits=on_foreign_commits
             )
             if result.committed:
                 log.warning(

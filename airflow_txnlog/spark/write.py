@@ -51,20 +51,6 @@ from airflow_txnlog.spark.stage import commit, delete_files, write_files
 MODES = ("append", "overwrite")
 
 
-def find_txn_version(table: Table, app_id: str, version: int) -> int | None:
-    """The version whose commit wrote txn (app_id, >= version), newest first (None if cleaned up)."""
-    for v in range(table.latest_version(), -1, -1):
-        try:
-            blob = table.storage.read(f"_delta_log/{v:020d}.json")
-        except FileNotFoundError:
-            return None
-        for line in blob.splitlines():
-            t = json.loads(line).get("txn") if line.strip() else None
-            if t and t.get("appId") == app_id and int(t.get("version", -1)) >= version:
-                return v
-    return None
-
-
 def _done(table: Table, txn: tuple[str, int]) -> int | None:
     app_id, version = txn
     if not isinstance(app_id, str) or not app_id or not isinstance(version, int) or version < 0:
@@ -73,7 +59,7 @@ def _done(table: Table, txn: tuple[str, int]) -> int | None:
     seen = snap.txn_version(app_id)
     if seen is None or seen < version:
         return None
-    return find_txn_version(table, app_id, version) or snap.version
+    return table.txn_commit_version(app_id, version) or snap.version
 
 
 def _check_rows(df: DataFrame, predicate: str) -> DataFrame:
