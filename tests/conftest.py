@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from typing import Any
 
 import fsspec
 import pyarrow as pa
@@ -28,3 +29,24 @@ def rows(ids: list[int], part: str | None = "a") -> pa.Table:
         {"id": ids, "value": [float(i) / 2 for i in ids], "part": [part] * len(ids)},
         schema=SCHEMA,
     )
+
+
+FIGURES_KEY = "reliability_figures"  # the key tests/reliability/conftest.py attaches figures under
+
+
+# Defined here (the root conftest) so the summary also prints when the whole suite runs.
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    lines = []
+    for kind in ("passed", "failed", "xfailed", "xpassed"):
+        for rep in terminalreporter.stats.get(kind, []):
+            if getattr(rep, "when", "call") != "call":
+                continue
+            for key, value in getattr(rep, "user_properties", []):
+                if key == FIGURES_KEY:
+                    figs = dict(value)
+                    title = figs.pop("title")
+                    lines.append(f"{title} [{kind}]: " + ", ".join(f"{k}={v}" for k, v in figs.items()))
+    if lines:
+        terminalreporter.section("reliability figures")
+        for line in sorted(lines):
+            terminalreporter.write_line(line)

@@ -138,20 +138,3 @@ def report_figures(request: pytest.FixtureRequest, title: str, figures: dict[str
     """Attach measured figures to this test's report (printed in the terminal summary)."""
     request.node.user_properties.append((FIGURES_KEY, {"title": title, **figures}))
     print(f"[reliability] {title}: " + ", ".join(f"{k}={v}" for k, v in figures.items()))
-
-
-def pytest_terminal_summary(terminalreporter: Any) -> None:
-    lines = []
-    for kind in ("passed", "failed", "xfailed", "xpassed"):
-        for rep in terminalreporter.stats.get(kind, []):
-            if getattr(rep, "when", "call") != "call":
-                continue
-            for key, value in getattr(rep, "user_properties", []):
-                if key == FIGURES_KEY:
-                    figs = dict(value)
-                    title = figs.pop("title")
-                    lines.append(f"{title} [{kind}]: " + ", ".join(f"{k}={v}" for k, v in figs.items()))
-    if lines:
-        terminalreporter.section("reliability figures")
-        for line in sorted(lines):
-            terminalreporter.write_line(line)
