@@ -275,9 +275,19 @@ class Table:
         :param tags: recorded in commitInfo["tags"]; e.g. {"owner": run_id} lets `restore` tell a
             run's own commits from other writers'.
         """
+        return self._transaction_on(self._refresh(), operation, parameters, isolation_level, tags)
+
+    def _transaction_on(
+        self,
+        snap: Snapshot,
+        operation: str,
+        parameters: Mapping[str, Any] | None,
+        isolation_level: str = SERIALIZABLE,
+        tags: Mapping[str, str] | None = None,
+    ) -> Transaction:
         return Transaction(
             self._storage,
-            self._refresh(),
+            snap,
             operation=operation,
             parameters=parameters,
             isolation_level=isolation_level,
@@ -300,7 +310,8 @@ class Table:
             done = self._txn_done(snap, txn)
             if done is not None:
                 return done
-        t = self.transaction("WRITE", write_parameters(mode, snap.partition_columns), tags=tags)
+        # The snapshot just refreshed is the one the write reads: no second listing of the log.
+        t = self._transaction_on(snap, "WRITE", write_parameters(mode, snap.partition_columns), tags=tags)
         if txn is not None:
             t.set_app_transaction(*txn)
         try:
