@@ -22,8 +22,6 @@ from airflow_txnlog.engine.savepoints import list_savepoints
 from airflow_txnlog.engine.snapshot import Snapshot
 from airflow_txnlog.engine.storage import Storage
 
-DEFAULT_TARGET_FILE_SIZE = 100 * 1024 * 1024
-
 
 @dataclass(frozen=True)
 class TableHealth:
@@ -47,8 +45,7 @@ class TableHealth:
 
 def table_health(storage: Storage, snap: Snapshot, *, small_file_bytes: int | None = None) -> TableHealth:
     conf = snap.metadata.configuration
-    target = int(conf.get(props.TARGET_FILE_SIZE, DEFAULT_TARGET_FILE_SIZE))
-    small = small_file_bytes if small_file_bytes is not None else target // 4
+    small = small_file_bytes if small_file_bytes is not None else props.target_file_size(conf) // 4
     files = snap.files()
     now = int(time.time() * 1000)
     cutoff = now - props.deleted_file_retention_ms(conf)

@@ -20,6 +20,7 @@ DEFAULT_CHECKPOINT_INTERVAL = 10
 DEFAULT_DELETED_FILE_RETENTION_MS = 7 * 24 * 3600 * 1000
 DEFAULT_LOG_RETENTION_MS = 30 * 24 * 3600 * 1000
 DEFAULT_NUM_INDEXED_COLS = 32
+DEFAULT_TARGET_FILE_SIZE = 100 * 1024 * 1024  # delta-rs's default
 
 _UNIT_MS = {
     "microsecond": 0.001,
@@ -46,15 +47,25 @@ def _bool(conf: Mapping[str, str], key: str) -> bool:
     return str(conf.get(key, "false")).strip().lower() == "true"
 
 
-def checkpoint_interval(conf: Mapping[str, str]) -> int:
-    raw = conf.get(CHECKPOINT_INTERVAL)
+def positive_int(raw: object, default: int, what: str) -> int:
+    """`raw` as a positive integer (`default` when None), or InvalidArgumentError naming `what`."""
     try:
-        value = int(raw) if raw is not None else DEFAULT_CHECKPOINT_INTERVAL
+        value = int(str(raw)) if raw is not None else default
     except ValueError as exc:
-        raise InvalidArgumentError(f"{CHECKPOINT_INTERVAL} must be a positive integer, got {raw!r}") from exc
+        raise InvalidArgumentError(f"{what} must be a positive integer, got {raw!r}") from exc
     if value <= 0:
-        raise InvalidArgumentError(f"{CHECKPOINT_INTERVAL} must be a positive integer, got {raw!r}")
+        raise InvalidArgumentError(f"{what} must be a positive integer, got {raw!r}")
     return value
+
+
+def checkpoint_interval(conf: Mapping[str, str]) -> int:
+    return positive_int(conf.get(CHECKPOINT_INTERVAL), DEFAULT_CHECKPOINT_INTERVAL, CHECKPOINT_INTERVAL)
+
+
+def target_file_size(conf: Mapping[str, str], override: int | None = None) -> int:
+    """Bytes per file for compaction: `override`, else `delta.targetFileSize`, else 100 MiB."""
+    raw = override if override is not None else conf.get(TARGET_FILE_SIZE)
+    return positive_int(raw, DEFAULT_TARGET_FILE_SIZE, TARGET_FILE_SIZE)
 
 
 def append_only(conf: Mapping[str, str]) -> bool:

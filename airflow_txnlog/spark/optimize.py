@@ -26,15 +26,12 @@ from functools import reduce
 
 from pyspark.sql import DataFrame
 
-from airflow_txnlog.engine import AddFile, InvalidArgumentError
+from airflow_txnlog.engine import AddFile, InvalidArgumentError, properties
 from airflow_txnlog.spark.delete import elapsed_ms, file_metrics
 from airflow_txnlog.spark.planning import Case, classify, read_candidates
 from airflow_txnlog.spark.results import DmlResult
 from airflow_txnlog.spark.scan import TableContext, TableHandle, scan
 from airflow_txnlog.spark.stage import commit, write_files
-
-DEFAULT_TARGET_FILE_SIZE = 100 * 1024 * 1024
-TARGET_FILE_SIZE = "delta.targetFileSize"
 
 
 def bin_pack(files: Sequence[AddFile], target: int) -> list[list[AddFile]]:
@@ -63,14 +60,7 @@ def _percentile(sizes: list[int], q: float) -> int:
 
 
 def _target(ctx: TableContext, target_file_size: int | None) -> int:
-    raw = target_file_size if target_file_size is not None else ctx.properties.get(TARGET_FILE_SIZE)
-    try:
-        value = int(raw) if raw is not None else DEFAULT_TARGET_FILE_SIZE
-    except ValueError as exc:
-        raise InvalidArgumentError(f"{TARGET_FILE_SIZE} must be a number of bytes, got {raw!r}") from exc
-    if value <= 0:
-        raise InvalidArgumentError(f"the target file size must be positive, got {value}")
-    return value
+    return properties.target_file_size(ctx.properties, target_file_size)
 
 
 # Spark 4 may give a union of single-partition children a single partition (one task for every

@@ -7,6 +7,7 @@ import orjson
 import pyarrow as pa
 import pytest
 
+from airflow_txnlog.engine import InvalidArgumentError, properties
 from airflow_txnlog.engine.actions import (
     AddFile,
     CommitInfo,
@@ -156,3 +157,13 @@ def test_schema_json_round_trip_all_types() -> None:
     assert types["l"] == "long" and types["ntz"] == "timestamp_ntz" and types["dec"] == "decimal(10,3)"
     assert types["arr"]["type"] == "array" and types["m"]["type"] == "map"
     assert schema_from_json(text).equals(schema)
+
+
+def test_table_property_helpers() -> None:
+    assert properties.checkpoint_interval({}) == 10
+    assert properties.target_file_size({}) == 100 * 1024 * 1024
+    assert properties.target_file_size({"delta.targetFileSize": "1024"}) == 1024
+    assert properties.target_file_size({"delta.targetFileSize": "1024"}, 7) == 7
+    for bad in ("0", "-5", "ten"):
+        with pytest.raises(InvalidArgumentError, match=r"delta\.targetFileSize"):
+            properties.target_file_size({"delta.targetFileSize": bad})
