@@ -18,12 +18,24 @@ local (`LocalStorage`: temp file + fsync + `os.link` / `os.replace`)
 s3 (`FsspecStorage`: one exclusive PUT per commit, one PUT per checkpoint file)
   data_write, commit_before_put, commit_after_put, after_commit, checkpoint_put, checkpoint_part,
   last_checkpoint_put
-any
+any backend (maintenance, hooked on the table's storage object and the restore module)
+  savepoint_manifest    savepoint manifest written, its record (the commit point) not created
+  vacuum_delete         vacuum (retention 0) after its `at`-th file delete: the rest not deleted, and
+                        the VACUUM END commit not written
+  restore_before_commit restore planned and its files checked, its commit not attempted
+  restore_commit_landed restore commit in the log, the writer never learns it
   random_delay          no hook: the parent kills the child after a random delay
 
+The child mixes appends, partition deletes, savepoints, restores to a savepoint and vacuums with
+retention 0 (so every tombstone is a candidate, and only the savepoints keep old files); an armed
+maintenance point makes its operation frequent so the point is reached within `max_commits`.
+
 Report protocol (one JSON line per event, written with a single `os.write` and fsynced):
-  {"intent": op, "add": [ids], "remove": [ids]}   before each commit is attempted
-  {"done": version}                                when the commit landed, before `commit()` returns
+  {"intent": op, "add": [ids], "remove": [ids]}   before each append / delete is attempted
+  {"intent": "restore", "version": v}             before a restore to the savepoint of version v
+  {"intent": "vacuum"}                            before a vacuum (two commits, no data change)
+  {"done": version}                                when a commit landed, before `commit()` returns
+  {"savepoint": v} / {"vacuumed": files} / {"restored": committed}   after those operations returned
 """
 
 from __future__ import annotations
@@ -38,12 +50,19 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from airflow_txnlog.engine import Table
+from airflow_txnlog.engine import restore as restore_mod
 from airflow_txnlog.engine import table as table_mod
 from airflow_txnlog.engine import writer as writer_mod
 from airflow_txnlog.engine.log_paths import parse_name
 from airflow_txnlog.engine.storage import FsspecStorage
 from tests.conftest import rows
 
+MAINTENANCE_POINTS = (
+    "savepoint_manifest",
+    "vacuum_delete",
+    "restore_before_commit",
+    "restore_commit_landed",
+)
 LOCAL_POINTS = (
     "data_write",
     "commit_temp_write",
@@ -54,6 +73,7 @@ LOCAL_POINTS = (
     "checkpoint_part",
     "last_checkpoint_temp",
     "last_checkpoint_replace",
+    *MAINTENANCE_POINTS,
     "random_delay",
 )
 S3_POINTS = (
@@ -64,6 +84,7 @@ S3_POINTS = (
     "checkpoint_put",
     "checkpoint_part",
     "last_checkpoint_put",
+    *MAINTENANCE_POINTS,
     "random_delay",
 )
 
@@ -144,9 +165,12 @@ def install_s3(trap: Trap) -> None:
     real_put, real_write = FsspecStorage.put_if_absent, FsspecStorage.write
 
     def put_if_absent(self: FsspecStorage, key: str, data: bytes) -> None:
-        trap.hit("commit_before_put")
+        is_commit = _kind(key) == "commit"  # savepoint records are put-if-absent too
+        if is_commit:
+            trap.hit("commit_before_put")
         real_put(self, key, data)
-        trap.hit("commit_after_put")
+        if is_commit:
+            trap.hit("commit_after_put")
 
     def write(self: FsspecStorage, key: str, data: bytes) -> None:
         kind = _kind(key)
@@ -179,6 +203,93 @@ def install_common(trap: Trap) -> None:
     table_mod.write_checkpoint = write_checkpoint  # type: ignore[attr-defined]
 
 
+def install_maintenance(trap: Trap, t: Table) -> dict[str, str | None]:
+    """Hooks on this table's storage object (instance attributes shadow the class methods)."""
+    storage = t.storage
+    ctx: dict[str, str | None] = {"op": None}
+    real_write, real_delete, real_put = storage.write, storage.delete, storage.put_if_absent
+    real_restore_commit = restore_mod._commit
+
+    def write(key: str, data: bytes) -> None:
+        real_write(key, data)
+        if key.startswith("_savepoints/") and key.endswith(".parquet"):
+            trap.hit("savepoint_manifest")
+
+    def delete(key: str) -> None:
+        real_delete(key)
+        if ctx["op"] == "vacuum":
+            trap.hit("vacuum_delete")
+
+    def put_if_absent(key: str, data: bytes) -> None:
+        real_put(key, data)
+        if ctx["op"] == "restore" and _kind(key) == "commit":
+            trap.hit("restore_commit_landed")
+
+    def restore_commit(*a: Any, **kw: Any) -> int:
+        trap.hit("restore_before_commit")
+        return real_restore_commit(*a, **kw)  # type: ignore[no-any-return]
+
+    storage.write, storage.delete, storage.put_if_absent = write, delete, put_if_absent  # type: ignore[method-assign]
+    restore_mod._commit = restore_commit  # type: ignore[attr-defined]
+    return ctx
+
+
+def _weights(point: str) -> dict[str, float]:
+    """Chance per iteration of each maintenance operation (the rest are appends)."""
+    w = {"delete": 0.2, "savepoint": 0.1, "restore": 0.1, "vacuum": 0.15}
+    boost = {
+        "savepoint_manifest": "savepoint",
+        "vacuum_delete": "vacuum",
+        "restore_before_commit": "restore",
+        "restore_commit_landed": "restore",
+    }.get(point)
+    if boost:
+        w[boost] = 0.3
+    return w
+
+
+def _pick(rng: random.Random, weights: dict[str, float]) -> str:
+    r = rng.random()
+    for op, w in weights.items():
+        if r < w:
+            return op
+        r -= w
+    return "append"
+
+
+def _partition_delete(t: Table, part: str, say: Any) -> None:
+    txn = t.transaction("DELETE", {"predicate": f"part = '{part}'"})
+    files = txn.read_files(f"part = '{part}'")
+    if not files:
+        return
+    gone = []
+    for f in files:
+        with t.storage.fs.open(t.storage.resolve(f.path), "rb") as fh:
+            gone += pq.read_table(fh, columns=["id"]).column("id").to_pylist()
+        txn.remove(f)
+    say({"intent": "delete", "add": [], "remove": gone})
+    txn.commit()
+
+
+def _maintain(t: Table, op: str, rng: random.Random, ctx: dict[str, str | None], say: Any, tag: str) -> None:
+    if op == "savepoint":
+        say({"savepoint": t.create_savepoint(f"sp-{tag}", reason="crash test").version})
+        return
+    ctx["op"] = op
+    try:
+        if op == "vacuum":
+            say({"intent": "vacuum"})
+            say({"vacuumed": t.vacuum(retention_hours=0, dry_run=False, enforce_retention=False).deleted})
+        elif op == "restore":
+            sps = t.savepoints()
+            if sps:
+                sp = rng.choice(sps)
+                say({"intent": "restore", "version": sp.version})
+                say({"restored": t.restore(savepoint=sp.name, on_foreign_commits="force").committed})
+    finally:
+        ctx["op"] = None
+
+
 def main(config: dict[str, Any]) -> None:
     trap = Trap(config["point"], config["at"])
     if config["backend"] == "local":
@@ -200,22 +311,19 @@ def main(config: dict[str, Any]) -> None:
         real_post_commit(version)
 
     t._post_commit = post_commit  # type: ignore[method-assign]
+    ctx = install_maintenance(trap, t)
     rng = random.Random(config["seed"])
+    weights = _weights(config["point"])
     base = config["id_base"]
     for i in range(config["max_commits"]):
         part = f"p{rng.randrange(3)}"
-        if rng.random() < 0.2:
-            txn = t.transaction("DELETE", {"predicate": f"part = '{part}'"})
-            files = txn.read_files(f"part = '{part}'")
-            if files:
-                gone = []
-                for f in files:
-                    with t.storage.fs.open(t.storage.resolve(f.path), "rb") as fh:
-                        gone += pq.read_table(fh, columns=["id"]).column("id").to_pylist()
-                    txn.remove(f)
-                say({"intent": "delete", "add": [], "remove": gone})
-                txn.commit()
-                continue
+        op = _pick(rng, weights)
+        if op == "delete":
+            _partition_delete(t, part, say)
+            continue
+        if op != "append":
+            _maintain(t, op, rng, ctx, say, f"{config['seed']}-{i}")
+            continue
         new = [base + i * 10 + j for j in range(rng.randint(1, 3))]
         say({"intent": "append", "add": new, "remove": []})
         t.write(rows(new, part))
