@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import re
+import time
 from pathlib import Path
 from typing import Any
 
@@ -442,6 +444,7 @@ def test_cleanup_log_dry_run_then_execute(overwritten: Path) -> None:
         "files": commits_below,
         "checkpointVersion": 4,
         "oldestVersionKept": 4,
+        "tempFiles": [],
     }
     out = run_human("cleanup-log", str(overwritten), "--retain-hours", "0", "--dry-run")
     assert "dry run: log cleanup would delete 4 file(s) below checkpoint 4; oldest version kept: 4" in out
@@ -460,6 +463,20 @@ def test_cleanup_log_default_retention_keeps_everything(overwritten: Path) -> No
     assert (doc["numFiles"], doc["checkpointVersion"], doc["oldestVersionKept"]) == (0, None, 0)
     assert "no checkpoint is older than the retention" in run_human("cleanup-log", str(overwritten))
     assert _log_names(overwritten) == before
+
+
+def test_cleanup_log_removes_stale_temp_files(overwritten: Path) -> None:
+    """A crashed writer's temp file (2 hours old) is reported by the dry run and deleted by the run."""
+    tmp_dir = overwritten / "_delta_log" / ".tmp"
+    tmp_dir.mkdir(exist_ok=True)
+    torn = tmp_dir / ".00000000000000000009.json.0f.tmp"
+    torn.write_bytes(b"{")
+    os.utime(torn, (time.time() - 7200, time.time() - 7200))
+    out = run_human("cleanup-log", str(overwritten), "--dry-run")
+    assert "dry run: log cleanup would delete 1 stale temp file(s) in _delta_log/.tmp/" in out
+    assert torn.exists()
+    assert run_json("cleanup-log", str(overwritten))["tempFiles"] == [torn.name]
+    assert not torn.exists() and _ids(overwritten) == [99]
 
 
 def test_restore_savepoint_after_vacuum_and_log_cleanup(overwritten: Path) -> None:

@@ -110,6 +110,7 @@ def cleanup_doc(res: CleanupResult) -> dict[str, Any]:
         "files": list(res.files),
         "checkpointVersion": res.checkpoint_version,
         "oldestVersionKept": res.oldest_version_kept,
+        "tempFiles": list(res.temp_files),
     }
 
 
@@ -201,6 +202,10 @@ def _print_cleanup(doc: Mapping[str, Any]) -> None:
     out = console()
     verb = "would delete" if doc["dryRun"] else "deleted"
     prefix = "dry run: " if doc["dryRun"] else ""
+    if doc["tempFiles"]:
+        out.print(
+            f"{prefix}log cleanup {verb} {len(doc['tempFiles'])} stale temp file(s) in _delta_log/.tmp/"
+        )
     if doc["checkpointVersion"] is None:
         out.print(f"{prefix}log cleanup {verb} 0 file(s): no checkpoint is older than the retention")
         return

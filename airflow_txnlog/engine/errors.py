@@ -99,6 +99,19 @@ class VersionAlreadyExistsError(TxnLogError):
         self.version = version
 
 
+class CommitTooLargeError(InvalidArgumentError):
+    """A commit's JSON is larger than the table handle's `max_commit_bytes`; nothing was written."""
+
+    def __init__(self, size: int, limit: int, actions: int) -> None:
+        super().__init__(
+            f"the commit would be {size:,} bytes ({actions:,} actions), over the limit of {limit:,} bytes "
+            "(max_commit_bytes). Nothing was written. Every reader replays each commit whole, so huge "
+            "commits make the table slow for everyone. Help: split the operation into several commits "
+            "(e.g. per partition), or open the table with a larger max_commit_bytes (None: no limit)."
+        )
+        self.size, self.limit, self.actions = size, limit, actions
+
+
 class CommitRetriesExceededError(TxnLogError):
     """The table stayed too busy for the configured number of commit attempts."""
 

@@ -9,13 +9,19 @@ contiguous log.
 Savepoints do not hold the log back: each savepoint's manifest holds the full state of its version,
 so a restore needs only the manifest and the data files (which vacuum keeps). This avoids Hudi's
 problem of a timeline that grows without bound behind an old savepoint.
+
+Temp files: the local backend writes each commit/checkpoint to `_delta_log/.tmp/` before linking it
+into place; a writer killed in between leaves its temp file behind. Cleanup deletes temp files older
+than `TEMP_MAX_AGE_MS` (1 hour: a live write holds its temp file for milliseconds, and a temp file is
+never the commit itself, so deleting a stale one cannot lose data). They are listed in `temp_files`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from airflow_txnlog.engine import properties as props
 from airflow_txnlog.engine.errors import InvalidArgumentError
@@ -25,6 +31,8 @@ from airflow_txnlog.engine.snapshot import Snapshot
 from airflow_txnlog.engine.storage import Storage
 
 _CRC_RE = re.compile(r"^(\d{20})\.crc$")
+TEMP_DIR = f"{LOG_DIR}/.tmp"
+TEMP_MAX_AGE_MS = 3_600_000
 
 
 @dataclass(frozen=True)
@@ -33,9 +41,30 @@ class CleanupResult:
     dry_run: bool
     checkpoint_version: int | None  # the checkpoint everything below was removed for
     oldest_version_kept: int | None
+    temp_files: list[str] = field(default_factory=list)  # stale names inside _delta_log/.tmp/
 
 
 def cleanup_log(
+    storage: Storage, snap: Snapshot, *, retention_hours: float | None, dry_run: bool
+) -> CleanupResult:
+    result = _cleanup_versions(storage, snap, retention_hours=retention_hours, dry_run=dry_run)
+    return dataclasses.replace(result, temp_files=_cleanup_temp(storage, dry_run=dry_run))
+
+
+def _cleanup_temp(storage: Storage, *, dry_run: bool) -> list[str]:
+    try:
+        temps = storage.list_dir(TEMP_DIR)
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    cutoff = int(time.time() * 1000) - TEMP_MAX_AGE_MS
+    stale = [f.name for f in temps if f.mtime_ms < cutoff]
+    if not dry_run:
+        for name in stale:
+            storage.delete(f"{TEMP_DIR}/{name}")
+    return stale
+
+
+def _cleanup_versions(
     storage: Storage, snap: Snapshot, *, retention_hours: float | None, dry_run: bool
 ) -> CleanupResult:
     if retention_hours is not None and retention_hours < 0:

@@ -46,7 +46,12 @@ from airflow_txnlog.engine.savepoints import Savepoint
 from airflow_txnlog.engine.schema import normalize_schema, schema_to_json, uses_timestamp_ntz
 from airflow_txnlog.engine.snapshot import Snapshot, load_snapshot, version_at
 from airflow_txnlog.engine.storage import Storage, storage_for
-from airflow_txnlog.engine.transaction import DEFAULT_MAX_ATTEMPTS, ENGINE_INFO, Transaction
+from airflow_txnlog.engine.transaction import (
+    DEFAULT_MAX_ATTEMPTS,
+    DEFAULT_MAX_COMMIT_BYTES,
+    ENGINE_INFO,
+    Transaction,
+)
 from airflow_txnlog.engine.vacuum import VacuumResult
 from airflow_txnlog.engine.writer import write, write_parameters
 
@@ -123,6 +128,8 @@ class Table:
     :param storage: the storage backend (use `Table.open` / `Table.create` instead of building one).
     :param checkpoint_part_size: actions per checkpoint file; bigger checkpoints are split in parts.
     :param max_commit_attempts: attempts before a commit gives up on a busy table.
+    :param max_commit_bytes: a commit whose JSON is larger raises `CommitTooLargeError` before anything
+        is written (default 256 MiB; None: no limit).
     """
 
     def __init__(
@@ -131,13 +138,17 @@ class Table:
         *,
         checkpoint_part_size: int = DEFAULT_PART_SIZE,
         max_commit_attempts: int = DEFAULT_MAX_ATTEMPTS,
+        max_commit_bytes: int | None = DEFAULT_MAX_COMMIT_BYTES,
     ) -> None:
         if checkpoint_part_size < 1 or max_commit_attempts < 1:
             raise InvalidArgumentError("checkpoint_part_size and max_commit_attempts must be at least 1")
+        if max_commit_bytes is not None and max_commit_bytes < 1:
+            raise InvalidArgumentError(f"max_commit_bytes must be at least 1 or None, got {max_commit_bytes}")
         self._storage = storage
         self._latest: Snapshot | None = None
         self.checkpoint_part_size = checkpoint_part_size
         self.max_commit_attempts = max_commit_attempts
+        self.max_commit_bytes = max_commit_bytes
         # Tags added to every commit made through this handle (e.g. {"owner": run id}).
         self.default_tags: dict[str, str] = {}
 
@@ -292,6 +303,7 @@ class Table:
             parameters=parameters,
             isolation_level=isolation_level,
             max_attempts=self.max_commit_attempts,
+            max_commit_bytes=self.max_commit_bytes,
             on_committed=self._post_commit,
             tags={**self.default_tags, **(tags or {})},
         )

@@ -43,6 +43,7 @@ from airflow_txnlog.engine.conflicts import SERIALIZABLE, SNAPSHOT_ISOLATION, Re
 from airflow_txnlog.engine.errors import (
     AppendOnlyViolationError,
     CommitRetriesExceededError,
+    CommitTooLargeError,
     InvalidArgumentError,
     TxnLogError,
     UnsupportedFeatureError,
@@ -56,6 +57,9 @@ from airflow_txnlog.engine.storage import Storage
 
 ENGINE_INFO = f"airflow-txnlog/{__version__}"
 DEFAULT_MAX_ATTEMPTS = 100
+# 256 MiB of JSON holds 0.5-2 million add/remove actions (120-500 bytes each, with stats): far beyond
+# a sane single commit, yet small enough that one runaway commit cannot stall every reader.
+DEFAULT_MAX_COMMIT_BYTES = 256 * 1024 * 1024
 SUPPORTED_WRITER_FEATURES = frozenset({"appendOnly", "invariants", "timestampNtz", "vacuumProtocolCheck"})
 MAX_WRITER_VERSION = 7
 
@@ -102,11 +106,14 @@ class Transaction:
         parameters: Mapping[str, Any] | None = None,
         isolation_level: str = SERIALIZABLE,
         max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+        max_commit_bytes: int | None = DEFAULT_MAX_COMMIT_BYTES,
         on_committed: Callable[[int], None] | None = None,
         tags: Mapping[str, str] | None = None,
     ) -> None:
         if max_attempts < 1:
             raise InvalidArgumentError("max_attempts must be at least 1")
+        if max_commit_bytes is not None and max_commit_bytes < 1:
+            raise InvalidArgumentError(f"max_commit_bytes must be at least 1 or None, got {max_commit_bytes}")
         self._storage = storage
         self.snapshot = snapshot
         self.read_version = snapshot.version
@@ -114,6 +121,7 @@ class Transaction:
         self.parameters = dict(parameters or {})
         self.isolation_level = isolation_level
         self.max_attempts = max_attempts
+        self.max_commit_bytes = max_commit_bytes
         self._on_committed = on_committed
         self.tags = dict(tags or {})
         self._adds: dict[str, AddFile] = {}
@@ -264,6 +272,9 @@ class Transaction:
         if user_metadata:
             info_extra["userMetadata"] = user_metadata
         payload = self._payload(read_set, metrics, info_extra)
+        if self.max_commit_bytes is not None and len(payload) > self.max_commit_bytes:
+            actions = len(self._adds) + len(self._removes) + len(self._txns)
+            raise CommitTooLargeError(len(payload), self.max_commit_bytes, actions)
         attempt = self.read_version + 1
         while self.attempts < self.max_attempts:
             self.attempts += 1

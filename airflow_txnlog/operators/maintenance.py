@@ -88,10 +88,14 @@ class TxnLogCleanupLogOperator(TxnLogBaseOperator):
     def execute(self, context: Context) -> dict[str, Any]:
         result = self.table().cleanup_log(retention_hours=self.retention_hours, dry_run=self.is_dry_run)
         self.log.info(
-            "log cleanup removed %d files below checkpoint %s", len(result.files), result.checkpoint_version
+            "log cleanup removed %d files below checkpoint %s and %d stale temp files",
+            len(result.files),
+            result.checkpoint_version,
+            len(result.temp_files),
         )
         return {
             "num_files": len(result.files),
+            "num_temp_files": len(result.temp_files),
             "checkpoint_version": result.checkpoint_version,
             "dry_run": result.dry_run,
         }

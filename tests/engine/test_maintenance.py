@@ -217,6 +217,27 @@ def test_log_cleanup_keeps_a_loadable_table(table_uri: str) -> None:
     assert min(int(f.name[:20]) for f in fresh.storage.list_log() if f.name.endswith(".json")) == 10
 
 
+def test_log_cleanup_deletes_only_stale_temp_files(tmp_path: Path) -> None:
+    """Torn temp files of crashed writers (older than an hour) go; a fresh one (a write in flight)
+    stays; dry run only lists; the table is untouched."""
+    t = _base(str(tmp_path / "t"))
+    tmp_dir = tmp_path / "t" / LOG_DIR / ".tmp"
+    stale, fresh = (
+        tmp_dir / ".00000000000000000009.json.ab.tmp",
+        tmp_dir / ".00000000000000000010.json.cd.tmp",
+    )
+    stale.write_bytes(b'{"add": torn')
+    fresh.write_bytes(b'{"add": in flight')
+    two_hours_ago = time.time() - 7200
+    os.utime(stale, (two_hours_ago, two_hours_ago))
+    before = t.latest_version()
+    assert t.cleanup_log(dry_run=True).temp_files == [stale.name] and stale.exists()
+    res = t.cleanup_log()
+    assert res.temp_files == [stale.name] and res.files == []
+    assert not stale.exists() and fresh.exists()
+    assert Table.open(str(tmp_path / "t")).latest_version() == before
+
+
 def test_health_reports_what_maintenance_needs(table_uri: str) -> None:
     t = _base(table_uri)
     t.create_savepoint("sp")

@@ -19,6 +19,7 @@ import pytest
 from airflow_txnlog.engine import (
     AddFile,
     AppendOnlyViolationError,
+    CommitTooLargeError,
     InvalidArgumentError,
     PredicateError,
     Protocol,
@@ -430,9 +431,36 @@ def test_check_constraint_table_refuses_writes(tmp_path: Path) -> None:
 
 
 # ---------------------------------------------------------------------- huge commits
-def test_huge_commit_has_no_engine_limit(tmp_path: Path, request: pytest.FixtureRequest) -> None:
-    """The engine sets no limit on a commit's size (reported, not invented): 20,000 adds in one commit
-    are written atomically, replayed, checkpointed and read back."""
+def test_huge_commit_over_the_limit_writes_nothing(g: Guard) -> None:
+    """A commit over `max_commit_bytes` (50,000 adds, about 6 MB, over a 1 MiB limit) is refused before the
+    put: the log is unchanged (the fixture compares every file)."""
+    t = Table.open(str(g.root), max_commit_bytes=1024 * 1024)
+    txn = t.transaction("WRITE")
+    for i in range(50_000):
+        txn.add(_file(f"part=a/f-{i:06d}.parquet"))
+    with pytest.raises(
+        CommitTooLargeError, match=r"50,000 actions\), over the limit of 1,048,576 bytes"
+    ) as e:
+        txn.commit()
+    assert e.value.size > 5 * 1024 * 1024 and txn.attempts == 0
+
+
+def test_huge_write_over_the_limit_leaves_no_data_files(g: Guard) -> None:
+    """`Table.write` under a tiny limit: refused, and the data files it wrote are deleted again."""
+    t = Table.open(str(g.root), max_commit_bytes=100)
+    with pytest.raises(CommitTooLargeError, match="Nothing was written"):
+        t.write(rows(list(range(10)), "c"))
+
+
+@pytest.mark.parametrize("limit", [0, -5])
+def test_max_commit_bytes_must_be_positive(g: Guard, limit: int) -> None:
+    with pytest.raises(InvalidArgumentError, match="max_commit_bytes must be at least 1"):
+        Table.open(str(g.root), max_commit_bytes=limit)
+
+
+def test_huge_commit_under_the_default_limit(tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    """Under the default limit (256 MiB) a 20,000-add commit is written atomically, replayed,
+    checkpointed and read back."""
     from tests.reliability.conftest import report_figures  # noqa: PLC0415
 
     t = Table.create(str(tmp_path / "t"), schema=SCHEMA, partition_by=["part"])

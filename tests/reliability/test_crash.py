@@ -36,7 +36,7 @@ from airflow_txnlog.engine import Table
 from tests.conftest import SCHEMA, rows
 from tests.reliability._util import commit_versions, full_replay_paths, row_multiset
 from tests.reliability.conftest import FULL, Backend, report_figures
-from tests.reliability.crash_child import LOCAL_POINTS, S3_POINTS
+from tests.reliability.crash_child import LOCAL_POINTS, MAINTENANCE_POINTS, S3_POINTS
 
 REPO = Path(__file__).resolve().parents[2]
 RUNS = {"local": 840 if FULL else 20, "s3": 240 if FULL else 12}  # CI: every point at least once
@@ -81,6 +81,15 @@ def _read_report(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
+def _max_commits(point: str) -> int:
+    """Iterations the child may run: enough that the armed hit always comes."""
+    if point == "random_delay":  # until killed (40 commits could end before the delay on a fast machine)
+        return 100_000
+    # A maintenance point's operation is only frequent (1 in 3 iterations), and e.g. a restore to a
+    # savepoint of the current state commits nothing: the 4th hit can take well over 40 iterations.
+    return 400 if point in MAINTENANCE_POINTS else 40
+
+
 def _crash_once(
     backend: Backend, uri: str, model: Model, point: str, at: int, run: int, tmp: Path, ops: Counter[str]
 ) -> tuple[int, int]:
@@ -94,9 +103,7 @@ def _crash_once(
         "at": at,
         "report": str(report),
         "seed": run,
-        # random_delay: commit until killed, so the kill always lands (a fast machine finished 40 commits
-        # before the delay ran out, and the point then counted no kill).
-        "max_commits": 100_000 if point == "random_delay" else 40,
+        "max_commits": _max_commits(point),
         "part_size": PART_SIZE,
         "id_base": (run + 1) * 1_000_000,
     }

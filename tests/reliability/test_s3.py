@@ -112,6 +112,32 @@ def test_listing_sizes_and_mtimes_come_from_s3(s3_uri: str, s3_options: dict[str
     assert [f.name for f in t.storage.list_log(f"{1:020d}.json")] == [f"{2:020d}.json"]
 
 
+def test_listing_after_a_version_is_filtered_by_the_server(
+    s3_uri: str, s3_options: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`list_log(start_after)` sends StartAfter: S3 returns only the newer keys (not the whole log), the
+    result equals the full listing filtered here, and subfolders (`.tmp/`) never appear."""
+    t = build_table(s3_uri, 12, s3_options)  # 13 commits + a checkpoint + _last_checkpoint
+    t.storage.write(f"{LOG_DIR}/sub/x.json", b"{}")
+    returned: list[int] = []
+    real = t.storage.fs.call_s3
+
+    def spy(method: str, *a: Any, **kw: Any) -> Any:
+        page = real(method, *a, **kw)
+        if method == "list_objects_v2":
+            assert kw["StartAfter"].endswith(f"{LOG_DIR}/{9:020d}.json")
+            returned.append(len(page.get("Contents", [])))
+        return page
+
+    monkeypatch.setattr(t.storage.fs, "call_s3", spy)  # s3fs caches the instance: undo afterwards
+    after = t.storage.list_log(f"{9:020d}.json")
+    monkeypatch.undo()
+    full = [f for f in t.storage.list_log() if f.name > f"{9:020d}.json"]
+    newer = [f"{10:020d}.checkpoint.parquet", *(f"{v:020d}.json" for v in (10, 11, 12)), "_last_checkpoint"]
+    assert [f.name for f in after] == newer
+    assert after == full and returned == [5]
+
+
 def test_bulk_read_of_many_commits(s3_uri: str, s3_options: dict[str, Any]) -> None:
     t = build_table(s3_uri, 3, s3_options)
     keys = [f"{LOG_DIR}/{v:020d}.json" for v in range(4)]
