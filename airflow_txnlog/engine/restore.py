@@ -11,9 +11,10 @@ Safety, all checked before anything is written:
   anyway and records the discarded versions in commitInfo.
 Idempotency: when the live files and metaData already equal the target, nothing is committed and the
 version of the restore that got it there (found by its `txn` app id `restore:<target>`) is returned.
-The commit reads the whole table, so a concurrent append makes it fail with a conflict; the restore
-then re-plans from the new latest version (where that append is a foreign commit) instead of
-retrying blindly, which could discard it.
+The commit's transaction reads exactly the snapshot the plan was made from and the whole table, so
+any commit after that snapshot makes it fail with a conflict; the restore then re-plans from the new
+latest version (where that commit is a foreign one) instead of retrying blindly, which could discard
+it, or keep its files in a state that claims to be the target's.
 """
 
 from __future__ import annotations
@@ -131,7 +132,7 @@ def foreign_versions(storage: Storage, after: int, until: int, owner: str | None
 def restore(
     storage: Storage,
     latest: Callable[[], Snapshot],
-    new_txn: Callable[[str, dict[str, Any]], Transaction],
+    new_txn: Callable[[Snapshot, str, dict[str, Any]], Transaction],
     target: RestoreTarget,
     *,
     dry_run: bool,
@@ -164,7 +165,7 @@ def restore(
             return RestoreResult(version=None, committed=False, dry_run=True, **base)  # type: ignore[arg-type]
         _check_safe(target, gone, foreign, on_foreign_commits)
         try:
-            version = _commit(new_txn, target, p, foreign, owner)
+            version = _commit(new_txn(current, "RESTORE", target.parameters), target, p, foreign, owner)
         except CommitConflictError:
             continue  # someone committed meanwhile: plan again against the new latest version
         return RestoreResult(version=version, committed=True, dry_run=False, **base)  # type: ignore[arg-type]
@@ -190,14 +191,9 @@ def _check_safe(target: RestoreTarget, gone: list[str], foreign: list[int], poli
         )
 
 
-def _commit(
-    new_txn: Callable[[str, dict[str, Any]], Transaction],
-    target: RestoreTarget,
-    p: _Plan,
-    foreign: list[int],
-    owner: str | None,
-) -> int:
-    txn = new_txn("RESTORE", target.parameters)
+def _commit(txn: Transaction, target: RestoreTarget, p: _Plan, foreign: list[int], owner: str | None) -> int:
+    # `txn` reads the snapshot the plan was made from: a transaction on a newer snapshot would not
+    # conflict with a file added in between, and the plan would silently keep it.
     txn.read_files()  # the restore depends on the whole current state
     now = int(time.time() * 1000)
     for f in p.removes:

@@ -196,6 +196,7 @@ def _list_s3_after(fs: Any, base: str, start_after: str) -> list[LogFile]:
             break
         kwargs["ContinuationToken"] = page["NextContinuationToken"]
     out.sort(key=lambda f: f.name)
+    fs.invalidate_cache(base)  # in case the caller enabled s3fs's listings cache: it is now stale
     return out
 
 
@@ -327,8 +328,13 @@ def storage_for(
     scheme = _SCHEME_ALIASES.get(scheme, scheme)
     if not parts.netloc and scheme != "memory":
         raise InvalidArgumentError(f"table URI {uri!r} has no bucket or host")
+    options = dict(storage_options or {})
+    if scheme != "memory":
+        # A cached folder listing makes s3fs answer FileNotFoundError for a commit written after it
+        # (its `cat_file` asks the cache for the size first): a log must always be listed afresh.
+        options.setdefault("use_listings_cache", False)
     try:
-        fs, fs_root = fsspec.url_to_fs(f"{scheme}://{parts.netloc}{parts.path}", **(storage_options or {}))
+        fs, fs_root = fsspec.url_to_fs(f"{scheme}://{parts.netloc}{parts.path}", **options)
     except (ImportError, ValueError, TypeError) as exc:
         raise StorageError(f"cannot open storage for {uri!r}: {exc}") from exc
     if scheme == "memory":

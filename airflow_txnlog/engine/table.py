@@ -403,7 +403,7 @@ class Table:
         return restore_mod.restore(
             self._storage,
             self._refresh,
-            self.transaction,
+            self._transaction_on,
             target,
             dry_run=dry_run,
             on_foreign_commits=on_foreign_commits,

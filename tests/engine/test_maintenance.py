@@ -126,6 +126,35 @@ def test_foreign_commits_fail_unless_forced(table_uri: str) -> None:
     assert t.history(1)[0]["tags"] == {"owner": "run-1"}
 
 
+def test_restore_racing_an_append_never_keeps_the_appended_rows(table_uri: str) -> None:
+    """Regression: an append landing between the restore's plan and its transaction was kept.
+
+    The plan is made from a snapshot that is one commit old (as if the append landed right after
+    planning); the restore's transaction must read that same snapshot, conflict with the append,
+    re-plan from the new latest version and remove the appended file too.
+    """
+    from airflow_txnlog.engine import restore as restore_mod  # noqa: PLC0415
+
+    t = _base(table_uri)
+    t.create_savepoint("sp")
+    t.write(rows([50], "a"))  # the run's own risky write (v4): the restore must remove it
+    stale = t.snapshot()
+    Table.open(table_uri).write(rows([70], "a"))  # the racing append (v5)
+    plans = iter([stale])
+    result = restore_mod.restore(
+        t.storage,
+        lambda: next(plans, None) or t.snapshot(t.latest_version()),
+        t._transaction_on,
+        t._restore_target(None, None, "sp"),
+        dry_run=False,
+        on_foreign_commits="force",
+        owner=None,
+        find_txn_commit=lambda _: None,
+    )
+    assert result.committed and result.version == 6 and result.metrics["numRemovedFiles"] == 2
+    assert _ids(t, version=6) == [1, 2, 3, 4]
+
+
 def test_savepoint_names_and_lifecycle(table_uri: str) -> None:
     t = _base(table_uri)
     for bad in ["", "../x", "a/b", "x" * 129, ".hidden", "a..b"]:

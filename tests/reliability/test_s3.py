@@ -138,6 +138,25 @@ def test_listing_after_a_version_is_filtered_by_the_server(
     assert after == full and returned == [5]
 
 
+@pytest.mark.parametrize("cache", [None, True], ids=["default", "listings_cache_on"])
+def test_a_commit_written_after_a_full_listing_is_readable(
+    s3_uri: str, s3_options: dict[str, Any], cache: bool | None
+) -> None:
+    """Regression: s3fs's `cat_file` asks its folder-listing cache for the size first, so a commit
+    written after a cached listing of `_delta_log/` read as FileNotFoundError (a writer's conflict
+    check died on it). Listings are never cached by default, and a StartAfter listing drops the cache
+    when the user turned it on."""
+    options = s3_options if cache is None else {**s3_options, "use_listings_cache": cache}
+    t = build_table(s3_uri, 1, options)
+    t.storage.list_log()  # a full listing, which s3fs would cache
+    other = {**options, "skip_instance_cache": True}  # another process's s3fs: our cache is not told
+    Table.open(s3_uri, storage_options=other).write(rows([5], "p0"))  # version 2
+    new = t.storage.list_log(f"{1:020d}.json")
+    assert [f.name for f in new] == [f"{2:020d}.json"]
+    assert b'"add"' in t.storage.read(f"{LOG_DIR}/{new[0].name}")
+    assert t.snapshot().version == 2
+
+
 def test_bulk_read_of_many_commits(s3_uri: str, s3_options: dict[str, Any]) -> None:
     t = build_table(s3_uri, 3, s3_options)
     keys = [f"{LOG_DIR}/{v:020d}.json" for v in range(4)]
