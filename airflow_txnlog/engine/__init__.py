@@ -34,6 +34,7 @@ from airflow_txnlog.engine.errors import (
     TableNotFoundError,
     TxnLogError,
     UnsupportedFeatureError,
+    VacuumInProgressError,
     VersionAlreadyExistsError,
     VersionNotFoundError,
 )
@@ -85,6 +86,7 @@ __all__ = [
     "Txn",
     "TxnLogError",
     "UnsupportedFeatureError",
+    "VacuumInProgressError",
     "VacuumResult",
     "VersionAlreadyExistsError",
     "VersionNotFoundError",

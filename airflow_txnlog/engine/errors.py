@@ -80,6 +80,19 @@ class RestoreFilesMissingError(RestoreError):
         self.missing = missing
 
 
+class VacuumInProgressError(TxnLogError):
+    """A vacuum kept deleting files that a new savepoint or restore needs checked; nothing was made."""
+
+    def __init__(self, fences: list[str], waited_s: float) -> None:
+        super().__init__(
+            f"a vacuum is still deleting files after waiting {waited_s:g} s (fences: {fences}); the "
+            "savepoint (or restore) needs files that vacuum may delete, so it was not made. Help: retry "
+            "after the vacuum ends; if no vacuum is running, a crashed one left the fence, which is "
+            "ignored 20 minutes after its last update (or delete it)."
+        )
+        self.fences = fences
+
+
 class ForeignCommitsError(RestoreError):
     """Other writers committed after the restore target; restoring would discard their data."""
 

@@ -19,9 +19,11 @@ it, or keep its files in a state that claims to be the target's.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import time
-from collections.abc import Callable
+import uuid
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,14 +37,15 @@ from airflow_txnlog.engine.errors import (
 from airflow_txnlog.engine.log_paths import LOG_DIR
 from airflow_txnlog.engine.log_segment import LogListing
 from airflow_txnlog.engine.replay import LogState, file_key, parse_commit
-from airflow_txnlog.engine.savepoints import missing_files
+from airflow_txnlog.engine.savepoints import create_savepoint, delete_savepoint, missing_files
 from airflow_txnlog.engine.snapshot import Snapshot
 from airflow_txnlog.engine.storage import Storage
-from airflow_txnlog.engine.transaction import Transaction
+from airflow_txnlog.engine.transaction import ENGINE_INFO, Transaction
 
 FOREIGN_POLICIES = ("fail", "force")
 OWNER_TAG = "owner"
 MAX_REPLANS = 10
+PIN_TTL_MS = 24 * 3_600_000
 
 
 @dataclass(frozen=True)
@@ -207,3 +210,34 @@ def _commit(txn: Transaction, target: RestoreTarget, p: _Plan, foreign: list[int
     if owner is not None:
         extra["tags"] = {OWNER_TAG: owner}
     return txn.commit(metrics=p.metrics, extra=extra)
+
+
+@contextlib.contextmanager
+def pinned(storage: Storage, target: Snapshot | None, latest: Callable[[], Snapshot]) -> Iterator[None]:
+    """Hold a short-lived savepoint of `target` (None: nothing to pin), so that no vacuum deletes the
+    files a restore re-adds between its existence check and its commit (engine.fence). It expires by
+    itself after PIN_TTL_MS if the process dies before removing it."""
+    if target is None:
+        yield
+        return
+    name = f"restore-pin-{uuid.uuid4().hex}"
+    try:
+        create_savepoint(
+            storage,
+            target,
+            name,
+            created_by=ENGINE_INFO,
+            reason="pins the files of a restore in progress",
+            expires_at=int(time.time() * 1000) + PIN_TTL_MS,
+            latest=latest,
+        )
+    except RestoreFilesMissingError as exc:
+        raise RestoreFilesMissingError(
+            f"cannot restore version {target.version}: {len(exc.missing)} of its files are missing "
+            f"(vacuumed or deleted): {exc.missing[:20]}. The table is unchanged.",
+            missing=exc.missing,
+        ) from exc
+    try:
+        yield
+    finally:
+        delete_savepoint(storage, name)

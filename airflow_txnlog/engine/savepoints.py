@@ -6,11 +6,13 @@ Layout, under `<table>/_savepoints/` (never `_delta_log/`; readers and other eng
     <name>.<uuid>.manifest.parquet   protocol, metaData, txns and every live file of the version,
                                      in the checkpoint schema
 Creating one: load the version (it must exist), check every live file is present, write the manifest,
-then create the record with `put_if_absent`. A crash before the record leaves an orphan manifest,
-which is not a savepoint (listing only reads records). Deleting one removes the record first, then
-the manifest. Because the manifest holds the full file list, a savepoint stays restorable after the
-log has been cleaned (by us or another engine), as long as its data files exist, which our vacuum
-guarantees for unexpired savepoints.
+then create the record with `put_if_absent`; then, for the files a running vacuum could still delete
+(those not live in the latest snapshot), wait for vacuum fences and check them again (see
+`engine.fence`; a missing file removes the record again). A crash before the record leaves an
+orphan manifest, which is not a savepoint (listing only reads records). Deleting one removes the
+record first, then the manifest. Because the manifest holds the full file list, a savepoint stays
+restorable after the log has been cleaned (by us or another engine), as long as its data files
+exist, which our vacuum guarantees for unexpired savepoints.
 Expiry is measured from creation (`expires_at` is absolute); an expired savepoint no longer protects
 files from vacuum and is reported as expired.
 """
@@ -21,6 +23,7 @@ import datetime as dt
 import re
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,7 +37,8 @@ from airflow_txnlog.engine.errors import (
     SavepointExistsError,
     SavepointNotFoundError,
 )
-from airflow_txnlog.engine.replay import LogState
+from airflow_txnlog.engine.fence import DEFAULT_WAIT_S, wait_for_vacuums
+from airflow_txnlog.engine.replay import LogState, file_key
 from airflow_txnlog.engine.snapshot import Snapshot, to_epoch_ms
 from airflow_txnlog.engine.storage import Storage
 
@@ -120,8 +124,11 @@ def create_savepoint(
     created_by: str | None,
     reason: str | None,
     expires_at: dt.datetime | str | int | None,
+    latest: Callable[[], Snapshot],
+    fence_wait_s: float = DEFAULT_WAIT_S,
 ) -> Savepoint:
-    """Write the manifest of `snap`, then the record (put-if-absent: the commit point)."""
+    """Write the manifest of `snap`, then the record (put-if-absent: the commit point), then make sure
+    no concurrent vacuum deleted what it needs (`latest` gives the table's latest snapshot)."""
     validate_name(name)
     now = int(time.time() * 1000)
     expires = to_epoch_ms(expires_at) if expires_at is not None else None
@@ -157,7 +164,30 @@ def create_savepoint(
     except FileExistsError as exc:
         storage.delete(f"{SAVEPOINT_DIR}/{manifest}")
         raise SavepointExistsError(f"savepoint {name!r} was created concurrently") from exc
+    try:
+        _confirm_after_vacuums(storage, snap, latest(), fence_wait_s)
+    except BaseException:
+        storage.delete(_record_key(name))
+        storage.delete(f"{SAVEPOINT_DIR}/{manifest}")
+        raise
     return sp
+
+
+def _confirm_after_vacuums(storage: Storage, snap: Snapshot, latest: Snapshot, wait_s: float) -> None:
+    """Files of `snap` not live in `latest` may be in a running vacuum's plan: once no vacuum is
+    deleting (the record is visible by now, so later vacuums keep them), they must still exist."""
+    live = set(latest.file_paths())
+    at_risk = [f.path for f in snap.files() if file_key(f.path) not in live]
+    if not at_risk:
+        return
+    wait_for_vacuums(storage, timeout_s=wait_s)
+    gone = missing_files(storage, at_risk)
+    if gone:
+        raise RestoreFilesMissingError(
+            f"cannot savepoint version {snap.version}: a concurrent vacuum deleted {len(gone)} of its "
+            f"files: {gone[:10]}. Nothing was created.",
+            missing=gone,
+        )
 
 
 def list_savepoints(storage: Storage) -> list[Savepoint]:

@@ -371,7 +371,13 @@ class Table:
         """Savepoint `version` (default latest) under `name` (SavepointExistsError if taken)."""
         snap = self.snapshot(version)
         return savepoints.create_savepoint(
-            self._storage, snap, name, created_by=created_by, reason=reason, expires_at=expires_at
+            self._storage,
+            snap,
+            name,
+            created_by=created_by,
+            reason=reason,
+            expires_at=expires_at,
+            latest=self._refresh,
         )
 
     def savepoints(self) -> list[Savepoint]:
@@ -400,16 +406,19 @@ class Table:
             owner no commit is considered foreign.
         """
         target = self._restore_target(version, timestamp, savepoint)
-        return restore_mod.restore(
-            self._storage,
-            self._refresh,
-            self._transaction_on,
-            target,
-            dry_run=dry_run,
-            on_foreign_commits=on_foreign_commits,
-            owner=owner,
-            find_txn_commit=lambda app_id: self._find_txn_commit(app_id, target.version),
-        )
+        # A savepoint's files are protected already; a plain version's are pinned until the commit.
+        pin = None if dry_run or savepoint is not None else self.snapshot(target.version)
+        with restore_mod.pinned(self._storage, pin, self._refresh):
+            return restore_mod.restore(
+                self._storage,
+                self._refresh,
+                self._transaction_on,
+                target,
+                dry_run=dry_run,
+                on_foreign_commits=on_foreign_commits,
+                owner=owner,
+                find_txn_commit=lambda app_id: self._find_txn_commit(app_id, target.version),
+            )
 
     def _restore_target(
         self, version: int | None, timestamp: dt.datetime | str | int | None, savepoint: str | None

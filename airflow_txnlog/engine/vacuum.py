@@ -11,9 +11,10 @@ Algorithm (Delta's VACUUM, plus savepoints):
 4. delete the rest if it is an expired tombstone, or, for files the log does not know (orphans of
    failed writes), if its modification time is older than the cutoff (an in-flight writer's fresh
    file is never taken);
-5. with `dry_run=False`: commit VACUUM START (metrics numFilesToDelete, sizeOfDataToDelete), re-read
-   the latest snapshot and the savepoints and drop from the plan anything they now need, delete,
-   commit VACUUM END (numDeletedFiles, numVacuumedDirectories).
+5. with `dry_run=False`: commit VACUUM START (metrics numFilesToDelete, sizeOfDataToDelete), raise a
+   vacuum fence (engine.fence: savepoints made from now on wait for our deletes, then check their
+   files), re-read the latest snapshot and the savepoints and drop from the plan anything they now
+   need, delete, take the fence down, commit VACUUM END (numDeletedFiles, numVacuumedDirectories).
 `dry_run=True` is the default: it only reports.
 """
 
@@ -27,6 +28,7 @@ from typing import Any
 
 from airflow_txnlog.engine import properties as props
 from airflow_txnlog.engine.errors import InvalidArgumentError, RetentionTooShortError
+from airflow_txnlog.engine.fence import VacuumFence
 from airflow_txnlog.engine.replay import file_key
 from airflow_txnlog.engine.savepoints import protected_paths
 from airflow_txnlog.engine.snapshot import Snapshot
@@ -167,13 +169,17 @@ def vacuum(
     start = new_txn("VACUUM START", params).commit(
         metrics={"numFilesToDelete": len(todo), "sizeOfDataToDelete": sum(todo.values())}
     )
-    # Re-read right before deleting: a restore or a new savepoint may need a planned file now.
-    keep, _ = _needed(storage, latest(), cutoff, int(time.time() * 1000))
-    final = {rel: size for rel, size in todo.items() if rel not in keep}
+    # The fence goes up before the re-read, so a savepoint whose record we do not see waits for our
+    # last delete and then checks its files (engine.fence). Re-read right before deleting: a restore
+    # or a new savepoint may need a planned file now.
     deleted = 0
-    for rel in sorted(final):
-        storage.delete(rel)
-        deleted += 1
+    with VacuumFence(storage) as fence:
+        keep, _ = _needed(storage, latest(), cutoff, int(time.time() * 1000))
+        final = {rel: size for rel, size in todo.items() if rel not in keep}
+        for rel in sorted(final):
+            storage.delete(rel)
+            deleted += 1
+            fence.refresh()
     metrics = {"numDeletedFiles": deleted, "numVacuumedDirectories": 0}
     end = new_txn("VACUUM END", {"status": "COMPLETED"}).commit(metrics=metrics)
     return VacuumResult(sorted(final), sum(final.values()), False, hours, deleted, start, end, metrics)
