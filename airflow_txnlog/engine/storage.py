@@ -329,7 +329,7 @@ def storage_for(
     if not parts.netloc and scheme != "memory":
         raise InvalidArgumentError(f"table URI {uri!r} has no bucket or host")
     options = dict(storage_options or {})
-    if scheme != "memory":
+    if scheme in ATOMIC_PROTOCOLS:  # s3fs, gcsfs, adlfs: fsspec's DirCache takes this option
         # A cached folder listing makes s3fs answer FileNotFoundError for a commit written after it
         # (its `cat_file` asks the cache for the size first): a log must always be listed afresh.
         options.setdefault("use_listings_cache", False)
