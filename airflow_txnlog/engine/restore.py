@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import random
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -44,7 +45,10 @@ from airflow_txnlog.engine.transaction import ENGINE_INFO, Transaction
 
 FOREIGN_POLICIES = ("fail", "force")
 OWNER_TAG = "owner"
-MAX_REPLANS = 10
+MAX_REPLANS = 25
+# Back off between re-plans (jittered, doubling up to 1 s): a restore reads the whole table, so on a
+# busy table it must leave a gap between other writers' commits instead of racing them head-on.
+REPLAN_BACKOFF_S = (0.01, 1.0)
 PIN_TTL_MS = 24 * 3_600_000
 
 
@@ -148,7 +152,7 @@ def restore(
         raise InvalidArgumentError(
             f"on_foreign_commits must be one of {FOREIGN_POLICIES}, got {on_foreign_commits!r}"
         )
-    for _ in range(MAX_REPLANS):
+    for attempt in range(MAX_REPLANS):
         current = latest()
         p = plan(current, target)
         foreign = foreign_versions(storage, target.version, current.version, owner)
@@ -170,6 +174,8 @@ def restore(
         try:
             version = _commit(new_txn(current, "RESTORE", target.parameters), target, p, foreign, owner)
         except CommitConflictError:
+            low, high = REPLAN_BACKOFF_S
+            time.sleep(random.uniform(0, min(high, low * 2**attempt)))  # noqa: S311 - jitter, not a secret
             continue  # someone committed meanwhile: plan again against the new latest version
         return RestoreResult(version=version, committed=True, dry_run=False, **base)  # type: ignore[arg-type]
     raise ForeignCommitsError(

@@ -31,7 +31,7 @@ def run_writer(uri: str, options: dict[str, Any] | None, k: int, n: int, out: st
         ids = [k * 1_000_000 + seq * 10 + j for j in range(rng.randint(1, 2))]
         version = t.write(rows(ids, f"w{k}"), txn=(f"w{k}", seq))
         commits.append({"version": version, "ids": ids})
-        time.sleep(rng.random() * 0.01)
+        time.sleep(rng.random() * 0.03)
     Path(out).write_text(json.dumps({"writer": k, "commits": commits}))
 
 
