@@ -10,43 +10,17 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
 import pytest
-from typer.testing import CliRunner, Result
 
 from airflow_txnlog import cli
-from airflow_txnlog.cli import app, parse_storage_options
+from airflow_txnlog.cli import parse_storage_options
 from airflow_txnlog.engine import Table
-
-SCHEMA = pa.schema([("id", pa.int64()), ("day", pa.string()), ("value", pa.float64())])
-DAY_A, DAY_B = "2024-01-01", "2024-01-02"
-WIDE = {"COLUMNS": "250"}  # rich folds cells at 80 columns; a wide console keeps them on one line
-
-
-def _rows(ids: list[int], day: str) -> pa.Table:
-    return pa.table({"id": ids, "day": [day] * len(ids), "value": [i / 2 for i in ids]}, schema=SCHEMA)
+from tests.cli_support import DAY_A, DAY_B, SCHEMA, WIDE, event_rows, events_table, run, run_json
 
 
 @pytest.fixture
 def table_path(tmp_path: Path) -> Path:
-    """A table partitioned by day: v0 create, v1 2 rows day A, v2 3 rows day B, v3 1 row day A."""
-    path = tmp_path / "events"
-    t = Table.create(str(path), schema=SCHEMA, partition_by=["day"], name="events", description="demo events")
-    assert t.write(_rows([1, 2], DAY_A)) == 1
-    assert t.write(_rows([10, 11, 12], DAY_B)) == 2
-    assert t.write(_rows([3], DAY_A)) == 3
-    return path
-
-
-def run(*args: str, env: dict[str, str] | None = None) -> Result:
-    return CliRunner().invoke(app, list(args), env=env)
-
-
-def run_json(*args: str) -> Any:
-    result = run(*args, "--json")
-    assert result.exit_code == 0, result.output
-    assert result.stderr == ""
-    return json.loads(result.stdout)
+    return events_table(tmp_path / "events", description="demo events")
 
 
 def _data_files(path: Path) -> list[Path]:
@@ -115,7 +89,7 @@ def test_describe_reports_automatic_checkpoint_at_version_10(tmp_path: Path) -> 
     uri = str(tmp_path / "t")
     t = Table.create(uri, schema=SCHEMA, partition_by=["day"])
     for i in range(11):
-        t.write(_rows([i], DAY_A if i % 2 else DAY_B))
+        t.write(event_rows([i], DAY_A if i % 2 else DAY_B))
     assert (tmp_path / "t" / "_delta_log" / f"{10:020d}.checkpoint.parquet").exists()
     doc = run_json("describe", uri)
     assert (doc["version"], doc["checkpointVersion"], doc["numFiles"]) == (11, 10, 11)
@@ -152,7 +126,7 @@ def test_history_limit(table_path: Path) -> None:
 
 
 def test_history_shows_overwrite(table_path: Path) -> None:
-    Table.open(str(table_path)).write(_rows([7], DAY_B), mode="overwrite")
+    Table.open(str(table_path)).write(event_rows([7], DAY_B), mode="overwrite")
     newest = run_json("history", str(table_path), "--limit", "1")[0]
     assert (newest["version"], newest["operation"]) == (4, "WRITE")
     assert newest["operationParameters"]["mode"] == "Overwrite"

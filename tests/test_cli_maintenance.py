@@ -12,21 +12,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
 import pytest
-from typer.testing import CliRunner, Result
+from typer.testing import Result
 
 from airflow_txnlog import cli
-from airflow_txnlog.cli import app
 from airflow_txnlog.engine import Table
-
-SCHEMA = pa.schema([("id", pa.int64()), ("day", pa.string()), ("value", pa.float64())])
-DAY_A, DAY_B = "2024-01-01", "2024-01-02"
-WIDE = {"COLUMNS": "250"}  # rich folds cells at 80 columns; a wide console keeps them on one line
-
-
-def _rows(ids: list[int], day: str) -> pa.Table:
-    return pa.table({"id": ids, "day": [day] * len(ids), "value": [i / 2 for i in ids]}, schema=SCHEMA)
+from tests.cli_support import DAY_A, DAY_B, WIDE, event_rows, events_table, run, run_json
 
 
 def _ids(path: Path, version: int | None = None) -> list[int]:
@@ -35,31 +26,14 @@ def _ids(path: Path, version: int | None = None) -> list[int]:
 
 @pytest.fixture
 def table_path(tmp_path: Path) -> Path:
-    """A table partitioned by day: v0 create, v1 2 rows day A, v2 3 rows day B, v3 1 row day A."""
-    path = tmp_path / "events"
-    t = Table.create(str(path), schema=SCHEMA, partition_by=["day"], name="events")
-    assert t.write(_rows([1, 2], DAY_A)) == 1
-    assert t.write(_rows([10, 11, 12], DAY_B)) == 2
-    assert t.write(_rows([3], DAY_A)) == 3
-    return path
+    return events_table(tmp_path / "events")
 
 
 @pytest.fixture
 def overwritten(table_path: Path) -> Path:
     """The table of `table_path` plus v4: an overwrite replacing every row with id 99 (day B)."""
-    assert Table.open(str(table_path)).write(_rows([99], DAY_B), mode="overwrite") == 4
+    assert Table.open(str(table_path)).write(event_rows([99], DAY_B), mode="overwrite") == 4
     return table_path
-
-
-def run(*args: str, env: dict[str, str] | None = None) -> Result:
-    return CliRunner().invoke(app, list(args), env=env)
-
-
-def run_json(*args: str) -> Any:
-    result = run(*args, "--json")
-    assert result.exit_code == 0, result.output
-    assert result.stderr == ""
-    return json.loads(result.stdout)
 
 
 def run_human(*args: str) -> str:
@@ -316,8 +290,8 @@ def test_restore_fails_when_a_file_was_deleted_by_hand(overwritten: Path) -> Non
 def test_restore_foreign_commits_refused_unless_forced(table_path: Path) -> None:
     t = Table.open(str(table_path))
     t.create_savepoint("sp")
-    t.write(_rows([50], DAY_A), tags={"owner": "run-1"})  # v4: ours
-    t.write(_rows([60], DAY_B), tags={"owner": "someone-else"})  # v5: foreign
+    t.write(event_rows([50], DAY_A), tags={"owner": "run-1"})  # v4: ours
+    t.write(event_rows([60], DAY_B), tags={"owner": "someone-else"})  # v5: foreign
     assert_error(
         run("restore", str(table_path), "--savepoint", "sp", "--owner", "run-1"), "[5]", "other writers"
     )
@@ -335,7 +309,7 @@ def test_restore_foreign_commits_refused_unless_forced(table_path: Path) -> None
 def test_restore_own_commits_are_not_foreign(table_path: Path) -> None:
     t = Table.open(str(table_path))
     t.create_savepoint("sp")
-    t.write(_rows([50], DAY_A), tags={"owner": "run-1"})
+    t.write(event_rows([50], DAY_A), tags={"owner": "run-1"})
     out = run_human("restore", str(table_path), "--savepoint", "sp", "--owner", "run-1")
     assert re.search(r"foreign versions\s*│\s*-\s*│", out)
     assert "restored version 3 as version 5" in out

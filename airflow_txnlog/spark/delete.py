@@ -55,6 +55,30 @@ def output_rows(adds: list[AddFile]) -> int:
     return sum(a.num_records or 0 for a in adds)
 
 
+def dml_result(
+    operation: str,
+    h: TableHandle,
+    txn: Transaction,
+    *,
+    removes: list[AddFile],
+    adds: list[AddFile],
+    metrics: dict[str, int],
+    scanned: tuple[str, ...],
+) -> DmlResult:
+    """Commit removes + adds (nothing when both are empty) and describe the outcome."""
+    if not removes and not adds:
+        return DmlResult(operation, None, metrics, scanned_files=scanned)
+    version = commit(txn, h.table, adds=adds, removes=removes, metrics=metrics)
+    return DmlResult(
+        operation,
+        version,
+        metrics,
+        scanned_files=scanned,
+        removed_files=tuple(f.path for f in removes),
+        added_files=tuple(a.path for a in adds),
+    )
+
+
 def delete(h: TableHandle, predicate: str | None) -> DmlResult:
     """Delete the rows where `predicate` is TRUE (all rows if None)."""
     start = time.monotonic()
@@ -106,14 +130,4 @@ def _delete_rows(
         rewriteTimeMs=elapsed_ms(start) - scan_ms,
         executionTimeMs=elapsed_ms(start),
     )
-    if not touched:
-        return DmlResult("DELETE", None, metrics, scanned_files=scanned)
-    version = commit(txn, h.table, adds=adds, removes=touched, metrics=metrics)
-    return DmlResult(
-        "DELETE",
-        version,
-        metrics,
-        scanned_files=scanned,
-        removed_files=tuple(f.path for f in touched),
-        added_files=tuple(a.path for a in adds),
-    )
+    return dml_result("DELETE", h, txn, removes=touched, adds=adds, metrics=metrics, scanned=scanned)

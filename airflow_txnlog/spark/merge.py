@@ -38,13 +38,13 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from airflow_txnlog.engine import AddFile, InvalidArgumentError, Transaction
-from airflow_txnlog.spark.delete import elapsed_ms
+from airflow_txnlog.spark.delete import dml_result, elapsed_ms
 from airflow_txnlog.spark.errors import MultipleSourceRowsMatchedError
 from airflow_txnlog.spark.planning import is_true, select_files, total_records
 from airflow_txnlog.spark.results import DmlResult
 from airflow_txnlog.spark.scan import FILE_COL, ROW_COL, TableContext, TableHandle, scan
 from airflow_txnlog.spark.schemas import conform, spark_type
-from airflow_txnlog.spark.stage import commit, write_files
+from airflow_txnlog.spark.stage import write_files
 from airflow_txnlog.spark.update import resolve_columns
 
 ALL: Literal["*"] = "*"
@@ -376,14 +376,4 @@ def _finish(
 ) -> DmlResult:
     metrics["executionTimeMs"] = elapsed_ms(start)
     scanned = tuple(f.path for f in candidates)
-    if not removes and not adds:
-        return DmlResult("MERGE", None, metrics, scanned_files=scanned)
-    version = commit(txn, h.table, adds=adds, removes=removes, metrics=metrics)
-    return DmlResult(
-        "MERGE",
-        version,
-        metrics,
-        scanned_files=scanned,
-        removed_files=tuple(f.path for f in removes),
-        added_files=tuple(a.path for a in adds),
-    )
+    return dml_result("MERGE", h, txn, removes=removes, adds=adds, metrics=metrics, scanned=scanned)

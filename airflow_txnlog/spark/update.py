@@ -23,7 +23,7 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 
 from airflow_txnlog.engine import AddFile, InvalidArgumentError
-from airflow_txnlog.spark.delete import elapsed_ms, file_metrics, output_rows
+from airflow_txnlog.spark.delete import dml_result, elapsed_ms, file_metrics, output_rows
 from airflow_txnlog.spark.planning import (
     classify,
     is_true,
@@ -34,7 +34,7 @@ from airflow_txnlog.spark.planning import (
 from airflow_txnlog.spark.results import DmlResult
 from airflow_txnlog.spark.scan import TableContext, TableHandle, scan
 from airflow_txnlog.spark.schemas import conform, spark_type
-from airflow_txnlog.spark.stage import commit, write_files
+from airflow_txnlog.spark.stage import write_files
 
 
 def resolve_columns(ctx: TableContext, assignments: Mapping[str, str], what: str) -> dict[str, str]:
@@ -90,14 +90,4 @@ def update(h: TableHandle, predicate: str | None, assignments: Mapping[str, str]
         executionTimeMs=elapsed_ms(start),
     )
     scanned = tuple(f.path for f in candidates)
-    if not touched:
-        return DmlResult("UPDATE", None, metrics, scanned_files=scanned)
-    version = commit(txn, h.table, adds=adds, removes=touched, metrics=metrics)
-    return DmlResult(
-        "UPDATE",
-        version,
-        metrics,
-        scanned_files=scanned,
-        removed_files=tuple(f.path for f in touched),
-        added_files=tuple(a.path for a in adds),
-    )
+    return dml_result("UPDATE", h, txn, removes=touched, adds=adds, metrics=metrics, scanned=scanned)
