@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from airflow_txnlog.engine import properties as props
 from airflow_txnlog.engine.errors import InvalidArgumentError
 from airflow_txnlog.engine.log_paths import LOG_DIR, parse_name
-from airflow_txnlog.engine.log_segment import list_log, monotonic_timestamps
+from airflow_txnlog.engine.log_segment import LogListing, monotonic_timestamps
 from airflow_txnlog.engine.snapshot import Snapshot
 from airflow_txnlog.engine.storage import Storage
 
@@ -75,14 +75,15 @@ def _cleanup_versions(
         else props.log_retention_ms(snap.metadata.configuration)
     )
     cutoff = int(time.time() * 1000) - keep_ms
-    listing = list_log(storage)
+    files = storage.list_log()  # one listing: it classifies the versions and names what to delete
+    listing = LogListing.build(files, complete=True)
     stamps = monotonic_timestamps(listing.commits)
     eligible = [v for v in listing.checkpoints if v in stamps and stamps[v] <= cutoff and v <= snap.version]
     if not eligible:
         return CleanupResult([], dry_run, None, min(listing.commits, default=None))
     cp = max(eligible)
     doomed: list[tuple[int, str]] = []
-    for f in storage.list_log():
+    for f in files:
         parsed = parse_name(f.name)
         crc = _CRC_RE.match(f.name)
         version = parsed.version if parsed else (int(crc.group(1)) if crc else None)

@@ -405,10 +405,9 @@ class Table:
             data-changing commits are foreign and make `on_foreign_commits="fail"` refuse. Without an
             owner no commit is considered foreign.
         """
-        target = self._restore_target(version, timestamp, savepoint)
+        target, snap = self._restore_target(version, timestamp, savepoint)
         # A savepoint's files are protected already; a plain version's are pinned until the commit.
-        pin = None if dry_run or savepoint is not None else self.snapshot(target.version)
-        with restore_mod.pinned(self._storage, pin, self._refresh):
+        with restore_mod.pinned(self._storage, None if dry_run else snap, self._refresh):
             return restore_mod.restore(
                 self._storage,
                 self._refresh,
@@ -422,7 +421,8 @@ class Table:
 
     def _restore_target(
         self, version: int | None, timestamp: dt.datetime | str | int | None, savepoint: str | None
-    ) -> restore_mod.RestoreTarget:
+    ) -> tuple[restore_mod.RestoreTarget, Snapshot | None]:
+        """The target, and its snapshot unless it is a savepoint (whose manifest holds the state)."""
         if sum(x is not None for x in (version, timestamp, savepoint)) != 1:
             raise InvalidArgumentError("restore needs exactly one of version, timestamp or savepoint")
         if savepoint is not None:
@@ -431,11 +431,11 @@ class Table:
                 raise RestoreError(f"savepoint {savepoint!r} belongs to another table (id {sp.table_id})")
             state = savepoints.read_manifest(self._storage, sp)
             params = {"savepoint": savepoint, "version": sp.version}
-            return restore_mod.RestoreTarget(sp.version, state, f"restore:{savepoint}", params)
+            return restore_mod.RestoreTarget(sp.version, state, f"restore:{savepoint}", params), None
         snap = self.snapshot(version=version, timestamp=timestamp)
         params = {"version": snap.version, "timestamp": str(timestamp) if timestamp is not None else None}
         params = {k: v for k, v in params.items() if v is not None}
-        return restore_mod.RestoreTarget(snap.version, snap.state, f"restore:v{snap.version}", params)
+        return restore_mod.RestoreTarget(snap.version, snap.state, f"restore:v{snap.version}", params), snap
 
     def vacuum(
         self, *, retention_hours: float | None = None, dry_run: bool = True, enforce_retention: bool = True

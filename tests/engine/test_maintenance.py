@@ -145,7 +145,7 @@ def test_restore_racing_an_append_never_keeps_the_appended_rows(table_uri: str) 
         t.storage,
         lambda: next(plans, None) or t.snapshot(t.latest_version()),
         t._transaction_on,
-        t._restore_target(None, None, "sp"),
+        t._restore_target(None, None, "sp")[0],
         dry_run=False,
         on_foreign_commits="force",
         owner=None,
