@@ -17,9 +17,9 @@ How each backend meets it:
   Empty objects are never written: s3fs does not make a zero-byte exclusive create exclusive.
 - `MemoryStorage`: fsspec's in-memory filesystem, with a process-wide lock; for tests.
 
-Listing: `list_dir(dir, start_after)` returns only names after `start_after`. On S3 the server does the
-filtering (ListObjectsV2 `StartAfter`), so polling a long log costs one small request instead of
-one per 1,000 commits; other fsspec backends list the folder and filter here.
+Listing: `list_dir(dir, start_after)` returns only names after `start_after`. On S3 (`S3Storage`) the
+server does the filtering (ListObjectsV2 `StartAfter`), so polling a long log costs one small
+request instead of one per 1,000 commits; other fsspec backends list the folder and filter here.
 """
 
 from __future__ import annotations
@@ -166,40 +166,6 @@ class LocalStorage(Storage):
         return os.path.exists(self._p(key))
 
 
-def _is_s3(fs: Any) -> bool:
-    protocols = fs.protocol if isinstance(fs.protocol, tuple | list) else (fs.protocol,)
-    return "s3" in protocols and hasattr(fs, "call_s3")
-
-
-def _list_s3_after(fs: Any, base: str, start_after: str) -> list[LogFile]:
-    """Objects directly under `base` named after `start_after`, filtered by S3 itself (StartAfter)."""
-    from s3fs.errors import translate_boto_error  # noqa: PLC0415 - s3fs is the optional `s3` extra
-
-    bucket, _, key = base.strip("/").partition("/")
-    prefix = f"{key}/" if key else ""
-    kwargs: dict[str, Any] = {
-        "Bucket": bucket,
-        "Prefix": prefix,
-        "Delimiter": "/",
-        "StartAfter": prefix + start_after,
-        **getattr(fs, "req_kw", {}),
-    }
-    out: list[LogFile] = []
-    while True:
-        try:
-            page = fs.call_s3("list_objects_v2", **kwargs)
-        except Exception as exc:  # botocore's ClientError -> the OSError subclass s3fs would raise
-            raise translate_boto_error(exc) from exc
-        for obj in page.get("Contents", []):
-            out.append(LogFile(obj["Key"][len(prefix) :], int(obj.get("Size") or 0), _mtime_ms(obj)))
-        if not page.get("IsTruncated"):
-            break
-        kwargs["ContinuationToken"] = page["NextContinuationToken"]
-    out.sort(key=lambda f: f.name)
-    fs.invalidate_cache(base)  # in case the caller enabled s3fs's listings cache: it is now stale
-    return out
-
-
 def _mtime_ms(info: dict[str, Any]) -> int:
     for k in ("mtime", "LastModified", "last_modified", "updated", "created"):
         v = info.get(k)
@@ -262,8 +228,6 @@ class FsspecStorage(Storage):
     @override
     def list_dir(self, key_dir: str, start_after: str | None = None) -> list[LogFile]:
         base = self.full_path(key_dir)
-        if start_after is not None and _is_s3(self.fs):
-            return _list_s3_after(self.fs, base, start_after)
         try:
             entries = self.fs.ls(base, detail=True, refresh=True)
         except TypeError:
@@ -282,6 +246,41 @@ class FsspecStorage(Storage):
     def delete(self, key: str) -> None:
         with contextlib.suppress(FileNotFoundError):
             self.fs.rm_file(self.full_path(key))
+
+
+class S3Storage(FsspecStorage):
+    """s3fs tables: a listing from a name asks S3 itself for the keys after it (StartAfter)."""
+
+    @override
+    def list_dir(self, key_dir: str, start_after: str | None = None) -> list[LogFile]:
+        if start_after is None:
+            return super().list_dir(key_dir)
+        from s3fs.errors import translate_boto_error  # noqa: PLC0415 - s3fs is the optional `s3` extra
+
+        base = self.full_path(key_dir)
+        bucket, _, key = base.strip("/").partition("/")
+        prefix = f"{key}/" if key else ""
+        kwargs: dict[str, Any] = {
+            "Bucket": bucket,
+            "Prefix": prefix,
+            "Delimiter": "/",
+            "StartAfter": prefix + start_after,
+            **getattr(self.fs, "req_kw", {}),
+        }
+        out: list[LogFile] = []
+        while True:
+            try:
+                page = self.fs.call_s3("list_objects_v2", **kwargs)
+            except Exception as exc:  # botocore's ClientError -> the OSError subclass s3fs would raise
+                raise translate_boto_error(exc) from exc
+            for obj in page.get("Contents", []):
+                out.append(LogFile(obj["Key"][len(prefix) :], int(obj.get("Size") or 0), _mtime_ms(obj)))
+            if not page.get("IsTruncated"):
+                break
+            kwargs["ContinuationToken"] = page["NextContinuationToken"]
+        out.sort(key=lambda f: f.name)
+        self.fs.invalidate_cache(base)  # in case the caller enabled s3fs's listings cache: it is now stale
+        return out
 
 
 class MemoryStorage(FsspecStorage):
@@ -339,4 +338,5 @@ def storage_for(
         raise StorageError(f"cannot open storage for {uri!r}: {exc}") from exc
     if scheme == "memory":
         return MemoryStorage(uri, fs, fs_root)
-    return FsspecStorage(uri, fs, fs_root, atomic=scheme in ATOMIC_PROTOCOLS, single_writer=single_writer)
+    cls = S3Storage if scheme == "s3" and hasattr(fs, "call_s3") else FsspecStorage
+    return cls(uri, fs, fs_root, atomic=scheme in ATOMIC_PROTOCOLS, single_writer=single_writer)
