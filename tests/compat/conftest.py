@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-# shared/ sits beside the repository (locally and in CI); TXNLOG_GOLDEN_DIR overrides.
-_DEFAULT_GOLDEN = Path(__file__).resolve().parents[3] / "shared" / "golden" / "delta-spark"
+# The reference tables are carried in the repository (see golden/NOTICE.md); TXNLOG_GOLDEN_DIR overrides.
+_DEFAULT_GOLDEN = Path(__file__).resolve().parent / "golden"
 GOLDEN_ROOT = Path(os.environ.get("TXNLOG_GOLDEN_DIR", str(_DEFAULT_GOLDEN)))
 
 

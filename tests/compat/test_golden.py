@@ -1,6 +1,6 @@
 """Spark golden-table compatibility suite.
 
-Every folder of the Delta project's golden tables (``../shared/golden/delta-spark``) has an entry in
+Every folder of the Delta project's golden tables (``tests/compat/golden``, see its NOTICE.md) has an entry in
 ``GOLDEN`` below: what loading it must give (version, live files, checkpoint used, rows) or which error
 it must raise. The expected values come from the Delta project's own code, cited next to each entry:
 
@@ -13,7 +13,7 @@ it must raise. The expected values come from the Delta project's own code, cited
          kernel/kernel-defaults/src/test/scala/io/delta/kernel/defaults/DeltaTableReadsSuite.scala
 * LRS  = delta-io/delta kernel/kernel-defaults/src/test/scala/io/delta/kernel/defaults/LogReplaySuite.scala
 * DLS  = delta-io/delta connectors/standalone/src/test/scala/io/delta/standalone/internal/DeltaLogSuite.scala
-* PROTO = delta-io/delta PROTOCOL.md (via ../shared/PROTOCOL_NOTES.md)
+* PROTO = delta-io/delta PROTOCOL.md
 
 ``deltalake`` (delta-rs) is only a second opinion on row data, used where the Delta sources give no
 row-level expectation (those tables are listed in ``DELTALAKE_ONLY``).
