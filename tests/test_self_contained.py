@@ -13,10 +13,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 # Built from pieces so this file does not match itself.
 _SIBLING = "sha" + "red"
-_PATTERN = re.compile(
-    r"\.\./" + _SIBLING + r"\b"  # ../shared
-    r"|parents\[\d+\]\s*/\s*[\"']" + _SIBLING + r"[\"']"  # Path(...).parents[3] / "shared"
-)
+# A relative path to the sibling folder, or a Path(...).parents[N] / "<sibling>" join.
+_PATTERN = re.compile(r"\.\./" + _SIBLING + r"\b" + r"|parents\[\d+\]\s*/\s*[\"']" + _SIBLING + r"[\"']")
 _TEXT_SUFFIXES = {".py", ".md", ".sh", ".toml", ".cfg", ".ini", ".txt", ".yaml", ".yml", ".json", ""}
 
 
