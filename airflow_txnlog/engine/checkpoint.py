@@ -1,4 +1,4 @@
-"""Checkpoints: read them into a `LogState`, write a state as a Delta checkpoint, and the hint file.
+"""Checkpoints: read them into a `LogState`, write a state as a Delta checkpoint and then the hint file.
 
 Write path (classic checkpoint, optionally split into parts):
 1. rows = protocol, metaData, every txn, every live add (dataChange=false), every tombstone newer
@@ -27,6 +27,7 @@ import pyarrow.parquet as pq
 from airflow_txnlog.engine.actions import ADD, DOMAIN_METADATA, METADATA, PROTOCOL, REMOVE, TXN, decode_path
 from airflow_txnlog.engine.errors import LogCorruptedError
 from airflow_txnlog.engine.log_paths import LAST_CHECKPOINT, LOG_DIR, checkpoint_name
+from airflow_txnlog.engine.log_reader import read_last_checkpoint
 from airflow_txnlog.engine.replay import LogState, file_key
 from airflow_txnlog.engine.storage import Storage
 
@@ -84,16 +85,6 @@ CHECKPOINT_SCHEMA = pa.schema(
     ]
 )
 DEFAULT_PART_SIZE = 1_000_000
-
-
-# ----------------------------------------------------------------------------- hint
-def read_last_checkpoint(storage: Storage) -> dict[str, Any] | None:
-    """The `_last_checkpoint` hint, or None if it is missing or unreadable (never an error)."""
-    try:
-        data = orjson.loads(storage.read(f"{LOG_DIR}/{LAST_CHECKPOINT}"))
-        return data if isinstance(data, dict) and isinstance(data.get("version"), int) else None
-    except (OSError, orjson.JSONDecodeError, ValueError):
-        return None
 
 
 # ----------------------------------------------------------------------------- read
@@ -298,6 +289,6 @@ def write_checkpoint(
         hint["parts"] = n_parts
     hint.update({"sizeInBytes": total, "numOfAddFiles": num_adds})
     current = read_last_checkpoint(storage)
-    if current is None or current["version"] <= state.version:  # the hint never moves backwards
+    if current is None or current.version <= state.version:  # the hint never moves backwards
         storage.write(f"{LOG_DIR}/{LAST_CHECKPOINT}", orjson.dumps(hint))
     return hint

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final, Literal
 
 from airflow_txnlog.engine.actions import ADD, COMMIT_INFO, METADATA, PROTOCOL, REMOVE, TXN, decode_path
 from airflow_txnlog.engine.errors import (
@@ -31,9 +31,12 @@ from airflow_txnlog.engine.errors import (
 from airflow_txnlog.engine.predicates import Predicate, Range, may_match
 from airflow_txnlog.engine.replay import file_key
 
-SERIALIZABLE = "Serializable"
-WRITE_SERIALIZABLE = "WriteSerializable"
-SNAPSHOT_ISOLATION = "SnapshotIsolation"
+IsolationLevel = Literal["Serializable", "WriteSerializable"]
+"""The isolation levels a caller may ask for (Delta's; WriteSerializable ignores blind appends)."""
+SERIALIZABLE: Final = "Serializable"
+WRITE_SERIALIZABLE: Final = "WriteSerializable"
+# Not for callers: the level of a commit whose actions are all dataChange=false (compaction).
+SNAPSHOT_ISOLATION: Final = "SnapshotIsolation"
 
 RangesFn = Callable[[Mapping[str, Any], frozenset[str]], Mapping[str, Range]]
 

@@ -3,6 +3,9 @@
 Every message says what happened and, where the caller can act, what to do ("Help: ...").
 Conflict errors are raised when a concurrent writer committed first and our transaction cannot be
 safely rebased on top of it; re-running the whole operation (re-reading the table) is the remedy.
+Retry errors (`CommitRetriesExceededError`, and restore's `RestoreRetriesExceededError`) mean the
+table stayed too busy: nothing was committed, and retrying later (or pausing other writers) is the
+remedy. `CommitOutcomeUnknownError` is the one case where a commit may or may not have landed.
 """
 
 from __future__ import annotations
@@ -60,6 +63,14 @@ class RetentionTooShortError(InvalidArgumentError):
     """A vacuum / cleanup retention below the table's safety limit, with the check left on."""
 
 
+class FilesMissingError(TxnLogError):
+    """Data files a version needs are gone (vacuumed or deleted by hand); `missing` lists them."""
+
+    def __init__(self, message: str, *, missing: list[str]) -> None:
+        super().__init__(message)
+        self.missing = missing
+
+
 class SavepointExistsError(TxnLogError):
     """A savepoint with that name already exists."""
 
@@ -68,16 +79,16 @@ class SavepointNotFoundError(TxnLogError):
     """No savepoint with that name exists."""
 
 
+class SavepointFilesMissingError(FilesMissingError):
+    """Files of the version to savepoint are gone; no savepoint was created."""
+
+
 class RestoreError(TxnLogError):
     """A restore cannot be performed safely; the table is unchanged."""
 
 
-class RestoreFilesMissingError(RestoreError):
-    """Files the restore must re-add are gone (vacuumed or deleted by hand); the table is unchanged."""
-
-    def __init__(self, message: str, *, missing: list[str]) -> None:
-        super().__init__(message)
-        self.missing = missing
+class RestoreFilesMissingError(RestoreError, FilesMissingError):
+    """Files the restore must re-add are gone; the table is unchanged."""
 
 
 class VacuumInProgressError(TxnLogError):
@@ -102,9 +113,12 @@ class ForeignCommitsError(RestoreError):
 
 
 class VersionAlreadyExistsError(TxnLogError):
-    """Internal: the commit file for a version was created by someone else first.
+    """Internal to the commit loop: another writer created the commit file for this version first.
 
-    The commit loop catches it, checks for conflicts and retries at the next version.
+    Never escapes `Transaction.commit` (and so is not exported): the loop catches it, checks the
+    winning commits for conflicts and retries at the next version. What the caller may see instead
+    is a `CommitConflictError` subclass (a winner invalidated what we read) or
+    `CommitRetriesExceededError` (the attempts ran out).
     """
 
     def __init__(self, version: int) -> None:
@@ -126,7 +140,24 @@ class CommitTooLargeError(InvalidArgumentError):
 
 
 class CommitRetriesExceededError(TxnLogError):
-    """The table stayed too busy for the configured number of commit attempts."""
+    """The table stayed too busy for the configured number of commit attempts; nothing was committed."""
+
+
+class RestoreRetriesExceededError(CommitRetriesExceededError, RestoreError):
+    """Other writers kept committing while a restore re-planned; the table is unchanged."""
+
+
+class CommitOutcomeUnknownError(StorageError):
+    """The storage failed while writing a commit file: the commit may or may not have been written."""
+
+    def __init__(self, version: int, cause: BaseException) -> None:
+        super().__init__(
+            f"the storage failed while writing commit {version} ({type(cause).__name__}: {cause}); the "
+            "commit may or may not be in the log. Help: re-open the table and look at latest_version() / "
+            "history() before retrying, or write with txn=(app_id, version) so that a retry cannot commit "
+            "twice."
+        )
+        self.version = version
 
 
 class CommitConflictError(TxnLogError):

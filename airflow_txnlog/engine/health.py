@@ -18,9 +18,9 @@ from typing import Any
 
 from airflow_txnlog.engine import properties as props
 from airflow_txnlog.engine.log_segment import list_log, monotonic_timestamps
+from airflow_txnlog.engine.maintenance_table import MaintenanceTable
 from airflow_txnlog.engine.savepoints import list_savepoints
-from airflow_txnlog.engine.snapshot import Snapshot
-from airflow_txnlog.engine.storage import Storage
+from airflow_txnlog.engine.validate import number
 
 
 @dataclass(frozen=True)
@@ -43,7 +43,12 @@ class TableHealth:
         return asdict(self)
 
 
-def table_health(storage: Storage, snap: Snapshot, *, small_file_bytes: int | None = None) -> TableHealth:
+def table_health(table: MaintenanceTable, *, small_file_bytes: int | None = None) -> TableHealth:
+    """The figures of the module docstring, for the table's latest snapshot."""
+    number(
+        "small_file_bytes", small_file_bytes, minimum=0, integer=True, none_means="a quarter of the target"
+    )
+    storage, snap = table.storage, table.snapshot()
     conf = snap.metadata.configuration
     small = small_file_bytes if small_file_bytes is not None else props.target_file_size(conf) // 4
     files = snap.files()

@@ -24,11 +24,12 @@ import time
 from dataclasses import dataclass, field
 
 from airflow_txnlog.engine import properties as props
-from airflow_txnlog.engine.errors import InvalidArgumentError
 from airflow_txnlog.engine.log_paths import LOG_DIR, parse_name
 from airflow_txnlog.engine.log_segment import LogListing, monotonic_timestamps
+from airflow_txnlog.engine.maintenance_table import MaintenanceTable
 from airflow_txnlog.engine.snapshot import Snapshot
 from airflow_txnlog.engine.storage import Storage
+from airflow_txnlog.engine.validate import flag, number
 
 _CRC_RE = re.compile(r"^(\d{20})\.crc$")
 TEMP_DIR = f"{LOG_DIR}/.tmp"
@@ -44,10 +45,12 @@ class CleanupResult:
     temp_files: list[str] = field(default_factory=list)  # stale names inside _delta_log/.tmp/
 
 
-def cleanup_log(
-    storage: Storage, snap: Snapshot, *, retention_hours: float | None, dry_run: bool
-) -> CleanupResult:
-    result = _cleanup_versions(storage, snap, retention_hours=retention_hours, dry_run=dry_run)
+def cleanup_log(table: MaintenanceTable, *, retention_hours: float | None, dry_run: bool) -> CleanupResult:
+    """Delete (or with `dry_run`, list) what the module docstring says, as of the latest snapshot."""
+    number("retention_hours", retention_hours, minimum=0, none_means="the table's log retention")
+    flag("dry_run", dry_run)
+    storage = table.storage
+    result = _cleanup_versions(storage, table.snapshot(), retention_hours=retention_hours, dry_run=dry_run)
     return dataclasses.replace(result, temp_files=_cleanup_temp(storage, dry_run=dry_run))
 
 
@@ -67,8 +70,6 @@ def _cleanup_temp(storage: Storage, *, dry_run: bool) -> list[str]:
 def _cleanup_versions(
     storage: Storage, snap: Snapshot, *, retention_hours: float | None, dry_run: bool
 ) -> CleanupResult:
-    if retention_hours is not None and retention_hours < 0:
-        raise InvalidArgumentError(f"retention_hours must be >= 0, got {retention_hours}")
     keep_ms = (
         int(retention_hours * 3_600_000)
         if retention_hours is not None

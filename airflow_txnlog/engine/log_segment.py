@@ -12,6 +12,7 @@ Commit timestamps are file modification times forced to increase: ts(v) = max(mt
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from airflow_txnlog.engine.errors import LogCorruptedError, TableNotFoundError, VersionNotFoundError
@@ -54,6 +55,14 @@ class LogListing:
     def checkpoints_at_or_below(self, version: int) -> list[int]:
         return sorted((v for v in self.checkpoints if v <= version), reverse=True)
 
+    def run_from(self, first: int, until: int | None = None) -> list[tuple[int, LogFile]]:
+        """The contiguous commits `first`, `first`+1, ... (up to `until`) that the listing holds."""
+        run = []
+        while first in self.commits and (until is None or first <= until):
+            run.append((first, self.commits[first]))
+            first += 1
+        return run
+
 
 def list_log(storage: Storage, *, hint_version: int | None = None) -> LogListing:
     """List the log, from the hinted version when that finds a complete checkpoint."""
@@ -92,22 +101,21 @@ def segment_for(
             f"version {version} cannot be reconstructed: commit 0 is gone and no usable checkpoint "
             f"is at or below it (oldest commit present: {oldest})"
         )
-    commits = []
-    for v in range(start, version + 1):
-        f = listing.commits.get(v)
-        if f is None:
-            raise LogCorruptedError(
-                f"the log is missing commit {v:020d}.json: versions {start}..{version} must be contiguous"
-            )
-        commits.append((v, f))
+    commits = listing.run_from(start, version)
+    if len(commits) != version + 1 - start:
+        missing = start + len(commits)
+        raise LogCorruptedError(
+            f"the log is missing commit {missing:020d}.json: versions {start}..{version} must be contiguous"
+        )
     parts = listing.checkpoints[cp] if cp is not None else []
     return LogSegment(version, cp, parts, commits)
 
 
-def monotonic_timestamps(commits: dict[int, LogFile]) -> dict[int, int]:
-    """Commit timestamps from modification times, forced strictly increasing by version."""
+def monotonic_timestamps(commits: Mapping[int, LogFile], *, after: int | None = None) -> dict[int, int]:
+    """Commit timestamps from modification times, forced strictly increasing by version (and above
+    `after`, the timestamp of the version before the first of `commits`, when it is known)."""
     out: dict[int, int] = {}
-    prev = None
+    prev = after
     for v in sorted(commits):
         ts = commits[v].mtime_ms
         if prev is not None and ts <= prev:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from airflow_txnlog.engine.errors import InvalidArgumentError
+from airflow_txnlog.engine.errors import InvalidArgumentError, UnsupportedFeatureError
 
 CHECKPOINT_INTERVAL = "delta.checkpointInterval"
 APPEND_ONLY = "delta.appendOnly"
@@ -15,6 +15,8 @@ IN_COMMIT_TIMESTAMPS = "delta.enableInCommitTimestamps"
 NUM_INDEXED_COLS = "delta.dataSkippingNumIndexedCols"
 STATS_COLUMNS = "delta.dataSkippingStatsColumns"
 TARGET_FILE_SIZE = "delta.targetFileSize"
+COLUMN_MAPPING_MODE = "delta.columnMapping.mode"
+COLUMN_MAPPING_MODES = ("none", "name", "id")
 
 DEFAULT_CHECKPOINT_INTERVAL = 10
 DEFAULT_DELETED_FILE_RETENTION_MS = 7 * 24 * 3600 * 1000
@@ -34,12 +36,15 @@ _UNIT_MS = {
 _INTERVAL_RE = re.compile(r"^\s*(?:interval\s+)?(\d+)\s*([a-z]+?)s?\s*$", re.IGNORECASE)
 
 
-def parse_interval_ms(text: str) -> int:
+def parse_interval_ms(text: str, what: str = "interval") -> int:
     """Milliseconds of a Delta interval string such as "interval 7 days" or "30 days"."""
     m = _INTERVAL_RE.match(text)
     unit = m.group(2).lower() if m else ""
     if not m or unit not in _UNIT_MS:
-        raise InvalidArgumentError(f"invalid interval {text!r}; expected e.g. 'interval 7 days'")
+        raise InvalidArgumentError(
+            f"{what}: invalid interval {text!r}; expected e.g. 'interval 7 days' "
+            f"(units: {', '.join(_UNIT_MS)})"
+        )
     return int(int(m.group(1)) * _UNIT_MS[unit])
 
 
@@ -78,17 +83,36 @@ def in_commit_timestamps(conf: Mapping[str, str]) -> bool:
 
 def deleted_file_retention_ms(conf: Mapping[str, str]) -> int:
     raw = conf.get(DELETED_FILE_RETENTION)
-    return parse_interval_ms(raw) if raw else DEFAULT_DELETED_FILE_RETENTION_MS
+    return parse_interval_ms(raw, DELETED_FILE_RETENTION) if raw else DEFAULT_DELETED_FILE_RETENTION_MS
 
 
 def log_retention_ms(conf: Mapping[str, str]) -> int:
     raw = conf.get(LOG_RETENTION)
-    return parse_interval_ms(raw) if raw else DEFAULT_LOG_RETENTION_MS
+    return parse_interval_ms(raw, LOG_RETENTION) if raw else DEFAULT_LOG_RETENTION_MS
 
 
 def num_indexed_cols(conf: Mapping[str, str]) -> int:
+    """Leaf columns to collect stats for: `delta.dataSkippingNumIndexedCols` (-1: all), default 32."""
     raw = conf.get(NUM_INDEXED_COLS)
-    return int(raw) if raw is not None else DEFAULT_NUM_INDEXED_COLS
+    try:
+        value = int(str(raw)) if raw is not None else DEFAULT_NUM_INDEXED_COLS
+    except ValueError:
+        value = -2
+    if value < -1:
+        raise InvalidArgumentError(
+            f"{NUM_INDEXED_COLS} must be an integer >= -1 (-1: every column), got {raw!r}"
+        )
+    return value
+
+
+def column_mapping_mode(conf: Mapping[str, str]) -> str:
+    """`delta.columnMapping.mode`; this engine reads and writes only tables whose mode is "none"."""
+    mode = str(conf.get(COLUMN_MAPPING_MODE, "none"))
+    if mode not in COLUMN_MAPPING_MODES:
+        raise InvalidArgumentError(
+            f"{COLUMN_MAPPING_MODE} must be one of {', '.join(map(repr, COLUMN_MAPPING_MODES))}, got {mode!r}"
+        )
+    return mode
 
 
 def validate(conf: Mapping[str, str]) -> None:
@@ -96,11 +120,14 @@ def validate(conf: Mapping[str, str]) -> None:
     checkpoint_interval(conf)
     deleted_file_retention_ms(conf)
     log_retention_ms(conf)
+    target_file_size(conf)
+    num_indexed_cols(conf)
     for key in (APPEND_ONLY, IN_COMMIT_TIMESTAMPS):
         if key in conf and str(conf[key]).lower() not in ("true", "false"):
             raise InvalidArgumentError(f"{key} must be 'true' or 'false', got {conf[key]!r}")
-    if NUM_INDEXED_COLS in conf:
-        try:
-            num_indexed_cols(conf)
-        except ValueError as exc:
-            raise InvalidArgumentError(f"{NUM_INDEXED_COLS} must be an integer") from exc
+    if column_mapping_mode(conf) != "none":
+        raise UnsupportedFeatureError(
+            f"{COLUMN_MAPPING_MODE}={conf[COLUMN_MAPPING_MODE]!r}: this engine supports only 'none' "
+            "(columns are stored under their own names)",
+            feature="columnMapping",
+        )

@@ -20,7 +20,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -58,20 +57,6 @@ def _key_of(d: dict[str, Any]) -> str:
     if "%" not in path and not path.startswith("file:") and not d.get("deletionVector"):
         return path
     return file_key(decode_path(path), d.get("deletionVector"))
-
-
-def parse_commit(data: bytes, *, name: str = "commit") -> list[dict[str, Any]]:
-    """All actions of one newline-delimited JSON commit, parsed in one pass."""
-    lines = [ln for ln in data.split(b"\n") if ln.strip()]
-    if not lines:  # a commit always holds at least commitInfo: an empty file is a torn write
-        raise LogCorruptedError(f"{name} is empty")
-    try:
-        actions = orjson.loads(b"[" + b",".join(lines) + b"]")
-    except orjson.JSONDecodeError as exc:
-        raise LogCorruptedError(f"{name} is not valid newline-delimited JSON: {exc}") from exc
-    if not all(isinstance(a, dict) for a in actions):
-        raise LogCorruptedError(f"{name} has a line that is not a JSON object")
-    return actions  # type: ignore[no-any-return]
 
 
 @dataclass(frozen=True)

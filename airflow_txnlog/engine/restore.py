@@ -14,7 +14,10 @@ version of the restore that got it there (found by its `txn` app id `restore:<ta
 The commit's transaction reads exactly the snapshot the plan was made from and the whole table, so
 any commit after that snapshot makes it fail with a conflict; the restore then re-plans from the new
 latest version (where that commit is a foreign one) instead of retrying blindly, which could discard
-it, or keep its files in a state that claims to be the target's.
+it, or keep its files in a state that claims to be the target's. After `MAX_REPLANS` plans that all
+lost a race, `RestoreRetriesExceededError` (the table is unchanged).
+The table is reached through `MaintenanceTable` (its latest snapshot, a transaction on a given
+snapshot, the txn lookup), the commits since the target through `engine.log_reader`.
 """
 
 from __future__ import annotations
@@ -24,26 +27,29 @@ import dataclasses
 import random
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
-from airflow_txnlog.engine.actions import ADD, COMMIT_INFO, METADATA, REMOVE, AddFile, Metadata
+from airflow_txnlog.engine.actions import ADD, METADATA, REMOVE, AddFile, Metadata
 from airflow_txnlog.engine.errors import (
     CommitConflictError,
     ForeignCommitsError,
-    InvalidArgumentError,
     RestoreFilesMissingError,
+    RestoreRetriesExceededError,
+    SavepointFilesMissingError,
 )
-from airflow_txnlog.engine.log_paths import LOG_DIR
-from airflow_txnlog.engine.log_segment import LogListing
-from airflow_txnlog.engine.replay import LogState, file_key, parse_commit
+from airflow_txnlog.engine.log_reader import list_after, read_commits
+from airflow_txnlog.engine.maintenance_table import MaintenanceTable
+from airflow_txnlog.engine.replay import LogState, file_key
 from airflow_txnlog.engine.savepoints import create_savepoint, delete_savepoint, missing_files
 from airflow_txnlog.engine.snapshot import Snapshot
 from airflow_txnlog.engine.storage import Storage
 from airflow_txnlog.engine.transaction import ENGINE_INFO, Transaction
+from airflow_txnlog.engine.validate import flag, one_of, text
 
-FOREIGN_POLICIES = ("fail", "force")
+ForeignCommitsPolicy = Literal["fail", "force"]
+"""What a restore does about commits of other writers since its target: refuse, or discard them."""
 OWNER_TAG = "owner"
 MAX_REPLANS = 25
 # Back off between re-plans (jittered, doubling up to 1 s): a restore reads the whole table, so on a
@@ -117,78 +123,95 @@ def foreign_versions(storage: Storage, after: int, until: int, owner: str | None
     """Versions in (after, until] that changed data or metadata and are not tagged with `owner`."""
     if owner is None or until <= after:
         return []
-    listing = LogListing.build(storage.list_log(f"{after:020d}.json"), complete=False)
+    listing = list_after(storage, after)
+    since = sorted((v, f) for v, f in listing.commits.items() if v <= until)  # cleaned-up ones are gone
     out = []
-    for v in range(after + 1, until + 1):
-        f = listing.commits.get(v)
-        if f is None:
-            continue  # cleaned up: nothing to inspect
-        actions = parse_commit(storage.read(f"{LOG_DIR}/{f.name}"), name=f.name)
-        info: dict[str, Any] = next((a[COMMIT_INFO] for a in actions if COMMIT_INFO in a), {})
-        tags = info.get("tags") or {}
+    for commit in read_commits(storage, since):
+        tags = commit.info.get("tags") or {}
         changes = any(
             (k in (ADD, REMOVE) and body.get("dataChange", True)) or k == METADATA
-            for a in actions
+            for a in commit.actions
             for k, body in a.items()
         )
         if changes and tags.get(OWNER_TAG) != owner:
-            out.append(v)
+            out.append(commit.version)
     return out
 
 
+def _outcome(
+    target: RestoreTarget,
+    p: _Plan,
+    gone: list[str],
+    foreign: list[int],
+    *,
+    version: int | None,
+    committed: bool,
+    dry_run: bool,
+) -> RestoreResult:
+    return RestoreResult(
+        version=version,
+        target_version=target.version,
+        committed=committed,
+        dry_run=dry_run,
+        files_to_add=[f.path for f in p.adds],
+        files_to_remove=[f.path for f in p.removes],
+        missing_files=gone,
+        foreign_versions=foreign,
+        metrics=p.metrics,
+    )
+
+
+def check_options(*, dry_run: object, on_foreign_commits: object, owner: object) -> None:
+    """InvalidArgumentError for a bad option, before anything (a pin included) is written."""
+    flag("dry_run", dry_run)
+    one_of("on_foreign_commits", on_foreign_commits, ForeignCommitsPolicy)
+    text("owner", owner, empty_ok=False)
+
+
 def restore(
-    storage: Storage,
-    latest: Callable[[], Snapshot],
-    new_txn: Callable[[Snapshot, str, dict[str, Any]], Transaction],
+    table: MaintenanceTable,
     target: RestoreTarget,
     *,
     dry_run: bool,
-    on_foreign_commits: str,
+    on_foreign_commits: ForeignCommitsPolicy,
     owner: str | None,
-    find_txn_commit: Callable[[str], int | None],
 ) -> RestoreResult:
     """Plan and (unless dry_run) commit a restore; re-plans after a conflicting concurrent commit."""
-    if on_foreign_commits not in FOREIGN_POLICIES:
-        raise InvalidArgumentError(
-            f"on_foreign_commits must be one of {FOREIGN_POLICIES}, got {on_foreign_commits!r}"
-        )
+    check_options(dry_run=dry_run, on_foreign_commits=on_foreign_commits, owner=owner)
     for attempt in range(MAX_REPLANS):
-        current = latest()
+        current = table.snapshot()
         p = plan(current, target)
-        foreign = foreign_versions(storage, target.version, current.version, owner)
-        gone = missing_files(storage, [f.path for f in p.adds])
-        base = dict(
-            target_version=target.version,
-            files_to_add=[f.path for f in p.adds],
-            files_to_remove=[f.path for f in p.removes],
-            missing_files=gone,
-            foreign_versions=foreign,
-            metrics=p.metrics,
-        )
+        foreign = foreign_versions(table.storage, target.version, current.version, owner)
+        gone = missing_files(table.storage, [f.path for f in p.adds])
         if not p.adds and not p.removes and p.metadata is None:
-            done = find_txn_commit(target.app_id) or current.version
-            return RestoreResult(version=done, committed=False, dry_run=dry_run, **base)  # type: ignore[arg-type]
+            done = table.txn_commit_version(target.app_id, target.version) or current.version
+            return _outcome(target, p, gone, foreign, version=done, committed=False, dry_run=dry_run)
         if dry_run:
-            return RestoreResult(version=None, committed=False, dry_run=True, **base)  # type: ignore[arg-type]
+            return _outcome(target, p, gone, foreign, version=None, committed=False, dry_run=True)
         _check_safe(target, gone, foreign, on_foreign_commits)
+        txn = table.transaction("RESTORE", target.parameters, snapshot=current)
         try:
-            version = _commit(new_txn(current, "RESTORE", target.parameters), target, p, foreign, owner)
+            version = _commit(txn, target, p, foreign, owner)
         except CommitConflictError:
             low, high = REPLAN_BACKOFF_S
             time.sleep(random.uniform(0, min(high, low * 2**attempt)))  # noqa: S311 - jitter, not a secret
             continue  # someone committed meanwhile: plan again against the new latest version
-        return RestoreResult(version=version, committed=True, dry_run=False, **base)  # type: ignore[arg-type]
-    raise ForeignCommitsError(
-        f"the table kept changing during {MAX_REPLANS} restore attempts. Help: pause writers and retry",
-        versions=[],
+        return _outcome(target, p, gone, foreign, version=version, committed=True, dry_run=False)
+    raise RestoreRetriesExceededError(
+        f"other writers committed during each of {MAX_REPLANS} restore attempts, so the restore never "
+        "got to commit; the table is unchanged. Help: pause the writers of this table (or wait for a "
+        "quiet moment) and run the restore again."
     )
 
 
-def _check_safe(target: RestoreTarget, gone: list[str], foreign: list[int], policy: str) -> None:
+def _check_safe(
+    target: RestoreTarget, gone: list[str], foreign: list[int], policy: ForeignCommitsPolicy
+) -> None:
     if gone:
         raise RestoreFilesMissingError(
             f"cannot restore version {target.version}: {len(gone)} files to re-add are missing "
-            f"(vacuumed or deleted): {gone[:20]}. The table is unchanged.",
+            f"(vacuumed or deleted): {gone[:20]}. The table is unchanged. Help: restore a newer version "
+            "or a savepoint whose files still exist.",
             missing=gone,
         )
     if foreign and policy == "fail":
@@ -219,7 +242,7 @@ def _commit(txn: Transaction, target: RestoreTarget, p: _Plan, foreign: list[int
 
 
 @contextlib.contextmanager
-def pinned(storage: Storage, target: Snapshot | None, latest: Callable[[], Snapshot]) -> Iterator[None]:
+def pinned(table: MaintenanceTable, target: Snapshot | None) -> Iterator[None]:
     """Hold a short-lived savepoint of `target` (None: nothing to pin), so that no vacuum deletes the
     files a restore re-adds between its existence check and its commit (engine.fence). It expires by
     itself after PIN_TTL_MS if the process dies before removing it."""
@@ -229,15 +252,14 @@ def pinned(storage: Storage, target: Snapshot | None, latest: Callable[[], Snaps
     name = f"restore-pin-{uuid.uuid4().hex}"
     try:
         create_savepoint(
-            storage,
+            table,
             target,
             name,
             created_by=ENGINE_INFO,
             reason="pins the files of a restore in progress",
             expires_at=int(time.time() * 1000) + PIN_TTL_MS,
-            latest=latest,
         )
-    except RestoreFilesMissingError as exc:
+    except SavepointFilesMissingError as exc:
         raise RestoreFilesMissingError(
             f"cannot restore version {target.version}: {len(exc.missing)} of its files are missing "
             f"(vacuumed or deleted): {exc.missing[:20]}. The table is unchanged.",
@@ -246,4 +268,4 @@ def pinned(storage: Storage, target: Snapshot | None, latest: Callable[[], Snaps
     try:
         yield
     finally:
-        delete_savepoint(storage, name)
+        delete_savepoint(table.storage, name)

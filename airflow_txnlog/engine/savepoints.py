@@ -15,6 +15,8 @@ restorable after the log has been cleaned (by us or another engine), as long as 
 exist, which our vacuum guarantees for unexpired savepoints.
 Expiry is measured from creation (`expires_at` is absolute); an expired savepoint no longer protects
 files from vacuum and is reported as expired.
+`create_savepoint` works through a `MaintenanceTable` (it needs the table's latest snapshot); listing,
+reading and deleting savepoints need only the `Storage`.
 """
 
 from __future__ import annotations
@@ -23,7 +25,6 @@ import datetime as dt
 import re
 import time
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,14 +34,16 @@ from airflow_txnlog.engine.checkpoint import checkpoint_table, parquet_bytes, re
 from airflow_txnlog.engine.errors import (
     InvalidArgumentError,
     LogCorruptedError,
-    RestoreFilesMissingError,
     SavepointExistsError,
+    SavepointFilesMissingError,
     SavepointNotFoundError,
 )
 from airflow_txnlog.engine.fence import DEFAULT_WAIT_S, wait_for_vacuums
+from airflow_txnlog.engine.maintenance_table import MaintenanceTable
 from airflow_txnlog.engine.replay import LogState, file_key
 from airflow_txnlog.engine.snapshot import Snapshot, to_epoch_ms
 from airflow_txnlog.engine.storage import Storage
+from airflow_txnlog.engine.validate import text
 
 SAVEPOINT_DIR = "_savepoints"
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$")
@@ -117,35 +120,33 @@ def missing_files(storage: Storage, paths: list[str]) -> list[str]:
 
 
 def create_savepoint(
-    storage: Storage,
+    table: MaintenanceTable,
     snap: Snapshot,
     name: str,
     *,
     created_by: str | None,
     reason: str | None,
     expires_at: dt.datetime | str | int | None,
-    latest: Callable[[], Snapshot],
     fence_wait_s: float = DEFAULT_WAIT_S,
 ) -> Savepoint:
     """Write the manifest of `snap`, then the record (put-if-absent: the commit point), then make sure
-    no concurrent vacuum deleted what it needs (`latest` gives the table's latest snapshot)."""
-    validate_name(name)
+    no concurrent vacuum deleted what it needs (checked against the table's latest snapshot)."""
     now = int(time.time() * 1000)
-    expires = to_epoch_ms(expires_at) if expires_at is not None else None
-    if expires is not None and expires <= now:
-        raise InvalidArgumentError(f"expires_at {expires_at!r} is not in the future")
+    expires = _checked_options(name, created_by, reason, expires_at, now)
+    storage = table.storage
     if storage.exists(_record_key(name)):
         raise SavepointExistsError(f"savepoint {name!r} already exists. Help: pick another name or delete it")
     files = snap.files()
     gone = missing_files(storage, [f.path for f in files])
     if gone:
-        raise RestoreFilesMissingError(
-            f"cannot savepoint version {snap.version}: {len(gone)} of its files are missing: {gone[:10]}",
+        raise SavepointFilesMissingError(
+            f"cannot savepoint version {snap.version}: {len(gone)} of its files are missing: {gone[:10]}. "
+            "Nothing was created. Help: savepoint a newer version, whose files still exist.",
             missing=gone,
         )
     manifest = f"{name}.{uuid.uuid4().hex}.manifest.parquet"
-    table, _ = checkpoint_table(snap.state, min_tombstone_ts=1 << 62)  # no tombstones
-    storage.write(f"{SAVEPOINT_DIR}/{manifest}", parquet_bytes(table))
+    rows, _ = checkpoint_table(snap.state, min_tombstone_ts=1 << 62)  # no tombstones
+    storage.write(f"{SAVEPOINT_DIR}/{manifest}", parquet_bytes(rows))
     sp = Savepoint(
         name=name,
         table_id=snap.metadata.id,
@@ -159,18 +160,38 @@ def create_savepoint(
         reason=reason,
         expires_at=expires,
     )
+    _create_record(storage, sp)
     try:
-        storage.put_if_absent(_record_key(name), orjson.dumps(sp.to_json()))
-    except FileExistsError as exc:
-        storage.delete(f"{SAVEPOINT_DIR}/{manifest}")
-        raise SavepointExistsError(f"savepoint {name!r} was created concurrently") from exc
-    try:
-        _confirm_after_vacuums(storage, snap, latest(), fence_wait_s)
+        _confirm_after_vacuums(storage, snap, table.snapshot(), fence_wait_s)
     except BaseException:
         storage.delete(_record_key(name))
         storage.delete(f"{SAVEPOINT_DIR}/{manifest}")
         raise
     return sp
+
+
+def _checked_options(
+    name: str, created_by: object, reason: object, expires_at: dt.datetime | str | int | None, now: int
+) -> int | None:
+    """The expiry in epoch ms (None: never), once every option of a new savepoint is checked."""
+    validate_name(name)
+    text("created_by", created_by)
+    text("reason", reason)
+    expires = to_epoch_ms(expires_at) if expires_at is not None else None
+    if expires is not None and expires <= now:
+        raise InvalidArgumentError(f"expires_at {expires_at!r} is not in the future")
+    return expires
+
+
+def _create_record(storage: Storage, sp: Savepoint) -> None:
+    """Create the record, the savepoint's commit point; a writer that loses the race drops its manifest."""
+    try:
+        storage.put_if_absent(_record_key(sp.name), orjson.dumps(sp.to_json()))
+    except FileExistsError as exc:
+        storage.delete(f"{SAVEPOINT_DIR}/{sp.manifest}")
+        raise SavepointExistsError(
+            f"savepoint {sp.name!r} was created concurrently. Help: pick another name, or use the one created"
+        ) from exc
 
 
 def _confirm_after_vacuums(storage: Storage, snap: Snapshot, latest: Snapshot, wait_s: float) -> None:
@@ -183,9 +204,9 @@ def _confirm_after_vacuums(storage: Storage, snap: Snapshot, latest: Snapshot, w
     wait_for_vacuums(storage, timeout_s=wait_s)
     gone = missing_files(storage, at_risk)
     if gone:
-        raise RestoreFilesMissingError(
+        raise SavepointFilesMissingError(
             f"cannot savepoint version {snap.version}: a concurrent vacuum deleted {len(gone)} of its "
-            f"files: {gone[:10]}. Nothing was created.",
+            f"files: {gone[:10]}. Nothing was created. Help: savepoint a newer version.",
             missing=gone,
         )
 

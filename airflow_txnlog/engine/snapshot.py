@@ -21,14 +21,20 @@ import pyarrow as pa
 
 from airflow_txnlog.engine import properties as props
 from airflow_txnlog.engine.actions import AddFile, Metadata, Protocol, RemoveFile, decode_path
-from airflow_txnlog.engine.checkpoint import read_checkpoint, read_last_checkpoint
+from airflow_txnlog.engine.checkpoint import read_checkpoint
 from airflow_txnlog.engine.errors import (
     InvalidArgumentError,
     LogCorruptedError,
     UnsupportedFeatureError,
     VersionNotFoundError,
 )
-from airflow_txnlog.engine.log_paths import LOG_DIR
+from airflow_txnlog.engine.log_reader import (
+    CommitFiles,
+    list_after,
+    read_commit_infos,
+    read_commits,
+    read_last_checkpoint,
+)
 from airflow_txnlog.engine.log_segment import (
     LogListing,
     LogSegment,
@@ -37,10 +43,11 @@ from airflow_txnlog.engine.log_segment import (
     segment_for,
 )
 from airflow_txnlog.engine.predicates import Range, may_match, parse_predicate, stats_value
-from airflow_txnlog.engine.replay import LogState, parse_commit
+from airflow_txnlog.engine.replay import LogState
 from airflow_txnlog.engine.scan import read_files
 from airflow_txnlog.engine.schema import parse_partition_value, schema_from_json
 from airflow_txnlog.engine.storage import Storage
+from airflow_txnlog.engine.validate import names
 
 # columnMapping only while its mode is "none" (checked below): then no column is renamed.
 SUPPORTED_READER_FEATURES = frozenset({"timestampNtz", "vacuumProtocolCheck", "columnMapping"})
@@ -240,6 +247,7 @@ class Snapshot:
 
     def to_arrow(self, columns: list[str] | None = None, filter: str | None = None) -> pa.Table:
         """Rows of this version (partition columns included), optionally filtered by a SQL predicate."""
+        columns = names("columns", columns, none_means="every column")
         tree = parse_predicate(filter, self.schema).tree if filter is not None else None
         files = self.files(filter)
         return read_files(
@@ -249,21 +257,18 @@ class Snapshot:
     # ------------------------------------------------------------------ incremental update
     def update(self, *, until: int | None = None) -> Snapshot:
         """The latest snapshot (or the one at `until`), reading only the commits after this one."""
-        files = self._storage.list_log(f"{self.version:020d}.json")
-        listing = LogListing.build(files, complete=False)
-        new = sorted(v for v in listing.commits if v > self.version and (until is None or v <= until))
-        if not new:
+        listing = list_after(self._storage, self.version)
+        newest = max((v for v in listing.commits if until is None or v <= until), default=None)
+        if newest is None:
             return self
-        if new != list(range(self.version + 1, new[-1] + 1)):
+        commits = listing.run_from(self.version + 1, until)
+        if not commits or commits[-1][0] != newest:  # a gap: some commit is not visible yet
             return load_snapshot(self._storage, until)
-        commits = [(v, listing.commits[v]) for v in new]
         state = _replay(self._storage, self._state, commits)
-        ts = dict(self._timestamps)
-        prev = ts.get(self.version)
-        for v, f in commits:
-            ts[v] = prev = f.mtime_ms if prev is None or f.mtime_ms > prev else prev + 1
+        after = self._timestamps.get(self.version)
+        ts = {**self._timestamps, **monotonic_timestamps(dict(commits), after=after)}
         segment = LogSegment(
-            new[-1],
+            newest,
             self._segment.checkpoint_version,
             self._segment.checkpoint_parts,
             self._segment.commits + commits,
@@ -271,14 +276,8 @@ class Snapshot:
         return Snapshot(self._storage, state, segment, ts)
 
 
-def _replay(storage: Storage, state: LogState, commits: list[tuple[int, Any]]) -> LogState:
-    keys = [f"{LOG_DIR}/{f.name}" for _, f in commits]
-    try:
-        blobs = storage.read_many(keys)
-    except FileNotFoundError as exc:
-        raise LogCorruptedError(f"a commit file disappeared while reading the log: {exc}") from exc
-    parsed = [(v, parse_commit(b, name=f.name), f.name) for (v, f), b in zip(commits, blobs, strict=True)]
-    return state.apply_many(parsed)
+def _replay(storage: Storage, state: LogState, commits: CommitFiles) -> LogState:
+    return state.apply_many([(c.version, c.actions, c.name) for c in read_commits(storage, commits)])
 
 
 def _load_segment(storage: Storage, listing: LogListing, version: int) -> tuple[LogState, LogSegment]:
@@ -304,7 +303,7 @@ def load_snapshot(storage: Storage, version: int | None = None) -> Snapshot:
     if version is not None and (not isinstance(version, int) or isinstance(version, bool) or version < 0):
         raise InvalidArgumentError(f"version must be a non-negative integer, got {version!r}")
     hint = read_last_checkpoint(storage)
-    hint_version = hint["version"] if hint and (version is None or hint["version"] <= version) else None
+    hint_version = hint.version if hint and (version is None or hint.version <= version) else None
     listing = list_log(storage, hint_version=hint_version)
     target = listing.latest() if version is None else version
     assert target is not None
@@ -342,11 +341,9 @@ def version_at(storage: Storage, timestamp: dt.datetime | str | int, *, in_commi
 
 def _in_commit_timestamps(storage: Storage, listing: LogListing, stamps: dict[int, int]) -> dict[int, int]:
     out = dict(stamps)
-    for v, f in listing.commits.items():
-        for action in parse_commit(storage.read(f"{LOG_DIR}/{f.name}"), name=f.name)[:1]:
-            info = action.get("commitInfo") or {}
-            if "inCommitTimestamp" in info:
-                out[v] = int(info["inCommitTimestamp"])
+    for v, info in read_commit_infos(storage, sorted(listing.commits.items())):
+        if "inCommitTimestamp" in info:
+            out[v] = int(info["inCommitTimestamp"])
     return out
 
 

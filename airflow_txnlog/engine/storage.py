@@ -29,6 +29,7 @@ import os
 import threading
 import uuid
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, BinaryIO
 from urllib.parse import urlsplit
@@ -40,6 +41,7 @@ from typing_extensions import override
 from airflow_txnlog.engine.actions import has_scheme
 from airflow_txnlog.engine.errors import InvalidArgumentError, StorageError
 from airflow_txnlog.engine.log_paths import LOG_DIR, LogFile
+from airflow_txnlog.engine.validate import flag, mapping
 
 # Object stores whose fsspec implementation performs a real conditional (exclusive) create.
 ATOMIC_PROTOCOLS = frozenset({"s3", "s3a", "gs", "gcs", "abfs", "abfss", "az"})
@@ -309,11 +311,13 @@ class MemoryStorage(FsspecStorage):
 
 
 def storage_for(
-    uri: str, storage_options: dict[str, Any] | None = None, *, single_writer: bool = False
+    uri: str, storage_options: Mapping[str, Any] | None = None, *, single_writer: bool = False
 ) -> Storage:
     """The storage backend for a table URI (local path, `file://`, `memory://`, `s3://`, ...)."""
     if not isinstance(uri, str) or not uri.strip():
         raise InvalidArgumentError(f"table URI must be a non-empty string, got {uri!r}")
+    options = mapping("storage_options", storage_options, example="{'anon': False}")
+    flag("single_writer", single_writer)  # a truthy "false" would promise that no one else writes
     uri = uri.strip().rstrip("/") or "/"
     parts = urlsplit(uri)
     if parts.query or parts.fragment:
@@ -327,7 +331,6 @@ def storage_for(
     scheme = _SCHEME_ALIASES.get(scheme, scheme)
     if not parts.netloc and scheme != "memory":
         raise InvalidArgumentError(f"table URI {uri!r} has no bucket or host")
-    options = dict(storage_options or {})
     if scheme in ATOMIC_PROTOCOLS:  # s3fs, gcsfs, adlfs: fsspec's DirCache takes this option
         # A cached folder listing makes s3fs answer FileNotFoundError for a commit written after it
         # (its `cat_file` asks the cache for the size first): a log must always be listed afresh.

@@ -4,6 +4,11 @@ A `Table` caches its latest snapshot and brings it up to date incrementally (rea
 commits). A commit never reloads the table; after a commit whose version is a multiple of
 `delta.checkpointInterval`, the snapshot is advanced to exactly that version and checkpointed.
 A failed checkpoint is logged and never fails the commit.
+
+The maintenance operations (savepoints, restore, vacuum, log cleanup, health) get the table itself
+as their `MaintenanceTable` (engine.maintenance_table): its storage, `snapshot()`,
+`transaction(..., snapshot=)` and `txn_commit_version`. Public arguments are checked before anything
+is written (engine.validate).
 """
 
 from __future__ import annotations
@@ -11,20 +16,19 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import time
-import uuid
 from collections.abc import Mapping
 from typing import Any
 
-import orjson
 import pyarrow as pa
 
 from airflow_txnlog.engine import log_cleanup, savepoints
 from airflow_txnlog.engine import properties as props
 from airflow_txnlog.engine import restore as restore_mod
 from airflow_txnlog.engine import vacuum as vacuum_mod
-from airflow_txnlog.engine.actions import Action, CommitInfo, Metadata, Protocol, serialize_actions
+from airflow_txnlog.engine.actions import serialize_actions
 from airflow_txnlog.engine.checkpoint import DEFAULT_PART_SIZE, write_checkpoint
-from airflow_txnlog.engine.conflicts import SERIALIZABLE
+from airflow_txnlog.engine.conflicts import SERIALIZABLE, IsolationLevel
+from airflow_txnlog.engine.create_table import version_zero
 from airflow_txnlog.engine.errors import (
     ConcurrentTransactionError,
     InvalidArgumentError,
@@ -39,87 +43,40 @@ from airflow_txnlog.engine.errors import (
 from airflow_txnlog.engine.health import TableHealth, table_health
 from airflow_txnlog.engine.log_cleanup import CleanupResult
 from airflow_txnlog.engine.log_paths import LOG_DIR, commit_name
-from airflow_txnlog.engine.log_segment import LogListing, list_log, monotonic_timestamps
-from airflow_txnlog.engine.replay import parse_commit
-from airflow_txnlog.engine.restore import RestoreResult
+from airflow_txnlog.engine.log_reader import list_after, read_commits
+from airflow_txnlog.engine.log_segment import list_log, monotonic_timestamps
+from airflow_txnlog.engine.restore import ForeignCommitsPolicy, RestoreResult
 from airflow_txnlog.engine.savepoints import Savepoint
-from airflow_txnlog.engine.schema import normalize_schema, schema_to_json, uses_timestamp_ntz
 from airflow_txnlog.engine.snapshot import Snapshot, load_snapshot, version_at
 from airflow_txnlog.engine.storage import Storage, storage_for
 from airflow_txnlog.engine.transaction import (
     DEFAULT_MAX_ATTEMPTS,
     DEFAULT_MAX_COMMIT_BYTES,
-    ENGINE_INFO,
+    TAGS_EXAMPLE,
     Transaction,
 )
 from airflow_txnlog.engine.vacuum import VacuumResult
-from airflow_txnlog.engine.writer import write, write_parameters
+from airflow_txnlog.engine.validate import mapping, number, one_of, text
+from airflow_txnlog.engine.writer import WriteMode, write, write_parameters
 
 log = logging.getLogger(__name__)
+TXN_SEARCH_BATCH = 16
 
 
 def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
-def _validate_schema(schema: pa.Schema, partition_by: tuple[str, ...]) -> pa.Schema:
-    if not isinstance(schema, pa.Schema) or len(schema) == 0:
-        raise InvalidArgumentError("schema must be a non-empty pyarrow.Schema")
-    lowered = [n.lower() for n in schema.names]
-    if len(set(lowered)) != len(lowered) or any(not n for n in schema.names):
-        raise InvalidArgumentError(
-            f"column names must be non-empty and unique (case-insensitive): {schema.names}"
-        )
-    for c in partition_by:
-        if c not in schema.names:
-            raise InvalidArgumentError(f"partition column {c!r} is not in the schema {schema.names}")
-        t = schema.field(c).type
-        if pa.types.is_nested(t):
-            raise InvalidArgumentError(f"partition column {c!r} must have a primitive type, not {t}")
-    if len(set(partition_by)) != len(partition_by):
-        raise InvalidArgumentError(f"partition columns repeat: {list(partition_by)}")
-    if partition_by and len(partition_by) == len(schema):
-        raise InvalidArgumentError("at least one column must not be a partition column")
-    return normalize_schema(schema)
-
-
-def _create_actions(
-    norm: pa.Schema,
-    schema: pa.Schema,
-    parts: tuple[str, ...],
-    *,
-    conf: dict[str, str],
-    name: str | None,
-    description: str | None,
-) -> list[Action]:
-    """commitInfo, protocol and metaData of version 0 (protocol (1, 2), or (3, 7) for timestamp_ntz)."""
-    protocol = Protocol(1, 2)
-    if uses_timestamp_ntz(norm):
-        writer = ["timestampNtz"] + (["appendOnly"] if props.append_only(conf) else [])
-        protocol = Protocol(3, 7, ("timestampNtz",), tuple(writer))
-    metadata = Metadata(
-        id=str(uuid.uuid4()),
-        schema_string=schema_to_json(schema),
-        partition_columns=parts,
-        configuration=conf,
-        name=name,
-        description=description,
-        created_time=_now_ms(),
+def _checked_txn(txn: object) -> tuple[str, int]:
+    """(app id, version) of a `txn=` argument, or InvalidArgumentError."""
+    if isinstance(txn, tuple | list) and len(txn) == 2:
+        app_id, version = txn
+        ok_version = isinstance(version, int) and not isinstance(version, bool) and version >= 0
+        if isinstance(app_id, str) and app_id and ok_version:
+            return app_id, version
+    raise InvalidArgumentError(
+        f"txn must be a pair (non-empty app id, version >= 0) such as ('ingest', 42); got {txn!r:.80}"
     )
-    info = CommitInfo(
-        timestamp=_now_ms(),
-        operation="CREATE TABLE",
-        operation_parameters={
-            "isManaged": "false",
-            "description": description or "",
-            "partitionBy": orjson.dumps(list(parts)).decode(),
-            "properties": orjson.dumps(conf).decode(),
-        },
-        is_blind_append=True,
-        engine_info=ENGINE_INFO,
-        txn_id=str(uuid.uuid4()),
-    )
-    return [info, protocol, metadata]
 
 
 class Table:
@@ -140,10 +97,9 @@ class Table:
         max_commit_attempts: int = DEFAULT_MAX_ATTEMPTS,
         max_commit_bytes: int | None = DEFAULT_MAX_COMMIT_BYTES,
     ) -> None:
-        if checkpoint_part_size < 1 or max_commit_attempts < 1:
-            raise InvalidArgumentError("checkpoint_part_size and max_commit_attempts must be at least 1")
-        if max_commit_bytes is not None and max_commit_bytes < 1:
-            raise InvalidArgumentError(f"max_commit_bytes must be at least 1 or None, got {max_commit_bytes}")
+        number("checkpoint_part_size", checkpoint_part_size, minimum=1, integer=True)
+        number("max_commit_attempts", max_commit_attempts, minimum=1, integer=True)
+        number("max_commit_bytes", max_commit_bytes, minimum=1, integer=True, none_means="no limit")
         self._storage = storage
         self._latest: Snapshot | None = None
         self.checkpoint_part_size = checkpoint_part_size
@@ -158,7 +114,7 @@ class Table:
         cls,
         uri: str,
         *,
-        storage_options: dict[str, Any] | None = None,
+        storage_options: Mapping[str, Any] | None = None,
         single_writer: bool = False,
         **kw: Any,
     ) -> Table:
@@ -185,17 +141,19 @@ class Table:
         schema: pa.Schema,
         partition_by: tuple[str, ...] | list[str] = (),
         properties: Mapping[str, str] | None = None,
-        storage_options: dict[str, Any] | None = None,
+        storage_options: Mapping[str, Any] | None = None,
         name: str | None = None,
         description: str | None = None,
         single_writer: bool = False,
         **kw: Any,
     ) -> Table:
-        """Create a table: version 0 with protocol and metaData (TableExistsError if one exists)."""
-        parts = tuple(partition_by)
-        norm = _validate_schema(schema, parts)
-        conf = {str(k): str(v) for k, v in (properties or {}).items()}
-        props.validate(conf)
+        """Create a table: version 0 with protocol and metaData (TableExistsError if one exists).
+
+        Every argument is checked before anything is written (see engine.create_table).
+        """
+        actions = version_zero(
+            schema, partition_by=partition_by, properties=properties, name=name, description=description
+        )
         storage = storage_for(uri, storage_options, single_writer=single_writer)
         try:
             existing = storage.list_log()
@@ -203,9 +161,8 @@ class Table:
             raise StorageError(f"cannot create the table at {storage.root!r}: {exc}") from exc
         if any(f.name.endswith(".json") for f in existing):
             raise TableExistsError(f"a Delta table already exists at {storage.root!r}")
-        version_zero = _create_actions(norm, schema, parts, conf=conf, name=name, description=description)
         try:
-            storage.put_if_absent(f"{LOG_DIR}/{commit_name(0)}", serialize_actions(version_zero))
+            storage.put_if_absent(f"{LOG_DIR}/{commit_name(0)}", serialize_actions(actions))
         except FileExistsError as exc:
             raise TableExistsError(f"a Delta table already exists at {storage.root!r}") from exc
         except OSError as exc:
@@ -230,8 +187,7 @@ class Table:
             assert latest is not None  # list_log raises TableNotFoundError on an empty log
             return latest
         start = self._latest.version
-        newer = LogListing.build(self._storage.list_log(f"{start:020d}.json"), complete=False)
-        return max([start, *newer.commits, *newer.checkpoints])
+        return max(start, list_after(self._storage, start).latest() or start)
 
     def snapshot(
         self, version: int | None = None, timestamp: dt.datetime | str | int | None = None
@@ -256,19 +212,15 @@ class Table:
 
     def history(self, limit: int | None = None) -> list[dict[str, Any]]:
         """commitInfo of each commit still in the log, newest first, with `version` and `timestamp`."""
-        if limit is not None and limit < 0:
-            raise InvalidArgumentError("limit must be >= 0")
+        number("limit", limit, minimum=0, integer=True, none_means="every commit")
         listing = list_log(self._storage)
         stamps = monotonic_timestamps(listing.commits)
-        versions = sorted(listing.commits, reverse=True)[:limit]
+        newest_first = sorted(listing.commits.items(), reverse=True)[:limit]
         out = []
-        for v in versions:
-            name = listing.commits[v].name
-            actions = parse_commit(self._storage.read(f"{LOG_DIR}/{name}"), name=name)
-            info: dict[str, Any] = next((a["commitInfo"] for a in actions if "commitInfo" in a), {})
-            entry = dict(info)
-            entry["version"] = v
-            entry["timestamp"] = int(info.get("inCommitTimestamp") or stamps[v])
+        for commit in read_commits(self._storage, newest_first):
+            entry = dict(commit.info)
+            entry["version"] = commit.version
+            entry["timestamp"] = int(entry.get("inCommitTimestamp") or stamps[commit.version])
             out.append(entry)
         return out
 
@@ -278,52 +230,54 @@ class Table:
         operation: str = "WRITE",
         parameters: Mapping[str, Any] | None = None,
         *,
-        isolation_level: str = SERIALIZABLE,
+        isolation_level: IsolationLevel = SERIALIZABLE,
         tags: Mapping[str, str] | None = None,
+        snapshot: Snapshot | None = None,
     ) -> Transaction:
-        """A transaction reading the latest snapshot; commit it with `txn.commit()`.
+        """A transaction reading `snapshot` (default: the latest); commit it with `txn.commit()`.
 
         :param tags: recorded in commitInfo["tags"]; e.g. {"owner": run_id} lets `restore` tell a
             run's own commits from other writers'.
+        :param snapshot: a snapshot of this table to read instead of the latest (the commit then
+            conflicts with whatever was committed after it and invalidates what it read).
         """
-        return self._transaction_on(self._refresh(), operation, parameters, isolation_level, tags)
-
-    def _transaction_on(
-        self,
-        snap: Snapshot,
-        operation: str,
-        parameters: Mapping[str, Any] | None,
-        isolation_level: str = SERIALIZABLE,
-        tags: Mapping[str, str] | None = None,
-    ) -> Transaction:
+        if snapshot is None:
+            snapshot = self._refresh()
+        elif not isinstance(snapshot, Snapshot) or snapshot.storage.root != self._storage.root:
+            raise InvalidArgumentError(
+                f"snapshot must be a Snapshot of {self.uri!r} or None; got {snapshot!r:.80}"
+            )
         return Transaction(
             self._storage,
-            snap,
+            snapshot,
             operation=operation,
             parameters=parameters,
             isolation_level=isolation_level,
             max_attempts=self.max_commit_attempts,
             max_commit_bytes=self.max_commit_bytes,
             on_committed=self._post_commit,
-            tags={**self.default_tags, **(tags or {})},
+            tags={**self.default_tags, **mapping("tags", tags, example=TAGS_EXAMPLE, str_values=True)},
         )
 
     def write(
         self,
         data: pa.Table,
         *,
-        mode: str = "append",
+        mode: WriteMode = "append",
         txn: tuple[str, int] | None = None,
         tags: Mapping[str, str] | None = None,
     ) -> int:
         """Append or overwrite rows; with `txn=(app_id, version)` a repeated write commits nothing."""
+        one_of("mode", mode, WriteMode)
         snap = self._refresh()
         if txn is not None:
             done = self._txn_done(snap, txn)
             if done is not None:
                 return done
         # The snapshot just refreshed is the one the write reads: no second listing of the log.
-        t = self._transaction_on(snap, "WRITE", write_parameters(mode, snap.partition_columns), tags=tags)
+        t = self.transaction(
+            "WRITE", write_parameters(mode, snap.partition_columns), tags=tags, snapshot=snap
+        )
         if txn is not None:
             t.set_app_transaction(*txn)
         try:
@@ -335,9 +289,7 @@ class Table:
             return done  # the same idempotent write won concurrently: ours must not commit
 
     def _txn_done(self, snap: Snapshot, txn: tuple[str, int]) -> int | None:
-        app_id, version = txn
-        if not isinstance(app_id, str) or not app_id or not isinstance(version, int) or version < 0:
-            raise InvalidArgumentError(f"txn must be (non-empty app id, version >= 0), got {txn!r}")
+        app_id, version = _checked_txn(txn)
         seen = snap.txn_version(app_id)
         if seen is None or seen < version:
             return None
@@ -345,17 +297,19 @@ class Table:
 
     def txn_commit_version(self, app_id: str, version: int) -> int | None:
         """The version whose commit recorded txn `app_id` at `version` or later (None if not in the log)."""
+        text("app_id", app_id, none_ok=False, empty_ok=False)
+        number("version", version, minimum=0, integer=True)
         return self._find_txn_commit(app_id, version)
 
     def _find_txn_commit(self, app_id: str, version: int) -> int | None:
         """The version whose commit wrote txn (app_id, >= version), searching newest first."""
-        listing = list_log(self._storage)
-        for v in sorted(listing.commits, reverse=True):
-            name = listing.commits[v].name
-            for a in parse_commit(self._storage.read(f"{LOG_DIR}/{name}"), name=name):
+        newest_first = sorted(list_log(self._storage).commits.items(), reverse=True)
+        # Small batches: the commit searched for is usually among the newest, so stop reading early.
+        for commit in read_commits(self._storage, newest_first, batch=TXN_SEARCH_BATCH):
+            for a in commit.actions:
                 t = a.get("txn")
                 if t and t.get("appId") == app_id and int(t.get("version", -1)) >= version:
-                    return v
+                    return commit.version
         return None
 
     # ------------------------------------------------------------------ maintenance
@@ -371,13 +325,7 @@ class Table:
         """Savepoint `version` (default latest) under `name` (SavepointExistsError if taken)."""
         snap = self.snapshot(version)
         return savepoints.create_savepoint(
-            self._storage,
-            snap,
-            name,
-            created_by=created_by,
-            reason=reason,
-            expires_at=expires_at,
-            latest=self._refresh,
+            self, snap, name, created_by=created_by, reason=reason, expires_at=expires_at
         )
 
     def savepoints(self) -> list[Savepoint]:
@@ -396,7 +344,7 @@ class Table:
         timestamp: dt.datetime | str | int | None = None,
         savepoint: str | None = None,
         dry_run: bool = False,
-        on_foreign_commits: str = "fail",
+        on_foreign_commits: ForeignCommitsPolicy = "fail",
         owner: str | None = None,
     ) -> RestoreResult:
         """Restore to a version, a timestamp or a savepoint as a new commit (see engine.restore).
@@ -405,18 +353,12 @@ class Table:
             data-changing commits are foreign and make `on_foreign_commits="fail"` refuse. Without an
             owner no commit is considered foreign.
         """
+        restore_mod.check_options(dry_run=dry_run, on_foreign_commits=on_foreign_commits, owner=owner)
         target, snap = self._restore_target(version, timestamp, savepoint)
         # A savepoint's files are protected already; a plain version's are pinned until the commit.
-        with restore_mod.pinned(self._storage, None if dry_run else snap, self._refresh):
+        with restore_mod.pinned(self, None if dry_run else snap):
             return restore_mod.restore(
-                self._storage,
-                self._refresh,
-                self._transaction_on,
-                target,
-                dry_run=dry_run,
-                on_foreign_commits=on_foreign_commits,
-                owner=owner,
-                find_txn_commit=lambda app_id: self._find_txn_commit(app_id, target.version),
+                self, target, dry_run=dry_run, on_foreign_commits=on_foreign_commits, owner=owner
             )
 
     def _restore_target(
@@ -442,22 +384,15 @@ class Table:
     ) -> VacuumResult:
         """Delete files no version within the retention, tombstone or savepoint needs (dry run by default)."""
         return vacuum_mod.vacuum(
-            self._storage,
-            self._refresh,
-            self.transaction,
-            retention_hours=retention_hours,
-            dry_run=dry_run,
-            enforce_retention=enforce_retention,
+            self, retention_hours=retention_hours, dry_run=dry_run, enforce_retention=enforce_retention
         )
 
     def cleanup_log(self, *, retention_hours: float | None = None, dry_run: bool = False) -> CleanupResult:
         """Delete commits and checkpoints older than the log retention, below a checkpoint that stays."""
-        return log_cleanup.cleanup_log(
-            self._storage, self._refresh(), retention_hours=retention_hours, dry_run=dry_run
-        )
+        return log_cleanup.cleanup_log(self, retention_hours=retention_hours, dry_run=dry_run)
 
     def health(self, *, small_file_bytes: int | None = None) -> TableHealth:
-        return table_health(self._storage, self._refresh(), small_file_bytes=small_file_bytes)
+        return table_health(self, small_file_bytes=small_file_bytes)
 
     # ------------------------------------------------------------------ checkpoints
     def checkpoint(self, version: int | None = None) -> None:

@@ -4,14 +4,19 @@ Commit loop (Delta's optimistic concurrency):
     attempt = read_version + 1
     loop (at most `max_attempts` times):
         put_if_absent(attempt.json, commitInfo + actions)      -> success: return attempt
-        on "already exists": read the winning commits attempt..latest, run `conflicts.check_winner`
-        on each (raises the specific conflict error), then attempt = latest + 1.
+        on "already exists" (`VersionAlreadyExistsError`, internal): read the winning commits
+        attempt..latest (engine.log_reader), run `conflicts.check_winner` on each (raises the
+        specific conflict error), then attempt = latest + 1.
+    out of attempts: `CommitRetriesExceededError`.
+Any other storage failure during the put is a `CommitOutcomeUnknownError`: the object may have been
+written before the failure, so the caller must look before retrying.
 The commit content never changes between attempts (readVersion stays the version we read), so a
 retry is only allowed when the conflict checks prove our actions are still valid on top of the
 winners. Blind appends (only adds, nothing read) never conflict with other appends, which is why the
 attempt budget is generous: a busy table must not make us drop a commit.
 
 Before the first attempt the transaction is validated, and nothing is written if it is invalid:
+its arguments (isolation level, parameters/metrics/extra that must serialize to JSON, str tags),
 protocol features we cannot write, `delta.appendOnly`, paths escaping the table root, duplicate
 actions for one path. (A transaction without actions commits a version holding only commitInfo, as
 Delta's VACUUM START/END do; a 0-byte commit file is never written.)
@@ -39,21 +44,29 @@ from airflow_txnlog.engine.actions import (
     has_scheme,
     serialize_actions,
 )
-from airflow_txnlog.engine.conflicts import SERIALIZABLE, SNAPSHOT_ISOLATION, ReadSet, check_winner
+from airflow_txnlog.engine.conflicts import (
+    SERIALIZABLE,
+    SNAPSHOT_ISOLATION,
+    IsolationLevel,
+    ReadSet,
+    check_winner,
+)
 from airflow_txnlog.engine.errors import (
     AppendOnlyViolationError,
+    CommitOutcomeUnknownError,
     CommitRetriesExceededError,
     CommitTooLargeError,
     InvalidArgumentError,
-    TxnLogError,
     UnsupportedFeatureError,
+    VersionAlreadyExistsError,
 )
 from airflow_txnlog.engine.log_paths import LOG_DIR, commit_name
-from airflow_txnlog.engine.log_segment import LogListing
+from airflow_txnlog.engine.log_reader import list_after, read_commits
 from airflow_txnlog.engine.predicates import Predicate, Range, parse_predicate
-from airflow_txnlog.engine.replay import file_key, parse_commit
+from airflow_txnlog.engine.replay import file_key
 from airflow_txnlog.engine.snapshot import Snapshot, check_read_supported
 from airflow_txnlog.engine.storage import Storage
+from airflow_txnlog.engine.validate import json_mapping, mapping, number, one_of, text
 
 ENGINE_INFO = f"airflow-txnlog/{__version__}"
 DEFAULT_MAX_ATTEMPTS = 100
@@ -62,6 +75,7 @@ DEFAULT_MAX_ATTEMPTS = 100
 DEFAULT_MAX_COMMIT_BYTES = 256 * 1024 * 1024
 SUPPORTED_WRITER_FEATURES = frozenset({"appendOnly", "invariants", "timestampNtz", "vacuumProtocolCheck"})
 MAX_WRITER_VERSION = 7
+TAGS_EXAMPLE = "{'owner': 'dag_id/run_id'}"
 
 
 def check_write_supported(protocol: Protocol, metadata: Metadata) -> None:
@@ -104,26 +118,26 @@ class Transaction:
         *,
         operation: str,
         parameters: Mapping[str, Any] | None = None,
-        isolation_level: str = SERIALIZABLE,
+        isolation_level: IsolationLevel = SERIALIZABLE,
         max_attempts: int = DEFAULT_MAX_ATTEMPTS,
         max_commit_bytes: int | None = DEFAULT_MAX_COMMIT_BYTES,
         on_committed: Callable[[int], None] | None = None,
         tags: Mapping[str, str] | None = None,
     ) -> None:
-        if max_attempts < 1:
-            raise InvalidArgumentError("max_attempts must be at least 1")
-        if max_commit_bytes is not None and max_commit_bytes < 1:
-            raise InvalidArgumentError(f"max_commit_bytes must be at least 1 or None, got {max_commit_bytes}")
+        number("max_attempts", max_attempts, minimum=1, integer=True)
+        number("max_commit_bytes", max_commit_bytes, minimum=1, integer=True, none_means="no limit")
+        text("operation", operation, none_ok=False, empty_ok=False)
+        one_of("isolation_level", isolation_level, IsolationLevel)
         self._storage = storage
         self.snapshot = snapshot
         self.read_version = snapshot.version
         self.operation = operation
-        self.parameters = dict(parameters or {})
-        self.isolation_level = isolation_level
+        self.parameters = json_mapping("parameters", parameters, example="{'mode': 'Append'}")
+        self.isolation_level: str = isolation_level
         self.max_attempts = max_attempts
         self.max_commit_bytes = max_commit_bytes
         self._on_committed = on_committed
-        self.tags = dict(tags or {})
+        self.tags = mapping("tags", tags, example=TAGS_EXAMPLE, str_values=True)
         self._adds: dict[str, AddFile] = {}
         self._removes: dict[str, RemoveFile] = {}
         self._txns: list[Txn] = []
@@ -231,7 +245,7 @@ class Transaction:
             writes_protocol=self._protocol is not None,
         )
 
-    def _payload(self, read_set: ReadSet, metrics: Mapping[str, Any] | None, extra: dict[str, Any]) -> bytes:
+    def _payload(self, read_set: ReadSet, metrics: dict[str, Any], extra: dict[str, Any]) -> bytes:
         info = CommitInfo(
             timestamp=int(time.time() * 1000),
             operation=self.operation,
@@ -239,7 +253,7 @@ class Transaction:
             read_version=self.read_version if self.read_version >= 0 else None,
             isolation_level=read_set.isolation_level,
             is_blind_append=read_set.is_blind_append,
-            operation_metrics=dict(metrics or {}),
+            operation_metrics=metrics,
             engine_info=ENGINE_INFO,
             txn_id=str(uuid.uuid4()),
             extra=extra,
@@ -265,13 +279,7 @@ class Transaction:
             raise InvalidArgumentError("this transaction has already been committed")
         self._validate()
         read_set = self._read_set()
-        info_extra = dict(extra or {})
-        tags = {**self.tags, **(info_extra.pop("tags", None) or {})}
-        if tags:
-            info_extra["tags"] = tags
-        if user_metadata:
-            info_extra["userMetadata"] = user_metadata
-        payload = self._payload(read_set, metrics, info_extra)
+        payload = self._payload(read_set, *self._info_fields(metrics, user_metadata, extra))
         if self.max_commit_bytes is not None and len(payload) > self.max_commit_bytes:
             actions = len(self._adds) + len(self._removes) + len(self._txns)
             raise CommitTooLargeError(len(payload), self.max_commit_bytes, actions)
@@ -279,12 +287,10 @@ class Transaction:
         while self.attempts < self.max_attempts:
             self.attempts += 1
             try:
-                self._storage.put_if_absent(f"{LOG_DIR}/{commit_name(attempt)}", payload)
-            except FileExistsError:
+                self._put(attempt, payload)
+            except VersionAlreadyExistsError:
                 attempt = self._check_winners(read_set, attempt)
                 continue
-            except OSError as exc:
-                raise TxnLogError(f"could not write commit {attempt}: {exc}") from exc
             self.committed_version = attempt
             if self._on_committed is not None:
                 self._on_committed(attempt)
@@ -294,18 +300,44 @@ class Transaction:
             "Help: retry later or raise max_commit_attempts."
         )
 
+    def _info_fields(
+        self, metrics: object, user_metadata: object, extra: object
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """(operationMetrics, the other commitInfo fields added to the standard ones), checked."""
+        checked_metrics = json_mapping("metrics", metrics, example="{'numFiles': 3}")
+        info_extra = json_mapping("extra", extra, example="{'discardedVersions': [4]}")
+        text("user_metadata", user_metadata)
+        own_tags = mapping(
+            "extra['tags']", info_extra.pop("tags", None), example=TAGS_EXAMPLE, str_values=True
+        )
+        tags = {**self.tags, **own_tags}
+        if tags:
+            info_extra["tags"] = tags
+        if user_metadata:
+            info_extra["userMetadata"] = user_metadata
+        return checked_metrics, info_extra
+
+    def _put(self, version: int, payload: bytes) -> None:
+        """Create commit `version`, or VersionAlreadyExistsError when another writer created it first."""
+        try:
+            self._storage.put_if_absent(f"{LOG_DIR}/{commit_name(version)}", payload)
+        except FileExistsError as exc:
+            raise VersionAlreadyExistsError(version) from exc
+        except OSError as exc:  # the object may have landed before the failure: we cannot tell
+            raise CommitOutcomeUnknownError(version, exc) from exc
+
     def _check_winners(self, read_set: ReadSet, attempt: int) -> int:
         """Check every commit from `attempt` on against ours; return the next version to try."""
-        listing = LogListing.build(self._storage.list_log(f"{attempt - 1:020d}.json"), complete=False)
-        version = attempt
-        while version in listing.commits:
-            name = listing.commits[version].name
-            actions = parse_commit(self._storage.read(f"{LOG_DIR}/{name}"), name=name)
+        winners = list_after(self._storage, attempt - 1).run_from(attempt)
+        for winner in read_commits(self._storage, winners):
             check_winner(
-                read_set, version, actions, ranges=self._ranges, protocol_supported=self._protocol_ok
+                read_set,
+                winner.version,
+                winner.actions,
+                ranges=self._ranges,
+                protocol_supported=self._protocol_ok,
             )
-            version += 1
-        return version
+        return attempt + len(winners)
 
     def _ranges(self, add: Mapping[str, Any], columns: frozenset[str]) -> Mapping[str, Range]:
         return self.snapshot.file_ranges(AddFile.from_wire(add), columns)

@@ -22,18 +22,17 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from airflow_txnlog.engine import properties as props
-from airflow_txnlog.engine.errors import InvalidArgumentError, RetentionTooShortError
+from airflow_txnlog.engine.errors import RetentionTooShortError
 from airflow_txnlog.engine.fence import VacuumFence
+from airflow_txnlog.engine.maintenance_table import MaintenanceTable
 from airflow_txnlog.engine.replay import file_key
 from airflow_txnlog.engine.savepoints import protected_paths
 from airflow_txnlog.engine.snapshot import Snapshot
 from airflow_txnlog.engine.storage import LocalStorage, Storage
-from airflow_txnlog.engine.transaction import Transaction
+from airflow_txnlog.engine.validate import flag, number
 
 HOUR_MS = 3_600_000
 
@@ -53,11 +52,10 @@ class VacuumResult:
 
 
 def retention_ms(snap: Snapshot, retention_hours: float | None, enforce: bool) -> int:
+    number("retention_hours", retention_hours, minimum=0, none_means="the table's delete retention")
     default = props.deleted_file_retention_ms(snap.metadata.configuration)
     if retention_hours is None:
         return default
-    if retention_hours < 0:
-        raise InvalidArgumentError(f"retention_hours must be >= 0, got {retention_hours}")
     wanted = int(retention_hours * HOUR_MS)
     if enforce and wanted < default:
         raise RetentionTooShortError(
@@ -145,28 +143,26 @@ def plan_vacuum(storage: Storage, snap: Snapshot, cutoff: int, now: int) -> dict
 
 
 def vacuum(
-    storage: Storage,
-    latest: Callable[[], Snapshot],
-    new_txn: Callable[[str, dict[str, Any]], Transaction],
-    *,
-    retention_hours: float | None,
-    dry_run: bool,
-    enforce_retention: bool,
+    table: MaintenanceTable, *, retention_hours: float | None, dry_run: bool, enforce_retention: bool
 ) -> VacuumResult:
-    snap = latest()
+    """Plan (and unless `dry_run`, carry out) a vacuum of `table` (see the module docstring)."""
+    flag("dry_run", dry_run)
+    flag("enforce_retention", enforce_retention)
+    storage = table.storage
+    snap = table.snapshot()
     keep_ms = retention_ms(snap, retention_hours, enforce_retention)
     now = int(time.time() * 1000)
     cutoff = now - keep_ms
     todo = plan_vacuum(storage, snap, cutoff, now)
     hours = keep_ms / HOUR_MS
     if dry_run:
-        return VacuumResult(sorted(todo), sum(todo.values()), True, hours)
+        return VacuumResult(files=sorted(todo), bytes=sum(todo.values()), dry_run=True, retention_hours=hours)
     params = {
         "retentionCheckEnabled": enforce_retention,
         "defaultRetentionMillis": props.deleted_file_retention_ms(snap.metadata.configuration),
         "specifiedRetentionMillis": keep_ms,
     }
-    start = new_txn("VACUUM START", params).commit(
+    start = table.transaction("VACUUM START", params).commit(
         metrics={"numFilesToDelete": len(todo), "sizeOfDataToDelete": sum(todo.values())}
     )
     # The fence goes up before the re-read, so a savepoint whose record we do not see waits for our
@@ -174,12 +170,21 @@ def vacuum(
     # or a new savepoint may need a planned file now.
     deleted = 0
     with VacuumFence(storage) as fence:
-        keep, _ = _needed(storage, latest(), cutoff, int(time.time() * 1000))
+        keep, _ = _needed(storage, table.snapshot(), cutoff, int(time.time() * 1000))
         final = {rel: size for rel, size in todo.items() if rel not in keep}
         for rel in sorted(final):
             storage.delete(rel)
             deleted += 1
             fence.refresh()
     metrics = {"numDeletedFiles": deleted, "numVacuumedDirectories": 0}
-    end = new_txn("VACUUM END", {"status": "COMPLETED"}).commit(metrics=metrics)
-    return VacuumResult(sorted(final), sum(final.values()), False, hours, deleted, start, end, metrics)
+    end = table.transaction("VACUUM END", {"status": "COMPLETED"}).commit(metrics=metrics)
+    return VacuumResult(
+        files=sorted(final),
+        bytes=sum(final.values()),
+        dry_run=False,
+        retention_hours=hours,
+        deleted=deleted,
+        start_version=start,
+        end_version=end,
+        metrics=metrics,
+    )

@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import time
 import uuid
-from typing import Any
+from typing import Any, Literal
 
 import orjson
 import pyarrow as pa
@@ -33,8 +33,11 @@ from airflow_txnlog.engine.schema import hive_escape, normalize_schema, serializ
 from airflow_txnlog.engine.stats import compute_stats
 from airflow_txnlog.engine.storage import Storage
 from airflow_txnlog.engine.transaction import Transaction
+from airflow_txnlog.engine.validate import one_of
 
 DEFAULT_MAX_ROWS_PER_FILE = 1_000_000
+WriteMode = Literal["append", "overwrite"]
+"""What a write does with the rows already in the table: keep them, or replace them all."""
 
 
 def conform_to_schema(data: pa.Table, schema: pa.Schema) -> pa.Table:
@@ -138,12 +141,11 @@ def write(
     storage: Storage,
     data: pa.Table,
     *,
-    mode: str,
+    mode: WriteMode,
     max_rows_per_file: int = DEFAULT_MAX_ROWS_PER_FILE,
 ) -> int:
     """Append or overwrite through `txn` (which the caller created); returns the committed version."""
-    if mode not in ("append", "overwrite"):
-        raise InvalidArgumentError(f"mode must be 'append' or 'overwrite', got {mode!r}")
+    one_of("mode", mode, WriteMode)
     snap = txn.snapshot
     conformed = conform_to_schema(data, snap.schema)
     adds = write_data_files(
@@ -171,5 +173,5 @@ def write(
         raise
 
 
-def write_parameters(mode: str, partition_columns: list[str]) -> dict[str, Any]:
+def write_parameters(mode: WriteMode, partition_columns: list[str]) -> dict[str, Any]:
     return {"mode": mode.capitalize(), "partitionBy": orjson.dumps(partition_columns).decode()}

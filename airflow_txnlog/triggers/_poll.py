@@ -1,18 +1,20 @@
 """Cheap polling of a table's log, shared by the version sensor and the version triggers.
 
-A poll never loads a snapshot. It lists `_delta_log/` *from the cursor* (`start_after=<cursor>.json`)
-and reads only the commit files newer than the cursor, taking `commitInfo.operation` from each::
+A poll never loads a snapshot, and never names a log file: it reads the log through the engine's
+`log_reader`, which lists the log *from the cursor* (one listing that starts after the cursor's
+commit) and reads only the commit files newer than it, parsing each only up to its commitInfo::
 
     _delta_log/ 0 1 2 ... 997 998 [999 1000 1001]      cursor = 998
                                    \\____________/
-                     one listing from 998.json, then one read of the new commit files
+               list_after(storage, 998), then one read_commit_infos of the new commits
 
 With nothing new a poll is exactly one listing call; with k new commits it adds one `read_many` (one
 call on object stores, k file reads locally), at most `MAX_COMMITS_PER_POLL` commits at a time. The
 number of storage calls therefore depends on how many commits are *new*, never on how long the table
 is (a test counts them at 10 and at 1,000 commits). How much a listing costs inside the backend is the
-engine storage's business: a local listing scans the directory; fsspec object stores page through the
-keys of `_delta_log/` (log cleanup keeps that folder short).
+engine storage's business: a local listing scans the directory; on S3 the server starts the listing
+at the cursor (`StartAfter`); other fsspec object stores page through the keys of `_delta_log/` (log
+cleanup keeps that folder short).
 
 Error messages that may reach trigger events or logs go through `safe_message`, which replaces the
 connection's secret values with `***`.
@@ -24,12 +26,9 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Any
 
-import orjson
-
+from airflow_txnlog.engine import log_reader
 from airflow_txnlog.engine.errors import StorageError
-from airflow_txnlog.engine.log_paths import LAST_CHECKPOINT, LOG_DIR, LogFile, commit_name, parse_name
 from airflow_txnlog.engine.storage import Storage, storage_for
 from airflow_txnlog.hooks.txnlog import SECRET_KEYS, TxnLogHook
 
@@ -78,83 +77,44 @@ def safe_message(exc: BaseException, secrets: tuple[str, ...] = ()) -> str:
     return text if len(text) <= _MAX_MESSAGE_CHARS else text[: _MAX_MESSAGE_CHARS - 3] + "..."
 
 
-def _commit_versions(files: list[LogFile], after: int) -> list[int]:
-    parsed = (parse_name(f.name) for f in files)
-    return sorted(p.version for p in parsed if p is not None and p.kind == "commit" and p.version > after)
-
-
-def _checkpoint_hint(storage: Storage) -> int | None:
-    try:
-        return int(orjson.loads(storage.read(f"{LOG_DIR}/{LAST_CHECKPOINT}"))["version"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return None  # a missing or unreadable hint only means a full listing
-
-
 def latest_version(storage: Storage) -> int:
     """The newest commit version, or -1 when there is no table yet.
 
     Lists from the `_last_checkpoint` hint when there is one (two calls), else the whole log once.
     Used only to fix a baseline, never on every poll.
     """
-    hint = _checkpoint_hint(storage)
-    if hint is not None:
-        found = _commit_versions(storage.list_log(f"{hint:020d}"), hint - 1)
-        if found:
-            return found[-1]
-    return max(_commit_versions(storage.list_log(), -1), default=-1)
+    return log_reader.latest_commit_version(storage)
 
 
-def new_versions(storage: Storage, after: int) -> list[int]:
-    """Versions of the commits newer than `after`, from one listing that starts at the cursor.
+def new_commits(storage: Storage, after: int) -> log_reader.CommitFiles:
+    """The commits newer than `after`, from one listing that starts at the cursor.
 
     The result is contiguous: a gap means a commit not visible yet, so the versions after it wait for
     the next poll. A gap right after the cursor (commits removed by log cleanup while nobody polled)
     is logged and skipped, since those commits cannot be read any more.
     """
-    versions = _commit_versions(storage.list_log(commit_name(after) if after >= 0 else None), after)
-    if not versions:
+    listing = log_reader.list_after(storage, after)
+    if not listing.commits:
         return []
-    if versions[0] > after + 1 and after >= 0:
+    first = min(listing.commits)
+    if first > after + 1 and after >= 0:
         log.warning(
             "commits %s..%s are no longer in the log (log cleanup?); continuing at %s",
             after + 1,
-            versions[0] - 1,
-            versions[0],
+            first - 1,
+            first,
         )
-    run = [versions[0]]
-    for v in versions[1:]:
-        if v != run[-1] + 1:
-            break
-        run.append(v)
-    return run
-
-
-def _commit_info(data: bytes) -> dict[str, Any]:
-    for line in data.splitlines():
-        if not line.strip():
-            continue
-        action = orjson.loads(line)
-        if isinstance(action, dict) and isinstance(action.get("commitInfo"), dict):
-            return dict(action["commitInfo"])
-    return {}  # commitInfo is optional in the protocol: such a commit has no operation
-
-
-def read_commits(storage: Storage, versions: list[int]) -> list[Commit]:
-    """`Commit`s for the given versions, read together (one `read_many`)."""
-    if not versions:
-        return []
-    blobs = storage.read_many([f"{LOG_DIR}/{commit_name(v)}" for v in versions])
-    out = []
-    for version, data in zip(versions, blobs, strict=True):
-        info = _commit_info(data)
-        op, ts = info.get("operation"), info.get("timestamp")
-        out.append(Commit(version, str(op) if op is not None else None, int(ts) if ts is not None else None))
-    return out
+    return listing.run_from(first)
 
 
 def poll(storage: Storage, after: int, *, limit: int = MAX_COMMITS_PER_POLL) -> list[Commit]:
-    """The next (at most `limit`) commits after version `after`, oldest first."""
-    return read_commits(storage, new_versions(storage, after)[:limit])
+    """The next (at most `limit`) commits after version `after`, oldest first (one `read_many`)."""
+    infos = log_reader.read_commit_infos(storage, new_commits(storage, after)[:limit], batch=max(1, limit))
+    out = []
+    for version, info in infos:
+        op, ts = info.get("operation"), info.get("timestamp")
+        out.append(Commit(version, str(op) if op is not None else None, int(ts) if ts is not None else None))
+    return out
 
 
 def normalize_operations(operations: list[str] | tuple[str, ...] | None) -> frozenset[str] | None:

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from airflow_txnlog.engine import RestoreFilesMissingError, Table, VacuumInProgressError
+from airflow_txnlog.engine import SavepointFilesMissingError, Table, VacuumInProgressError
 from airflow_txnlog.engine import fence as fence_mod
 from airflow_txnlog.engine.fence import FENCE_DIR, VacuumFence, live_fences, wait_for_vacuums
 from airflow_txnlog.engine.savepoints import create_savepoint
@@ -106,7 +106,7 @@ def test_savepoint_of_an_old_version_waits_out_a_running_vacuum_and_fails_cleanl
     result = t.vacuum(retention_hours=0, enforce_retention=False, dry_run=False)
     worker.join(60)
     assert result.deleted == 1  # the vacuum had planned it before the savepoint existed
-    assert isinstance(outcome.get("error"), RestoreFilesMissingError), outcome
+    assert isinstance(outcome.get("error"), SavepointFilesMissingError), outcome
     assert "a concurrent vacuum deleted 1 of its files" in str(outcome["error"])
     assert Table.open(uri).savepoints() == []  # no savepoint claims a file that is gone
     assert [p.name for p in (tmp_path / "t" / "_savepoints").iterdir() if p.is_file()] == []
@@ -117,14 +117,7 @@ def test_savepoint_of_the_latest_version_never_waits(tmp_path: Path) -> None:
     t = _old_version_table(str(tmp_path / "t"))
     VacuumFence(t.storage).__enter__()
     sp = create_savepoint(
-        t.storage,
-        t.snapshot(),
-        "now",
-        created_by=None,
-        reason=None,
-        expires_at=None,
-        latest=t.snapshot,
-        fence_wait_s=0,
+        t, t.snapshot(), "now", created_by=None, reason=None, expires_at=None, fence_wait_s=0
     )
     assert sp.version == 2
 
@@ -134,14 +127,7 @@ def test_savepoint_gives_up_when_a_vacuum_keeps_running(tmp_path: Path) -> None:
     VacuumFence(t.storage).__enter__()
     with pytest.raises(VacuumInProgressError):
         create_savepoint(
-            t.storage,
-            t.snapshot(1),
-            "old",
-            created_by=None,
-            reason=None,
-            expires_at=None,
-            latest=t.snapshot,
-            fence_wait_s=0,
+            t, t.snapshot(1), "old", created_by=None, reason=None, expires_at=None, fence_wait_s=0
         )
     assert t.savepoints() == []
 

@@ -7,12 +7,18 @@ from pathlib import Path
 import pytest
 
 from airflow_txnlog.engine import (
+    CommitRetriesExceededError,
+    ConcurrentAppendError,
     ForeignCommitsError,
     InvalidArgumentError,
+    RestoreError,
     RestoreFilesMissingError,
+    RestoreRetriesExceededError,
     RetentionTooShortError,
     SavepointExistsError,
+    SavepointFilesMissingError,
     SavepointNotFoundError,
+    Snapshot,
     Table,
     VersionNotFoundError,
 )
@@ -126,6 +132,18 @@ def test_foreign_commits_fail_unless_forced(table_uri: str) -> None:
     assert t.history(1)[0]["tags"] == {"owner": "run-1"}
 
 
+class _StalePlan:
+    """A MaintenanceTable whose first `snapshot()` is a stale one, as if a commit landed right after."""
+
+    def __init__(self, t: Table, stale: Snapshot) -> None:
+        self.t, self.storage, self.stale = t, t.storage, [stale]
+        self.txn_commit_version = t.txn_commit_version
+        self.transaction = t.transaction
+
+    def snapshot(self) -> Snapshot:
+        return self.stale.pop() if self.stale else self.t.snapshot()
+
+
 def test_restore_racing_an_append_never_keeps_the_appended_rows(table_uri: str) -> None:
     """Regression: an append landing between the restore's plan and its transaction was kept.
 
@@ -140,16 +158,12 @@ def test_restore_racing_an_append_never_keeps_the_appended_rows(table_uri: str) 
     t.write(rows([50], "a"))  # the run's own risky write (v4): the restore must remove it
     stale = t.snapshot()
     Table.open(table_uri).write(rows([70], "a"))  # the racing append (v5)
-    plans = iter([stale])
     result = restore_mod.restore(
-        t.storage,
-        lambda: next(plans, None) or t.snapshot(t.latest_version()),
-        t._transaction_on,
+        _StalePlan(t, stale),
         t._restore_target(None, None, "sp")[0],
         dry_run=False,
         on_foreign_commits="force",
         owner=None,
-        find_txn_commit=lambda _: None,
     )
     assert result.committed and result.version == 6 and result.metrics["numRemovedFiles"] == 2
     assert _ids(t, version=6) == [1, 2, 3, 4]
@@ -180,7 +194,7 @@ def test_savepoint_names_and_lifecycle(table_uri: str) -> None:
 def test_savepoint_refuses_a_version_with_missing_files(table_uri: str) -> None:
     t = _base(table_uri)
     t.storage.delete(t.snapshot().files()[0].path)
-    with pytest.raises(RestoreFilesMissingError):
+    with pytest.raises(SavepointFilesMissingError, match="Nothing was created"):
         t.create_savepoint("broken")
     assert t.savepoints() == []
 
@@ -277,3 +291,27 @@ def test_health_reports_what_maintenance_needs(table_uri: str) -> None:
     assert h.tombstones == 4 and h.reclaimable_bytes == 0  # 3 overwritten + 1 deleted
     assert h.savepoints == ["sp"] and h.oldest_restorable_version == 0
     assert h.to_dict()["size_bytes"] == sum(f.size for f in t.snapshot().files())
+
+
+def test_restore_gives_up_on_a_table_that_keeps_changing(
+    table_uri: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every re-plan loses a race: after MAX_REPLANS a retry error (not a foreign-commits one) says what
+    to do, and the table is unchanged."""
+    from airflow_txnlog.engine import restore as restore_mod  # noqa: PLC0415
+
+    def always_beaten(*_: object, **__: object) -> int:
+        raise ConcurrentAppendError("a concurrent commit added a file", winning_version=99)
+
+    t = _base(table_uri)
+    latest = t.latest_version()
+    monkeypatch.setattr(restore_mod, "_commit", always_beaten)
+    monkeypatch.setattr(restore_mod, "MAX_REPLANS", 3)
+    monkeypatch.setattr(restore_mod, "REPLAN_BACKOFF_S", (0.0, 0.0))
+    with pytest.raises(
+        RestoreRetriesExceededError, match=r"3 restore attempts.*Help: pause the writers"
+    ) as err:
+        t.restore(version=1)
+    assert isinstance(err.value, CommitRetriesExceededError) and isinstance(err.value, RestoreError)
+    assert not isinstance(err.value, ForeignCommitsError)
+    assert t.latest_version() == latest and t.savepoints() == []  # unchanged, the pin is gone

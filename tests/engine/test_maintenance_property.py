@@ -38,6 +38,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 from airflow_txnlog.engine import (
     RestoreFilesMissingError,
     SavepointExistsError,
+    SavepointFilesMissingError,
     SavepointNotFoundError,
     Table,
     VersionNotFoundError,
@@ -193,7 +194,7 @@ class MaintenanceMachine(RuleBasedStateMachine):
         gone = self._missing(snap.file_paths())
         if gone:  # vacuum took some of its files: it cannot be savepointed
             event("create_savepoint_of_older_version: refused, files vacuumed")
-            with pytest.raises(RestoreFilesMissingError) as info:
+            with pytest.raises(SavepointFilesMissingError) as info:
                 self.t.create_savepoint(name, version=version)
             assert sorted(info.value.missing) == sorted(gone)
             assert name not in {s.name for s in self.t.savepoints()}

@@ -5,9 +5,11 @@ import dataclasses
 import pyarrow as pa
 import pytest
 
+from airflow_txnlog import engine
 from airflow_txnlog.engine import (
     AddFile,
     AppendOnlyViolationError,
+    CommitOutcomeUnknownError,
     ConcurrentAppendError,
     ConcurrentDeleteDeleteError,
     ConcurrentDeleteReadError,
@@ -17,6 +19,7 @@ from airflow_txnlog.engine import (
     Protocol,
     ProtocolChangedError,
     SchemaMismatchError,
+    StorageError,
     Table,
 )
 from tests.conftest import SCHEMA, rows
@@ -219,3 +222,31 @@ def test_overwrite_reports_metrics_and_replaces_rows(table_uri: str) -> None:
     assert info["operationMetrics"]["numRemovedFiles"] == "2" and info["readVersion"] == v - 1
     assert t.snapshot().to_arrow().column("id").to_pylist() == [42]
     assert {r.path for r in t.snapshot().tombstones()} == {f.path for f in t.snapshot(version=2).files()}
+
+
+def test_a_storage_failure_during_the_put_is_an_unknown_outcome(table_uri: str) -> None:
+    """An I/O error from `put_if_absent` may hide a commit that landed: the error says so, and what to do."""
+    t = _table(table_uri)
+
+    def landed_then_failed(key: str, data: bytes) -> None:
+        real_put(key, data)
+        raise TimeoutError("connection reset after the body was sent")
+
+    real_put = t.storage.put_if_absent
+    t.storage.put_if_absent = landed_then_failed  # type: ignore[method-assign]
+    with pytest.raises(CommitOutcomeUnknownError, match=r"may or may not be in the log\. Help:") as err:
+        t.write(rows([9], "c"))
+    assert isinstance(err.value, StorageError) and err.value.version == 3
+    assert Table.open(table_uri).latest_version() == 3  # it did land: the data files were kept
+    assert sorted(Table.open(table_uri).snapshot().to_arrow().column("id").to_pylist()) == [1, 2, 3, 9]
+
+
+def test_losing_the_race_is_retried_inside_the_commit_loop(table_uri: str) -> None:
+    """`VersionAlreadyExistsError` never escapes: a lost race is checked and retried at the next version."""
+    t = _table(table_uri)
+    txn = t.transaction()
+    txn.add(AddFile("part=a/y.parquet", {"part": "a"}, 1, 1))
+    for i in range(3):
+        Table.open(table_uri).write(rows([20 + i], "b"))  # versions 3, 4, 5 won
+    assert txn.commit() == 6 and txn.attempts == 2
+    assert "VersionAlreadyExistsError" not in engine.__all__

@@ -68,7 +68,7 @@ def full_replay_paths(t: Table, version: int) -> list[str]:
 
 
 def read_commit(t: Table, version: int) -> list[dict[str, Any]]:
-    from airflow_txnlog.engine.replay import parse_commit  # noqa: PLC0415
+    from airflow_txnlog.engine.log_reader import parse_commit  # noqa: PLC0415
 
     name = f"{version:020d}.json"
     return parse_commit(t.storage.read(f"_delta_log/{name}"), name=name)

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from airflow_txnlog.engine import ForeignCommitsError, Table
+from airflow_txnlog.engine import RestoreRetriesExceededError, Table
 from tests.conftest import rows
 
 
@@ -45,7 +45,7 @@ def run_guardian(uri: str, options: dict[str, Any] | None, rounds: int, out: str
         time.sleep(rng.random() * 0.05)
         try:
             res = t.restore(savepoint=sp.name, owner="guard", on_foreign_commits="force")
-        except ForeignCommitsError:  # MAX_REPLANS conflicting commits in a row
+        except RestoreRetriesExceededError:  # MAX_REPLANS conflicting commits in a row
             starved += 1
             continue
         restores.append(

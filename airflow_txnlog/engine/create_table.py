@@ -1,0 +1,107 @@
+"""Version 0 of a new table: the checks of `Table.create`'s arguments, and the actions it commits.
+
+Every argument is checked before the storage is touched, so a refused create writes nothing:
+- schema: a non-empty `pyarrow.Schema`, column names non-empty and unique ignoring case;
+- partition_by: a list or tuple of schema columns (a bare string is refused rather than read as one
+  column per letter), of primitive types, without repeats, leaving at least one data column;
+- properties: a mapping of str to str (Delta's `configuration` is text) whose `delta.*` values that
+  the engine interprets are well-formed (`engine.properties.validate`);
+- name, description: strings or None.
+Version 0 holds commitInfo, protocol and metaData. The protocol is (1, 2), or (3, 7) with the
+`timestampNtz` feature when the schema has timezone-less timestamps (`appendOnly` then becomes a
+writer feature too, when the table is append-only).
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+
+import orjson
+import pyarrow as pa
+
+from airflow_txnlog.engine import properties as props
+from airflow_txnlog.engine.actions import Action, CommitInfo, Metadata, Protocol
+from airflow_txnlog.engine.errors import InvalidArgumentError
+from airflow_txnlog.engine.schema import normalize_schema, schema_to_json, uses_timestamp_ntz
+from airflow_txnlog.engine.transaction import ENGINE_INFO
+from airflow_txnlog.engine.validate import mapping, text
+
+
+def _partition_columns(partition_by: object) -> tuple[str, ...]:
+    if isinstance(partition_by, str | bytes) or not isinstance(partition_by, Sequence):
+        raise InvalidArgumentError(
+            f"partition_by must be a list or tuple of column names such as ['day'], or (); "
+            f"got {type(partition_by).__name__} {partition_by!r:.80}"
+        )
+    parts = tuple(partition_by)
+    if not all(isinstance(c, str) for c in parts):
+        raise InvalidArgumentError(f"partition_by must hold column names (str), got {list(parts)!r:.80}")
+    return parts
+
+
+def _validate_schema(schema: pa.Schema, partition_by: tuple[str, ...]) -> pa.Schema:
+    if not isinstance(schema, pa.Schema) or len(schema) == 0:
+        raise InvalidArgumentError("schema must be a non-empty pyarrow.Schema")
+    lowered = [n.lower() for n in schema.names]
+    if len(set(lowered)) != len(lowered) or any(not n for n in schema.names):
+        raise InvalidArgumentError(
+            f"column names must be non-empty and unique (case-insensitive): {schema.names}"
+        )
+    for c in partition_by:
+        if c not in schema.names:
+            raise InvalidArgumentError(f"partition column {c!r} is not in the schema {schema.names}")
+        t = schema.field(c).type
+        if pa.types.is_nested(t):
+            raise InvalidArgumentError(f"partition column {c!r} must have a primitive type, not {t}")
+    if len(set(partition_by)) != len(partition_by):
+        raise InvalidArgumentError(f"partition columns repeat: {list(partition_by)}")
+    if partition_by and len(partition_by) == len(schema):
+        raise InvalidArgumentError("at least one column must not be a partition column")
+    return normalize_schema(schema)
+
+
+def version_zero(
+    schema: pa.Schema,
+    *,
+    partition_by: Sequence[str],
+    properties: Mapping[str, str] | None,
+    name: str | None,
+    description: str | None,
+) -> list[Action]:
+    """commitInfo, protocol and metaData of a new table (InvalidArgumentError for a bad argument)."""
+    parts = _partition_columns(partition_by)
+    norm = _validate_schema(schema, parts)
+    conf = mapping("properties", properties, example="{'delta.appendOnly': 'true'}", str_values=True)
+    props.validate(conf)
+    text("name", name)
+    text("description", description)
+    protocol = Protocol(1, 2)
+    if uses_timestamp_ntz(norm):
+        writer = ["timestampNtz"] + (["appendOnly"] if props.append_only(conf) else [])
+        protocol = Protocol(3, 7, ("timestampNtz",), tuple(writer))
+    now = int(time.time() * 1000)
+    metadata = Metadata(
+        id=str(uuid.uuid4()),
+        schema_string=schema_to_json(schema),
+        partition_columns=parts,
+        configuration=conf,
+        name=name,
+        description=description,
+        created_time=now,
+    )
+    info = CommitInfo(
+        timestamp=now,
+        operation="CREATE TABLE",
+        operation_parameters={
+            "isManaged": "false",
+            "description": description or "",
+            "partitionBy": orjson.dumps(list(parts)).decode(),
+            "properties": orjson.dumps(conf).decode(),
+        },
+        is_blind_append=True,
+        engine_info=ENGINE_INFO,
+        txn_id=str(uuid.uuid4()),
+    )
+    return [info, protocol, metadata]
