@@ -2,8 +2,10 @@
 
 Spark is the data plane (reading, filtering, joining and writing parquet on executors); the engine
 (`airflow_txnlog.engine`) is the control plane (snapshots, pruning by partition values and stats,
-one atomic commit with Delta's conflict checks). Imports only the engine's public names, pyspark
-and pyarrow; never airflow, never deltalake.
+one atomic commit with Delta's conflict checks). Imports only the engine's public names (those of
+`airflow_txnlog.engine.__all__`, never an engine submodule), pyspark and pyarrow; never airflow,
+never deltalake (import-linter contracts in pyproject.toml). Bad arguments are refused with
+`InvalidArgumentError` before any Spark job runs (`_arguments.py`). `WriteMode` is the engine's.
 
     from airflow_txnlog.spark import SparkTable
     st = SparkTable(spark, "s3://bucket/sales")
@@ -16,6 +18,7 @@ See docs/spark.md.
 
 from __future__ import annotations
 
+from airflow_txnlog.engine import WriteMode
 from airflow_txnlog.spark.errors import (
     ConstraintViolationError,
     MultipleSourceRowsMatchedError,
@@ -34,6 +37,7 @@ __all__ = [
     "MultipleSourceRowsMatchedError",
     "SparkJobError",
     "SparkTable",
+    "WriteMode",
     "WriteResult",
     "to_hadoop_uri",
 ]

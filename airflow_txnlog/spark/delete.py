@@ -22,6 +22,8 @@ import json
 import time
 
 from airflow_txnlog.engine import AddFile, Transaction
+from airflow_txnlog.spark._arguments import sql_text
+from airflow_txnlog.spark._dml import dml_result, elapsed_ms, file_metrics, output_rows
 from airflow_txnlog.spark.planning import (
     Case,
     Plan,
@@ -34,53 +36,12 @@ from airflow_txnlog.spark.planning import (
 )
 from airflow_txnlog.spark.results import DmlResult
 from airflow_txnlog.spark.scan import TableContext, TableHandle, scan
-from airflow_txnlog.spark.stage import commit, write_files
-
-
-def elapsed_ms(start: float) -> int:
-    return int((time.monotonic() - start) * 1000)
-
-
-def file_metrics(removed: list[AddFile], added: list[AddFile]) -> dict[str, int]:
-    return {
-        "numRemovedFiles": len(removed),
-        "numAddedFiles": len(added),
-        "numRemovedBytes": sum(f.size for f in removed),
-        "numAddedBytes": sum(f.size for f in added),
-        "numAddedChangeFiles": 0,
-    }
-
-
-def output_rows(adds: list[AddFile]) -> int:
-    return sum(a.num_records or 0 for a in adds)
-
-
-def dml_result(
-    operation: str,
-    h: TableHandle,
-    txn: Transaction,
-    *,
-    removes: list[AddFile],
-    adds: list[AddFile],
-    metrics: dict[str, int],
-    scanned: tuple[str, ...],
-) -> DmlResult:
-    """Commit removes + adds (nothing when both are empty) and describe the outcome."""
-    if not removes and not adds:
-        return DmlResult(operation, None, metrics, scanned_files=scanned)
-    version = commit(txn, h.table, adds=adds, removes=removes, metrics=metrics)
-    return DmlResult(
-        operation,
-        version,
-        metrics,
-        scanned_files=scanned,
-        removed_files=tuple(f.path for f in removes),
-        added_files=tuple(a.path for a in adds),
-    )
+from airflow_txnlog.spark.stage import write_files
 
 
 def delete(h: TableHandle, predicate: str | None) -> DmlResult:
     """Delete the rows where `predicate` is TRUE (all rows if None)."""
+    sql_text("delete: predicate", predicate, none_means="delete every row")
     start = time.monotonic()
     txn = h.table.transaction("DELETE", {"predicate": json.dumps([predicate] if predicate else [])})
     ctx = h.context(txn.snapshot)
@@ -97,12 +58,9 @@ def _delete_files(h: TableHandle, txn: Transaction, files: list[AddFile], start:
     rows = total_records(files)
     if rows is not None:
         metrics["numDeletedRows"] = rows
-    if not files:
-        metrics["executionTimeMs"] = elapsed_ms(start)
-        return DmlResult("DELETE", None, metrics)
     metrics["executionTimeMs"] = elapsed_ms(start)
-    version = commit(txn, h.table, adds=[], removes=files, metrics=metrics)
-    return DmlResult("DELETE", version, metrics, removed_files=tuple(f.path for f in files))
+    # No file's data is read in these cases: nothing is reported as scanned.
+    return dml_result("DELETE", h, txn, removes=files, adds=[], metrics=metrics, scanned=())
 
 
 def _delete_rows(

@@ -31,7 +31,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from airflow_txnlog.engine.stats import STRING_PREFIX
+from airflow_txnlog.engine import STRING_PREFIX
 
 
 @dataclass(frozen=True)

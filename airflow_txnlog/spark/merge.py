@@ -38,16 +38,16 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from airflow_txnlog.engine import AddFile, InvalidArgumentError, Transaction
-from airflow_txnlog.spark.delete import dml_result, elapsed_ms
+from airflow_txnlog.spark._arguments import ALL, AllColumns, all_or_sql_mapping, sql_text
+from airflow_txnlog.spark._dml import dml_result, elapsed_ms, resolve_columns
 from airflow_txnlog.spark.errors import MultipleSourceRowsMatchedError
 from airflow_txnlog.spark.planning import is_true, select_files, total_records
 from airflow_txnlog.spark.results import DmlResult
 from airflow_txnlog.spark.scan import FILE_COL, ROW_COL, TableContext, TableHandle, scan
 from airflow_txnlog.spark.schemas import conform, spark_type
 from airflow_txnlog.spark.stage import write_files
-from airflow_txnlog.spark.update import resolve_columns
 
-ALL: Literal["*"] = "*"
+ClauseKind = Literal["update", "delete", "insert"]
 _ACT = "_txnlog_action"
 _T_PRESENT = "_txnlog_target"
 _S_PRESENT = "_txnlog_source"
@@ -57,9 +57,9 @@ _EQ = re.compile(rf"^\s*({_IDENT})\s*\.\s*({_IDENT})\s*=\s*({_IDENT})\s*\.\s*({_
 
 @dataclass(frozen=True)
 class Clause:
-    """One WHEN clause. `kind` is "update", "delete" or "insert"; `assignments` None means `*`."""
+    """One WHEN clause. `assignments` None means `*` until `resolved` expands it (delete: always None)."""
 
-    kind: str
+    kind: ClauseKind
     condition: str | None = None
     assignments: Mapping[str, str] | None = None
 
@@ -68,7 +68,7 @@ class Clause:
         return self.kind != "insert"
 
     def describe(self) -> dict[str, str]:
-        out = {"actionType": self.kind}
+        out: dict[str, str] = {"actionType": self.kind}
         if self.condition is not None:
             out["predicate"] = self.condition
         return out
@@ -96,6 +96,7 @@ class MergeBuilder:
         self._spec = spec
 
     def _with(self, clause: Clause) -> MergeBuilder:
+        sql_text("condition", clause.condition, none_means="the clause applies to every row")
         same = [c for c in self._spec.clauses if c.matched == clause.matched]
         if same and same[-1].condition is None:
             kind = "WHEN MATCHED" if clause.matched else "WHEN NOT MATCHED"
@@ -104,10 +105,11 @@ class MergeBuilder:
         return MergeBuilder(self._handle, spec)
 
     def when_matched_update(
-        self, *, set: Mapping[str, str] | Literal["*"], condition: str | None = None
+        self, *, set: Mapping[str, str] | AllColumns, condition: str | None = None
     ) -> MergeBuilder:
         """Update matched target rows: `set` maps target columns to SQL, or `"*"` for every column."""
-        return self._with(Clause("update", condition, None if set == ALL else dict(set)))
+        sets = all_or_sql_mapping("when_matched_update: set", set, all_method="when_matched_update_all")
+        return self._with(Clause("update", condition, sets))
 
     def when_matched_update_all(self, *, condition: str | None = None) -> MergeBuilder:
         return self.when_matched_update(set=ALL, condition=condition)
@@ -116,10 +118,13 @@ class MergeBuilder:
         return self._with(Clause("delete", condition))
 
     def when_not_matched_insert(
-        self, *, values: Mapping[str, str] | Literal["*"], condition: str | None = None
+        self, *, values: Mapping[str, str] | AllColumns, condition: str | None = None
     ) -> MergeBuilder:
         """Insert unmatched source rows: `values` maps target columns to SQL, or `"*"`."""
-        return self._with(Clause("insert", condition, None if values == ALL else dict(values)))
+        sets = all_or_sql_mapping(
+            "when_not_matched_insert: values", values, all_method="when_not_matched_insert_all"
+        )
+        return self._with(Clause("insert", condition, sets))
 
     def when_not_matched_insert_all(self, *, condition: str | None = None) -> MergeBuilder:
         return self.when_not_matched_insert(values=ALL, condition=condition)
@@ -142,6 +147,19 @@ def _assignments(ctx: TableContext, spec: MergeSpec, clause: Clause) -> dict[str
     return {n: f"`{spec.source_alias}`.`{source_cols[n.lower()]}`" for n in ctx.schema.names}
 
 
+def resolved(ctx: TableContext, spec: MergeSpec) -> MergeSpec:
+    """`spec` with each update / insert clause keyed by the table's columns (`*` expanded).
+
+    Done once, before the first Spark job, so that an unknown column (or a source lacking one for
+    `*`) fails before anything runs.
+    """
+    clauses = tuple(
+        c if c.kind == "delete" else dataclasses.replace(c, assignments=_assignments(ctx, spec, c))
+        for c in spec.clauses
+    )
+    return dataclasses.replace(spec, clauses=clauses)
+
+
 def _chain(cases: Sequence[tuple[Column, Column]], default: Column) -> Column:
     if not cases:
         return default
@@ -158,11 +176,10 @@ def _tags(clauses: Sequence[Clause], default: str) -> Column:
 
 
 def _outputs(ctx: TableContext, spec: MergeSpec, with_target: bool) -> list[Column]:
-    """Target columns computed from the row's action tag (`_ACT`); inserts leave unset columns NULL."""
-    tagged = [
-        (f"u{i}", _assignments(ctx, spec, c)) for i, c in enumerate(_matched(spec)) if c.kind == "update"
-    ]
-    tagged += [(f"i{j}", _assignments(ctx, spec, c)) for j, c in enumerate(_inserts(spec))]
+    """Target columns computed from the row's action tag (`_ACT`); inserts leave unset columns NULL.
+    `spec` is `resolved`: every update / insert clause carries its assignments."""
+    tagged = [(f"u{i}", c.assignments or {}) for i, c in enumerate(_matched(spec)) if c.kind == "update"]
+    tagged += [(f"i{j}", c.assignments or {}) for j, c in enumerate(_inserts(spec))]
     cols = []
     for name in ctx.schema.names:
         t = spark_type(ctx.schema, name)
@@ -326,6 +343,7 @@ def run_merge(h: TableHandle, spec: MergeSpec) -> DmlResult:
     start = time.monotonic()
     txn = h.table.transaction("MERGE", _parameters(spec))
     ctx = h.context(txn.snapshot)
+    spec = resolved(ctx, spec)
     num_source, target_filter = _probe(ctx, spec)
     candidates = txn.read_files(target_filter) if target_filter else txn.read_files()
     if not _matched(spec):

@@ -26,12 +26,13 @@ from functools import reduce
 
 from pyspark.sql import DataFrame
 
-from airflow_txnlog.engine import AddFile, InvalidArgumentError, properties
-from airflow_txnlog.spark.delete import elapsed_ms, file_metrics
+from airflow_txnlog.engine import AddFile, InvalidArgumentError, target_file_size
+from airflow_txnlog.spark._arguments import positive_int, sql_text
+from airflow_txnlog.spark._dml import dml_result, elapsed_ms, file_metrics
 from airflow_txnlog.spark.planning import Case, classify, read_candidates
 from airflow_txnlog.spark.results import DmlResult
 from airflow_txnlog.spark.scan import TableContext, TableHandle, scan
-from airflow_txnlog.spark.stage import commit, write_files
+from airflow_txnlog.spark.stage import write_files
 
 
 def bin_pack(files: Sequence[AddFile], target: int) -> list[list[AddFile]]:
@@ -59,10 +60,6 @@ def _percentile(sizes: list[int], q: float) -> int:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else 0
 
 
-def _target(ctx: TableContext, target_file_size: int | None) -> int:
-    return properties.target_file_size(ctx.properties, target_file_size)
-
-
 # Spark 4 may give a union of single-partition children a single partition (one task for every
 # bin, so one file): keep one task per bin.
 _ONE_FILE_PER_BIN = {"spark.sql.unionOutputPartitioning": "false"}
@@ -73,13 +70,15 @@ def _bins_df(ctx: TableContext, bins: list[list[AddFile]]) -> DataFrame:
     return reduce(DataFrame.unionAll, [scan(ctx, b).coalesce(1) for b in bins])
 
 
-def optimize(h: TableHandle, where: str | None, target_file_size: int | None) -> DmlResult:
-    """Compact small files (see the module docstring)."""
+def optimize(h: TableHandle, where: str | None, file_size: int | None) -> DmlResult:
+    """Compact small files (see the module docstring); `file_size` overrides the target size."""
+    sql_text("optimize: where", where, none_means="every partition")
+    positive_int("optimize: target_file_size", file_size, none_means="delta.targetFileSize, else 100 MiB")
     start = time.monotonic()
     params = {"predicate": json.dumps([where] if where else []), "zOrderBy": "[]"}
     txn = h.table.transaction("OPTIMIZE", params)
     ctx = h.context(txn.snapshot)
-    target = _target(ctx, target_file_size)
+    target = target_file_size(ctx.properties, file_size)
     plan = classify(where, ctx)
     if plan.case is Case.DATA:
         raise InvalidArgumentError(
@@ -106,10 +105,7 @@ def optimize(h: TableHandle, where: str | None, target_file_size: int | None) ->
         totalConsideredFiles=len(files),
         executionTimeMs=elapsed_ms(start),
     )
-    if not bins:
-        return DmlResult("OPTIMIZE", None, metrics)
-    version = commit(txn, h.table, adds=adds, removes=removed, metrics=metrics, data_change=False)
     scanned = tuple(f.path for f in removed)
-    return DmlResult(
-        "OPTIMIZE", version, metrics, scanned, tuple(f.path for f in removed), tuple(a.path for a in adds)
+    return dml_result(
+        "OPTIMIZE", h, txn, removes=removed, adds=adds, metrics=metrics, scanned=scanned, data_change=False
     )

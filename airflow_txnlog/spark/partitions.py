@@ -24,8 +24,12 @@ from zoneinfo import ZoneInfo
 
 import pyarrow as pa
 
-from airflow_txnlog.engine import LogCorruptedError
-from airflow_txnlog.engine.schema import HIVE_NULL, parse_partition_value, serialize_partition_value
+from airflow_txnlog.engine import (
+    HIVE_NULL,
+    LogCorruptedError,
+    parse_partition_value,
+    serialize_partition_value,
+)
 
 _ESCAPED = re.compile(r"%([0-9A-Fa-f]{2})")
 

@@ -28,9 +28,15 @@ import pyarrow as pa
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
-from airflow_txnlog.engine import AddFile, PredicateError, Transaction
-from airflow_txnlog.engine.predicates import Predicate, parse_predicate, to_arrow_expression
-from airflow_txnlog.engine.schema import parse_partition_value
+from airflow_txnlog.engine import (
+    AddFile,
+    Predicate,
+    PredicateError,
+    Transaction,
+    parse_partition_value,
+    parse_predicate,
+    to_arrow_expression,
+)
 from airflow_txnlog.spark.scan import FILE_COL, TableContext, scan
 
 

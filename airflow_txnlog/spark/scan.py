@@ -24,8 +24,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, LongType, StringType, StructField, StructType
 
-from airflow_txnlog.engine import AddFile, Snapshot, Table
-from airflow_txnlog.engine.schema import parse_partition_value
+from airflow_txnlog.engine import AddFile, Snapshot, Table, parse_partition_value
 from airflow_txnlog.spark.schemas import CHECK_MARKER, data_schema, to_spark_schema
 from airflow_txnlog.spark.uris import decode_spark_path, file_uri
 

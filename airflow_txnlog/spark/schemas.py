@@ -24,8 +24,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import DataType, StructField, StructType
 
-from airflow_txnlog.engine import SchemaMismatchError
-from airflow_txnlog.engine.schema import schema_from_json, schema_to_json
+from airflow_txnlog.engine import SchemaMismatchError, schema_from_json, schema_to_json
 
 #: Marker put in the messages of checks raised inside Spark jobs, to recognise them afterwards.
 CHECK_MARKER = "[TXNLOG_CHECK]"

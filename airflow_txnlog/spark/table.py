@@ -8,7 +8,8 @@ apache-spark provider's `spark` / `spark_connect` connections): only the DataFra
 `spark.conf` are used, never `sparkContext` or the JVM gateway.
 
 Operations and their modules: `write` (write.py), `to_df` (scan.py), `delete` (delete.py),
-`update` (update.py), `merge` (merge.py), `optimize` (optimize.py).
+`update` (update.py), `merge` (merge.py), `optimize` (optimize.py). Their arguments are checked
+before any Spark job (`_arguments.py`); the DML ones share their commit-or-nothing tail (`_dml.py`).
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
-from airflow_txnlog.engine import InvalidArgumentError, Table
+from airflow_txnlog.engine import InvalidArgumentError, Table, WriteMode
+from airflow_txnlog.spark import _arguments as check
 from airflow_txnlog.spark import delete as _delete
 from airflow_txnlog.spark import optimize as _optimize
 from airflow_txnlog.spark import update as _update
@@ -54,8 +56,12 @@ class SparkTable:
         table: Table | None = None,
     ) -> None:
         self.spark = spark
-        self.table = table if table is not None else Table.open(uri, storage_options=storage_options)
-        self.scheme_map = dict(scheme_map or {})
+        self.scheme_map = check.scheme_map(scheme_map)
+        if table is None:
+            table = Table.open(uri, storage_options=check.storage_options(storage_options))
+        elif not isinstance(table, Table):
+            raise InvalidArgumentError(f"table must be an engine Table or None, got {type(table).__name__}")
+        self.table = table
         self.spark_uri = to_hadoop_uri(self.table.uri, self.scheme_map)
         self._handle = TableHandle(spark, self.table, self.spark_uri, self.scheme_map)
 
@@ -81,12 +87,13 @@ class SparkTable:
         if not isinstance(arrow, pa.Schema):
             raise InvalidArgumentError("schema must be a pyarrow.Schema, a Spark StructType or a DataFrame")
         to_hadoop_uri(uri, scheme_map)  # refuse URIs Spark cannot reach before creating anything
+        accepted = "a mapping {property: value} such as {'delta.appendOnly': 'true'}, or None"
         table = Table.create(
             uri,
             schema=arrow,
-            partition_by=tuple(partition_by),
-            properties=properties,
-            storage_options=storage_options,
+            partition_by=check.column_names("create: partition_by", partition_by),
+            properties=check.string_keyed("create: properties", properties, accepted=accepted),
+            storage_options=check.storage_options(storage_options),
             name=name,
             description=description,
         )
@@ -114,7 +121,7 @@ class SparkTable:
         self,
         df: DataFrame,
         *,
-        mode: str = "append",
+        mode: WriteMode = "append",
         partition_by: Sequence[str] | None = None,
         replace_where: str | None = None,
         merge_schema: bool = False,
@@ -144,6 +151,10 @@ class SparkTable:
         self, source_df: DataFrame, on: str, *, source_alias: str = "s", target_alias: str = "t"
     ) -> MergeBuilder:
         """Start a MERGE of `source_df` into this table; add WHEN clauses, then `.execute()`."""
+        check.dataframe("merge: source_df", source_df)
+        check.sql_text("merge: on", on)
+        check.alias("merge: source_alias", source_alias)
+        check.alias("merge: target_alias", target_alias)
         if source_alias == target_alias:
             raise InvalidArgumentError("source_alias and target_alias must differ")
         return MergeBuilder(self._handle, MergeSpec(source_df, on, source_alias, target_alias))

@@ -22,8 +22,9 @@ from collections.abc import Mapping
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
-from airflow_txnlog.engine import AddFile, InvalidArgumentError
-from airflow_txnlog.spark.delete import dml_result, elapsed_ms, file_metrics, output_rows
+from airflow_txnlog.engine import AddFile
+from airflow_txnlog.spark._arguments import sql_mapping, sql_text
+from airflow_txnlog.spark._dml import dml_result, elapsed_ms, file_metrics, output_rows, resolve_columns
 from airflow_txnlog.spark.planning import (
     classify,
     is_true,
@@ -35,20 +36,6 @@ from airflow_txnlog.spark.results import DmlResult
 from airflow_txnlog.spark.scan import TableContext, TableHandle, scan
 from airflow_txnlog.spark.schemas import conform, spark_type
 from airflow_txnlog.spark.stage import write_files
-
-
-def resolve_columns(ctx: TableContext, assignments: Mapping[str, str], what: str) -> dict[str, str]:
-    """`assignments` keyed by the table's spelling of each column (matched case-insensitively)."""
-    by_lower = {n.lower(): n for n in ctx.schema.names}
-    out: dict[str, str] = {}
-    for name, sql in assignments.items():
-        column = by_lower.get(str(name).lower())
-        if column is None:
-            raise InvalidArgumentError(f"{what}: unknown column {name!r}; columns are {ctx.schema.names}")
-        if not isinstance(sql, str) or not sql.strip():
-            raise InvalidArgumentError(f"{what}: the expression for {name!r} must be a non-empty SQL string")
-        out[column] = sql
-    return out
 
 
 def _projection(ctx: TableContext, condition: Column, assignments: dict[str, str]) -> list[Column]:
@@ -64,8 +51,9 @@ def _projection(ctx: TableContext, condition: Column, assignments: dict[str, str
 
 def update(h: TableHandle, predicate: str | None, assignments: Mapping[str, str]) -> DmlResult:
     """Set columns of the rows where `predicate` is TRUE (all rows if None)."""
-    if not assignments:
-        raise InvalidArgumentError("update needs at least one column to set")
+    sql_text("update: predicate", predicate, none_means="every row")
+    accepted = "a non-empty mapping {column: SQL expression} such as {'value': 'value * 2'}"
+    assignments = sql_mapping("update: set", assignments, accepted=accepted)
     start = time.monotonic()
     params = {"predicate": json.dumps([predicate] if predicate else [])}
     txn = h.table.transaction("UPDATE", params)

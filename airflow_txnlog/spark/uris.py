@@ -29,6 +29,7 @@ from collections.abc import Mapping
 from urllib.parse import unquote, urlsplit
 
 from airflow_txnlog.engine import InvalidArgumentError
+from airflow_txnlog.spark import _arguments as check
 
 #: fsspec scheme -> Hadoop scheme. `SparkTable(scheme_map=...)` entries override these.
 DEFAULT_SCHEME_MAP: Mapping[str, str] = {
@@ -45,7 +46,9 @@ DEFAULT_SCHEME_MAP: Mapping[str, str] = {
 
 def to_hadoop_uri(uri: str, scheme_map: Mapping[str, str] | None = None) -> str:
     """The Hadoop URI Spark uses for the table (or file) at fsspec `uri`, without a trailing slash."""
-    mapping = {**DEFAULT_SCHEME_MAP, **(scheme_map or {})}
+    if not isinstance(uri, str) or not uri.strip():
+        raise InvalidArgumentError(f"uri must be a non-empty string such as 's3://bucket/table', got {uri!r}")
+    mapping = {**DEFAULT_SCHEME_MAP, **check.scheme_map(scheme_map)}
     parts = urlsplit(uri.strip())
     scheme = parts.scheme.lower()
     if scheme in ("", "file") or (len(scheme) == 1 and os.name == "nt"):

@@ -32,8 +32,11 @@ from airflow_txnlog.engine import (
     InvalidArgumentError,
     Table,
     Transaction,
+    WriteMode,
+    check_choice,
+    schema_to_json,
 )
-from airflow_txnlog.engine.schema import schema_to_json
+from airflow_txnlog.spark._arguments import app_transaction, column_names, dataframe, flag, sql_text
 from airflow_txnlog.spark.planning import (
     Case,
     classify,
@@ -48,13 +51,9 @@ from airflow_txnlog.spark.scan import TableContext, TableHandle, scan
 from airflow_txnlog.spark.schemas import CHECK_MARKER, conform
 from airflow_txnlog.spark.stage import commit, delete_files, write_files
 
-MODES = ("append", "overwrite")
-
 
 def _done(table: Table, txn: tuple[str, int]) -> int | None:
     app_id, version = txn
-    if not isinstance(app_id, str) or not app_id or not isinstance(version, int) or version < 0:
-        raise InvalidArgumentError(f"txn must be (non-empty app id, version >= 0), got {txn!r}")
     snap = table.snapshot()
     seen = snap.txn_version(app_id)
     if seen is None or seen < version:
@@ -71,7 +70,7 @@ def _check_rows(df: DataFrame, predicate: str) -> DataFrame:
 
 
 def _replaced(
-    h: TableHandle, txn: Transaction, ctx: TableContext, replace_where: str | None, mode: str
+    h: TableHandle, txn: Transaction, ctx: TableContext, replace_where: str | None, mode: WriteMode
 ) -> tuple[list[AddFile], list[AddFile], dict[str, int]]:
     """(files removed, files added by a rewrite, metrics) of what an overwrite replaces."""
     if mode == "append":
@@ -89,7 +88,9 @@ def _replaced(
     return touched, rewritten, {"numDeletedRows": sum(counts.values()), "numCopiedRows": copied}
 
 
-def _parameters(mode: str, partition_columns: Sequence[str], replace_where: str | None) -> dict[str, str]:
+def _parameters(
+    mode: WriteMode, partition_columns: Sequence[str], replace_where: str | None
+) -> dict[str, str]:
     params = {"mode": mode.capitalize(), "partitionBy": json.dumps(list(partition_columns))}
     if replace_where is not None:
         params["predicate"] = json.dumps([replace_where])
@@ -97,15 +98,30 @@ def _parameters(mode: str, partition_columns: Sequence[str], replace_where: str 
 
 
 def _validate(
-    mode: str, partition_by: Sequence[str] | None, replace_where: str | None, parts: list[str]
+    df: DataFrame,
+    mode: WriteMode,
+    replace_where: str | None,
+    merge_schema: bool,
+    txn: tuple[str, int] | None,
 ) -> None:
-    if mode not in MODES:
-        raise InvalidArgumentError(f"mode must be 'append' or 'overwrite', got {mode!r}")
+    """The arguments on their own (the table's partitioning is checked against the snapshot)."""
+    dataframe("write: df", df)
+    check_choice("write: mode", mode, WriteMode)
+    sql_text("write: replace_where", replace_where, none_means="replace every row when overwriting")
     if replace_where is not None and mode != "overwrite":
         raise InvalidArgumentError("replace_where needs mode='overwrite'")
-    if partition_by is not None and list(partition_by) != parts:
+    flag("write: merge_schema", merge_schema)
+    if txn is not None:
+        app_transaction(txn)
+
+
+def _check_partitioning(partition_by: Sequence[str] | None, parts: list[str]) -> None:
+    if partition_by is None:
+        return
+    columns = list(column_names("write: partition_by", partition_by))
+    if columns != parts:
         raise InvalidArgumentError(
-            f"partition_by={list(partition_by)} differs from the table's partition columns {parts}; "
+            f"partition_by={columns} differs from the table's partition columns {parts}; "
             "a table's partitioning cannot change"
         )
 
@@ -114,14 +130,15 @@ def write(
     h: TableHandle,
     df: DataFrame,
     *,
-    mode: str,
+    mode: WriteMode,
     partition_by: Sequence[str] | None,
     replace_where: str | None,
     merge_schema: bool,
     txn: tuple[str, int] | None,
 ) -> WriteResult:
+    _validate(df, mode, replace_where, merge_schema, txn)
     snap = h.table.snapshot()
-    _validate(mode, partition_by, replace_where, snap.partition_columns)
+    _check_partitioning(partition_by, snap.partition_columns)
     if txn is not None and (done := _done(h.table, txn)) is not None:
         return WriteResult(version=done, skipped=True)
     t = h.table.transaction("WRITE", _parameters(mode, snap.partition_columns, replace_where))
@@ -158,7 +175,7 @@ class _Change:
 
 
 def _commit(
-    h: TableHandle, t: Transaction, txn: tuple[str, int] | None, change: _Change, mode: str
+    h: TableHandle, t: Transaction, txn: tuple[str, int] | None, change: _Change, mode: WriteMode
 ) -> WriteResult:
     rows = sum(a.num_records or 0 for a in change.adds)
     size = sum(a.size for a in change.adds)
