@@ -4,6 +4,9 @@ Callbacks can fire twice, or for a try that will be retried; so the callback
 - acts only on a final failure (the task instance is not up for retry),
 - relies on the engine's idempotent restore (a second call commits nothing),
 - never raises into Airflow: it logs what it did, or why it could not.
+
+Bad arguments are refused when the callback is built (in the DAG file), not when it fires: a policy
+outside `ForeignCommitsPolicy` raises `InvalidArgumentError` from `restore_on_failure(...)` itself.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from airflow_txnlog.arguments import ForeignCommitsPolicy, check_choice
 from airflow_txnlog.hooks.txnlog import TxnLogHook
 from airflow_txnlog.operators._base import run_owner  # the same tag the write operators put on commits
 
@@ -29,9 +33,10 @@ def restore_on_failure(
     *,
     savepoint_task_id: str = "savepoint",
     txnlog_conn_id: str = TxnLogHook.default_conn_name,
-    on_foreign_commits: str = "fail",
+    on_foreign_commits: ForeignCommitsPolicy = "fail",
 ) -> Callable[[Any], None]:
     """Build the callback; `savepoint_task_id` is the `TxnLogSavepointOperator` of the same run."""
+    check_choice("on_foreign_commits", on_foreign_commits, ForeignCommitsPolicy)
 
     def callback(context: Any) -> None:
         ti = context.get("ti") or context.get("task_instance")

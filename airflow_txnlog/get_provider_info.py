@@ -38,29 +38,44 @@ def get_provider_info() -> dict[str, Any]:
         "triggers": [
             {"integration-name": _INTEGRATION, "python-modules": ["airflow_txnlog.triggers.version"]}
         ],
-        "connection-types": [
-            {
-                "connection-type": "txnlog",
-                "hook-class-name": "airflow_txnlog.hooks.txnlog.TxnLogHook",
-                "hook-name": "Transaction log (Delta table)",
-                "ui-field-behaviour": {
-                    "hidden-fields": ["schema", "port"],
-                    "relabeling": {
-                        "host": "Base location (optional)",
-                        "login": "Access key id",
-                        "password": "Secret key",
-                    },
-                },
-                "conn-fields": {
-                    "endpoint_url": {
-                        "label": "Endpoint URL (S3-compatible stores)",
-                        "schema": {"type": ["string", "null"]},
-                    },
-                    "single_writer": {
-                        "label": "Single writer (only for stores without atomic create)",
-                        "schema": {"type": ["boolean", "null"], "default": False},
-                    },
-                },
-            }
-        ],
+        "connection-types": [_connection_type()],
+    }
+
+
+def _connection_type() -> dict[str, Any]:
+    """The `txnlog` connection type with its form.
+
+    The form is declared here rather than by hook methods (deprecated since Airflow 3.2, and read
+    without importing the hook). Keys are kebab-case; Airflow turns them into the hook-method form
+    ("hidden_fields", ...) itself. Each conn-fields name is the extra key TxnLogHook reads.
+    """
+    return {
+        "connection-type": "txnlog",
+        "hook-class-name": "airflow_txnlog.hooks.txnlog.TxnLogHook",
+        "hook-name": "Transaction log (Delta table)",
+        "ui-field-behaviour": {
+            "hidden-fields": ["schema", "port"],
+            "relabeling": {
+                "host": "Base location (optional)",
+                "login": "Access key id",
+                "password": "Secret key",
+            },
+            "placeholders": {
+                "host": "s3://bucket/warehouse",
+                "extra": '{"client_kwargs": {"region_name": "eu-west-1"}}',
+            },
+        },
+        "conn-fields": {
+            "endpoint_url": {
+                "label": "Endpoint URL (S3-compatible stores)",
+                "description": "fsspec storage option endpoint_url, e.g. http://minio:9000",
+                "schema": {"type": ["string", "null"]},
+            },
+            "single_writer": {
+                "label": "Single writer (only for stores without atomic create)",
+                "description": "For a store that cannot create files atomically: promise that "
+                "no other process ever writes to the table, so commits check, then write",
+                "schema": {"type": ["boolean", "null"], "default": False},
+            },
+        },
     }

@@ -21,6 +21,7 @@ VersionOpt = Annotated[
     int | None, typer.Option("--version", "-v", min=0, help="Table version (default: the latest).")
 ]
 
+STORAGE_OPTION = "--storage-option"
 _JSON_LITERALS = {"true": True, "false": False, "null": None}
 
 
@@ -30,19 +31,23 @@ def parse_storage_options(items: Sequence[str]) -> dict[str, Any]:
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
-            raise typer.BadParameter(f"expected KEY=VALUE, got {item!r}", param_hint="--storage-option")
-        out[key.strip()] = _option_value(value)
+            raise typer.BadParameter(f"expected KEY=VALUE, got {item!r}", param_hint=STORAGE_OPTION)
+        out[key.strip()] = _option_value(key.strip(), value)
     return out
 
 
-def _option_value(value: str) -> Any:
+def _option_value(key: str, value: str) -> Any:
     if value.lower() in _JSON_LITERALS:
         return _JSON_LITERALS[value.lower()]
     if value.startswith(("{", "[")):
         try:
             return json.loads(value)
-        except json.JSONDecodeError as exc:
-            raise typer.BadParameter(f"invalid JSON value {value!r}: {exc}") from exc
+        except json.JSONDecodeError as exc:  # the value is not echoed: it may hold a secret
+            raise typer.BadParameter(
+                f"the value of {key!r} starts like JSON but is not valid JSON ({exc.msg}, column "
+                f"{exc.colno}); values are text, true/false/null, or a JSON object/array",
+                param_hint=STORAGE_OPTION,
+            ) from None
     return value
 
 

@@ -13,6 +13,7 @@ import typer
 from rich import box
 from rich.table import Table as RichTable
 
+from airflow_txnlog.arguments import ForeignCommitsPolicy
 from airflow_txnlog.cli._output import (
     JsonOpt,
     UriArg,
@@ -327,13 +328,14 @@ def restore(
         raise typer.BadParameter(
             "give exactly one of them", param_hint="'--version' / '--timestamp' / '--savepoint'"
         )
+    policy: ForeignCommitsPolicy = "force" if force else "fail"  # a flag: no other value can be given
     with engine_errors({ForeignCommitsError: "txnlog: --force restores anyway"}):
         res = open_table(ctx, uri).restore(
             version=version,
             timestamp=_timestamp(timestamp),
             savepoint=savepoint,
             dry_run=dry_run,
-            on_foreign_commits="force" if force else "fail",
+            on_foreign_commits=policy,
             owner=owner,
         )
     doc = restore_doc(res)

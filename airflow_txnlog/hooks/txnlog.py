@@ -5,10 +5,15 @@ Connection type `txnlog`:
   (e.g. host `s3://lake/warehouse` + table `sales/orders` -> `s3://lake/warehouse/sales/orders`);
 - `login` / `password` (optional): object-store key id and secret (S3 style), passed to fsspec as
   `key` / `secret`;
-- `extra` (JSON): every other fsspec storage option (`endpoint_url`, `client_kwargs`, `anon`,
-  `token`, `account_name`, ...), plus `single_writer` (bool) for stores without atomic creates.
+- `extra` (a JSON object): every other fsspec storage option (`endpoint_url`, `client_kwargs`, `anon`,
+  `token`, `account_name`, ...), plus `single_writer` (true/false) for stores without atomic creates.
+  Anything but a JSON object, or a `single_writer` that is not a boolean, is an `InvalidArgumentError`.
 Without a connection (or when `txnlog_default` is not defined) local paths work as they are.
 Secrets are never logged: `describe()` masks them and `storage_options` is not templated.
+
+The connection form (hidden and relabelled fields, and the `endpoint_url` / `single_writer` fields,
+whose names are the extra keys read here) is declared in `airflow_txnlog.get_provider_info`, as
+Airflow >= 3.2 expects; the hook defines no `get_ui_field_behaviour` / `get_connection_form_widgets`.
 """
 
 from __future__ import annotations
@@ -19,9 +24,12 @@ from typing import TYPE_CHECKING, Any
 from airflow.sdk import BaseHook
 from airflow.sdk.exceptions import AirflowNotFoundException
 
+from airflow_txnlog.arguments import flag, invalid
+
 if TYPE_CHECKING:  # the engine (pyarrow) loads when a table is opened, not when a DAG file is parsed
     from airflow_txnlog.engine import Table
 
+SINGLE_WRITER = "single_writer"  # the extra (and connection-form field) that is not a storage option
 SECRET_KEYS = frozenset({"secret", "password", "token", "key", "account_key", "sas_token", "client_secret"})
 
 
@@ -40,21 +48,6 @@ class TxnLogHook(BaseHook):
         super().__init__(**kwargs)
         self.txnlog_conn_id = txnlog_conn_id
 
-    @classmethod
-    def get_ui_field_behaviour(cls) -> dict[str, Any]:
-        return {
-            "hidden-fields": ["schema", "port"],
-            "relabeling": {
-                "host": "Base location (optional)",
-                "login": "Access key id",
-                "password": "Secret key",
-            },
-            "placeholders": {
-                "host": "s3://bucket/warehouse",
-                "extra": '{"endpoint_url": "http://minio:9000", "client_kwargs": {"region_name": "eu-west-1"}}',  # noqa: E501
-            },
-        }
-
     @cached_property
     def _connection(self) -> Any | None:
         if not self.txnlog_conn_id:
@@ -67,6 +60,17 @@ class TxnLogHook(BaseHook):
             raise
 
     @cached_property
+    def _extras(self) -> dict[str, Any]:
+        conn = self._connection
+        extras = (conn.extra_dejson or {}) if conn is not None else {}
+        if not isinstance(extras, dict):  # valid JSON, but a list or a string has no option names
+            raise invalid(
+                f"the extra of connection {self.txnlog_conn_id!r} must be a JSON object of fsspec "
+                f"storage options; got a JSON {type(extras).__name__}"
+            )
+        return extras
+
+    @cached_property
     def storage_options(self) -> dict[str, Any]:
         """fsspec storage options from the connection (login/password as key/secret, then extras)."""
         conn = self._connection
@@ -77,13 +81,14 @@ class TxnLogHook(BaseHook):
             options["key"] = conn.login
         if conn.password:
             options["secret"] = conn.password
-        options.update({k: v for k, v in (conn.extra_dejson or {}).items() if k != "single_writer"})
+        options.update({k: v for k, v in self._extras.items() if k != SINGLE_WRITER})
         return options
 
     @cached_property
     def single_writer(self) -> bool:
-        conn = self._connection
-        return bool(conn is not None and (conn.extra_dejson or {}).get("single_writer", False))
+        return flag(
+            f"extra {SINGLE_WRITER!r} of connection {self.txnlog_conn_id!r}", self._extras.get(SINGLE_WRITER)
+        )
 
     @cached_property
     def base_location(self) -> str | None:

@@ -4,15 +4,19 @@ They change no data, so by default they emit no asset event (downstream DAGs sch
 would otherwise run for versions without new data); pass `emit_asset_event=True` to emit one for
 the commits they make (vacuum's VACUUM END, optimize's OPTIMIZE). Vacuum is a dry run unless
 `dry_run=False`, with the table's retention check on.
+
+`retention_hours` is templated, so a rendered value is text: it is read as a number of hours (>= 0)
+at the start of `execute`, and anything else raises `InvalidArgumentError` before the table is touched.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from airflow.sdk import Context
 
+from airflow_txnlog.arguments import hours, renders_later, str_mapping
 from airflow_txnlog.operators._base import TxnLogBaseOperator
 from airflow_txnlog.operators._spark_session import DEFAULT_SPARK_CONN_ID, spark_session
 
@@ -50,13 +54,16 @@ class TxnLogVacuumOperator(TxnLogBaseOperator):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        self.retention_hours = retention_hours
+        self.retention_hours = (
+            retention_hours if renders_later(retention_hours) else hours("retention_hours", retention_hours)
+        )
         self.is_dry_run = dry_run
         self.enforce_retention = enforce_retention
 
     def execute(self, context: Context) -> dict[str, Any]:
+        retention = hours("retention_hours", self.retention_hours)  # rendered by now
         result = self.table().vacuum(
-            retention_hours=self.retention_hours,
+            retention_hours=retention,
             dry_run=self.is_dry_run,
             enforce_retention=self.enforce_retention,
         )
@@ -82,11 +89,14 @@ class TxnLogCleanupLogOperator(TxnLogBaseOperator):
 
     def __init__(self, *, retention_hours: float | None = None, dry_run: bool = False, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.retention_hours = retention_hours
+        self.retention_hours = (
+            retention_hours if renders_later(retention_hours) else hours("retention_hours", retention_hours)
+        )
         self.is_dry_run = dry_run
 
     def execute(self, context: Context) -> dict[str, Any]:
-        result = self.table().cleanup_log(retention_hours=self.retention_hours, dry_run=self.is_dry_run)
+        retention = hours("retention_hours", self.retention_hours)  # rendered by now
+        result = self.table().cleanup_log(retention_hours=retention, dry_run=self.is_dry_run)
         self.log.info(
             "log cleanup removed %d files below checkpoint %s and %d stale temp files",
             len(result.files),
@@ -134,14 +144,14 @@ class TxnLogOptimizeOperator(TxnLogBaseOperator):
         where: str | None = None,
         target_file_size: int | None = None,
         spark_conn_id: str | None = DEFAULT_SPARK_CONN_ID,
-        spark_conf: dict[str, str] | None = None,
+        spark_conf: Mapping[str, str] | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         self.where = where
         self.target_file_size = target_file_size
         self.spark_conn_id = spark_conn_id
-        self.spark_conf = spark_conf or {}
+        self.spark_conf = str_mapping("spark_conf", spark_conf)
 
     def execute(self, context: Context) -> dict[str, Any]:
         from airflow_txnlog.spark import SparkTable  # noqa: PLC0415 - keeps pyspark out of DAG parsing

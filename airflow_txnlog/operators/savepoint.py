@@ -5,7 +5,9 @@ otherwise, and pushes {"name", "version"}; a retry finds its own savepoint and r
 `TxnLogRestoreOperator` restores a savepoint (by name, or the one a savepoint task pushed), a version
 or a timestamp. Commits of the same DAG run (tagged with the run's owner tag by the txnlog write
 operators) are this run's own; anything else committed since the savepoint is foreign and, with the
-default `on_foreign_commits="fail"`, stops the restore.
+default `on_foreign_commits="fail"`, stops the restore. A policy outside `ForeignCommitsPolicy` is an
+`InvalidArgumentError` when the operator is built; a rendered `version` that is not an integer is one
+at the start of `execute`, before the table is read.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any
 
 from airflow.sdk import Context
 
+from airflow_txnlog.arguments import ForeignCommitsPolicy, check_choice, version_number
 from airflow_txnlog.operators._base import TxnLogBaseOperator, run_owner, safe_name
 
 
@@ -68,7 +71,8 @@ class TxnLogRestoreOperator(TxnLogBaseOperator):
     :param savepoint_name: templated savepoint name; or
     :param savepoint_task_id: the task whose XCom ({"name", ...}) names the savepoint; or
     :param version: / :param timestamp: a time-travel target.
-    :param on_foreign_commits: "fail" (default) or "force" when other writers committed since.
+    :param on_foreign_commits: "fail" (default) or "force" when other writers committed since
+        (`ForeignCommitsPolicy`).
     :param dry_run: only report the plan.
     """
 
@@ -81,11 +85,12 @@ class TxnLogRestoreOperator(TxnLogBaseOperator):
         savepoint_task_id: str | None = None,
         version: int | None = None,
         timestamp: str | None = None,
-        on_foreign_commits: str = "fail",
+        on_foreign_commits: ForeignCommitsPolicy = "fail",
         dry_run: bool = False,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        check_choice("on_foreign_commits", on_foreign_commits, ForeignCommitsPolicy)
         self.savepoint_name = savepoint_name
         self.savepoint_task_id = savepoint_task_id
         self.version = version
@@ -101,9 +106,10 @@ class TxnLogRestoreOperator(TxnLogBaseOperator):
         return str(name) if name else None
 
     def execute(self, context: Context) -> dict[str, Any]:
+        version = version_number("version", self.version)  # templated: rendered by now
         result = self.table().restore(
             savepoint=self._savepoint(context),
-            version=int(self.version) if self.version is not None else None,
+            version=version,
             timestamp=self.timestamp,
             dry_run=self.is_dry_run,
             on_foreign_commits=self.on_foreign_commits,

@@ -9,6 +9,10 @@ Source data (write, merge) is one of:
 - `source`: a callable `(spark, context) -> DataFrame`, or a Spark SQL string;
 - `source_path` (+ `source_format`, default parquet, and `source_options`).
 
+Bad arguments (a mode outside `WriteMode`, a mapping that is not str to str, a merge clause that is
+neither a mapping nor "*") raise `InvalidArgumentError` when the operator is built, or, for templated
+fields, at the start of `execute`: before a Spark session starts or anything is written.
+
 Every commit is tagged with the run's owner tag, so `TxnLogRestoreOperator` / `restore_on_failure`
 treat this run's commits as their own. Writes are idempotent per task and logical date: the commit
 carries `txn=("<dag_id>.<task_id>@<logical date>", <logical date in ms>)`, so a retry, or a re-run
@@ -25,6 +29,14 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from airflow.sdk import Context
 
+from airflow_txnlog.arguments import (
+    WriteMode,
+    check_choice,
+    column_names,
+    invalid,
+    renders_later,
+    str_mapping,
+)
 from airflow_txnlog.operators._base import TxnLogBaseOperator, run_owner, run_version
 from airflow_txnlog.operators._spark_session import DEFAULT_SPARK_CONN_ID, spark_session
 
@@ -43,12 +55,15 @@ def idempotency_txn(context: Context, task_key: str) -> tuple[str, int]:
     return f"{task_key}@{stamp}", version
 
 
-def _clause_map(value: Mapping[str, str] | str) -> Mapping[str, str] | Literal["*"]:
-    if isinstance(value, str):
-        if value != "*":
-            raise ValueError(f"a merge clause takes a column mapping or '*', got {value!r}")
+def _clause(name: str, value: Mapping[str, str] | str | None) -> dict[str, str] | Literal["*"] | None:
+    """A merge clause's columns: None (no clause), "*" (every column) or {"column": "SQL expression"}."""
+    if value is None:
+        return None
+    if value == "*":
         return "*"
-    return value
+    if isinstance(value, str):
+        raise invalid(f"{name} must be a mapping of column to SQL expression or '*'; got {value!r}")
+    return str_mapping(name, value)
 
 
 def dml_xcom(result: DmlResult) -> dict[str, Any]:
@@ -67,7 +82,7 @@ class _SparkOperator(TxnLogBaseOperator):
     ) -> None:
         super().__init__(**kwargs)
         self.spark_conn_id = spark_conn_id
-        self.spark_conf = dict(spark_conf or {})
+        self.spark_conf = str_mapping("spark_conf", spark_conf)
 
     def _open(self, spark: SparkSession, context: Context) -> SparkTable:
         from airflow_txnlog.spark import SparkTable  # noqa: PLC0415 - pyspark only at run time
@@ -95,9 +110,13 @@ class _SourceMixin:
         source_options: Mapping[str, str] | None,
     ) -> None:
         if (source is None) == (source_path is None):
-            raise ValueError("give exactly one of source (callable or SQL) and source_path")
+            raise invalid("give exactly one of source (callable or SQL) and source_path")
+        if not isinstance(source_format, str) or not source_format:
+            raise invalid(
+                f"source_format must be a Spark data source name such as 'parquet'; got {source_format!r}"
+            )
         self.source, self.source_path = source, source_path
-        self.source_format, self.source_options = source_format, dict(source_options or {})
+        self.source_format, self.source_options = source_format, str_mapping("source_options", source_options)
 
     def _source_df(self, spark: SparkSession, context: Context) -> DataFrame:
         if callable(self.source):
@@ -111,7 +130,8 @@ class _SourceMixin:
 class TxnLogSparkWriteOperator(_SourceMixin, _SparkOperator):
     """Append or overwrite rows (idempotent across retries). Creates the table if it is missing.
 
-    :param mode: "append" or "overwrite"; :param replace_where: overwrite only rows matching it.
+    :param mode: "append" or "overwrite" (`WriteMode`). Templated.
+    :param replace_where: overwrite only rows matching it (needs mode "overwrite"). Templated.
     :param partition_by: partition columns when the table is created by this task.
     :param merge_schema: add new nullable columns of the source to the table.
     """
@@ -125,7 +145,7 @@ class TxnLogSparkWriteOperator(_SourceMixin, _SparkOperator):
         source_path: str | None = None,
         source_format: str = "parquet",
         source_options: Mapping[str, str] | None = None,
-        mode: str = "append",
+        mode: WriteMode = "append",
         partition_by: Sequence[str] | None = None,
         replace_where: str | None = None,
         merge_schema: bool = False,
@@ -134,14 +154,23 @@ class TxnLogSparkWriteOperator(_SourceMixin, _SparkOperator):
         super().__init__(**kwargs)
         self._init_source(source, source_path, source_format, source_options)
         self.mode = mode
-        self.partition_by = list(partition_by or [])
+        self.partition_by = column_names("partition_by", partition_by)
         self.replace_where = replace_where
         self.merge_schema = merge_schema
+        if not renders_later(mode) and not renders_later(replace_where):
+            self._check_mode()
+
+    def _check_mode(self) -> None:
+        """Before any work: a missing table would otherwise be created before Spark refuses the mode."""
+        check_choice("mode", self.mode, WriteMode)
+        if self.replace_where is not None and self.mode != "overwrite":
+            raise invalid(f"replace_where needs mode 'overwrite'; got mode {self.mode!r}")
 
     def execute(self, context: Context) -> dict[str, Any]:
         from airflow_txnlog.engine import TableNotFoundError  # noqa: PLC0415 - no pyarrow at parse time
         from airflow_txnlog.spark import SparkTable  # noqa: PLC0415
 
+        self._check_mode()  # templated: rendered by now
         with self._session() as spark:
             df = self._source_df(spark, context)
             try:
@@ -193,10 +222,11 @@ class TxnLogSparkUpdateOperator(_SparkOperator):
 
     def __init__(self, *, set: Mapping[str, str], predicate: str | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.set = dict(set)
+        self.set = str_mapping("set", set)
         self.predicate = predicate
 
     def execute(self, context: Context) -> dict[str, Any]:
+        self.set = str_mapping("set", self.set)  # templated: rendered by now
         with self._session() as spark:
             result = self._open(spark, context).update(self.predicate, self.set)
         self.emit(context, result.version, "UPDATE")
@@ -233,10 +263,14 @@ class TxnLogSparkMergeOperator(_SourceMixin, _SparkOperator):
         super().__init__(**kwargs)
         self._init_source(source, source_path, source_format, source_options)
         self.on, self.source_alias, self.target_alias = on, source_alias, target_alias
-        self.when_matched_update = when_matched_update
+        self.when_matched_update = _clause("when_matched_update", when_matched_update)
         self.when_matched_update_condition = when_matched_update_condition
+        if not isinstance(when_matched_delete, (bool, str)):
+            raise invalid(
+                f"when_matched_delete must be True, False or a condition; got {when_matched_delete!r}"
+            )
         self.when_matched_delete = when_matched_delete
-        self.when_not_matched_insert = when_not_matched_insert
+        self.when_not_matched_insert = _clause("when_not_matched_insert", when_not_matched_insert)
 
     def execute(self, context: Context) -> dict[str, Any]:
         with self._session() as spark:
@@ -253,10 +287,10 @@ class TxnLogSparkMergeOperator(_SourceMixin, _SparkOperator):
                 builder = builder.when_matched_delete(condition=cond)
             if self.when_matched_update is not None:
                 builder = builder.when_matched_update(
-                    set=_clause_map(self.when_matched_update), condition=self.when_matched_update_condition
+                    set=self.when_matched_update, condition=self.when_matched_update_condition
                 )
             if self.when_not_matched_insert is not None:
-                builder = builder.when_not_matched_insert(values=_clause_map(self.when_not_matched_insert))
+                builder = builder.when_not_matched_insert(values=self.when_not_matched_insert)
             result = builder.execute()
         self.emit(context, result.version, "MERGE")
         return dml_xcom(result)

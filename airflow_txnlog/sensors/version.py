@@ -27,6 +27,8 @@ from typing import TYPE_CHECKING, Any
 from airflow.sdk import BaseSensorOperator, PokeReturnValue, conf
 from airflow.sdk.exceptions import AirflowException, AirflowSensorTimeout
 
+from airflow_txnlog.arguments import operation_names, renders_later, version_number
+from airflow_txnlog.hooks.txnlog import TxnLogHook
 from airflow_txnlog.triggers.version import TxnLogVersionTrigger
 
 if TYPE_CHECKING:
@@ -43,8 +45,10 @@ class TxnLogVersionSensor(BaseSensorOperator):
     :param table_uri: the table (absolute, or relative to the connection's base location). Templated.
     :param after_version: the baseline version; None: the latest version when the sensor first runs in
         this DAG run (kept across pokes, reschedules, retries and deferral). Templated.
-    :param operations: commitInfo operations that count, case-insensitive (e.g. ``["MERGE"]``); None
-        means any commit. Commits of other operations are skipped. Templated.
+    :param operations: commitInfo operations that count, case-insensitive (e.g. ``["MERGE"]``, or one
+        name); None means any commit. Commits of other operations are skipped. Templated. Anything
+        else (a non-string or empty name) raises `InvalidArgumentError`, like a non-integer
+        `after_version`, before the table is read.
     :param txnlog_conn_id: the `txnlog` connection (storage options); local paths need none.
     :param deferrable: wait in the triggerer instead of a worker slot (default: Airflow's
         ``[operators] default_deferrable``).
@@ -61,7 +65,7 @@ class TxnLogVersionSensor(BaseSensorOperator):
         table_uri: str,
         after_version: int | None = None,
         operations: list[str] | None = None,
-        txnlog_conn_id: str | None = "txnlog_default",
+        txnlog_conn_id: str | None = TxnLogHook.default_conn_name,
         deferrable: bool = conf.getboolean("operators", "default_deferrable", fallback=False),
         poll_interval: float | None = None,
         **kwargs: Any,
@@ -69,7 +73,10 @@ class TxnLogVersionSensor(BaseSensorOperator):
         super().__init__(**kwargs)
         self.table_uri = table_uri
         self.after_version = after_version
-        self.operations = operations
+        # templated: a template string is checked once rendered, at the start of execute
+        self.operations = (
+            operations if renders_later(operations) else operation_names("operations", operations)
+        )
         self.txnlog_conn_id = txnlog_conn_id
         self.deferrable = deferrable
         self.poll_interval = poll_interval
@@ -85,8 +92,10 @@ class TxnLogVersionSensor(BaseSensorOperator):
 
     def _baseline(self, context: Context) -> int:
         """`after_version`, or the baseline fixed at this DAG run's first poke (see the module docstring)."""
-        if self.after_version is not None and str(self.after_version).strip() not in ("", "None"):
-            return int(self.after_version)
+        rendered = None if str(self.after_version).strip() in ("", "None") else self.after_version
+        version = version_number("after_version", rendered)  # a template renders to text
+        if version is not None:
+            return version
         store: Any = context.get("task_state_store")
         if store is not None:
             stored = store.get(BASELINE_KEY)
@@ -124,6 +133,7 @@ class TxnLogVersionSensor(BaseSensorOperator):
                 return PokeReturnValue(is_done=False)
 
     def execute(self, context: Context) -> Any:
+        self.operations = operation_names("operations", self.operations)  # rendered by now
         if not self.deferrable:
             return super().execute(context)
         first = self.poke(context)  # already there: no trip through the triggerer

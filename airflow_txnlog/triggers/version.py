@@ -48,6 +48,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 import orjson
 from airflow.triggers.base import BaseEventTrigger, BaseTrigger, TriggerEvent
 
+from airflow_txnlog.arguments import invalid, operation_names
+from airflow_txnlog.hooks.txnlog import TxnLogHook  # light: the engine loads when a table is opened
+
 if TYPE_CHECKING:
     from airflow_txnlog.engine.storage import Storage
     from airflow_txnlog.triggers._poll import Commit, OpenedTable
@@ -87,7 +90,7 @@ class TxnLogVersionTrigger(BaseTrigger):
         table_uri: str,
         after_version: int,
         operations: list[str] | None = None,
-        txnlog_conn_id: str | None = "txnlog_default",
+        txnlog_conn_id: str | None = TxnLogHook.default_conn_name,
         poll_interval: float = DEFAULT_POLL_INTERVAL,
         timeout: float | None = None,
         deadline: float | None = None,
@@ -95,7 +98,7 @@ class TxnLogVersionTrigger(BaseTrigger):
         super().__init__()  # type: ignore[no-untyped-call]
         self.table_uri = table_uri
         self.after_version = int(after_version)
-        self.operations = list(operations) if operations is not None else None
+        self.operations = operation_names("operations", operations)
         self.txnlog_conn_id = txnlog_conn_id
         self.poll_interval = float(poll_interval)
         self.timeout = float(timeout) if timeout is not None else None
@@ -252,21 +255,21 @@ class TxnLogVersionEventTrigger(BaseEventTrigger):
         *,
         table_uri: str,
         operations: list[str] | None = None,
-        txnlog_conn_id: str | None = "txnlog_default",
+        txnlog_conn_id: str | None = TxnLogHook.default_conn_name,
         poll_interval: float = DEFAULT_POLL_INTERVAL,
         after_version: int | None = None,
         watcher_id: str | None = None,
     ) -> None:
         super().__init__()  # type: ignore[no-untyped-call]
         self.table_uri = table_uri
-        self.operations = list(operations) if operations is not None else None
+        self.operations = operation_names("operations", operations)
         self.txnlog_conn_id = txnlog_conn_id
         self.poll_interval = float(poll_interval)
         self.after_version = int(after_version) if after_version is not None else None
         if watcher_id is not None and (
             not watcher_id or not watcher_id.replace("-", "").replace("_", "").isalnum()
         ):
-            raise ValueError(f"watcher_id must be letters, digits, '-' or '_', got {watcher_id!r}")
+            raise invalid(f"watcher_id must be letters, digits, '-' or '_', got {watcher_id!r}")
         self.watcher_id = watcher_id
 
     def serialize(self) -> tuple[str, dict[str, Any]]:

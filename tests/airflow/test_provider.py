@@ -32,13 +32,73 @@ def _airflow_env(tmp_path: Path) -> dict[str, str]:
     }
 
 
-def test_provider_info_is_valid_against_airflows_schema() -> None:
+def _airflow_schema(name: str) -> dict[str, Any]:
     import airflow  # noqa: PLC0415
 
-    schema = json.loads((Path(airflow.__file__).parent / "provider_info.schema.json").read_text())
-    info = get_provider_info()
-    jsonschema.validate(info, schema)
-    assert info["connection-types"][0]["hook-class-name"] == "airflow_txnlog.hooks.txnlog.TxnLogHook"
+    return json.loads((Path(airflow.__file__).parent / name).read_text())  # type: ignore[no-any-return]
+
+
+def _txnlog_connection_type() -> dict[str, Any]:
+    (entry,) = [
+        c for c in get_provider_info()["connection-types"] if c["connection-type"] == TxnLogHook.conn_type
+    ]
+    return entry  # type: ignore[no-any-return]
+
+
+def test_provider_info_is_valid_against_airflows_schema() -> None:
+    jsonschema.validate(get_provider_info(), _airflow_schema("provider_info.schema.json"))
+    conn = _txnlog_connection_type()
+    assert conn["hook-class-name"] == "airflow_txnlog.hooks.txnlog.TxnLogHook"
+    assert conn["hook-name"] == TxnLogHook.hook_name
+    assert set(conn["conn-fields"]) == {"endpoint_url", "single_writer"}
+    for field in conn["conn-fields"].values():
+        assert field["label"]
+        jsonschema.Draft7Validator.check_schema(field["schema"])  # the UI renders each field from it
+
+
+def test_connection_form_is_declared_once_in_provider_info() -> None:
+    """Airflow >= 3.2 reads the form from provider info; hook methods for it are deprecated."""
+    assert "get_ui_field_behaviour" not in TxnLogHook.__dict__
+    assert "get_connection_form_widgets" not in TxnLogHook.__dict__
+    behaviour = _txnlog_connection_type()["ui-field-behaviour"]
+    schema = _airflow_schema("customized_form_field_behaviours.schema.json")
+    # What ProvidersManager does with it: kebab-case keys to the hook-method form, then this schema.
+    converted = {
+        "hidden_fields": behaviour["hidden-fields"],
+        "relabeling": behaviour["relabeling"],
+        "placeholders": behaviour["placeholders"],
+    }
+    jsonschema.validate(converted, schema)
+    # The provider-info form returned by a hook method (what TxnLogHook did) is refused by that schema.
+    with pytest.raises(jsonschema.ValidationError, match="'hidden_fields' is a required property"):
+        jsonschema.validate(behaviour, schema)
+
+
+def test_airflow_loads_the_connection_form(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from airflow.providers_manager import ProvidersManager  # noqa: PLC0415
+
+    manager = ProvidersManager()
+    assert manager.field_behaviours["txnlog"] == {
+        "hidden_fields": ["schema", "port"],
+        "relabeling": {
+            "host": "Base location (optional)",
+            "login": "Access key id",
+            "password": "Secret key",
+        },
+        "placeholders": _txnlog_connection_type()["ui-field-behaviour"]["placeholders"],
+    }
+    widgets = {k: w.field_name for k, w in manager.connection_form_widgets.items() if "__txnlog__" in k}
+    assert widgets == {
+        "extra__txnlog__endpoint_url": "endpoint_url",
+        "extra__txnlog__single_writer": "single_writer",
+    }
+    # The UI stores each field under its field name in the extra: the names the hook reads.
+    extra = {"endpoint_url": "http://127.0.0.1:9", "single_writer": True}
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_FORM", json.dumps({"conn_type": "txnlog", "host": str(tmp_path), "extra": extra})
+    )
+    hook = TxnLogHook(txnlog_conn_id="form")
+    assert (hook.storage_options, hook.single_writer) == ({"endpoint_url": "http://127.0.0.1:9"}, True)
 
 
 def test_airflow_lists_the_provider(tmp_path: Path) -> None:
