@@ -51,10 +51,11 @@ from airflow_txnlog.engine.log_cleanup import CleanupResult
 from airflow_txnlog.engine.maintenance_table import MaintenanceTable
 
 # Protocol helpers that airflow_txnlog.spark builds on (documented in docs/spark.md, "Engine names
-# Spark uses"): SQL predicates, schemaString <-> Arrow, partition values' log form, stats' string
-# prefix, the compaction target size. Spark imports them from here, never from the submodules.
+# Spark uses"): SQL predicates, schemaString <-> Arrow, partition values' log form, the stats
+# format (which leaves, how bounds are written, the JSON), the compaction target size. Spark imports
+# them from here, never from the submodules.
 from airflow_txnlog.engine.predicates import Predicate, parse_predicate, to_arrow_expression
-from airflow_txnlog.engine.properties import target_file_size
+from airflow_txnlog.engine.properties import num_indexed_cols, target_file_size
 from airflow_txnlog.engine.restore import ForeignCommitsPolicy, RestoreResult
 from airflow_txnlog.engine.savepoints import Savepoint
 from airflow_txnlog.engine.schema import (
@@ -65,7 +66,15 @@ from airflow_txnlog.engine.schema import (
     serialize_partition_value,
 )
 from airflow_txnlog.engine.snapshot import Snapshot
-from airflow_txnlog.engine.stats import STRING_PREFIX
+from airflow_txnlog.engine.stats import (
+    STRING_PREFIX,
+    LeafPath,
+    LeafStats,
+    indexed_leaves,
+    json_bounds,
+    stats_columns,
+    stats_json,
+)
 from airflow_txnlog.engine.table import Table
 from airflow_txnlog.engine.transaction import Transaction
 from airflow_txnlog.engine.vacuum import VacuumResult
@@ -92,6 +101,8 @@ __all__ = [
     "ForeignCommitsPolicy",
     "InvalidArgumentError",
     "IsolationLevel",
+    "LeafPath",
+    "LeafStats",
     "LogCorruptedError",
     "MaintenanceTable",
     "Metadata",
@@ -126,12 +137,17 @@ __all__ = [
     "VersionNotFoundError",
     "WriteMode",
     "check_choice",
+    "indexed_leaves",
+    "json_bounds",
     "log_reader",
+    "num_indexed_cols",
     "parse_partition_value",
     "parse_predicate",
     "schema_from_json",
     "schema_to_json",
     "serialize_partition_value",
+    "stats_columns",
+    "stats_json",
     "target_file_size",
     "to_arrow_expression",
 ]

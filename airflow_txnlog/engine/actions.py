@@ -30,6 +30,7 @@ REMOVE = "remove"
 TXN = "txn"
 CDC = "cdc"
 DOMAIN_METADATA = "domainMetadata"
+STATS_PARSED = "stats_parsed"  # checkpoint-only add field: the stats as a typed struct
 EMPTY_SCHEMA = '{"type":"struct","fields":[]}'
 KNOWN_ACTIONS = frozenset({COMMIT_INFO, PROTOCOL, METADATA, ADD, REMOVE, TXN, CDC, DOMAIN_METADATA})
 

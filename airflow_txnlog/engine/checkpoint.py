@@ -1,37 +1,82 @@
 """Checkpoints: read them into a `LogState`, write a state as a Delta checkpoint and then the hint file.
 
 Write path (classic checkpoint, optionally split into parts):
-1. rows = protocol, metaData, every txn, every live add (dataChange=false), every tombstone newer
-   than now - `delta.deletedFileRetentionDuration`; one row per action, exactly one of the top-level
-   struct columns `txn, add, remove, metaData, protocol` is non-null in each row;
-2. write `%020d.checkpoint.parquet`, or parts `%020d.checkpoint.%010d.%010d.parquet` when there are
-   more rows than `part_size`; each file is written whole (temp + rename, or one object put);
-3. only then overwrite `_last_checkpoint` with {version, size, parts?, sizeInBytes, numOfAddFiles}.
-A crash between 2 and 3 leaves a stale hint, which readers tolerate; a crash during 2 leaves an
+1. refuse (`UnsupportedFeatureError`) a table whose protocol has a writer feature outside
+   `CHECKPOINT_WRITER_FEATURES`: such a feature may keep state in actions or fields this writer does
+   not know, and a checkpoint without them loses that state for good once the log is cleaned;
+2. rows = protocol, metaData, every txn, every live domainMetadata (removed=false), every live add
+   (dataChange=false), every tombstone newer than now - `delta.deletedFileRetentionDuration`; one row
+   per action, exactly one of the top-level struct columns is non-null in each row. Adds carry every
+   field of the protocol's checkpoint schema (deletionVector, baseRowId, defaultRowCommitVersion,
+   clusteringProvider); removes carry no `tags` (and no `stats`), as the protocol says;
+3. stats follow `delta.checkpoint.writeStatsAsJson` (default true: `add.stats` is the JSON string,
+   else null) and `delta.checkpoint.writeStatsAsStruct` (default false: when true, `add.stats_parsed`
+   is a typed struct built from the table schema). A file whose stats another writer left only in
+   `stats_parsed` gets its JSON rendered from that struct first, so stats never fall out of a
+   checkpoint; the struct is parsed from the JSON in bulk by Arrow's JSON reader;
+4. write `%020d.checkpoint.parquet`, or, with more than `part_size` rows, the parts
+   `%020d.checkpoint.%010d.%010d.parquet`. Parts are clustered as the protocol requires, by Spark's
+   hash partitioning of the file path: part = pmod(murmur3_32(path, seed 42), parts) + 1, with Spark's
+   variant of murmur3 (trailing bytes mixed one by one); a non-file action has no path and lands where
+   Spark puts a null key, part pmod(42, parts) + 1. So every action of a path is in one part, and two
+   writers that race to write the same parts write the same content into each. Each file is written
+   whole (temp + rename, or one object put);
+5. only then overwrite `_last_checkpoint` with {version, size, parts?, sizeInBytes, numOfAddFiles}.
+A crash between 4 and 5 leaves a stale hint, which readers tolerate; a crash during 4 leaves an
 incomplete multi-part set, which readers ignore.
 
-Read path: the parts are read with pyarrow and the file actions kept as Arrow struct arrays; only
-protocol / metaData / txn / domainMetadata rows become Python objects.
+Read path: the parts are read with pyarrow and the file actions kept as Arrow struct arrays (whatever
+fields the writer put there: `remove.tags`, `add.stats_parsed`, ... are accepted); only protocol /
+metaData / txn / domainMetadata rows become Python objects. `add_stats_json` gives the JSON stats of
+checkpoint add rows, rendering `stats_parsed` where `stats` is null.
 """
 
 from __future__ import annotations
 
 import io
+from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
 import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from airflow_txnlog.engine.actions import ADD, DOMAIN_METADATA, METADATA, PROTOCOL, REMOVE, TXN, decode_path
-from airflow_txnlog.engine.errors import LogCorruptedError
+from airflow_txnlog.engine.actions import (
+    ADD,
+    DOMAIN_METADATA,
+    METADATA,
+    PROTOCOL,
+    REMOVE,
+    STATS_PARSED,
+    TXN,
+    Protocol,
+    decode_path,
+)
+from airflow_txnlog.engine.errors import LogCorruptedError, UnsupportedFeatureError
 from airflow_txnlog.engine.log_paths import LAST_CHECKPOINT, LOG_DIR, checkpoint_name
 from airflow_txnlog.engine.log_reader import read_last_checkpoint
 from airflow_txnlog.engine.replay import LogState, file_key
+from airflow_txnlog.engine.spark_hash import part_numbers
+from airflow_txnlog.engine.stats_struct import (
+    add_stats_json,
+    conform_struct,
+    parse_stats,
+    stats_parsed_type,
+)
 from airflow_txnlog.engine.storage import Storage
 
 _STR_MAP = pa.map_(pa.string(), pa.string())
+DV_TYPE = pa.struct(
+    [
+        ("storageType", pa.string()),
+        ("pathOrInlineDv", pa.string()),
+        ("offset", pa.int32()),
+        ("sizeInBytes", pa.int32()),
+        ("cardinality", pa.int64()),
+    ]
+)
 ADD_TYPE = pa.struct(
     [
         ("path", pa.string()),
@@ -41,8 +86,14 @@ ADD_TYPE = pa.struct(
         ("dataChange", pa.bool_()),
         ("stats", pa.string()),
         ("tags", _STR_MAP),
+        ("deletionVector", DV_TYPE),
+        ("baseRowId", pa.int64()),
+        ("defaultRowCommitVersion", pa.int64()),
+        ("clusteringProvider", pa.string()),
     ]
 )
+# Checkpoint tombstones serve VACUUM only: the protocol leaves `stats` and `tags` out of them. The
+# deletion vector stays: it is part of the file's reconciliation key.
 REMOVE_TYPE = pa.struct(
     [
         ("path", pa.string()),
@@ -51,7 +102,7 @@ REMOVE_TYPE = pa.struct(
         ("extendedFileMetadata", pa.bool_()),
         ("partitionValues", _STR_MAP),
         ("size", pa.int64()),
-        ("tags", _STR_MAP),
+        ("deletionVector", DV_TYPE),
     ]
 )
 METADATA_TYPE = pa.struct(
@@ -75,16 +126,69 @@ PROTOCOL_TYPE = pa.struct(
     ]
 )
 TXN_TYPE = pa.struct([("appId", pa.string()), ("version", pa.int64()), ("lastUpdated", pa.int64())])
-CHECKPOINT_SCHEMA = pa.schema(
-    [
-        (TXN, TXN_TYPE),
-        (ADD, ADD_TYPE),
-        (REMOVE, REMOVE_TYPE),
-        (METADATA, METADATA_TYPE),
-        (PROTOCOL, PROTOCOL_TYPE),
-    ]
+DOMAIN_METADATA_TYPE = pa.struct(
+    [("domain", pa.string()), ("configuration", pa.string()), ("removed", pa.bool_())]
 )
 DEFAULT_PART_SIZE = 1_000_000
+
+# Writer features whose state a classic checkpoint with the columns above carries completely: table
+# properties, schema metadata, column types, domainMetadata rows and the add fields of row tracking
+# and clustering. Anything else (deletionVectors: parts keyed by (path, dvId); v2Checkpoint:
+# checkpointMetadata and sidecars; features not yet known) is refused rather than written lossily.
+CHECKPOINT_WRITER_FEATURES = frozenset(
+    {
+        "appendOnly",
+        "invariants",
+        "checkConstraints",
+        "changeDataFeed",
+        "generatedColumns",
+        "columnMapping",
+        "identityColumns",
+        "timestampNtz",
+        "domainMetadata",
+        "rowTracking",
+        "clustering",
+        "vacuumProtocolCheck",
+        "inCommitTimestamp",
+        "allowColumnDefaults",
+    }
+)
+MAX_WRITER_VERSION = 7
+WRITE_STATS_AS_JSON = "delta.checkpoint.writeStatsAsJson"
+WRITE_STATS_AS_STRUCT = "delta.checkpoint.writeStatsAsStruct"
+
+
+# ----------------------------------------------------------------------------- features and properties
+def require_checkpoint_supported(protocol: Protocol, action: str) -> None:
+    """UnsupportedFeatureError unless a checkpoint written by this engine keeps all of the table's state.
+
+    :param action: what the caller was about to do, for the message ("write a checkpoint", ...).
+    """
+    w = protocol.min_writer_version
+    if w > MAX_WRITER_VERSION:
+        raise UnsupportedFeatureError(
+            f"cannot {action}: the table needs writer version {w}; this engine writes checkpoints up to 7",
+            feature=f"writerVersion{w}",
+        )
+    if w < MAX_WRITER_VERSION:
+        return  # legacy protocols imply only features a classic checkpoint carries
+    for feature in sorted(set(protocol.writer_features or ()) - CHECKPOINT_WRITER_FEATURES):
+        raise UnsupportedFeatureError(
+            f"cannot {action}: the table uses writer feature {feature!r}, which this engine's checkpoints "
+            "cannot carry; a checkpoint without it would lose table state once older commits are cleaned. "
+            "Nothing was written. Help: let an engine that supports the feature checkpoint this table",
+            feature=feature,
+        )
+
+
+def write_stats_as_json(conf: Mapping[str, str]) -> bool:
+    """`delta.checkpoint.writeStatsAsJson`, default true (only an explicit "false" turns it off)."""
+    return str(conf.get(WRITE_STATS_AS_JSON, "true")).strip().lower() != "false"
+
+
+def write_stats_as_struct(conf: Mapping[str, str]) -> bool:
+    """`delta.checkpoint.writeStatsAsStruct`, default false."""
+    return str(conf.get(WRITE_STATS_AS_STRUCT, "false")).strip().lower() == "true"
 
 
 # ----------------------------------------------------------------------------- read
@@ -161,25 +265,10 @@ def read_checkpoint(
     return state
 
 
-# ----------------------------------------------------------------------------- write
-def _conform(arr: pa.StructArray | None, target: pa.StructType) -> pa.StructArray:
-    """Project a struct array read from any writer onto our checkpoint struct type."""
-    if arr is None:
-        return pa.array([], type=target)
-    children = {arr.type.field(i).name: child for i, child in enumerate(arr.flatten())}
-    fields = [target.field(i) for i in range(target.num_fields)]
-    out = []
-    for f in fields:
-        child = children.get(f.name)
-        if child is None:
-            out.append(pa.nulls(len(arr), f.type))
-        elif pa.types.is_struct(f.type):
-            out.append(_conform(child, f.type))
-        else:
-            out.append(child if child.type == f.type else child.cast(f.type))
-    return pa.StructArray.from_arrays(out, fields=fields, mask=pc.invert(arr.is_valid()))
-
-
+# ----------------------------------------------------------------------------- stats: struct -> JSON
+# `stats_parsed` is rendered as JSON text column by column with Arrow kernels (a Python value per row
+# costs ~50 us a file in datetimes alone). Each struct becomes `{"name":value,...}` over its non-null
+# fields; a struct with none is null, so it drops out of its parent like a null value.
 def _map_array(maps: list[dict[str, Any] | None]) -> pa.Array:
     """A map<string,string> column built from offsets (much faster than from Python pairs)."""
     if all(m is None for m in maps):
@@ -215,6 +304,10 @@ def _tail_adds_array(adds: list[dict[str, Any]]) -> pa.StructArray:
         pa.array([False] * len(adds), pa.bool_()),
         pa.array([d.get("stats") for d in adds], pa.string()),
         _map_array([d.get("tags") for d in adds]),
+        pa.array([d.get("deletionVector") for d in adds], DV_TYPE),
+        pa.array([d.get("baseRowId") for d in adds], pa.int64()),
+        pa.array([d.get("defaultRowCommitVersion") for d in adds], pa.int64()),
+        pa.array([d.get("clusteringProvider") for d in adds], pa.string()),
     ]
     return pa.StructArray.from_arrays(cols, fields=list(ADD_TYPE))
 
@@ -227,40 +320,114 @@ def _tail_removes_array(removes: list[dict[str, Any]]) -> pa.StructArray:
         pa.array([d.get("extendedFileMetadata") for d in removes], pa.bool_()),
         pa.array([_pairs(d.get("partitionValues")) for d in removes], _STR_MAP),
         pa.array([d.get("size") for d in removes], pa.int64()),
-        pa.array([_pairs(d.get("tags")) for d in removes], _STR_MAP),
+        pa.array([d.get("deletionVector") for d in removes], DV_TYPE),
     ]
     return pa.StructArray.from_arrays(cols, fields=list(REMOVE_TYPE))
 
 
-def _column_table(column: str, arr: pa.Array) -> pa.Table:
-    cols = [arr if f.name == column else pa.nulls(len(arr), f.type) for f in CHECKPOINT_SCHEMA]
-    return pa.Table.from_arrays(cols, schema=CHECKPOINT_SCHEMA)
+def _adds_array(state: LogState) -> pa.StructArray:
+    """Every live add in ADD_TYPE, with JSON stats rendered from `stats_parsed` where that is all there is."""
+    raw = state.live_base_adds()
+    base = conform_struct(raw, ADD_TYPE)
+    if raw is not None and len(base):
+        flat = base.flatten()
+        # Checkpointed adds carry dataChange=false, as Spark writes them.
+        flat[ADD_TYPE.get_field_index("dataChange")] = pa.repeat(False, len(base))
+        flat[ADD_TYPE.get_field_index("stats")] = add_stats_json(raw)
+        base = pa.StructArray.from_arrays(flat, fields=list(ADD_TYPE))
+    return pa.concat_arrays([base, _tail_adds_array(state.tail_adds())])
 
 
-def checkpoint_table(state: LogState, *, min_tombstone_ts: int) -> tuple[pa.Table, int]:
-    """The checkpoint rows of a state, and the number of add rows."""
+def _with_stats_format(
+    adds: pa.StructArray, *, as_json: bool, parsed_type: pa.StructType | None
+) -> pa.StructArray:
+    """`adds` with `stats` kept or nulled, and `stats_parsed` appended when asked for."""
+    fields, children = list(ADD_TYPE), adds.flatten()
+    stats_at = ADD_TYPE.get_field_index("stats")
+    if parsed_type is not None:
+        fields.append(pa.field(STATS_PARSED, parsed_type))
+        children.append(parse_stats(children[stats_at], parsed_type))
+    if not as_json:
+        children[stats_at] = pa.nulls(len(adds), pa.string())
+    return pa.StructArray.from_arrays(children, fields=fields)
+
+
+def _small_rows(state: LogState) -> dict[str, list[dict[str, Any]]]:
+    """The non-file actions of a checkpoint, per column: protocol, metaData, txns, live domains."""
+    assert state.protocol is not None and state.metadata is not None
+    domains = [
+        {"domain": name, "configuration": str(d.get("configuration") or ""), "removed": False}
+        for name, d in sorted(state.domains.items())
+    ]
+    return {
+        PROTOCOL: [state.protocol.to_wire()[PROTOCOL]],
+        METADATA: [state.metadata.to_wire()[METADATA]],
+        TXN: [t.to_wire()[TXN] for t in state.txns.values()],
+        DOMAIN_METADATA: domains,
+    }
+
+
+def _column_table(schema: pa.Schema, column: str, arr: pa.Array) -> pa.Table:
+    cols = [arr if f.name == column else pa.nulls(len(arr), f.type) for f in schema]
+    return pa.Table.from_arrays(cols, schema=schema)
+
+
+def checkpoint_table(
+    state: LogState,
+    *,
+    min_tombstone_ts: int,
+    stats_as_json: bool | None = None,
+    stats_as_struct: bool | None = None,
+) -> tuple[pa.Table, int]:
+    """The checkpoint rows of a state, and the number of add rows.
+
+    :param stats_as_json, stats_as_struct: the stats format; None follows the table's
+        `delta.checkpoint.writeStatsAsJson` / `writeStatsAsStruct`.
+    """
     state.require_complete()
     assert state.protocol is not None and state.metadata is not None
-    small = [state.protocol.to_wire(), state.metadata.to_wire()] + [t.to_wire() for t in state.txns.values()]
-    parts = [
-        _column_table(col, pa.array([a[col]], type=CHECKPOINT_SCHEMA.field(col).type))
-        for a in small
-        for col in a
-    ]
-    base_adds = _conform(state.live_base_adds(), ADD_TYPE)
-    if len(base_adds):  # checkpointed adds carry dataChange=false, as Spark writes them
-        flat = base_adds.flatten()
-        flat[4] = pa.array([False] * len(base_adds), pa.bool_())
-        base_adds = pa.StructArray.from_arrays(flat, fields=list(ADD_TYPE))
-    adds = pa.concat_arrays([base_adds, _tail_adds_array(state.tail_adds())])
+    require_checkpoint_supported(state.protocol, "write a checkpoint")
+    conf = state.metadata.configuration
+    as_json = write_stats_as_json(conf) if stats_as_json is None else stats_as_json
+    as_struct = write_stats_as_struct(conf) if stats_as_struct is None else stats_as_struct
+    parsed_type = stats_parsed_type(state.metadata) if as_struct else None
+    adds = _with_stats_format(_adds_array(state), as_json=as_json, parsed_type=parsed_type)
     removes = pa.concat_arrays(
-        [_conform(state.live_base_removes(), REMOVE_TYPE), _tail_removes_array(state.tail_removes())]
+        [conform_struct(state.live_base_removes(), REMOVE_TYPE), _tail_removes_array(state.tail_removes())]
     )
     if len(removes):
         ts = pc.fill_null(removes.field("deletionTimestamp"), 0)
         removes = removes.filter(pc.greater(ts, min_tombstone_ts))
-    parts += [_column_table(ADD, adds), _column_table(REMOVE, removes)]
-    return pa.concat_tables(parts), len(adds)
+    schema = pa.schema(
+        [
+            (TXN, TXN_TYPE),
+            (ADD, adds.type),
+            (REMOVE, REMOVE_TYPE),
+            (METADATA, METADATA_TYPE),
+            (PROTOCOL, PROTOCOL_TYPE),
+            (DOMAIN_METADATA, DOMAIN_METADATA_TYPE),
+        ]
+    )
+    tables = [
+        _column_table(schema, col, pa.array(rows, type=schema.field(col).type))
+        for col, rows in _small_rows(state).items()
+        if rows
+    ]
+    tables += [_column_table(schema, ADD, adds), _column_table(schema, REMOVE, removes)]
+    return pa.concat_tables(tables), len(adds)
+
+
+# ----------------------------------------------------------------------------- write: parts
+def _split(table: pa.Table, parts: int) -> list[pa.Table]:
+    """The rows of each part, in part order (a part may be empty: it is written all the same)."""
+    if parts == 1:
+        return [table]
+    paths = pc.coalesce(pc.struct_field(table[ADD], "path"), pc.struct_field(table[REMOVE], "path"))
+    numbers = part_numbers(paths.combine_chunks(), parts)
+    ordered = table.take(pa.array(np.argsort(numbers, kind="stable")))
+    counts = np.bincount(numbers, minlength=parts + 1)[1:].tolist()
+    starts = np.concatenate([[0], np.cumsum(counts)]).tolist()
+    return [ordered.slice(starts[i], counts[i]) for i in range(parts)]
 
 
 def parquet_bytes(table: pa.Table) -> bytes:
@@ -276,8 +443,7 @@ def write_checkpoint(
     table, num_adds = checkpoint_table(state, min_tombstone_ts=min_tombstone_ts)
     n_parts = max(1, -(-table.num_rows // max(1, part_size)))
     total = 0
-    for i in range(n_parts):
-        chunk = table.slice(i * part_size, part_size) if n_parts > 1 else table
+    for i, chunk in enumerate(_split(table, n_parts)):
         data = parquet_bytes(chunk)
         name = (
             checkpoint_name(state.version, i + 1, n_parts) if n_parts > 1 else checkpoint_name(state.version)

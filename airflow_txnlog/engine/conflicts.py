@@ -6,7 +6,10 @@ The checks run in Delta's order for each winning commit, oldest first:
 3. ConcurrentTransaction - the winner wrote a txn for an application id we read or write;
 4. ConcurrentAppend  - the winner added data files that match what we read (a read predicate, or
    the whole table). Skipped for blind appends and for dataChange=false-only transactions
-   (snapshot isolation). Under WriteSerializable only adds of non-blind commits count;
+   (snapshot isolation). Under WriteSerializable only adds of non-blind commits count.
+   "Match" is `predicates.may_match` on the added file's stats, the same test (literals in the
+   column's type, NaN-blind float stats) that decides whether a read would have kept the file: an
+   add is skipped only when a re-read could not see any of its rows;
 5. ConcurrentDeleteRead - the winner removed (dataChange=true) a file we read;
 6. ConcurrentDeleteDelete - the winner removed a file we remove too.
 If none applies, our actions are still valid on top of the winner and the commit is retried at the

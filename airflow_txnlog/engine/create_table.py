@@ -23,8 +23,9 @@ import pyarrow as pa
 
 from airflow_txnlog.engine import properties as props
 from airflow_txnlog.engine.actions import Action, CommitInfo, Metadata, Protocol
-from airflow_txnlog.engine.errors import InvalidArgumentError
+from airflow_txnlog.engine.errors import InvalidArgumentError, UnsupportedFeatureError
 from airflow_txnlog.engine.schema import normalize_schema, schema_to_json, uses_timestamp_ntz
+from airflow_txnlog.engine.stats import stats_columns
 from airflow_txnlog.engine.transaction import ENGINE_INFO
 from airflow_txnlog.engine.validate import mapping, text
 
@@ -62,6 +63,35 @@ def _validate_schema(schema: pa.Schema, partition_by: tuple[str, ...]) -> pa.Sch
     return normalize_schema(schema)
 
 
+# Column metadata keys of features the engine does not honor when it writes (Delta's generated and
+# identity columns, column invariants, column mapping ids/names): a column carrying one is refused.
+_COLUMN_FEATURES = {
+    "delta.generationExpression": "generatedColumns",
+    "delta.identity.": "identityColumns",
+    "delta.invariants": "invariants",
+    "delta.columnMapping.": "columnMapping",
+}
+
+
+def _refuse_column_features(schema: pa.Schema) -> None:
+    def walk(field: pa.Field, path: str) -> None:
+        for raw_key in field.metadata or {}:
+            key = raw_key.decode() if isinstance(raw_key, bytes) else str(raw_key)
+            for prefix, feature in _COLUMN_FEATURES.items():
+                if key.startswith(prefix):
+                    raise UnsupportedFeatureError(
+                        f"column {path!r} has metadata {key!r}, which needs the table feature {feature!r}; "
+                        "this engine does not honor it when writing, so nothing was created",
+                        feature=feature,
+                    )
+        if pa.types.is_struct(field.type):
+            for i in range(field.type.num_fields):
+                walk(field.type.field(i), f"{path}.{field.type.field(i).name}")
+
+    for f in schema:
+        walk(f, f.name)
+
+
 def version_zero(
     schema: pa.Schema,
     *,
@@ -73,8 +103,10 @@ def version_zero(
     """commitInfo, protocol and metaData of a new table (InvalidArgumentError for a bad argument)."""
     parts = _partition_columns(partition_by)
     norm = _validate_schema(schema, parts)
+    _refuse_column_features(schema)
     conf = mapping("properties", properties, example="{'delta.appendOnly': 'true'}", str_values=True)
     props.validate(conf)
+    stats_columns(conf)  # malformed quoting in delta.dataSkippingStatsColumns: InvalidArgumentError
     text("name", name)
     text("description", description)
     protocol = Protocol(1, 2)

@@ -6,6 +6,10 @@ and `.crc` file of a version below C (all of them older than the cutoff, since c
 Versions >= C stay reconstructable from C. Files are deleted oldest first, so a crash midway leaves a
 contiguous log.
 
+Cleanup refuses (`UnsupportedFeatureError`) a table with a writer feature this engine's checkpoints
+cannot carry (`engine.checkpoint.require_checkpoint_supported`): the checkpoint it would keep might be
+a lossy one, and deleting the commits below it would make the loss permanent.
+
 Savepoints do not hold the log back: each savepoint's manifest holds the full state of its version,
 so a restore needs only the manifest and the data files (which vacuum keeps). This avoids Hudi's
 problem of a timeline that grows without bound behind an old savepoint.
@@ -24,6 +28,7 @@ import time
 from dataclasses import dataclass, field
 
 from airflow_txnlog.engine import properties as props
+from airflow_txnlog.engine.checkpoint import require_checkpoint_supported
 from airflow_txnlog.engine.log_paths import LOG_DIR, parse_name
 from airflow_txnlog.engine.log_segment import LogListing, monotonic_timestamps
 from airflow_txnlog.engine.maintenance_table import MaintenanceTable
@@ -50,7 +55,9 @@ def cleanup_log(table: MaintenanceTable, *, retention_hours: float | None, dry_r
     number("retention_hours", retention_hours, minimum=0, none_means="the table's log retention")
     flag("dry_run", dry_run)
     storage = table.storage
-    result = _cleanup_versions(storage, table.snapshot(), retention_hours=retention_hours, dry_run=dry_run)
+    snap = table.snapshot()
+    require_checkpoint_supported(snap.protocol, "clean up the log")
+    result = _cleanup_versions(storage, snap, retention_hours=retention_hours, dry_run=dry_run)
     return dataclasses.replace(result, temp_files=_cleanup_temp(storage, dry_run=dry_run))
 
 

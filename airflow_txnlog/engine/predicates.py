@@ -1,22 +1,36 @@
 """SQL predicates (parsed with sqlglot, never evaluated as code) for row filters and file pruning.
 
 `parse_predicate(text, schema)` turns a WHERE-clause fragment into a small typed tree:
-    ("and", a, b) | ("or", a, b) | ("not", a) | ("cmp", op, column, value)
-    | ("cmpcol", op, column, column) | ("in", column, values) | ("isnull", column) | ("const", bool | None)
-Literals are coerced to the column's type when parsed, so a bad literal fails early.
+    ("and", a, b) | ("or", a, b) | ("not", a) | ("const", bool | None)
+    | ("cmp", op, column, value, type[, double]) | ("cmpcol", op, column, column)
+    | ("in", column, values, type[, doubles]) | ("isnull", column) | ("decided", column, bool)
+where `type` is the column's Arrow type. Literals are brought into the column's type when parsed
+(`literals.fit`), so a bad literal fails early and both evaluations below compare the same values:
+numbers are read exactly from the SQL text, integers and decimals compare exactly, floats compare in
+the column's float type. A comparison no literal of the type can stand for (`i32 < 3000000000`,
+`i32 = 2.5`) becomes ("decided", column, result): `result` where the column is not NULL, NULL where
+it is. `double(s)` is there for a float32 column whose literal the float32 rounding changed: the
+literal as a double, which is how Spark compares a float column with a literal. Pruning keeps a file
+that either value could match (so a Spark job planned with these predicates never loses a file);
+the row filter uses `value`.
 
-Two evaluations of the same tree:
-- `to_arrow_expression` -> a pyarrow.compute expression over rows (SQL three-valued logic);
+Two evaluations of the same tree, which must agree (a file is skipped only when the row filter
+would drop every row of it):
+- `to_arrow_expression` -> a pyarrow.compute expression over rows: SQL three-valued logic, and IEEE
+  floats (NaN makes every comparison FALSE except `!=`, which it makes TRUE);
 - `may_match(tree, ranges)` -> can any row of a file satisfy the predicate, given per column a
   `Range` (min/max/null count from stats, or the exact partition value)? Each node evaluates to
   (can_be_true, can_be_false); NULL is neither, so NOT stays sound. Unknown stats mean "maybe".
+  Float min/max never rule out NaN (delta-rs and others leave NaN out of them), so on a file with
+  values a float comparison can always be FALSE (and `!=` TRUE), which keeps negations sound.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import decimal
-from collections.abc import Callable, Mapping
+import math
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,7 +39,8 @@ import pyarrow.compute as pc
 import sqlglot
 from sqlglot import exp
 
-from airflow_txnlog.engine.errors import PredicateError, SchemaMismatchError
+from airflow_txnlog.engine.errors import PredicateError, SchemaMismatchError, UnsupportedFeatureError
+from airflow_txnlog.engine.literals import fit, is_number, round_float
 from airflow_txnlog.engine.schema import parse_partition_value
 
 Node = tuple[Any, ...]
@@ -38,6 +53,8 @@ _CMP: dict[type[exp.Expression], str] = {
     exp.GT: ">",
     exp.GTE: ">=",
 }
+# Not pa.scalar(None, ...): converting a Python value loads pandas, which an engine import must not.
+_NULL_BOOL = pa.nulls(1, pa.bool_())[0]
 
 
 @dataclass(frozen=True)
@@ -55,6 +72,54 @@ class Range:
     hi: Any = None
     null_count: int | None = None
     num_records: int | None = None
+
+
+def _number(text: str) -> int | decimal.Decimal:
+    """A numeric literal exactly as written (a float would round it before the column type is known)."""
+    if text.isascii() and text.isdigit():
+        return int(text)
+    try:
+        value = decimal.Decimal(text)
+    except decimal.InvalidOperation as exc:
+        raise ValueError(text) from exc
+    if not value.is_finite():
+        raise ValueError(text)
+    return value
+
+
+def _show(value: Any) -> str:
+    return str(value) if isinstance(value, decimal.Decimal) else repr(value)
+
+
+def _family(t: pa.DataType) -> str:
+    """Which column types pyarrow compares with each other (types of one family)."""
+    if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t):
+        return "number"
+    text_types = (pa.types.is_string, pa.types.is_large_string, pa.types.is_binary, pa.types.is_large_binary)
+    if any(is_text(t) for is_text in text_types):
+        return "text"
+    if pa.types.is_timestamp(t) or pa.types.is_date(t):
+        # A date compares with either kind of timestamp; zoned and local timestamps do not compare.
+        return "zoned time" if getattr(t, "tz", None) is not None else "time"
+    return "boolean" if pa.types.is_boolean(t) else f"other {t}"
+
+
+def _comparable(a: pa.DataType, b: pa.DataType) -> bool:
+    fa, fb = _family(a), _family(b)
+    if {fa, fb} == {"time", "zoned time"}:
+        return bool(pa.types.is_date(a) or pa.types.is_date(b))
+    return fa == fb and not fa.startswith("other")
+
+
+def _as_double(fitted: tuple[str, Any], value: Any, t: pa.DataType) -> float | None:
+    """The literal as a double when a float32 column's rounding changed it (see the module doc)."""
+    if not (pa.types.is_floating(t) and t.bit_width < 64 and is_number(value)):
+        return None
+    double = fit(fitted[0], pa.float64(), value)
+    # Beyond float32's range both comparisons say the same of every float32 value.
+    if isinstance(double, bool) or double[0] != fitted[0] or double[1] == fitted[1]:
+        return None
+    return float(double[1])
 
 
 class _Parser:
@@ -87,7 +152,7 @@ class _Parser:
             return bool(node.this)
         if isinstance(node, exp.Neg):
             v = self.literal(node.this)
-            if isinstance(v, int | float | decimal.Decimal) and not isinstance(v, bool):
+            if is_number(v):
                 return -v
             raise self.fail(f"cannot negate {node.this.sql()!r}")
         if isinstance(node, exp.Cast) and isinstance(node.this, exp.Literal):
@@ -95,14 +160,14 @@ class _Parser:
         if isinstance(node, exp.Literal):
             if node.is_string:
                 return node.this
-            text = node.this
             try:
-                return int(text) if text.lstrip("-").isdigit() else float(text)
+                return _number(node.this)
             except ValueError as exc:
-                raise self.fail(f"bad number {text!r}") from exc
+                raise self.fail(f"bad number {node.this!r}") from exc
         raise self.fail(f"unsupported expression {node.sql()!r} (only columns and literals may be compared)")
 
     def coerce(self, value: Any, column: str) -> Any:
+        """`value` as a Python value of the column's kind (numbers are fitted to the type by `compare`)."""
         if value is None:
             return None
         t = self.schema.field(column).type
@@ -111,18 +176,39 @@ class _Parser:
                 return value if isinstance(value, str) else str(value)
             if isinstance(value, str):
                 return parse_partition_value(value, t)
-            if pa.types.is_integer(t) and isinstance(value, float) and value.is_integer():
-                return int(value)
-            if pa.types.is_boolean(t) != isinstance(value, bool) or not (
-                pa.types.is_integer(t)
-                or pa.types.is_floating(t)
-                or pa.types.is_decimal(t)
-                or pa.types.is_boolean(t)
-            ):
-                raise self.fail(f"literal {value!r} does not match type {t} of column {column!r}")
-            return decimal.Decimal(str(value)) if pa.types.is_decimal(t) else value
-        except (SchemaMismatchError, ValueError) as exc:
+        except (SchemaMismatchError, UnsupportedFeatureError, ValueError, ArithmeticError) as exc:
             raise self.fail(f"literal {value!r} is not a valid {t} for column {column!r}") from exc
+        numeric = pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)
+        if (numeric and is_number(value)) or (pa.types.is_boolean(t) and isinstance(value, bool)):
+            return value
+        raise self.fail(f"literal {_show(value)} does not match type {t} of column {column!r}")
+
+    def compare(self, op: str, column: str, value: Any) -> Node:
+        t = self.schema.field(column).type
+        try:
+            fitted = fit(op, t, value)
+        except (ValueError, ArithmeticError) as exc:
+            raise self.fail(f"literal {_show(value)} is not a valid {t} for column {column!r}") from exc
+        if isinstance(fitted, bool):
+            return ("decided", column, fitted)
+        node = ("cmp", fitted[0], column, fitted[1], t)
+        double = _as_double(fitted, value, t)
+        return node if double is None else (*node, double)
+
+    def membership(self, column: str, values: Iterable[Any]) -> Node:
+        kept: list[Any] = []
+        doubles: list[Any] = []
+        for v in values:
+            node = self.compare("=", column, v)
+            # A value of another type equals nothing; NaN equals nothing either (IEEE), though
+            # pyarrow's is_in would match it.
+            if node[0] == "cmp" and not (isinstance(node[3], float) and math.isnan(node[3])):
+                kept.append(node[3])
+                doubles.append(node[5] if len(node) > 5 else node[3])
+        if not kept:
+            return ("decided", column, False)
+        membership = ("in", column, tuple(kept), self.schema.field(column).type)
+        return membership if doubles == kept else (*membership, tuple(doubles))
 
     def node(self, e: exp.Expression) -> Node:
         if isinstance(e, exp.Paren):
@@ -142,14 +228,13 @@ class _Parser:
             col = self.column(e.this)
             if col is None or e.args.get("query") is not None:
                 raise self.fail(f"IN needs a column and a list of literals: {e.sql()!r}")
-            return ("in", col, tuple(self.coerce(self.literal(x), col) for x in e.expressions))
+            return self.membership(col, [self.coerce(self.literal(x), col) for x in e.expressions])
         if isinstance(e, exp.Between):
             col = self.column(e.this)
             if col is None:
                 raise self.fail(f"BETWEEN needs a column: {e.sql()!r}")
-            lo = self.coerce(self.literal(e.args["low"]), col)
-            hi = self.coerce(self.literal(e.args["high"]), col)
-            return ("and", ("cmp", ">=", col, lo), ("cmp", "<=", col, hi))
+            lo = self.compare(">=", col, self.coerce(self.literal(e.args["low"]), col))
+            return ("and", lo, self.compare("<=", col, self.coerce(self.literal(e.args["high"]), col)))
         op = _CMP.get(type(e))
         if op is not None:
             return self.comparison(op, e.this, e.expression)
@@ -158,11 +243,14 @@ class _Parser:
     def comparison(self, op: str, left: exp.Expression, right: exp.Expression) -> Node:
         lcol, rcol = self.column(left), self.column(right)
         if lcol and rcol:
+            lt, rt = self.schema.field(lcol).type, self.schema.field(rcol).type
+            if not _comparable(lt, rt):
+                raise self.fail(f"column {lcol!r} ({lt}) cannot be compared with column {rcol!r} ({rt})")
             return ("cmpcol", op, lcol, rcol)
         if lcol:
-            return ("cmp", op, lcol, self.coerce(self.literal(right), lcol))
+            return self.compare(op, lcol, self.coerce(self.literal(right), lcol))
         if rcol:
-            return ("cmp", _FLIP[op], rcol, self.coerce(self.literal(left), rcol))
+            return self.compare(_FLIP[op], rcol, self.coerce(self.literal(left), rcol))
         raise self.fail("a comparison needs at least one column")
 
 
@@ -191,34 +279,80 @@ def to_arrow_expression(tree: Node, schema: pa.Schema) -> pc.Expression:
     if kind == "not":
         return ~to_arrow_expression(tree[1], schema)
     if kind == "const":
-        return pc.scalar(tree[1])
+        return pc.scalar(pa.scalar(tree[1], pa.bool_()))  # typed: a null-type NULL fails in and/or
     if kind == "isnull":
         return pc.field(tree[1]).is_null()
+    if kind == "decided":
+        return _unless_null(tree[1], pc.scalar(tree[2]))
     if kind == "in":
-        t = schema.field(tree[1]).type
-        return pc.field(tree[1]).isin(pa.array(list(tree[2]), type=t))
-    op, left = tree[1], pc.field(tree[2])
-    right = (
-        pc.field(tree[3]) if kind == "cmpcol" else pc.scalar(pa.scalar(tree[3], schema.field(tree[2]).type))
-    )
-    ops: dict[str, Callable[[Any, Any], pc.Expression]] = {
-        "=": lambda x, y: x == y,
-        "!=": lambda x, y: x != y,
-        "<": lambda x, y: x < y,
-        "<=": lambda x, y: x <= y,
-        ">": lambda x, y: x > y,
-        ">=": lambda x, y: x >= y,
-    }
-    return ops[op](left, right)
+        return _arrow_in(tree[1], tree[2], schema.field(tree[1]).type)
+    if kind == "cmpcol":
+        return _arrow_cmp(tree[1], *_column_operands(tree[2], tree[3], schema))
+    t = schema.field(tree[2]).type
+    return _arrow_cmp(tree[1], pc.field(tree[2]), pc.scalar(pa.scalar(tree[3], t)))
+
+
+def _unless_null(column: str, expr: pc.Expression) -> pc.Expression:
+    """`expr` where `column` is not NULL, NULL where it is (as SQL says for a comparison with NULL)."""
+    return pc.if_else(pc.field(column).is_null(), _NULL_BOOL, expr)
+
+
+def _arrow_in(column: str, values: tuple[Any, ...], t: pa.DataType) -> pc.Expression:
+    # is_in says FALSE for a NULL row and TRUE for a NULL row when NULL is listed; SQL says NULL for
+    # both, and turns every FALSE into NULL when NULL is listed.
+    hit = pc.field(column).isin(pa.array([v for v in values if v is not None], type=t))
+    expr = _unless_null(column, hit)
+    return expr | pc.scalar(_NULL_BOOL) if None in values else expr
+
+
+def _column_operands(left: str, right: str, schema: pa.Schema) -> tuple[pc.Expression, pc.Expression]:
+    a, b = schema.field(left).type, schema.field(right).type
+    if pa.types.is_decimal(a) and pa.types.is_decimal(b) and a != b:
+        # pyarrow's common decimal type can exceed its precision limit; this one holds both exactly.
+        scale = max(a.scale, b.scale)
+        precision = scale + max(a.precision - a.scale, b.precision - b.scale)
+        common = pa.decimal128(precision, scale) if precision <= 38 else pa.decimal256(precision, scale)
+        return pc.field(left).cast(common), pc.field(right).cast(common)
+    return pc.field(left), pc.field(right)
+
+
+_ARROW_OPS: dict[str, Callable[[Any, Any], pc.Expression]] = {
+    "=": lambda x, y: x == y,
+    "!=": lambda x, y: x != y,
+    "<": lambda x, y: x < y,
+    "<=": lambda x, y: x <= y,
+    ">": lambda x, y: x > y,
+    ">=": lambda x, y: x >= y,
+}
+
+
+def _arrow_cmp(op: str, left: pc.Expression, right: pc.Expression) -> pc.Expression:
+    return _ARROW_OPS[op](left, right)
 
 
 # ----------------------------------------------------------------------------- files
-def _cmp_range(op: str, r: Range, v: Any) -> tuple[bool, bool]:
-    lo_lt = r.lo is None or r.lo < v  # some value may be < v
-    lo_le = r.lo is None or r.lo <= v
-    hi_gt = r.hi is None or r.hi > v
-    hi_ge = r.hi is None or r.hi >= v
-    exact = r.lo is not None and r.lo == r.hi == v
+def _float_bound(x: Any, t: pa.DataType) -> float | None:
+    """A stats bound of a float column in the column's type (NaN bounds nothing)."""
+    if x is None:
+        return None
+    try:
+        f = float(x)
+    except (TypeError, ValueError):
+        return None
+    # Rounding is monotone and the true bound is a value of the type, so the rounded bound still
+    # bounds; and it is how the literal was rounded (an exact float32 stat 0.10000000149 and a
+    # shortest-repr "0.1" both become the float32 0.1).
+    return None if math.isnan(f) else round_float(f, t)
+
+
+def _cmp_range(op: str, r: Range, v: Any, t: pa.DataType) -> tuple[bool, bool]:
+    floating = pa.types.is_floating(t)
+    lo, hi = (_float_bound(r.lo, t), _float_bound(r.hi, t)) if floating else (r.lo, r.hi)
+    lo_lt = lo is None or lo < v  # some value may be < v
+    lo_le = lo is None or lo <= v
+    hi_gt = hi is None or hi > v
+    hi_ge = hi is None or hi >= v
+    exact = lo is not None and lo == hi == v
     table = {
         "=": (lo_le and hi_ge, not exact),
         "!=": (not exact, lo_le and hi_ge),
@@ -227,17 +361,35 @@ def _cmp_range(op: str, r: Range, v: Any) -> tuple[bool, bool]:
         ">": (hi_gt, lo_le),
         ">=": (hi_ge, lo_lt),
     }
-    return table[op]
+    can_true, can_false = table[op]
+    if floating and not _single_value(r, lo, hi):
+        # A NaN the stats do not show makes `!=` TRUE and every other comparison FALSE.
+        return (True, can_false) if op == "!=" else (can_true, True)
+    return can_true, can_false
+
+
+def _single_value(r: Range, lo: Any, hi: Any) -> bool:
+    """The column holds exactly one non-NULL value, `lo` (a partition value, or a one-row file)."""
+    return lo is not None and lo == hi and r.num_records == 1 and r.null_count == 0
+
+
+def _in_range(r: Range, values: tuple[Any, ...], t: pa.DataType) -> tuple[bool, bool]:
+    hits = [_cmp_range("=", r, v, t) for v in values if v is not None]
+    # A NULL in the list turns every FALSE into NULL.
+    return any(h for h, _ in hits), None not in values and all(m for _, m in hits)
+
+
+def _has_value(r: Range) -> bool:
+    if r.null_count is None or r.num_records is None:
+        return True
+    return r.null_count < r.num_records
 
 
 def _tv(tree: Node, ranges: Mapping[str, Range]) -> tuple[bool, bool]:
     kind = tree[0]
-    if kind == "and":
+    if kind in ("and", "or"):
         (at, af), (bt, bf) = _tv(tree[1], ranges), _tv(tree[2], ranges)
-        return at and bt, af or bf
-    if kind == "or":
-        (at, af), (bt, bf) = _tv(tree[1], ranges), _tv(tree[2], ranges)
-        return at or bt, af and bf
+        return (at and bt, af or bf) if kind == "and" else (at or bt, af and bf)
     if kind == "not":
         t, f = _tv(tree[1], ranges)
         return f, t
@@ -245,23 +397,28 @@ def _tv(tree: Node, ranges: Mapping[str, Range]) -> tuple[bool, bool]:
         return (tree[1] is True, tree[1] is False)
     if kind == "cmpcol":
         return True, True
-    r = ranges.get(tree[1] if kind in ("isnull", "in") else tree[2], Range())
-    known = r.null_count is not None and r.num_records is not None
-    has_value = not known or (r.null_count or 0) < (r.num_records or 0)
+    r = ranges.get(tree[2] if kind == "cmp" else tree[1], Range())
     if kind == "isnull":
-        return (r.null_count is None or r.null_count > 0), has_value
-    if not has_value:
+        return (r.null_count is None or r.null_count > 0), _has_value(r)
+    if not _has_value(r):
         return False, False
+    if kind == "decided":
+        return tree[2], not tree[2]
     try:
         if kind == "in":
-            vals = [v for v in tree[2] if v is not None]
-            hits = [_cmp_range("=", r, v) for v in vals]
-            return any(t for t, _ in hits), all(f for _, f in hits) if hits else False
+            found = _in_range(r, tree[2], tree[3])
+            return found if len(tree) < 5 else _either(found, _in_range(r, tree[4], tree[3]))
         if tree[3] is None:
             return False, False
-        return _cmp_range(tree[1], r, tree[3])
+        found = _cmp_range(tree[1], r, tree[3], tree[4])
+        return found if len(tree) < 6 else _either(found, _cmp_range(tree[1], r, tree[5], tree[4]))
     except TypeError:
         return True, True  # incomparable stats: do not prune
+
+
+def _either(a: tuple[bool, bool], b: tuple[bool, bool]) -> tuple[bool, bool]:
+    """What one of two readings of a comparison (float32 or double literal) could make it."""
+    return a[0] or b[0], a[1] or b[1]
 
 
 def may_match(tree: Node, ranges: Mapping[str, Range]) -> bool:
@@ -282,9 +439,26 @@ def stats_value(raw: Any, t: pa.DataType, *, is_max: bool) -> Any:
             # A truncated max without a successor char does not bound the real max.
             return None if is_max and len(s) >= 32 and s[-1] not in ("\x7f", "\U0010ffff") else s
         if pa.types.is_decimal(t):
-            return decimal.Decimal(str(raw))
-        if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_date(t):
+            return _decimal_bound(decimal.Decimal(str(raw)), t, is_max=is_max)
+        if pa.types.is_floating(t):
+            # Read exactly (JSON, or Decimal when decimals are parsed exactly), rounded to the type
+            # when compared; a NaN bound (a writer that orders NaN last) bounds nothing.
+            return _float_bound(parse_partition_value(raw, t) if isinstance(raw, str) else raw, t)
+        if pa.types.is_integer(t) or pa.types.is_date(t):
             return parse_partition_value(str(raw), t) if isinstance(raw, str) else raw
     except (SchemaMismatchError, ValueError, ArithmeticError):
         return None
     return None
+
+
+def _decimal_bound(d: decimal.Decimal, t: pa.DataType, *, is_max: bool) -> decimal.Decimal | None:
+    """A decimal stat as a bound, allowing for writers (delta-rs) that write decimal stats as doubles."""
+    if not d.is_finite():
+        return None
+    if t.precision <= 15:
+        return d  # 15 significant digits survive a trip through a double: even a double stat is exact
+    f = float(d)
+    if decimal.Decimal(repr(f)) != d:
+        return d  # not a double's shortest form, so written exactly
+    # Possibly a double rounded from the true bound: that bound lies within one step of it.
+    return decimal.Decimal(math.nextafter(f, math.inf if is_max else -math.inf))

@@ -125,9 +125,44 @@ def validate(conf: Mapping[str, str]) -> None:
     for key in (APPEND_ONLY, IN_COMMIT_TIMESTAMPS):
         if key in conf and str(conf[key]).lower() not in ("true", "false"):
             raise InvalidArgumentError(f"{key} must be 'true' or 'false', got {conf[key]!r}")
+    refuse_unhonored_features(conf)
     if column_mapping_mode(conf) != "none":
         raise UnsupportedFeatureError(
             f"{COLUMN_MAPPING_MODE}={conf[COLUMN_MAPPING_MODE]!r}: this engine supports only 'none' "
             "(columns are stored under their own names)",
             feature="columnMapping",
         )
+
+
+# Properties that turn on a table feature this engine does not (yet) honor when it writes. Creating a
+# table with one would record the property under a protocol that does not name the feature, so other
+# writers would ignore it too (delta-rs appends past a CHECK constraint of a (1, 2) table): refuse.
+# key -> (feature, the value that leaves the feature off, if any).
+_FEATURE_SWITCHES: dict[str, tuple[str, str | None]] = {
+    "delta.enableChangeDataFeed": ("changeDataFeed", "false"),
+    "delta.enableDeletionVectors": ("deletionVectors", "false"),
+    IN_COMMIT_TIMESTAMPS: ("inCommitTimestamp", "false"),
+    "delta.enableRowTracking": ("rowTracking", "false"),
+    "delta.enableTypeWidening": ("typeWidening", "false"),
+    "delta.checkpointPolicy": ("v2Checkpoint", "classic"),
+}
+_FEATURE_PREFIXES = {"delta.constraints.": "checkConstraints", "delta.feature.": ""}
+
+
+def refuse_unhonored_features(conf: Mapping[str, str]) -> None:
+    """UnsupportedFeatureError naming the feature a property would need that the engine cannot honor."""
+    for key, value in conf.items():
+        feature = None
+        if key in _FEATURE_SWITCHES:
+            name, off = _FEATURE_SWITCHES[key]
+            feature = None if str(value).strip().lower() == off else name
+        for prefix, name in _FEATURE_PREFIXES.items():
+            if key.startswith(prefix):
+                feature = name or key[len(prefix) :]
+        if feature is not None:
+            raise UnsupportedFeatureError(
+                f"{key}={value!r} needs the table feature {feature!r}, which this engine does not honor "
+                "when writing; nothing was created. Help: create the table without it (the engine sets "
+                "the features it supports, timestampNtz and appendOnly, itself)",
+                feature=feature,
+            )

@@ -43,7 +43,7 @@ from airflow_txnlog.engine.log_reader import list_after, read_commits
 from airflow_txnlog.engine.maintenance_table import MaintenanceTable
 from airflow_txnlog.engine.replay import LogState, file_key
 from airflow_txnlog.engine.savepoints import create_savepoint, delete_savepoint, missing_files
-from airflow_txnlog.engine.snapshot import Snapshot
+from airflow_txnlog.engine.snapshot import Snapshot, adds_from_struct
 from airflow_txnlog.engine.storage import Storage
 from airflow_txnlog.engine.transaction import ENGINE_INFO, Transaction
 from airflow_txnlog.engine.validate import flag, one_of, text
@@ -93,7 +93,8 @@ class _Plan:
 
 def _target_files(state: LogState) -> list[AddFile]:
     base = state.live_base_adds()
-    out = [AddFile.from_wire(r) for r in base.to_pylist()] if base is not None else []
+    # Column-wise like a snapshot: stats another writer left only in `stats_parsed` are kept.
+    out = adds_from_struct(base) if base is not None else []
     return out + [AddFile.from_wire(d) for d in state.tail_adds()]
 
 

@@ -3,9 +3,12 @@
 Layout, under `<table>/_savepoints/` (never `_delta_log/`; readers and other engines' vacuum skip
 `_`-prefixed folders):
     <name>.json                      the record: the commit point of the savepoint
-    <name>.<uuid>.manifest.parquet   protocol, metaData, txns and every live file of the version,
-                                     in the checkpoint schema
-Creating one: load the version (it must exist), check every live file is present, write the manifest,
+    <name>.<uuid>.manifest.parquet   protocol, metaData, txns, domainMetadata and every live file of
+                                     the version, in the checkpoint format (`engine.checkpoint`), with
+                                     every add field and always the JSON stats (whatever the table's
+                                     `delta.checkpoint.writeStats*`): a restore re-adds files as they were
+Creating one: load the version (it must exist), refuse a table whose checkpoints this engine cannot
+write without loss (`require_checkpoint_supported`), check every live file is present, write the manifest,
 then create the record with `put_if_absent`; then, for the files a running vacuum could still delete
 (those not live in the latest snapshot), wait for vacuum fences and check them again (see
 `engine.fence`; a missing file removes the record again). A crash before the record leaves an
@@ -30,7 +33,12 @@ from typing import Any
 
 import orjson
 
-from airflow_txnlog.engine.checkpoint import checkpoint_table, parquet_bytes, read_checkpoint
+from airflow_txnlog.engine.checkpoint import (
+    checkpoint_table,
+    parquet_bytes,
+    read_checkpoint,
+    require_checkpoint_supported,
+)
 from airflow_txnlog.engine.errors import (
     InvalidArgumentError,
     LogCorruptedError,
@@ -136,6 +144,7 @@ def create_savepoint(
     storage = table.storage
     if storage.exists(_record_key(name)):
         raise SavepointExistsError(f"savepoint {name!r} already exists. Help: pick another name or delete it")
+    require_checkpoint_supported(snap.protocol, "create a savepoint")
     files = snap.files()
     gone = missing_files(storage, [f.path for f in files])
     if gone:
@@ -145,7 +154,10 @@ def create_savepoint(
             missing=gone,
         )
     manifest = f"{name}.{uuid.uuid4().hex}.manifest.parquet"
-    rows, _ = checkpoint_table(snap.state, min_tombstone_ts=1 << 62)  # no tombstones
+    # No tombstones; JSON stats whatever the table's checkpoint settings: the manifest is ours to read.
+    rows, _ = checkpoint_table(
+        snap.state, min_tombstone_ts=1 << 62, stats_as_json=True, stats_as_struct=False
+    )
     storage.write(f"{SAVEPOINT_DIR}/{manifest}", parquet_bytes(rows))
     sp = Savepoint(
         name=name,
@@ -259,7 +271,7 @@ def delete_savepoint(storage: Storage, name: str) -> Savepoint | None:
 
 
 def read_manifest(storage: Storage, sp: Savepoint) -> LogState:
-    """The state recorded by a savepoint (protocol, metaData, txns, live files)."""
+    """The state recorded by a savepoint (protocol, metaData, txns, domains, live files)."""
     try:
         return read_checkpoint(storage, sp.version, [sp.manifest], folder=SAVEPOINT_DIR)
     except LogCorruptedError as exc:

@@ -4,6 +4,10 @@ Each file is read with only the requested data columns, filtered with the row pr
 with its partition values as constant columns (typed from the table schema, never parsed from the
 path) and conformed to the table schema: columns a file lacks (added later by schema evolution) are
 null; INT96 and nanosecond timestamps are converted to microseconds.
+
+The row filter is evaluated on the conformed columns, i.e. in the table schema's types, which is
+what the predicate's literals were fitted to (see `predicates`); anything pyarrow still cannot
+evaluate is a `PredicateError`, never a raw Arrow error.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from airflow_txnlog.engine.actions import AddFile
-from airflow_txnlog.engine.errors import LogCorruptedError, SchemaMismatchError
+from airflow_txnlog.engine.errors import LogCorruptedError, PredicateError, SchemaMismatchError
 from airflow_txnlog.engine.predicates import Node, to_arrow_expression
 from airflow_txnlog.engine.schema import parse_partition_value
 from airflow_txnlog.engine.storage import Storage
@@ -71,8 +75,15 @@ def read_file(
             cols[name] = pa.chunked_array([pa.nulls(n, f.type)], f.type)
     out = pa.Table.from_arrays(list(cols.values()), schema=pa.schema([schema.field(c) for c in cols]))
     if row_filter is not None:
-        out = out.filter(to_arrow_expression(row_filter, schema))
+        out = _filter(out, row_filter, schema, add.path)
     return out.select(list(columns))
+
+
+def _filter(table: pa.Table, row_filter: Node, schema: pa.Schema, path: str) -> pa.Table:
+    try:
+        return table.filter(to_arrow_expression(row_filter, schema))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
+        raise PredicateError(f"the row filter cannot be evaluated on data file {path!r}: {exc}") from exc
 
 
 def read_files(

@@ -4,7 +4,19 @@ Delta types map to Arrow as: string->string, long->int64, integer->int32, short-
 float->float32, double->float64, boolean->bool, binary->binary, date->date32,
 timestamp->timestamp[us, UTC], timestamp_ntz->timestamp[us], decimal(p,s)->decimal128(p,s),
 array/map/struct recursively. Partition values are strings in the log (null = JSON null or "");
-`serialize_partition_value` / `parse_partition_value` convert them for every primitive type.
+`serialize_partition_value` / `parse_partition_value` convert them for every primitive type, in the
+forms Spark's cast to string gives (the one every Delta reader parses):
+
+- timestamps `yyyy-MM-dd HH:mm:ss.SSSSSS` in UTC, the year always four digits (`0999-...`: a
+  three-digit year is refused by Spark and by this reader's strict form, and delta-rs misreads it);
+  the reader still accepts shorter years, which older versions of this engine wrote;
+- binary as the UTF-8 decoding of the bytes: Spark casts binary <-> string as UTF-8 and every
+  reader (Spark, delta-rs, kernels) encodes the string back as UTF-8. Bytes that are not UTF-8 have
+  no lossless string form and are refused (`InvalidArgumentError`). delta-rs's writer instead puts
+  one `\\u00XX` escape per byte (PROTOCOL.md's example `"\\u0001\\u0002\\u0003"` read literally), so a
+  value made only of such escapes is read as those bytes; for the same reason a value whose UTF-8
+  text is only such escapes is refused on write (it would read back as other bytes);
+- decimals in plain notation (`0.0000000000`, never `0E-10`).
 """
 
 from __future__ import annotations
@@ -35,6 +47,8 @@ _PRIMITIVES: dict[str, pa.DataType] = {
 }
 _DECIMAL_RE = re.compile(r"^decimal\(\s*(\d+)\s*,\s*(\d+)\s*\)$")
 HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
+_SHORT_YEAR_RE = re.compile(r"^(\d{1,3})-")
+_ESCAPED_BYTES_RE = re.compile(r"(?:\\u00[0-9A-Fa-f]{2})+")
 _HIVE_ESCAPE = frozenset("\"#%'*/:=?\\\x7f{[]^")
 
 
@@ -136,8 +150,8 @@ def normalize_schema(schema: pa.Schema) -> pa.Schema:
 
 
 # ---------------------------------------------------------------- partition values
-def serialize_partition_value(value: Any, arrow_type: pa.DataType) -> str | None:
-    """The log's string form of a partition value (None for null)."""
+def serialize_partition_value(value: Any, arrow_type: pa.DataType, column: str = "") -> str | None:
+    """The log's string form of a partition value (None for null); `column` names it in errors."""
     if value is None:
         return None
     if pa.types.is_boolean(arrow_type):
@@ -146,11 +160,14 @@ def serialize_partition_value(value: Any, arrow_type: pa.DataType) -> str | None
         ts: dt.datetime = value
         if ts.tzinfo is not None:
             ts = ts.astimezone(dt.UTC).replace(tzinfo=None)
-        return ts.strftime("%Y-%m-%d %H:%M:%S.%f")
+        # isoformat pads the year to four digits; strftime("%Y") does not on glibc (year 999 -> "999")
+        return ts.isoformat(sep=" ", timespec="microseconds")
     if pa.types.is_date(arrow_type):
         return value.isoformat()  # type: ignore[no-any-return]
     if pa.types.is_binary(arrow_type) or pa.types.is_large_binary(arrow_type):
-        return bytes(value).decode("latin-1")
+        return _binary_to_text(bytes(value), column)
+    if pa.types.is_decimal(arrow_type):
+        return format(decimal.Decimal(value), "f")
     if pa.types.is_floating(arrow_type):
         return repr(float(value)).replace("inf", "Infinity").replace("nan", "NaN")
     text = str(value)
@@ -159,8 +176,38 @@ def serialize_partition_value(value: Any, arrow_type: pa.DataType) -> str | None
     return text
 
 
+def _binary_to_text(value: bytes, column: str) -> str:
+    where = f"column {column!r}: " if column else ""
+    try:
+        text = value.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidArgumentError(
+            f"{where}binary partition value {value!r} is not valid UTF-8; Delta stores binary partition "
+            "values as their UTF-8 text, so these bytes cannot be a partition value"
+        ) from exc
+    if _ESCAPED_BYTES_RE.fullmatch(text):
+        raise InvalidArgumentError(
+            f"{where}binary partition value {value!r} is UTF-8 text made only of \\u00XX escapes, which "
+            "this engine reads as delta-rs's escaped form of other bytes; it cannot be a partition value"
+        )
+    return text
+
+
+def _text_to_binary(text: str) -> bytes:
+    if _ESCAPED_BYTES_RE.fullmatch(text):  # delta-rs's form: one `\u00XX` per byte
+        return bytes(int(text[i + 4 : i + 6], 16) for i in range(0, len(text), 6))
+    return text.encode("utf-8")
+
+
+def _pad_year(text: str) -> str:
+    """`999-12-31...` -> `0999-12-31...`: years of fewer than four digits, as older versions of this
+    engine wrote them (strftime), read as the year they meant."""
+    m = _SHORT_YEAR_RE.match(text)
+    return text if m is None else m.group(1).zfill(4) + text[m.end(1) :]
+
+
 def _parse_timestamp(text: str, tz_aware: bool) -> dt.datetime:
-    s = text.strip().replace("T", " ")
+    s = _pad_year(text.strip().replace("T", " "))
     zone = None
     if s.endswith("Z"):
         s, zone = s[:-1], dt.UTC
@@ -188,14 +235,14 @@ def parse_partition_value(text: str | None, arrow_type: pa.DataType) -> Any:
         if pa.types.is_boolean(arrow_type):
             return text.strip().lower() == "true"
         if pa.types.is_date(arrow_type):
-            return dt.date.fromisoformat(text.strip()[:10])
+            return dt.date.fromisoformat(_pad_year(text.strip())[:10])
         if pa.types.is_timestamp(arrow_type):
             return _parse_timestamp(text, arrow_type.tz is not None)
         if pa.types.is_decimal(arrow_type):
             return decimal.Decimal(text)
         if pa.types.is_binary(arrow_type):
-            return text.encode("latin-1")
-    except ValueError as exc:
+            return _text_to_binary(text)
+    except (ValueError, OverflowError) as exc:  # OverflowError: a zone offset past year 1 or 9999
         raise SchemaMismatchError(f"partition value {text!r} is not a valid {arrow_type}") from exc
     raise UnsupportedFeatureError(
         f"partition column type {arrow_type} is not supported", feature=str(arrow_type)

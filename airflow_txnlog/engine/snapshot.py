@@ -7,16 +7,19 @@ checkpoint yields either a correct snapshot or a `LogCorruptedError` naming the 
 checked before any data is read: reader features we do not implement raise `UnsupportedFeatureError`.
 
 `Snapshot.update()` reads only the commits after its own version.
+
+Files: the checkpoint's adds stay an Arrow struct array until asked for, then become `AddFile`s column
+by column (`adds_from_struct`, also used by restore), every field kept (tags, deletion vector, row
+tracking, clustering provider); where a writer left stats only in `stats_parsed`, they are rendered as
+the JSON `stats` (`checkpoint.add_stats_json`), so pruning and later checkpoints keep them.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping
 from functools import cached_property
 from typing import Any
 
-import orjson
 import pyarrow as pa
 
 from airflow_txnlog.engine import properties as props
@@ -46,6 +49,7 @@ from airflow_txnlog.engine.predicates import Range, may_match, parse_predicate, 
 from airflow_txnlog.engine.replay import LogState
 from airflow_txnlog.engine.scan import read_files
 from airflow_txnlog.engine.schema import parse_partition_value, schema_from_json
+from airflow_txnlog.engine.stats_struct import add_stats_json
 from airflow_txnlog.engine.storage import Storage
 from airflow_txnlog.engine.validate import names
 
@@ -73,43 +77,31 @@ def check_read_supported(protocol: Protocol, metadata: Metadata) -> None:
         )
 
 
-def _stats_from_parsed(parsed: Mapping[str, Any] | None) -> str | None:
-    if not parsed:
-        return None
-
-    def enc(v: Any) -> Any:
-        if isinstance(v, dict):
-            return {k: enc(x) for k, x in v.items() if x is not None}
-        if isinstance(v, dt.datetime):
-            return v.isoformat(timespec="milliseconds").replace("+00:00", "Z")
-        if isinstance(v, dt.date):
-            return v.isoformat()
-        return v
-
-    return orjson.dumps(enc(dict(parsed)), default=str).decode()
+def _column(arr: pa.StructArray, name: str) -> list[Any]:
+    """A field of checkpoint add rows as Python values (all None when the writer left it out)."""
+    if arr.type.get_field_index(name) < 0 or arr.field(name).null_count == len(arr):
+        return [None] * len(arr)
+    return arr.field(name).to_pylist()  # type: ignore[no-any-return]
 
 
-def _add_from_row(row: dict[str, Any]) -> AddFile:
-    if row.get("stats") is None and row.get("stats_parsed"):
-        row = {**row, "stats": _stats_from_parsed(row["stats_parsed"])}
-    return AddFile.from_wire(row)
-
-
-_SIMPLE_ADD_FIELDS = {"path", "partitionValues", "size", "modificationTime", "dataChange", "stats", "tags"}
-
-
-def _adds_from_struct(arr: pa.StructArray) -> list[AddFile]:
-    """AddFiles of checkpoint rows; column-wise for the common shape, row dicts for anything richer."""
-    names = {arr.type.field(i).name for i in range(arr.type.num_fields)}
-    # stats_parsed only matters where the JSON stats are missing; other extra fields need row dicts.
-    extra = names - _SIMPLE_ADD_FIELDS - ({"stats_parsed"} if "stats" in names else set())
-    rich = any(arr.field(n).null_count < len(arr) for n in extra)
-    no_json_stats = "stats" not in names or arr.field("stats").null_count
-    if rich or (no_json_stats and "stats_parsed" in names):
-        return [_add_from_row(r) for r in arr.to_pylist()]
-    cols = {n: arr.field(n).to_pylist() for n in _SIMPLE_ADD_FIELDS & names}
-    n = len(arr)
-    tags = cols.get("tags") or [None] * n
+def adds_from_struct(arr: pa.StructArray) -> list[AddFile]:
+    """AddFiles of checkpoint add rows, column by column; stats from `stats` or else `stats_parsed`."""
+    cols = [
+        _column(arr, n)
+        for n in (
+            "path",
+            "partitionValues",
+            "size",
+            "modificationTime",
+            "dataChange",
+            "tags",
+            "deletionVector",
+            "baseRowId",
+            "defaultRowCommitVersion",
+            "clusteringProvider",
+        )
+    ]
+    stats = add_stats_json(arr).to_pylist()
     return [
         AddFile(
             path=decode_path(p),
@@ -119,18 +111,13 @@ def _adds_from_struct(arr: pa.StructArray) -> list[AddFile]:
             data_change=True if dc is None else dc,
             stats=st,
             tags=dict(tg) if tg else None,
+            deletion_vector=dict(dv) if dv else None,
+            base_row_id=row_id,
+            default_row_commit_version=row_version,
+            clustering_provider=cp,
             encoded_path=p,
         )
-        for p, pv, s, mt, dc, st, tg in zip(
-            cols["path"],
-            cols["partitionValues"],
-            cols["size"],
-            cols["modificationTime"],
-            cols.get("dataChange") or [None] * n,
-            cols.get("stats") or [None] * n,
-            tags,
-            strict=True,
-        )
+        for p, pv, s, mt, dc, tg, dv, row_id, row_version, cp, st in zip(*cols, stats, strict=True)
     ]
 
 
@@ -194,7 +181,7 @@ class Snapshot:
     @cached_property
     def _all_files(self) -> list[AddFile]:
         base = self._state.live_base_adds()
-        out = _adds_from_struct(base) if base is not None else []
+        out = adds_from_struct(base) if base is not None else []
         out.extend(AddFile.from_wire(d) for d in self._state.tail_adds())
         return out
 

@@ -213,9 +213,20 @@ class Transaction:
     def _validate(self) -> None:
         metadata = self._metadata or self.snapshot.metadata
         check_write_supported(self._protocol or self.snapshot.protocol, metadata)
-        if props.append_only(metadata.configuration) and any(r.data_change for r in self._removes.values()):
+        if self._metadata is not None:  # a property turned on now must be one the engine honors
+            before = self.snapshot.metadata.configuration
+            props.refuse_unhonored_features(
+                {k: v for k, v in metadata.configuration.items() if before.get(k) != v}
+            )
+        # As Delta's prepareCommit: the table the transaction read decides, so one commit cannot turn
+        # appendOnly off and remove data at once (a restore to a version before appendOnly was set
+        # is refused the same way when it must remove data, as Spark's RESTORE is).
+        read_conf = self.snapshot.metadata.configuration
+        if props.append_only(read_conf) and any(r.data_change for r in self._removes.values()):
             raise AppendOnlyViolationError(
-                "the table is append-only (delta.appendOnly=true): data-changing removes are not allowed"
+                "the table is append-only (delta.appendOnly=true in the version this transaction read): "
+                "data-changing removes are not allowed. Help: set delta.appendOnly=false in a commit of its "
+                "own first, if removing data is intended"
             )
         for add in self._adds.values():
             _check_inside_root(add.path, self._storage.root)

@@ -42,6 +42,8 @@ from airflow_txnlog.engine import (
     CommitRetriesExceededError,
     Table,
     Transaction,
+    num_indexed_cols,
+    stats_columns,
 )
 from airflow_txnlog.spark.errors import ConstraintViolationError, SparkJobError
 from airflow_txnlog.spark.footers import footer_stats
@@ -136,7 +138,8 @@ def _publish(ctx: TableContext, table: Table, staging_fs: str, data_change: bool
     staged = _staged(storage.fs, staging_fs)
     session_tz = str(ctx.spark.conf.get(SESSION_TZ_CONF, "UTC") or "UTC")
     file_schema = pa.schema([f for f in ctx.schema if f.name not in ctx.partition_columns])
-    n_cols = int(ctx.properties.get("delta.dataSkippingNumIndexedCols", "32"))
+    n_cols = num_indexed_cols(ctx.properties)
+    stats_cols = stats_columns(ctx.properties)
     moved: list[AddFile] = []
 
     def one(item: tuple[str, int]) -> AddFile | None:
@@ -153,7 +156,7 @@ def _publish(ctx: TableContext, table: Table, staging_fs: str, data_change: bool
             size=size,
             modification_time=int(time.time() * 1000),
             data_change=data_change,
-            stats=footer_stats(md, file_schema, num_indexed_cols=n_cols),
+            stats=footer_stats(md, file_schema, num_indexed_cols=n_cols, stats_columns=stats_cols),
         )
         dst = storage.full_path(rel)
         storage.fs.makedirs(posixpath.dirname(dst), exist_ok=True)
