@@ -1,9 +1,21 @@
 """`restore_on_failure`: an `on_failure_callback` that restores the savepoint taken earlier in the run.
 
+Whose commits are "ours": every commit inside an Airflow task records its provenance
+(engine.provenance), and with it the run's owner tag `<dag_id>/<run_id>`, whether a txnlog operator,
+a plain `@task` calling `Table` / `SparkTable` or a PythonOperator made it. So the callback restores
+over every commit of this DAG run since the savepoint (any task, any try). A commit by anyone else
+(another run, another DAG, a script) is foreign: with `on_foreign_commits="fail"` the callback refuses
+and logs each foreign version with its writer (commitInfo.job / tags / engineInfo); "force" restores
+anyway.
+
 Callbacks can fire twice, or for a try that will be retried; so the callback
 - acts only on a final failure (the task instance is not up for retry),
 - relies on the engine's idempotent restore (a second call commits nothing),
-- never raises into Airflow: it logs what it did, or why it could not.
+- never raises into Airflow, but its outcome is always in the task log: the restore's new version
+  (WARNING, the table changed), "already restored" (INFO), no savepoint in this run (WARNING, nothing
+  done), foreign commits or any other failure (ERROR, the table may still hold the bad data).
+The restore commit itself carries the failing task's provenance (set from the context, since the
+AIRFLOW_CTX_* variables may not be exported yet when a task fails early).
 
 Bad arguments are refused when the callback is built (in the DAG file), not when it fires: a policy
 outside `ForeignCommitsPolicy` raises `InvalidArgumentError` from `restore_on_failure(...)` itself.
@@ -13,11 +25,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow_txnlog.arguments import ForeignCommitsPolicy, check_choice
 from airflow_txnlog.hooks.txnlog import TxnLogHook
-from airflow_txnlog.operators._base import run_owner  # the same tag the write operators put on commits
+from airflow_txnlog.operators._base import context_provenance, run_owner  # the engine's owner tag
+
+if TYPE_CHECKING:
+    from airflow_txnlog.engine import Table
 
 log = logging.getLogger(__name__)
 _RETRY_STATES = frozenset({"up_for_retry", "up_for_reschedule"})
@@ -26,6 +41,68 @@ _RETRY_STATES = frozenset({"up_for_retry", "up_for_reschedule"})
 def _will_retry(ti: Any) -> bool:
     state = str(getattr(ti, "state", "") or "").lower().rsplit(".", 1)[-1]
     return state in _RETRY_STATES
+
+
+def _savepoint_name(ti: Any, savepoint_task_id: str) -> str | None:
+    pushed = ti.xcom_pull(task_ids=savepoint_task_id) if ti is not None else None
+    name = pushed["name"] if isinstance(pushed, dict) else pushed
+    return str(name) if name else None
+
+
+def describe_writer(info: dict[str, Any]) -> str:
+    """Who made a commit, from its commitInfo: Airflow job, owner tag, engine."""
+    job = info.get("job") or {}
+    parts = []
+    if job:
+        who = f"dag {job.get('jobId')!r} task {job.get('jobName')!r} run {job.get('jobRunId')!r}"
+        parts.append(who + (f" try {job['runId']}" if job.get("runId") else ""))
+    owner = (info.get("tags") or {}).get("owner")
+    parts.append(f"owner tag {owner!r}" if owner else "no owner tag")
+    parts.append(f"engine {info.get('engineInfo') or '?'}")
+    return f"{info.get('operation', '?')} by " + ", ".join(parts)
+
+
+def _log_foreign(table: Table, table_uri: str, versions: list[int], owner: str) -> None:
+    wanted = set(versions)
+    infos = {h["version"]: h for h in table.history() if h["version"] in wanted}
+    log.error(
+        "restore_on_failure: NOT restoring %s: %d version(s) since the savepoint were committed by other "
+        "writers than this run (%s); restoring would discard them. The table still holds this run's "
+        "changes. Help: check these writers, then restore by hand (TxnLogRestoreOperator or `txnlog "
+        "restore`), or build the callback with on_foreign_commits='force'.",
+        table_uri,
+        len(versions),
+        owner,
+    )
+    for v in versions:
+        writer = describe_writer(infos[v]) if v in infos else "unknown writer (commit no longer in the log)"
+        log.error("restore_on_failure: foreign version %s of %s: %s", v, table_uri, writer)
+
+
+def _restore(context: Any, table_uri: str, name: str, conn_id: str, policy: ForeignCommitsPolicy) -> None:
+    from airflow_txnlog.engine import ForeignCommitsError  # noqa: PLC0415 - no pyarrow at parse time
+
+    table = TxnLogHook(txnlog_conn_id=conn_id).get_table(table_uri)
+    owner = run_owner(context)
+    try:
+        with context_provenance(context):
+            result = table.restore(savepoint=name, owner=owner, on_foreign_commits=policy)
+    except ForeignCommitsError as exc:
+        _log_foreign(table, table_uri, exc.versions, owner)
+        return
+    if result.committed:
+        log.warning(
+            "restore_on_failure: restored %s to savepoint %s (version %s) as new version %s%s",
+            table_uri,
+            name,
+            result.target_version,
+            result.version,
+            f", discarding foreign versions {result.foreign_versions}" if result.foreign_versions else "",
+        )
+    else:
+        log.info(
+            "restore_on_failure: %s already at savepoint %s (version %s)", table_uri, name, result.version
+        )
 
 
 def restore_on_failure(
@@ -44,33 +121,21 @@ def restore_on_failure(
             log.info("restore_on_failure: %s will be retried; not restoring yet", getattr(ti, "task_id", "?"))
             return
         try:
-            pushed = ti.xcom_pull(task_ids=savepoint_task_id) if ti is not None else None
-            name = pushed["name"] if isinstance(pushed, dict) else pushed
+            name = _savepoint_name(ti, savepoint_task_id)
             if not name:
-                log.error("restore_on_failure: no savepoint pushed by task %r in this run", savepoint_task_id)
-                return
-            table = TxnLogHook(txnlog_conn_id=txnlog_conn_id).get_table(table_uri)
-            result = table.restore(
-                savepoint=name, owner=run_owner(context), on_foreign_commits=on_foreign_commits
-            )
-            if result.committed:
                 log.warning(
-                    "restore_on_failure: restored %s to savepoint %s (version %s) as version %s",
+                    "restore_on_failure: no savepoint of %s in this run (task %r pushed none: it did not "
+                    "run or failed); nothing to restore to, the table is left as it is",
                     table_uri,
-                    name,
-                    result.target_version,
-                    result.version,
+                    savepoint_task_id,
                 )
-            else:
-                log.info(
-                    "restore_on_failure: %s already at savepoint %s (version %s)",
-                    table_uri,
-                    name,
-                    result.version,
-                )
-        except Exception:  # a callback must never raise into Airflow
+                return
+            _restore(context, table_uri, name, txnlog_conn_id, on_foreign_commits)
+        except Exception:  # a callback must never raise into Airflow; loud instead of silent
             log.exception(
-                "restore_on_failure: could not restore %s to savepoint of task %r",
+                "restore_on_failure: FAILED to restore %s to the savepoint of task %r; the table may still "
+                "hold the failed run's changes. Help: restore it by hand (TxnLogRestoreOperator or "
+                "`txnlog restore --savepoint`)",
                 table_uri,
                 savepoint_task_id,
             )

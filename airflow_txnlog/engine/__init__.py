@@ -49,13 +49,14 @@ from airflow_txnlog.engine.errors import (
 from airflow_txnlog.engine.health import TableHealth
 from airflow_txnlog.engine.log_cleanup import CleanupResult
 from airflow_txnlog.engine.maintenance_table import MaintenanceTable
+from airflow_txnlog.engine.predicates import Predicate, parse_predicate, to_arrow_expression
+from airflow_txnlog.engine.properties import num_indexed_cols, target_file_size
 
 # Protocol helpers that airflow_txnlog.spark builds on (documented in docs/spark.md, "Engine names
 # Spark uses"): SQL predicates, schemaString <-> Arrow, partition values' log form, the stats
 # format (which leaves, how bounds are written, the JSON), the compaction target size. Spark imports
 # them from here, never from the submodules.
-from airflow_txnlog.engine.predicates import Predicate, parse_predicate, to_arrow_expression
-from airflow_txnlog.engine.properties import num_indexed_cols, target_file_size
+from airflow_txnlog.engine.provenance import Provenance, run_owner_tag
 from airflow_txnlog.engine.restore import ForeignCommitsPolicy, RestoreResult
 from airflow_txnlog.engine.savepoints import Savepoint
 from airflow_txnlog.engine.schema import (
@@ -111,6 +112,7 @@ __all__ = [
     "PredicateError",
     "Protocol",
     "ProtocolChangedError",
+    "Provenance",
     "RemoveFile",
     "RestoreError",
     "RestoreFilesMissingError",
@@ -143,6 +145,7 @@ __all__ = [
     "num_indexed_cols",
     "parse_partition_value",
     "parse_predicate",
+    "run_owner_tag",
     "schema_from_json",
     "schema_to_json",
     "serialize_partition_value",

@@ -41,6 +41,7 @@ from airflow_txnlog.engine.errors import (
 )
 from airflow_txnlog.engine.log_reader import list_after, read_commits
 from airflow_txnlog.engine.maintenance_table import MaintenanceTable
+from airflow_txnlog.engine.provenance import OWNER_TAG
 from airflow_txnlog.engine.replay import LogState, file_key
 from airflow_txnlog.engine.savepoints import create_savepoint, delete_savepoint, missing_files
 from airflow_txnlog.engine.snapshot import Snapshot, adds_from_struct
@@ -50,7 +51,6 @@ from airflow_txnlog.engine.validate import flag, one_of, text
 
 ForeignCommitsPolicy = Literal["fail", "force"]
 """What a restore does about commits of other writers since its target: refuse, or discard them."""
-OWNER_TAG = "owner"
 MAX_REPLANS = 25
 # Back off between re-plans (jittered, doubling up to 1 s): a restore reads the whole table, so on a
 # busy table it must leave a gap between other writers' commits instead of racing them head-on.

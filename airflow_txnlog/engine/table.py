@@ -9,10 +9,13 @@ The maintenance operations (savepoints, restore, vacuum, log cleanup, health) ge
 as their `MaintenanceTable` (engine.maintenance_table): its storage, `snapshot()`,
 `transaction(..., snapshot=)` and `txn_commit_version`. Public arguments are checked before anything
 is written (engine.validate).
+Every commit, CREATE TABLE included, records who made it (engine.provenance): inside an Airflow
+task its DAG, task, run and try in commitInfo.job and the run's owner tag; `history()` shows both.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import logging
 import time
@@ -21,11 +24,11 @@ from typing import Any
 
 import pyarrow as pa
 
-from airflow_txnlog.engine import log_cleanup, savepoints
+from airflow_txnlog.engine import log_cleanup, provenance, savepoints
 from airflow_txnlog.engine import properties as props
 from airflow_txnlog.engine import restore as restore_mod
 from airflow_txnlog.engine import vacuum as vacuum_mod
-from airflow_txnlog.engine.actions import serialize_actions
+from airflow_txnlog.engine.actions import Action, CommitInfo, serialize_actions
 from airflow_txnlog.engine.checkpoint import DEFAULT_PART_SIZE, write_checkpoint
 from airflow_txnlog.engine.conflicts import SERIALIZABLE, IsolationLevel
 from airflow_txnlog.engine.create_table import version_zero
@@ -77,6 +80,18 @@ def _checked_txn(txn: object) -> tuple[str, int]:
     raise InvalidArgumentError(
         f"txn must be a pair (non-empty app id, version >= 0) such as ('ingest', 42); got {txn!r:.80}"
     )
+
+
+def _with_provenance(actions: list[Action]) -> list[Action]:
+    """Version 0's commitInfo with the provenance every Transaction commit gets (engine.provenance)."""
+    out: list[Action] = []
+    for action in actions:
+        if isinstance(action, CommitInfo):
+            tags, extra = provenance.commit_fields({}, action.extra)
+            out.append(dataclasses.replace(action, extra={**extra, "tags": tags} if tags else extra))
+        else:
+            out.append(action)
+    return out
 
 
 class Table:
@@ -154,6 +169,7 @@ class Table:
         actions = version_zero(
             schema, partition_by=partition_by, properties=properties, name=name, description=description
         )
+        actions = _with_provenance(actions)
         storage = storage_for(uri, storage_options, single_writer=single_writer)
         try:
             existing = storage.list_log()

@@ -20,6 +20,8 @@ its arguments (isolation level, parameters/metrics/extra that must serialize to 
 protocol features we cannot write, `delta.appendOnly`, paths escaping the table root, duplicate
 actions for one path. (A transaction without actions commits a version holding only commitInfo, as
 Delta's VACUUM START/END do; a 0-byte commit file is never written.)
+Every commit records its provenance (engine.provenance): inside an Airflow task, commitInfo.job
+and the run's `owner` tag, so that a restore can tell the run's own commits from other writers'.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from typing import Any
 
 from airflow_txnlog import __version__
 from airflow_txnlog.engine import properties as props
+from airflow_txnlog.engine import provenance
 from airflow_txnlog.engine.actions import (
     Action,
     AddFile,
@@ -321,7 +324,9 @@ class Transaction:
         own_tags = mapping(
             "extra['tags']", info_extra.pop("tags", None), example=TAGS_EXAMPLE, str_values=True
         )
-        tags = {**self.tags, **own_tags}
+        # Provenance (engine.provenance) is read at commit time: the commit, not the staging, is
+        # what an Airflow task made. Its owner tag sits under the caller's tags, which win.
+        tags, info_extra = provenance.commit_fields({**self.tags, **own_tags}, info_extra)
         if tags:
             info_extra["tags"] = tags
         if user_metadata:

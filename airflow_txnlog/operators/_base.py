@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -19,8 +20,39 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9_.\-]+")
 
 
 def run_owner(context: Context) -> str:
-    """Tag identifying one DAG run's commits, so a restore can tell them from other writers'."""
-    return f"{context['dag'].dag_id}/{context['run_id']}"
+    """Tag identifying one DAG run's commits, so a restore can tell them from other writers'.
+
+    The format is the engine's (`run_owner_tag`), the one plain `@task` commits get from the
+    AIRFLOW_CTX_* environment: operators and user code of one run are the same owner.
+    """
+    from airflow_txnlog.engine.provenance import run_owner_tag  # noqa: PLC0415 - no pyarrow at parse time
+
+    return run_owner_tag(context["dag"].dag_id, context["run_id"])
+
+
+def context_provenance(context: Context) -> AbstractContextManager[object]:
+    """`engine.provenance(...)` for the task instance of `context`.
+
+    Airflow's task runner exports AIRFLOW_CTX_* only right before `execute`; a callback or code run
+    before that (or a unit test's plain dict context) still records who committed through this.
+    """
+    from airflow_txnlog.engine.provenance import provenance  # noqa: PLC0415 - no pyarrow at parse time
+
+    ti = context.get("ti") or context.get("task_instance")
+    task = context.get("task")
+    return provenance(
+        dag_id=context["dag"].dag_id,
+        run_id=context["run_id"],
+        task_id=_plain(getattr(ti, "task_id", None) or getattr(task, "task_id", None)),
+        try_number=_plain(getattr(ti, "try_number", None)),
+        map_index=_plain(getattr(ti, "map_index", None)),
+        dag_owner=_plain(getattr(task, "owner", None)),
+    )
+
+
+def _plain(value: object) -> Any:
+    """A str or int attribute as is; anything else (absent, a test double) as None."""
+    return value if isinstance(value, str | int) and not isinstance(value, bool) else None
 
 
 def run_version(context: Context) -> int:
