@@ -1,8 +1,10 @@
 """Downstream: runs on every new version of the table and reads exactly the version that triggered it.
 
-The writer's operators emit an asset event for the table with `{"version": v, "operation": op}`;
-this DAG is scheduled on that asset. (Without any upstream DAG, schedule on an `AssetWatcher` with
-`TxnLogVersionEventTrigger` instead: see docs/sensors.md.)
+The writer's operators emit an asset event for the table only for a commit that changed data, with
+`{"version": v, "previous_version": ..., "operation": op, <rows/files added/removed>, "dag_id": ...,
+"task_id": ..., "run_id": ...}` (docs/airflow.md); this DAG is scheduled on that asset. (Without any
+upstream DAG, schedule on an `AssetWatcher` with `TxnLogVersionEventTrigger` instead: see
+docs/sensors.md.)
 """
 
 from __future__ import annotations

@@ -5,6 +5,7 @@ Two safety nets, use either or both:
   one of them fails for good (idempotent: it can fire twice);
 - an explicit `restore` task with `trigger_rule="one_failed"`, visible in the grid.
 Trigger with `{"inject_bad_rows": true}` to see the quality check fail and the table come back.
+The corrections' day is the run's logical date, or `run_after` for a run without one (no `ds`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from airflow.sdk import DAG, Param, task
 
 from airflow_txnlog.callbacks import restore_on_failure
 from airflow_txnlog.hooks.txnlog import TxnLogHook
+from airflow_txnlog.operators import run_datetime
 from airflow_txnlog.operators.savepoint import TxnLogRestoreOperator, TxnLogSavepointOperator
 from airflow_txnlog.operators.spark import TxnLogSparkMergeOperator
 
@@ -28,7 +30,7 @@ SPARK_CONF = {"spark.sql.shuffle.partitions": "4", "spark.ui.enabled": "false"}
 def corrections(spark: Any, context: Any) -> Any:
     """Order corrections to merge; with inject_bad_rows some amounts are negative (bad data)."""
     bad = bool(context["params"]["inject_bad_rows"])
-    day = context["ds"]
+    day = run_datetime(context).strftime("%Y-%m-%d")
     base = int(day.replace("-", "")) * 1000
     rows = [(base + i, day, f"customer-{i % 7}", -1.0 if bad and i % 2 else 99.0 + i) for i in range(5)]
     rows.append((base + 900, day, "customer-new", 5.0))

@@ -3,6 +3,9 @@
 A retry of `append_orders` after its commit landed commits nothing (the write carries a txn id for the
 run). The retention delete uses only the partition column, so it removes files from the log without
 reading data.
+
+The day comes from the run's logical date or, for a run without one (a manual run in Airflow 3),
+from when the run was due (`run_after`): no `ds` templates, which such runs do not have.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from typing import Any
 
 from airflow.sdk import DAG
 
+from airflow_txnlog.operators import run_datetime
 from airflow_txnlog.operators.spark import TxnLogSparkDeleteOperator, TxnLogSparkWriteOperator
 
 # Any table URI works (s3://bucket/orders with a `txnlog` connection, ...); a local folder by default.
@@ -21,11 +25,15 @@ SPARK_CONF = {"spark.sql.shuffle.partitions": "4", "spark.ui.enabled": "false"}
 
 
 KEEP_DAYS = 30
+# Jinja for the first day kept; `dag_run` exists in every run, its logical_date may be None.
+OLDEST_KEPT = (
+    f"((dag_run.logical_date or dag_run.run_after) - macros.timedelta(days={KEEP_DAYS})).strftime('%Y-%m-%d')"
+)
 
 
 def daily_orders(spark: Any, context: Any) -> Any:
     """The day's orders (a real DAG would read a landing zone: `source_path=...`)."""
-    day = context["ds"]
+    day = run_datetime(context).strftime("%Y-%m-%d")
     rows = [
         (int(day.replace("-", "")) * 1000 + i, day, f"customer-{i % 7}", float(10 + i)) for i in range(50)
     ]
@@ -49,7 +57,7 @@ with DAG(
     expire = TxnLogSparkDeleteOperator(
         task_id="drop_old_partitions",
         table_uri=TABLE_URI,
-        predicate=f"day < '{{{{ macros.ds_add(ds, -{KEEP_DAYS}) }}}}'",
+        predicate=f"day < '{{{{ {OLDEST_KEPT} }}}}'",
         spark_conf=SPARK_CONF,
     )
     append >> expire

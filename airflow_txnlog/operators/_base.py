@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
@@ -55,6 +56,18 @@ def _plain(value: object) -> Any:
     return value if isinstance(value, str | int) and not isinstance(value, bool) else None
 
 
+def run_datetime(context: Context) -> dt.datetime:
+    """The run's logical date or, for a run without one (Airflow 3's manual runs), its `run_after`.
+
+    DAG code should use this rather than `ds` / `logical_date`, which such runs do not have.
+    """
+    dag_run = context["dag_run"]
+    stamp = context.get("logical_date") or getattr(dag_run, "logical_date", None) or dag_run.run_after
+    if stamp is None:
+        raise ValueError("the run has neither a logical date nor a run_after")
+    return stamp
+
+
 def run_version(context: Context) -> int:
     """A txn version that grows with the run's logical date (falls back to the run's start)."""
     stamp = context.get("logical_date") or context.get("data_interval_end") or context["dag_run"].run_after
@@ -72,6 +85,88 @@ def safe_name(*parts: str, limit: int = 128) -> str:
         digest = hashlib.sha256(name.encode()).hexdigest()[:12]
         name = f"{name[: limit - 13]}-{digest}"
     return name
+
+
+# Our event keys -> commitInfo operationMetrics names (Delta's), per operation; the first one present
+# wins. Rows count logical changes (rows rewritten unchanged, Delta's "copied" rows, are not added).
+_FIGURES: dict[str, dict[str, tuple[str, ...]]] = {
+    "WRITE": {
+        "num_added_rows": ("numOutputRows",),
+        "num_removed_rows": ("numDeletedRows",),
+        "num_added_files": ("numAddedFiles", "numFiles"),
+        "num_removed_files": ("numRemovedFiles",),
+    },
+    "DELETE": {
+        "num_removed_rows": ("numDeletedRows",),
+        "num_added_files": ("numAddedFiles",),
+        "num_removed_files": ("numRemovedFiles",),
+    },
+    "UPDATE": {
+        "num_updated_rows": ("numUpdatedRows",),
+        "num_added_files": ("numAddedFiles",),
+        "num_removed_files": ("numRemovedFiles",),
+    },
+    "MERGE": {
+        "num_added_rows": ("numTargetRowsInserted",),
+        "num_updated_rows": ("numTargetRowsUpdated",),
+        "num_removed_rows": ("numTargetRowsDeleted",),
+        "num_added_files": ("numTargetFilesAdded",),
+        "num_removed_files": ("numTargetFilesRemoved",),
+    },
+    "OPTIMIZE": {"num_added_files": ("numAddedFiles",), "num_removed_files": ("numRemovedFiles",)},
+    "RESTORE": {"num_added_files": ("numRestoredFiles",), "num_removed_files": ("numRemovedFiles",)},
+}
+# Figures an operation fixes by what it is, though no metric names them.
+_ZERO: dict[str, tuple[str, ...]] = {
+    "DELETE": ("num_added_rows",),
+    "UPDATE": ("num_added_rows", "num_removed_rows"),
+    "OPTIMIZE": ("num_added_rows", "num_removed_rows"),
+}
+
+
+def commit_entry(table: Table, version: int) -> dict[str, Any]:
+    """The history entry (commitInfo + version) of `version`; `{"version": version}` if it is gone."""
+    newer = max(table.latest_version() - version, 0)  # others may have committed since: read a few
+    return next((h for h in table.history(limit=newer + 1) if h["version"] == version), {"version": version})
+
+
+def commit_figures(entry: dict[str, Any]) -> dict[str, int]:
+    """Rows and files added / removed by a commit, from its operationMetrics; unknown ones left out."""
+    operation = str(entry.get("operation", ""))
+    metrics = entry.get("operationMetrics") or {}
+    figures = dict.fromkeys(_ZERO.get(operation, ()), 0)
+    if operation == "WRITE" and (entry.get("operationParameters") or {}).get("mode") == "Append":
+        figures.update(num_removed_rows=0, num_removed_files=0)  # an append removes nothing
+    for key, names in _FIGURES.get(operation, {}).items():
+        name = next((n for n in names if n in metrics), None)
+        if name is not None:
+            figures[key] = int(metrics[name])  # the log stores metrics as strings
+    return figures
+
+
+def event_extra(
+    context: Context, entry: dict[str, Any], *, task_id: str | None = None, operation: str | None = None
+) -> dict[str, Any]:
+    """The extra of every asset event for a table: the commit, its figures and who wrote it.
+
+    `task_id` / `operation` stand in when the context has no task instance / the commit's
+    commitInfo is gone.
+    """
+    ti = context.get("ti") or context.get("task_instance")
+    return {
+        "version": entry["version"],
+        "previous_version": entry.get("readVersion"),  # the version the commit read and replaced
+        "operation": entry.get("operation") or operation,
+        **commit_figures(entry),
+        "dag_id": context["dag"].dag_id,
+        "task_id": task_id or _plain(getattr(ti, "task_id", None)),
+        "run_id": context["run_id"],
+    }
+
+
+def changes_data(extra: dict[str, Any]) -> bool:
+    """False for a commit known to add and remove no files (e.g. an empty write's txn-only commit)."""
+    return not (extra.get("num_added_files") == 0 and extra.get("num_removed_files") == 0)
 
 
 class TxnLogBaseOperator(BaseOperator):
@@ -111,11 +206,27 @@ class TxnLogBaseOperator(BaseOperator):
         return self.hook.get_table(self.table_uri)
 
     def emit(self, context: Context, version: int | None, operation: str) -> None:
-        """Attach {"version", "operation"} to this task's asset event for the table."""
-        if not self.emit_asset_event or version is None:
+        """Emit the table's asset event for `version`, or none when the task changed no data.
+
+        `version` is None when nothing was committed (a skipped idempotent write, a DML that matched
+        no rows); a commit that added and removed no files (an empty write's txn-only commit) changes
+        no data either. Airflow emits an event for every outlet of a successful task, so "no event"
+        means taking the table's asset out of this task instance's outlets.
+        """
+        if not self.emit_asset_event:
             return
         asset = table_asset(self.table_uri)
-        if asset in (self.outlets or []):
-            context["outlet_events"][asset].extra = {"version": version, "operation": operation}
-        else:
+        if asset not in (self.outlets or []):
             self.log.info("table %s is not among this task's outlets: no asset event", self.table_uri)
+            return
+        extra = None
+        if version is not None:
+            entry = commit_entry(self.table(), version)
+            extra = event_extra(context, entry, task_id=self.task_id, operation=operation)
+        if extra is None or not changes_data(extra):
+            self.log.info("%s of %s changed no data: no asset event", operation, self.table_uri)
+            # Rebinding (not mutating) is safe: the task runner executes a copy of the task
+            # (`prepare_for_execution`), so the DAG's operator keeps its outlets for the next run.
+            self.outlets = [o for o in self.outlets if o != asset]
+            return
+        context["outlet_events"][asset].extra = extra

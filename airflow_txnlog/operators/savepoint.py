@@ -124,8 +124,7 @@ class TxnLogRestoreOperator(TxnLogBaseOperator):
             result.version,
             result.metrics,
         )
-        if result.committed:
-            self.emit(context, result.version, "RESTORE")
+        self.emit(context, result.version if result.committed else None, "RESTORE")
         return {
             "version": result.version,
             "target_version": result.target_version,

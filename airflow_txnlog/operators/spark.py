@@ -188,8 +188,7 @@ class TxnLogSparkWriteOperator(_SourceMixin, _SparkOperator):
             self.log.info(
                 "write already committed as version %s by an earlier try: nothing to do", result.version
             )
-        else:
-            self.emit(context, result.version, "WRITE")
+        self.emit(context, None if result.skipped else result.version, "WRITE")  # a re-run: no event
         return {
             "version": result.version,
             "num_files": result.num_files,

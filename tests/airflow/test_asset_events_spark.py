@@ -1,0 +1,116 @@
+"""The Spark operators' asset events on a real local table: none for a re-run, an empty write or a
+DML that matched nothing; every field, checked against the table's history, for a real commit.
+
+Operators run `execute` with a plain dict context (no Airflow DB); they reuse the module's Spark
+session (the operators take the active session rather than starting their own).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from collections import defaultdict
+from collections.abc import Iterator
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from airflow_txnlog.assets import table_asset
+from airflow_txnlog.engine import Table
+from airflow_txnlog.operators.spark import TxnLogSparkDeleteOperator, TxnLogSparkWriteOperator
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+SCHEMA = "id long, part string"
+
+
+@pytest.fixture(scope="module")
+def spark() -> Iterator[Any]:
+    from pyspark.sql import SparkSession  # noqa: PLC0415 - only for this module
+
+    existing = SparkSession.getActiveSession()
+    session = existing or (
+        SparkSession.builder.master("local[1]")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "1")
+        .config("spark.driver.host", "127.0.0.1")
+        .getOrCreate()
+    )
+    yield session
+    if existing is None:  # another suite's shared session is not ours to stop
+        session.stop()
+
+
+def _context(day: int) -> dict[str, Any]:
+    logical = dt.datetime(2024, 6, day, tzinfo=dt.UTC)
+    return {
+        "dag": SimpleNamespace(dag_id="orders_dag"),
+        "run_id": f"scheduled__2024-06-{day:02d}",
+        "logical_date": logical,
+        "dag_run": SimpleNamespace(logical_date=logical, run_after=logical),
+        "outlet_events": defaultdict(lambda: SimpleNamespace(extra=None)),
+    }
+
+
+def _write(uri: str, ids: list[int], context: dict[str, Any]) -> tuple[TxnLogSparkWriteOperator, Any]:
+    def source(spark: Any, _: Any) -> Any:
+        return spark.createDataFrame([(i, "a") for i in ids], SCHEMA)
+
+    op = TxnLogSparkWriteOperator(
+        task_id="append_orders", table_uri=uri, source=source, partition_by=["part"], spark_conn_id=None
+    )
+    return op, op.execute(context)
+
+
+def test_write_events_only_for_new_data(spark: Any, tmp_path: Path) -> None:
+    uri = str(tmp_path / "orders")
+    asset = table_asset(uri)
+    _, out = _write(uri, [1, 2, 3], ctx := _context(1))
+    extra = ctx["outlet_events"][asset].extra
+    entry = next(h for h in Table.open(uri).history() if h["version"] == out["version"])
+    assert extra == {
+        "version": entry["version"],
+        "previous_version": entry["readVersion"],
+        "operation": entry["operation"],
+        "num_added_rows": 3,
+        "num_removed_rows": 0,
+        "num_added_files": int(entry["operationMetrics"]["numFiles"]),
+        "num_removed_files": 0,
+        "dag_id": "orders_dag",
+        "task_id": "append_orders",
+        "run_id": "scheduled__2024-06-01",
+    }
+
+    rerun, again = _write(uri, [1, 2, 3], ctx := _context(1))  # the same date again: skipped
+    assert again["skipped"] and asset not in rerun.outlets and not ctx["outlet_events"]
+
+    empty, nothing = _write(uri, [], ctx := _context(2))  # commits its txn id only
+    assert nothing["num_rows"] == 0 and asset not in empty.outlets and not ctx["outlet_events"]
+    assert Table.open(uri).snapshot().to_arrow().num_rows == 3
+
+
+def test_delete_events_only_when_rows_matched(spark: Any, tmp_path: Path) -> None:
+    uri = str(tmp_path / "orders")
+    _write(uri, [1, 2, 3], _context(1))
+    asset = table_asset(uri)
+
+    miss = TxnLogSparkDeleteOperator(task_id="purge", table_uri=uri, predicate="id > 100", spark_conn_id=None)
+    assert miss.execute(ctx := _context(3))["version"] is None
+    assert asset not in miss.outlets and not ctx["outlet_events"]
+
+    hit = TxnLogSparkDeleteOperator(task_id="purge", table_uri=uri, predicate="id = 2", spark_conn_id=None)
+    version = hit.execute(ctx := _context(3))["version"]
+    extra = ctx["outlet_events"][asset].extra
+    entry = next(h for h in Table.open(uri).history() if h["version"] == version)
+    assert (extra["version"], extra["previous_version"], extra["operation"]) == (
+        version,
+        entry["readVersion"],
+        "DELETE",
+    )
+    assert extra["num_removed_rows"] == 1 and extra["num_added_rows"] == 0
+    assert extra["num_removed_files"] == int(entry["operationMetrics"]["numRemovedFiles"]) >= 1
+    assert extra["num_added_files"] == int(entry["operationMetrics"]["numAddedFiles"])
+    assert (extra["task_id"], extra["run_id"]) == ("purge", "scheduled__2024-06-03")
