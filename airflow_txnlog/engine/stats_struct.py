@@ -31,6 +31,7 @@ from airflow_txnlog.engine import properties as props
 from airflow_txnlog.engine.actions import STATS_PARSED, Metadata
 from airflow_txnlog.engine.errors import InvalidArgumentError
 from airflow_txnlog.engine.schema import schema_from_json
+from airflow_txnlog.engine.stats import LeafPath, has_bounds, indexed_leaves, stats_columns
 
 
 def field_names(t: pa.StructType) -> set[str]:
@@ -118,46 +119,17 @@ def add_stats_json(adds: pa.StructArray) -> pa.Array:
 
 
 # ----------------------------------------------------------------------------- stats: JSON -> struct
-def _has_min_max(t: pa.DataType) -> bool:
-    return bool(
-        pa.types.is_integer(t)
-        or pa.types.is_floating(t)
-        or pa.types.is_decimal(t)
-        or pa.types.is_date(t)
-        or pa.types.is_timestamp(t)
-        or pa.types.is_string(t)
-    )
-
-
-def _is_nested(t: pa.DataType) -> bool:
-    return bool(pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_map(t))
-
-
-def _stats_selector(conf: Mapping[str, str]) -> Callable[[tuple[str, ...]], bool]:
-    """Which leaf columns (by path, in schema order) have stats: `delta.dataSkippingStatsColumns`, else
-    the first `delta.dataSkippingNumIndexedCols` leaves (arrays and maps not counted, as the writer)."""
-    named = str(conf.get(props.STATS_COLUMNS) or "").strip()
-    if named:
-        wanted = {tuple(p.strip().strip("`") for p in n.split(".")) for n in named.split(",") if n.strip()}
-        return lambda path: any(path[: len(w)] == w for w in wanted)
+def _stats_leaves(data: list[pa.Field], conf: Mapping[str, str]) -> set[LeafPath]:
+    """The leaf paths the stats writer collects stats for (engine.stats.indexed_leaves, same rule)."""
     try:
-        budget = [props.num_indexed_cols(conf)]
+        count, named = props.num_indexed_cols(conf), stats_columns(conf)
     except InvalidArgumentError:
-        budget = [-1]  # a malformed value: a superset of the stats any writer collected
-
-    def take(_: tuple[str, ...]) -> bool:
-        if budget[0] < 0:  # -1: every column
-            return True
-        if budget[0] == 0:
-            return False
-        budget[0] -= 1
-        return True
-
-    return take
+        count, named = -1, None  # a malformed value: a superset of the stats any writer collected
+    return {path for path, _ in indexed_leaves(pa.schema(data), num_indexed_cols=count, stats_columns=named)}
 
 
 def _stats_fields(
-    fields: list[pa.Field], path: tuple[str, ...], pick: Callable[[tuple[str, ...]], bool]
+    fields: list[pa.Field], path: LeafPath, picked: set[LeafPath]
 ) -> tuple[list[pa.Field], list[pa.Field]]:
     """(minValues/maxValues fields, nullCount fields) of the stats columns among `fields`."""
     bounds: list[pa.Field] = []
@@ -165,14 +137,14 @@ def _stats_fields(
     for f in fields:
         p = (*path, f.name)
         if pa.types.is_struct(f.type):
-            b, n = _stats_fields([f.type.field(i) for i in range(f.type.num_fields)], p, pick)
+            b, n = _stats_fields([f.type.field(i) for i in range(f.type.num_fields)], p, picked)
             if b:  # (parquet has no empty structs)
                 bounds.append(pa.field(f.name, pa.struct(b)))
             if n:
                 nulls.append(pa.field(f.name, pa.struct(n)))
-        elif not _is_nested(f.type) and pick(p):
+        elif p in picked:
             nulls.append(pa.field(f.name, pa.int64()))
-            if _has_min_max(f.type):
+            if has_bounds(f.type):
                 bounds.append(pa.field(f.name, f.type))
     return bounds, nulls
 
@@ -183,7 +155,7 @@ def stats_parsed_type(metadata: Metadata) -> pa.StructType:
     schema = schema_from_json(metadata.schema_string)
     parts = set(metadata.partition_columns)
     data = [f for f in schema if f.name not in parts]
-    bounds, nulls = _stats_fields(data, (), _stats_selector(metadata.configuration))
+    bounds, nulls = _stats_fields(data, (), _stats_leaves(data, metadata.configuration))
     fields = [pa.field("numRecords", pa.int64())]
     if bounds:
         fields += [pa.field("minValues", pa.struct(bounds)), pa.field("maxValues", pa.struct(bounds))]
