@@ -104,6 +104,15 @@ def read_commit_infos(
         yield version, commit_info(_iter_actions(data, name=name))
 
 
+def read_commit_info(storage: Storage, version: int) -> dict[str, Any] | None:
+    """commitInfo of one known version, reading only that commit file (None once it is gone)."""
+    try:
+        data = storage.read(f"{LOG_DIR}/{commit_name(version)}")
+    except FileNotFoundError:
+        return None
+    return commit_info(_iter_actions(data, name=commit_name(version)))
+
+
 def commit_info(actions: Iterable[dict[str, Any]]) -> dict[str, Any]:
     """The commitInfo of a commit's actions, or `{}` (the protocol makes commitInfo optional)."""
     return next((a[COMMIT_INFO] for a in actions if isinstance(a.get(COMMIT_INFO), dict)), {})

@@ -125,9 +125,11 @@ _ZERO: dict[str, tuple[str, ...]] = {
 
 
 def commit_entry(table: Table, version: int) -> dict[str, Any]:
-    """The history entry (commitInfo + version) of `version`; `{"version": version}` if it is gone."""
-    newer = max(table.latest_version() - version, 0)  # others may have committed since: read a few
-    return next((h for h in table.history(limit=newer + 1) if h["version"] == version), {"version": version})
+    """The commitInfo of `version` plus `version`, from that one commit file (`{"version": version}`
+    if it is gone); no listing, whatever the log's length."""
+    from airflow_txnlog.engine import log_reader  # noqa: PLC0415 - no pyarrow at parse time
+
+    return {**(log_reader.read_commit_info(table.storage, version) or {}), "version": version}
 
 
 def commit_figures(entry: dict[str, Any]) -> dict[str, int]:

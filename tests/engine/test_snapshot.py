@@ -195,3 +195,17 @@ def test_files_filter_prunes_by_partition_and_stats(table_uri: str) -> None:
     assert len(s.files("id = 4 OR part = 'p0'")) == 4
     assert len(s.files("NOT (id < 8)")) == 1
     assert s.to_arrow(filter="id > 2 AND value < 3.0", columns=["id"]).column("id").to_pylist() == [3, 4, 5]
+
+
+def test_read_commit_info_reads_one_commit_without_listing(tmp_path: Path) -> None:
+    from airflow_txnlog.engine import Table, log_reader  # noqa: PLC0415
+
+    t = Table.create(str(tmp_path / "t"), schema=SCHEMA)
+    t.write(rows([1]))
+    calls: list[str] = []
+    storage = t.storage
+    original = storage.list_log
+    storage.list_log = lambda *a, **k: calls.append("list") or original(*a, **k)  # type: ignore[method-assign]
+    info = log_reader.read_commit_info(storage, 1)
+    assert info is not None and info["operation"] == "WRITE" and calls == []
+    assert log_reader.read_commit_info(storage, 7) is None
