@@ -31,6 +31,7 @@ def get_provider_info() -> dict[str, Any]:
                     "airflow_txnlog.operators.spark",
                     "airflow_txnlog.operators.maintenance",
                     "airflow_txnlog.operators.savepoint",
+                    "airflow_txnlog.operators.publish",
                 ],
             }
         ],

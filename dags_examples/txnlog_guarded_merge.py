@@ -1,10 +1,17 @@
-"""Guarded merge: savepoint -> Spark MERGE -> data-quality check -> restore if anything failed.
+"""Guarded merge, write-audit-publish: savepoint -> MERGE -> audit -> publish, or restore.
 
-Two safety nets, use either or both:
-- `on_failure_callback=restore_on_failure(...)` on the risky tasks restores the savepoint as soon as
-  one of them fails for good (idempotent: it can fire twice);
-- an explicit `restore` task with `trigger_rule="one_failed"`, visible in the grid.
-Trigger with `{"inject_bad_rows": true}` to see the quality check fail and the table come back.
+Downstream readers never see a version nobody audited:
+- the MERGE commits to the table but emits **no** asset event (`emit_asset_event=False`);
+- `audit` checks that version and returns its number;
+- `publish` (`TxnLogPublishOperator`) records exactly that version on the table's "published"
+  channel and emits the table's asset event (operation "PUBLISH"): `txnlog_downstream` runs on it and
+  reads the version it names; readers that follow the channel (`Table.published_snapshot()`,
+  `SparkTable.to_df(published=True)`, sensors with `channel="published"`) read it from then on;
+- when the merge or the audit fails, nothing is published and the table is restored to the savepoint,
+  by either safety net: `on_failure_callback=restore_on_failure(...)` on the risky tasks (as soon as
+  one fails for good; idempotent) and the `restore` task with `trigger_rule="one_failed"`, visible in
+  the grid. Neither emits an event: the published version did not change.
+Trigger with `{"inject_bad_rows": true}` to see the audit fail and the table come back.
 The corrections' day is the run's logical date, or `run_after` for a run without one (no `ds`).
 """
 
@@ -19,6 +26,7 @@ from airflow.sdk import DAG, Param, task
 from airflow_txnlog.callbacks import restore_on_failure
 from airflow_txnlog.hooks.txnlog import TxnLogHook
 from airflow_txnlog.operators import run_datetime
+from airflow_txnlog.operators.publish import TxnLogPublishOperator
 from airflow_txnlog.operators.savepoint import TxnLogRestoreOperator, TxnLogSavepointOperator
 from airflow_txnlog.operators.spark import TxnLogSparkMergeOperator
 
@@ -55,30 +63,33 @@ with DAG(
         when_matched_update="*",
         when_not_matched_insert="*",
         spark_conf=SPARK_CONF,
+        emit_asset_event=False,  # unaudited: only `publish` tells downstream
         on_failure_callback=guard,
     )
 
     @task(on_failure_callback=guard)
-    def quality_check() -> int:
-        """Fail when the merged table has negative amounts."""
-        snap = TxnLogHook().get_table(TABLE_URI).snapshot()
+    def audit(**context: Any) -> int:
+        """Fail when the version the merge committed has negative amounts; else return that version."""
+        merged = context["ti"].xcom_pull(task_ids="merge_corrections") or {}
+        table = TxnLogHook().get_table(TABLE_URI)
+        # The merge's own version, never a later writer's (None: it committed nothing; the latest).
+        snap = table.snapshot(merged.get("version"))
         bad = snap.to_arrow(filter="amount < 0").num_rows
         if bad:
-            raise ValueError(
-                f"quality check failed: {bad} orders with a negative amount at version {snap.version}"
-            )
+            raise ValueError(f"audit failed: {bad} orders with a negative amount at version {snap.version}")
         return snap.version
 
-    @task
-    def publish(version: int) -> None:
-        """Only reached when the check passed; a failed check leaves the run failed (and restored)."""
-        print(f"version {version} of {TABLE_URI} passed the quality check")
-
+    checked = audit()
+    publish = TxnLogPublishOperator(
+        task_id="publish",
+        table_uri=TABLE_URI,
+        version="{{ ti.xcom_pull(task_ids='audit') }}",
+    )
     restore = TxnLogRestoreOperator(
         task_id="restore",
         table_uri=TABLE_URI,
         savepoint_task_id="savepoint",
         trigger_rule="one_failed",
+        emit_asset_event=False,  # the published version did not change
     )
-    check = quality_check()
-    savepoint >> merge >> check >> [restore, publish(check)]
+    savepoint >> merge >> checked >> [publish, restore]

@@ -14,6 +14,8 @@ human-readable rich output):
     txnlog vacuum URI [--retain-hours H] [--execute] [--no-enforce-retention]   dry run unless --execute
     txnlog cleanup-log URI [--retain-hours H] [--dry-run]
     txnlog health URI [--small-file-bytes B]
+    txnlog publish URI [--version N] [--channel C]   mark an audited version (write-audit-publish)
+    txnlog published URI [--channel C]          the version a channel publishes (exit 1: none)
 
 The global option `--storage-option KEY=VALUE` (repeatable, before the command) is passed to fsspec
 as storage_options. Values are strings, except JSON objects/arrays and `true` / `false` / `null`,
@@ -23,7 +25,8 @@ Any engine error (`TxnLogError`) prints one line `error: <message>` on stderr an
 bad usage exits with 2.
 
 Modules: `_output` (shared options, error handling, output helpers), `read` (describe, history,
-files, checkpoint), `maintenance` (savepoints, restore, vacuum, log cleanup, health).
+files, checkpoint), `maintenance` (savepoints, restore, vacuum, log cleanup, health), `publish`
+(publish, published).
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from typing import Annotated
 
 import typer
 
-from airflow_txnlog.cli import maintenance, read
+from airflow_txnlog.cli import maintenance, publish, read
 from airflow_txnlog.cli._output import delta_type, iso_ms, parse_storage_options
 from airflow_txnlog.cli.read import describe_doc, file_doc, history_doc
 from airflow_txnlog.engine import Table
@@ -81,6 +84,8 @@ app.command()(maintenance.restore)
 app.command()(maintenance.vacuum)
 app.command("cleanup-log")(maintenance.cleanup_log)
 app.command()(maintenance.health)
+app.command()(publish.publish)
+app.command()(publish.published)
 
 
 def main() -> None:

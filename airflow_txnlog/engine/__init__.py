@@ -28,8 +28,10 @@ from airflow_txnlog.engine.errors import (
     InvalidArgumentError,
     LogCorruptedError,
     MetadataChangedError,
+    NotPublishedError,
     PredicateError,
     ProtocolChangedError,
+    PublicationError,
     RestoreError,
     RestoreFilesMissingError,
     RestoreRetriesExceededError,
@@ -57,6 +59,7 @@ from airflow_txnlog.engine.properties import num_indexed_cols, target_file_size
 # format (which leaves, how bounds are written, the JSON), the compaction target size. Spark imports
 # them from here, never from the submodules.
 from airflow_txnlog.engine.provenance import Provenance, run_owner_tag
+from airflow_txnlog.engine.publications import DEFAULT_CHANNEL, Publication
 from airflow_txnlog.engine.restore import ForeignCommitsPolicy, RestoreResult
 from airflow_txnlog.engine.savepoints import Savepoint
 from airflow_txnlog.engine.schema import (
@@ -83,6 +86,7 @@ from airflow_txnlog.engine.validate import one_of as check_choice
 from airflow_txnlog.engine.writer import WriteMode
 
 __all__ = [
+    "DEFAULT_CHANNEL",
     "HIVE_NULL",
     "STRING_PREFIX",
     "AddFile",
@@ -108,11 +112,14 @@ __all__ = [
     "MaintenanceTable",
     "Metadata",
     "MetadataChangedError",
+    "NotPublishedError",
     "Predicate",
     "PredicateError",
     "Protocol",
     "ProtocolChangedError",
     "Provenance",
+    "Publication",
+    "PublicationError",
     "RemoveFile",
     "RestoreError",
     "RestoreFilesMissingError",

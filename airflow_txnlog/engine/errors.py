@@ -112,6 +112,14 @@ class ForeignCommitsError(RestoreError):
         self.versions = versions
 
 
+class PublicationError(TxnLogError):
+    """A publication (write-audit-publish) cannot be made or its version cannot be kept."""
+
+
+class NotPublishedError(PublicationError):
+    """A reader follows a publication channel on which nothing has been published yet."""
+
+
 class VersionAlreadyExistsError(TxnLogError):
     """Internal to the commit loop: another writer created the commit file for this version first.
 

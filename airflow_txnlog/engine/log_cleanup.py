@@ -10,6 +10,9 @@ Cleanup refuses (`UnsupportedFeatureError`) a table with a writer feature this e
 cannot carry (`engine.checkpoint.require_checkpoint_supported`): the checkpoint it would keep might be
 a lossy one, and deleting the commits below it would make the loss permanent.
 
+Publications hold it back: a reader following a channel (engine.publications) loads the channel's
+current version from the log, so C is also at most the oldest channel's current version.
+
 Savepoints do not hold the log back: each savepoint's manifest holds the full state of its version,
 so a restore needs only the manifest and the data files (which vacuum keeps). This avoids Hudi's
 problem of a timeline that grows without bound behind an old savepoint.
@@ -32,6 +35,7 @@ from airflow_txnlog.engine.checkpoint import require_checkpoint_supported
 from airflow_txnlog.engine.log_paths import LOG_DIR, parse_name
 from airflow_txnlog.engine.log_segment import LogListing, monotonic_timestamps
 from airflow_txnlog.engine.maintenance_table import MaintenanceTable
+from airflow_txnlog.engine.publications import published_versions
 from airflow_txnlog.engine.snapshot import Snapshot
 from airflow_txnlog.engine.storage import Storage
 from airflow_txnlog.engine.validate import flag, number
@@ -86,7 +90,8 @@ def _cleanup_versions(
     files = storage.list_log()  # one listing: it classifies the versions and names what to delete
     listing = LogListing.build(files, complete=True)
     stamps = monotonic_timestamps(listing.commits)
-    eligible = [v for v in listing.checkpoints if v in stamps and stamps[v] <= cutoff and v <= snap.version]
+    ceiling = min([snap.version, *published_versions(storage).values()])
+    eligible = [v for v in listing.checkpoints if v in stamps and stamps[v] <= cutoff and v <= ceiling]
     if not eligible:
         return CleanupResult([], dry_run, None, min(listing.commits, default=None))
     cp = max(eligible)

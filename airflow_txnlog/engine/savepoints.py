@@ -54,7 +54,8 @@ from airflow_txnlog.engine.storage import Storage
 from airflow_txnlog.engine.validate import text
 
 SAVEPOINT_DIR = "_savepoints"
-_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$")
+# Savepoint names and publication channels: safe as one path segment on every store.
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$")
 
 
 @dataclass(frozen=True)
@@ -110,7 +111,7 @@ class Savepoint:
 
 
 def validate_name(name: str) -> str:
-    if not isinstance(name, str) or not _NAME_RE.match(name) or ".." in name:
+    if not isinstance(name, str) or not NAME_RE.match(name) or ".." in name:
         raise InvalidArgumentError(
             f"invalid savepoint name {name!r}: use 1-128 letters, digits, '.', '_' or '-', "
             "starting with a letter or digit (no path separators, no '..')"

@@ -135,6 +135,7 @@ class LocalStorage(Storage):
     def put_if_absent(self, key: str, data: bytes) -> None:
         if not data:
             raise StorageError(f"refusing to create empty object {key!r}")
+        os.makedirs(os.path.dirname(self._p(key)), exist_ok=True)
         tmp = self._temp_write(key, data)
         try:
             os.link(tmp, self._p(key))  # atomic: EEXIST if someone else won

@@ -24,7 +24,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from airflow_txnlog.engine import log_cleanup, provenance, savepoints
+from airflow_txnlog.engine import log_cleanup, provenance, publications, savepoints
 from airflow_txnlog.engine import properties as props
 from airflow_txnlog.engine import restore as restore_mod
 from airflow_txnlog.engine import vacuum as vacuum_mod
@@ -48,6 +48,7 @@ from airflow_txnlog.engine.log_cleanup import CleanupResult
 from airflow_txnlog.engine.log_paths import LOG_DIR, commit_name
 from airflow_txnlog.engine.log_reader import list_after, read_commits
 from airflow_txnlog.engine.log_segment import list_log, monotonic_timestamps
+from airflow_txnlog.engine.publications import DEFAULT_CHANNEL, Publication
 from airflow_txnlog.engine.restore import ForeignCommitsPolicy, RestoreResult
 from airflow_txnlog.engine.savepoints import Savepoint
 from airflow_txnlog.engine.snapshot import Snapshot, load_snapshot, version_at
@@ -352,6 +353,22 @@ class Table:
 
     def delete_savepoint(self, name: str) -> Savepoint | None:
         return savepoints.delete_savepoint(self._storage, name)
+
+    # ------------------------------------------------------------------ publications (write-audit-publish)
+    def publish(self, version: int | None = None, *, channel: str = DEFAULT_CHANNEL) -> Publication:
+        """Mark `version` (default latest) as audited on `channel`; readers that follow the channel
+        see it from now on (engine.publications). Re-publishing the current version is a no-op; an
+        older version raises `PublicationError`."""
+        return publications.publish(self, version, channel=channel)
+
+    def publication(self, channel: str = DEFAULT_CHANNEL) -> Publication | None:
+        """The channel's current publication, None when nothing is published (one listing, one read)."""
+        return publications.current_publication(self._storage, publications.validate_channel(channel))
+
+    def published_snapshot(self, channel: str = DEFAULT_CHANNEL) -> Snapshot:
+        """The table as of the channel's current version (`NotPublishedError` when there is none)."""
+        pub = publications.require_publication(self._storage, publications.validate_channel(channel))
+        return self.snapshot(pub.version)
 
     def restore(
         self,

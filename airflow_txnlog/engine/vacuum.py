@@ -7,7 +7,8 @@ Algorithm (Delta's VACUUM, plus savepoints):
    folders (`_col=value` of a partition column); never look outside the root (symlinked folders are
    not entered; a symlinked file is removed as a link, never its target);
 3. keep: live files of the latest snapshot, tombstones deleted after the cutoff, every file of every
-   unexpired savepoint manifest;
+   unexpired savepoint manifest, every file live at a publication channel's current version
+   (engine.publications: readers following the channel read that version, however old);
 4. delete the rest if it is an expired tombstone, or, for files the log does not know (orphans of
    failed writes), if its modification time is older than the cutoff (an in-flight writer's fresh
    file is never taken);
@@ -28,6 +29,7 @@ from airflow_txnlog.engine import properties as props
 from airflow_txnlog.engine.errors import RetentionTooShortError
 from airflow_txnlog.engine.fence import VacuumFence
 from airflow_txnlog.engine.maintenance_table import MaintenanceTable
+from airflow_txnlog.engine.publications import published_keys
 from airflow_txnlog.engine.replay import file_key
 from airflow_txnlog.engine.savepoints import protected_paths
 from airflow_txnlog.engine.snapshot import Snapshot
@@ -128,6 +130,7 @@ def _needed(storage: Storage, snap: Snapshot, cutoff: int, now: int) -> tuple[se
         else:
             expired.add(key)
     keep |= {_relative_key(storage, k) for k in protected_paths(storage, now_ms=now)}
+    keep |= {_relative_key(storage, k) for k in published_keys(storage, snap)}
     return keep, expired - keep
 
 

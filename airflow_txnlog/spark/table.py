@@ -22,7 +22,7 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
-from airflow_txnlog.engine import InvalidArgumentError, Table, WriteMode
+from airflow_txnlog.engine import DEFAULT_CHANNEL, InvalidArgumentError, Table, WriteMode
 from airflow_txnlog.spark import _arguments as check
 from airflow_txnlog.spark import delete as _delete
 from airflow_txnlog.spark import optimize as _optimize
@@ -109,11 +109,23 @@ class SparkTable:
 
     # ------------------------------------------------------------------ read
     def to_df(
-        self, *, version: int | None = None, timestamp: dt.datetime | str | int | None = None
+        self,
+        *,
+        version: int | None = None,
+        timestamp: dt.datetime | str | int | None = None,
+        published: bool | str = False,
     ) -> DataFrame:
-        """The rows of the latest version, or of `version`, or as of `timestamp` (partition columns
-        included, in schema order)."""
-        snap = self.table.snapshot(version=version, timestamp=timestamp)
+        """The rows of the latest version, or of `version`, or as of `timestamp`, or of the version
+        published on a channel (`published=True`: the default channel; a str: that channel; see
+        `Table.publish`). Partition columns included, in schema order."""
+        if published is not False:
+            if version is not None or timestamp is not None:
+                raise InvalidArgumentError("give one of version, timestamp or published, not several")
+            if published is not True and (not isinstance(published, str) or not published):
+                raise InvalidArgumentError(f"published must be True or a channel name; got {published!r}")
+            snap = self.table.published_snapshot(DEFAULT_CHANNEL if published is True else published)
+        else:
+            snap = self.table.snapshot(version=version, timestamp=timestamp)
         return scan(self._handle.context(snap), snap.files())
 
     # ------------------------------------------------------------------ write

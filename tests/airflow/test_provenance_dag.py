@@ -6,20 +6,16 @@ AIRFLOW_CTX_* environment), which prints the dag run states as JSON on its last 
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from airflow_txnlog.engine import Table
+from tests.airflow.dag_subprocess import run_dag_script
 from tests.conftest import SCHEMA, rows
 
 pytestmark = [pytest.mark.airflow, pytest.mark.slow]
-ROOT = Path(__file__).resolve().parents[2]
 DAGS = Path(__file__).resolve().parent / "provenance_dags"
 RUNNER = """
 import json
@@ -47,30 +43,8 @@ def ran(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     tables = {"restore": str(out / "orders"), "foreign": str(out / "foreign_orders")}
     for uri in tables.values():
         Table.create(uri, schema=SCHEMA).write(rows([1, 2, 3]))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW_CTX_")}
-    env.update(
-        {
-            "AIRFLOW_HOME": str(out / "airflow_home"),
-            "AIRFLOW__CORE__DAGS_FOLDER": str(DAGS),
-            "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
-            "AIRFLOW__CORE__UNIT_TEST_MODE": "False",
-            "TXNLOG_PROVENANCE_TABLE": tables["restore"],
-            "TXNLOG_PROVENANCE_FOREIGN_TABLE": tables["foreign"],
-            "PYTHONPATH": str(ROOT),
-        }
-    )
-    proc = subprocess.run(
-        [sys.executable, "-c", RUNNER.format(dags=str(DAGS))],
-        check=False,
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=600,
-        cwd=ROOT,
-    )
-    output = proc.stdout + proc.stderr
-    assert proc.returncode == 0, output[-4000:]
-    states = json.loads(proc.stdout.strip().splitlines()[-1])
+    env = {"TXNLOG_PROVENANCE_TABLE": tables["restore"], "TXNLOG_PROVENANCE_FOREIGN_TABLE": tables["foreign"]}
+    states, output = run_dag_script(out / "airflow_home", DAGS, RUNNER.format(dags=str(DAGS)), env)
     return {"states": states, "output": output, **tables}
 
 

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from airflow_txnlog.engine import Table
+from airflow_txnlog.engine import InvalidArgumentError, NotPublishedError, Table
 from airflow_txnlog.spark import SparkTable
 from tests.spark.conftest import make_rows
 from tests.spark.helpers import engine_rows, spark_rows
@@ -31,3 +31,19 @@ def test_time_travel_by_version_and_timestamp(spark, copy_table) -> None:
         assert expected == entry["version"]
         assert spark_rows(st.to_df(timestamp=at)) == engine_rows(path, expected)
     assert st.to_df(version=0).count() == 0
+
+
+def test_published_reads_the_channel_not_the_latest(spark, copy_table) -> None:
+    path = copy_table(False, "p")
+    st = SparkTable(spark, str(path))
+    with pytest.raises(NotPublishedError, match="nothing is published"):
+        st.to_df(published=True)
+    audited = Table.open(str(path)).publish()
+    st.delete("id < 100")  # a newer, unaudited version
+    assert spark_rows(st.to_df(published=True)) == engine_rows(path, audited.version)
+    assert spark_rows(st.to_df()) != spark_rows(st.to_df(published=True))
+    Table.open(str(path)).publish(channel="nightly")
+    assert spark_rows(st.to_df(published="nightly")) == spark_rows(st.to_df())
+    for bad in ({"published": True, "version": 1}, {"published": ""}, {"published": 3}):
+        with pytest.raises(InvalidArgumentError):
+            st.to_df(**bad)

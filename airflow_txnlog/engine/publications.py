@@ -1,0 +1,271 @@
+"""Publications: a named pointer to the newest version readers may trust (write-audit-publish).
+
+Iceberg's write-audit-publish stages a snapshot on a branch and fast-forwards `main` once the audit
+passed. Delta has one linear log and no branches: every write is visible as the latest version at once,
+audited or not. A *publication channel* adds what the log lacks: the newest version an audit approved.
+Writers commit as usual; an audit reads the new version; a publish step records it on the channel;
+readers, sensors and asset watchers that follow the channel never see a version nobody approved. A
+failed audit publishes nothing (and `restore` puts the table back), so the channel never names it.
+
+Layout, under `<table>/_published/<channel>/` (readers and other engines' vacuum skip `_` folders):
+    <version:020d>.json    one record per publication, created with put_if_absent, never rewritten
+
+The channel's current version is the greatest version with a record, so a channel only moves forward:
+publishing a version older than the current one is refused (readers may already have read the newer
+one; to go back, restore the old version and publish the restore's commit). Two publishers racing
+each create their own record and the higher version wins whatever the order -- no compare-and-swap
+is needed, which is why the records are one file per version rather than one file rewritten.
+Re-publishing the current version returns its record (idempotent task retries). Records more than
+`KEEP_RECORDS` behind the current one are deleted by `publish`, so a poll lists a short folder.
+
+What the destructive operations keep (the reason a channel is more than a note in a file):
+- vacuum keeps every file live at each channel's current version (`published_keys`);
+- log cleanup keeps the checkpoint and commits needed to load each channel's current version
+  (`published_versions` caps the checkpoint it may clean below).
+Publishing a version whose files are not all live in the latest snapshot checks them, then waits
+for running vacuums (`engine.fence`) and checks again, as savepoints do; a missing file means nothing
+is published.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from airflow_txnlog.engine.errors import (
+    InvalidArgumentError,
+    LogCorruptedError,
+    NotPublishedError,
+    PublicationError,
+)
+from airflow_txnlog.engine.fence import DEFAULT_WAIT_S, wait_for_vacuums
+from airflow_txnlog.engine.maintenance_table import MaintenanceTable
+from airflow_txnlog.engine.provenance import current as current_provenance
+from airflow_txnlog.engine.replay import file_key
+from airflow_txnlog.engine.savepoints import NAME_RE, missing_files
+from airflow_txnlog.engine.snapshot import Snapshot, load_snapshot
+from airflow_txnlog.engine.storage import Storage
+
+PUBLISH_DIR = "_published"
+DEFAULT_CHANNEL = "published"
+KEEP_RECORDS = 20
+_RECORD_RE = re.compile(r"^(\d{20})\.json$")
+
+
+@dataclass(frozen=True)
+class Publication:
+    """One publication record (times in ms since the epoch)."""
+
+    channel: str
+    version: int
+    table_id: str
+    commit_timestamp: int
+    published_at: int
+    previous_version: int | None  # the channel's version before this one (None: the first)
+    published_by: dict[str, str] | None = None  # Delta's commitInfo.job shape (engine.provenance)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "channel": self.channel,
+            "version": self.version,
+            "tableId": self.table_id,
+            "commitTimestamp": self.commit_timestamp,
+            "publishedAt": self.published_at,
+            "previousVersion": self.previous_version,
+            "publishedBy": self.published_by,
+        }
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Publication:
+        prev = d.get("previousVersion")
+        return cls(
+            channel=str(d["channel"]),
+            version=int(d["version"]),
+            table_id=str(d["tableId"]),
+            commit_timestamp=int(d["commitTimestamp"]),
+            published_at=int(d["publishedAt"]),
+            previous_version=None if prev is None else int(prev),
+            published_by=d.get("publishedBy"),
+        )
+
+
+def validate_channel(channel: object) -> str:
+    if not isinstance(channel, str) or not NAME_RE.match(channel) or ".." in channel:
+        raise InvalidArgumentError(
+            f"invalid publication channel {channel!r}: use 1-128 letters, digits, '.', '_' or '-', "
+            "starting with a letter or digit"
+        )
+    return channel
+
+
+def channel_dir(channel: str) -> str:
+    return f"{PUBLISH_DIR}/{validate_channel(channel)}"
+
+
+def _record_key(channel: str, version: int) -> str:
+    return f"{channel_dir(channel)}/{version:020d}.json"
+
+
+def published_version_list(storage: Storage, channel: str, *, after: int = -1) -> list[int]:
+    """Versions with a record on `channel` newer than `after`, oldest first (one listing, no reads)."""
+    try:
+        start = f"{after:020d}.json" if after >= 0 else None
+        files = storage.list_dir(channel_dir(channel), start_after=start)
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    found = (_RECORD_RE.match(f.name) for f in files)
+    return sorted(v for v in (int(m.group(1)) for m in found if m) if v > after)
+
+
+def read_publication(storage: Storage, channel: str, version: int) -> Publication:
+    key = _record_key(channel, version)
+    data = storage.read(key)
+    try:
+        return Publication.from_json(orjson.loads(data))
+    except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+        raise LogCorruptedError(
+            f"publication record {key} is unreadable ({exc}). Help: delete it; the channel then "
+            "falls back to its previous record"
+        ) from exc
+
+
+def current_publication(storage: Storage, channel: str = DEFAULT_CHANNEL) -> Publication | None:
+    """The channel's current publication (its greatest version), or None when nothing is published."""
+    for version in reversed(published_version_list(storage, channel)):
+        try:
+            return read_publication(storage, channel, version)
+        except FileNotFoundError:
+            continue  # pruned between the listing and the read: an older one cannot be current
+    return None
+
+
+def published_versions(storage: Storage) -> dict[str, int]:
+    """The current version of every channel of the table (for vacuum and log cleanup)."""
+    try:
+        entries = storage.fs.ls(storage.full_path(PUBLISH_DIR), detail=True)
+    except (FileNotFoundError, NotADirectoryError):
+        return {}
+    out: dict[str, int] = {}
+    for entry in entries:
+        name = str(entry["name"]).rstrip("/").rsplit("/", 1)[-1]
+        if entry.get("type") == "directory" and NAME_RE.match(name):
+            versions = published_version_list(storage, name)
+            if versions:
+                out[name] = versions[-1]
+    return out
+
+
+def published_keys(storage: Storage, latest: Snapshot) -> set[str]:
+    """Decoded keys of every file live at a channel's current version (vacuum keeps them)."""
+    keep: set[str] = set()
+    for channel, version in published_versions(storage).items():
+        if version == latest.version:
+            continue  # its files are the latest snapshot's, which vacuum keeps anyway
+        try:
+            snap = load_snapshot(storage, version)
+        except Exception as exc:
+            raise PublicationError(
+                f"cannot load version {version}, published on channel {channel!r}, to keep its files: "
+                f"{exc}. Nothing was deleted. Help: publish a newer version on {channel!r}"
+            ) from exc
+        keep.update(snap.file_paths())
+    return keep
+
+
+def publish(
+    table: MaintenanceTable, version: int | None, *, channel: str, fence_wait_s: float = DEFAULT_WAIT_S
+) -> Publication:
+    """Record `version` (None: the latest) as the channel's current version; see the module docstring."""
+    validate_channel(channel)
+    storage = table.storage
+    latest = table.snapshot()
+    if version is None:
+        version = latest.version
+    if not isinstance(version, int) or isinstance(version, bool) or version < 0:
+        raise InvalidArgumentError(f"version must be a non-negative integer, got {version!r:.80}")
+    if version > latest.version:
+        raise InvalidArgumentError(
+            f"cannot publish version {version}: the table's latest version is {latest.version}"
+        )
+    current = current_publication(storage, channel)
+    if current is not None and current.version == version:
+        return current
+    if current is not None and current.version > version:
+        raise PublicationError(
+            f"cannot publish version {version} on channel {channel!r}: version {current.version} is "
+            "already published and a channel never moves back (readers may have read it). Help: restore "
+            f"the table to version {version} and publish the restore's version"
+        )
+    snap = latest if version == latest.version else load_snapshot(storage, version)
+    at_risk = _files_at_risk(snap, latest)
+    _require_files(storage, snap, at_risk, "are missing")
+    pub = _create_record(storage, snap, channel, current)
+    if at_risk:
+        wait_for_vacuums(storage, timeout_s=fence_wait_s)
+        try:
+            _require_files(storage, snap, at_risk, "were deleted by a concurrent vacuum")
+        except PublicationError:
+            storage.delete(_record_key(channel, version))
+            raise
+    _prune(storage, channel, version)
+    return pub
+
+
+def _files_at_risk(snap: Snapshot, latest: Snapshot) -> list[str]:
+    """Files of `snap` no longer live in `latest`: a vacuum may delete them (the others it keeps)."""
+    if snap.version == latest.version:
+        return []
+    live = set(latest.file_paths())
+    return [f.path for f in snap.files() if file_key(f.path) not in live]
+
+
+def _require_files(storage: Storage, snap: Snapshot, paths: list[str], what: str) -> None:
+    gone = missing_files(storage, paths)
+    if gone:
+        raise PublicationError(
+            f"cannot publish version {snap.version}: {len(gone)} of its files {what}: {gone[:10]}. "
+            "Nothing was published. Help: publish a newer version"
+        )
+
+
+def _create_record(
+    storage: Storage, snap: Snapshot, channel: str, current: Publication | None
+) -> Publication:
+    prov = current_provenance()
+    pub = Publication(
+        channel=channel,
+        version=snap.version,
+        table_id=snap.metadata.id,
+        commit_timestamp=snap.timestamp,
+        published_at=int(time.time() * 1000),
+        previous_version=None if current is None else current.version,
+        published_by=None if prov is None else prov.job(),
+    )
+    try:
+        storage.put_if_absent(_record_key(channel, snap.version), orjson.dumps(pub.to_json()))
+    except FileExistsError:
+        return read_publication(storage, channel, snap.version)  # a concurrent retry published it
+    return pub
+
+
+def _prune(storage: Storage, channel: str, current: int) -> None:
+    """Delete the records more than KEEP_RECORDS behind the current one (never the current one)."""
+    versions = [v for v in published_version_list(storage, channel) if v < current]
+    for old in versions[: max(0, len(versions) - KEEP_RECORDS)]:
+        storage.delete(_record_key(channel, old))
+
+
+def require_publication(storage: Storage, channel: str) -> Publication:
+    """The channel's current publication, or `NotPublishedError` saying what to do."""
+    pub = current_publication(storage, channel)
+    if pub is None:
+        raise NotPublishedError(
+            f"nothing is published on channel {channel!r} of {storage.root!r}. Help: publish an audited "
+            "version (Table.publish(version), TxnLogPublishOperator, `txnlog publish`), or read the "
+            "latest version instead"
+        )
+    return pub

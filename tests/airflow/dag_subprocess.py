@@ -1,0 +1,46 @@
+"""Run DAG files with dag.test() in a fresh interpreter: its own AIRFLOW_HOME, SQLite DB and env.
+
+Airflow caches its configuration and ORM per process, and the task runner leaves AIRFLOW_CTX_*
+behind; a subprocess keeps each test's Airflow (and its settings, e.g. OpenLineage) to itself.
+The script prints its result as JSON on its last stdout line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run_dag_script(
+    home: Path, dags: Path, script: str, env: dict[str, str], *, timeout: float = 600
+) -> tuple[Any, str]:
+    """(the JSON the script printed last, all its output); fails the test when the script fails."""
+    full = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW_CTX_")}
+    full.update(
+        {
+            "AIRFLOW_HOME": str(home),
+            "AIRFLOW__CORE__DAGS_FOLDER": str(dags),
+            "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+            "AIRFLOW__CORE__UNIT_TEST_MODE": "False",
+            "PYTHONPATH": str(ROOT),
+            **env,
+        }
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", script],
+        check=False,
+        capture_output=True,
+        text=True,
+        env=full,
+        timeout=timeout,
+        cwd=ROOT,
+    )
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 0, output[-4000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1]), output
