@@ -1,10 +1,12 @@
-"""Downstream: runs on every new version of the table and reads exactly the version that triggered it.
+"""Downstream: runs on every event of the table's asset and reads exactly the version it names.
 
 The writer's operators emit an asset event for the table only for a commit that changed data, with
 `{"version": v, "previous_version": ..., "operation": op, <rows/files added/removed>, "dag_id": ...,
-"task_id": ..., "run_id": ...}` (docs/airflow.md); this DAG is scheduled on that asset. (Without any
-upstream DAG, schedule on an `AssetWatcher` with `TxnLogVersionEventTrigger` instead: see
-docs/sensors.md.)
+"task_id": ..., "run_id": ...}` (docs/airflow.md); in the guarded merge (write-audit-publish) only the
+`publish` task emits, naming the audited version, so this DAG never reads the merge's unaudited
+version. Run without an event (by hand), it reads the published version, or the latest when nothing
+was ever published. (Without any upstream DAG, schedule on an `AssetWatcher` with
+`TxnLogVersionEventTrigger` instead: see docs/sensors.md.)
 """
 
 from __future__ import annotations
@@ -32,14 +34,17 @@ with DAG(
 
     @task
     def summarize(**context: Any) -> dict[str, Any]:
-        """Revenue per day of exactly the version named by the triggering event (latest if none)."""
+        """Revenue per day of exactly the version named by the triggering event."""
         events = context.get("triggering_asset_events") or {}
         # Operator events carry {"version"}; AssetWatcher events carry it under "payload".
         extras = [e.extra for evs in events.values() for e in evs]
         versions = [x.get("version", (x.get("payload") or {}).get("version")) for x in extras]
         versions = [v for v in versions if v is not None]
         table = TxnLogHook().get_table(TABLE_URI)
-        snap = table.snapshot(version=max(versions)) if versions else table.snapshot()
+        if versions:
+            snap = table.snapshot(version=max(versions))
+        else:
+            snap = table.published_snapshot() if table.publication() else table.snapshot()
         data = snap.to_arrow(columns=["day", "amount"]).group_by("day").aggregate([("amount", "sum")])
         totals = {r["day"]: round(r["amount_sum"], 2) for r in data.to_pylist()}
         print(f"version {snap.version}: revenue per day {totals}")
