@@ -16,6 +16,7 @@ from airflow_txnlog.hooks.txnlog import TxnLogHook
 
 if TYPE_CHECKING:
     from airflow_txnlog.engine import Table
+    from airflow_txnlog.operators._lineage import Lineage
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.\-]+")
 
@@ -183,6 +184,10 @@ class TxnLogBaseOperator(BaseOperator):
     template_fields: Sequence[str] = ("table_uri",)
     operation = "UNKNOWN"
     emits_by_default = True
+    # What `execute` read / committed, for OpenLineage (see _lineage.py): `emit` records the
+    # committed version; a task that commits nothing may set the version it read.
+    lineage_read_version: int | None = None
+    lineage_committed_version: int | None = None
 
     def __init__(
         self,
@@ -215,6 +220,7 @@ class TxnLogBaseOperator(BaseOperator):
         no data either. Airflow emits an event for every outlet of a successful task, so "no event"
         means taking the table's asset out of this task instance's outlets.
         """
+        self.lineage_committed_version = version
         if not self.emit_asset_event:
             return
         asset = table_asset(self.table_uri)
@@ -232,3 +238,24 @@ class TxnLogBaseOperator(BaseOperator):
             self.outlets = [o for o in self.outlets if o != asset]
             return
         context["outlet_events"][asset].extra = extra
+
+    def lineage_inputs(self) -> list[str]:
+        """Locations the task reads besides its table (OpenLineage inputs), e.g. a source path."""
+        return []
+
+    # OpenLineage hooks, called by apache-airflow-providers-openlineage when it is installed and
+    # configured (imports inside: without the provider nothing here is ever loaded).
+    def get_openlineage_facets_on_start(self) -> Lineage:
+        from airflow_txnlog.operators._lineage import start_lineage  # noqa: PLC0415
+
+        return start_lineage(self, extra_inputs=self.lineage_inputs())
+
+    def get_openlineage_facets_on_complete(self, task_instance: Any) -> Lineage:
+        from airflow_txnlog.operators._lineage import table_lineage  # noqa: PLC0415
+
+        return table_lineage(
+            self,
+            read_version=self.lineage_read_version,
+            committed_version=self.lineage_committed_version,
+            extra_inputs=self.lineage_inputs(),
+        )

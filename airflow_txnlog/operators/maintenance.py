@@ -1,5 +1,8 @@
 """Maintenance operators: checkpoint, vacuum, log cleanup, optimize (Spark) and health.
 
+OpenLineage (docs/lineage.md): each reports its table as an input at the version it worked on;
+vacuum (not a dry run) and optimize also report the version they committed as an output.
+
 They change no data, so by default they emit no asset event (downstream DAGs scheduled on the table
 would otherwise run for versions without new data); pass `emit_asset_event=True` to emit one for
 the commits they make (vacuum's VACUUM END, optimize's OPTIMIZE). Vacuum is a dry run unless
@@ -30,6 +33,7 @@ class TxnLogCheckpointOperator(TxnLogBaseOperator):
         t = self.table()
         version = t.latest_version()
         t.checkpoint(version)
+        self.lineage_read_version = version
         self.log.info("checkpointed %s at version %s", self.table_uri, version)
         return {"version": version}
 
@@ -97,12 +101,23 @@ class TxnLogCleanupLogOperator(TxnLogBaseOperator):
     def execute(self, context: Context) -> dict[str, Any]:
         retention = hours("retention_hours", self.retention_hours)  # rendered by now
         result = self.table().cleanup_log(retention_hours=retention, dry_run=self.is_dry_run)
-        self.log.info(
-            "log cleanup removed %d files below checkpoint %s and %d stale temp files",
-            len(result.files),
-            result.checkpoint_version,
-            len(result.temp_files),
-        )
+        verb = "would remove" if result.dry_run else "removed"
+        temps = f"; {verb} {len(result.temp_files)} stale temp file(s)" if result.temp_files else ""
+        if result.checkpoint_version is None:  # no checkpoint old enough: say so, not "below None"
+            kept = f"{retention:g} hours" if retention is not None else "the table's: 30 days unless set"
+            self.log.info(
+                "log cleanup: nothing to remove, no checkpoint is older than the log retention (%s)%s",
+                kept,
+                temps,
+            )
+        else:
+            self.log.info(
+                "log cleanup %s %d file(s) below checkpoint %d%s",
+                verb,
+                len(result.files),
+                result.checkpoint_version,
+                temps,
+            )
         return {
             "num_files": len(result.files),
             "num_temp_files": len(result.temp_files),
@@ -122,6 +137,7 @@ class TxnLogHealthOperator(TxnLogBaseOperator):
 
     def execute(self, context: Context) -> dict[str, Any]:
         report = self.table().health(small_file_bytes=self.small_file_bytes).to_dict()
+        self.lineage_read_version = report["version"]
         self.log.info("health of %s: %s", self.table_uri, report)
         return report
 

@@ -71,6 +71,7 @@ class TxnLogPublishOperator(TxnLogBaseOperator):
             self.log.warning("no version given: publishing the latest version, whatever committed it")
         with context_provenance(context):
             pub = table.publish(version, channel=self.channel)
+        self.lineage_read_version = pub.version  # OpenLineage: the published version, read, not written
         if before is not None and before.version == pub.version:
             self.log.info("version %s is already published on %r: no asset event", pub.version, self.channel)
             self._drop_event()

@@ -62,6 +62,7 @@ class TxnLogSavepointOperator(TxnLogBaseOperator):
                 raise
             self.log.info("savepoint %s already taken by this run (a retry): reusing it", name)
         self.log.info("savepoint %s of %s at version %s", sp.name, self.table_uri, sp.version)
+        self.lineage_read_version = sp.version  # OpenLineage: the savepoint reads the table, commits nothing
         return {"name": sp.name, "version": sp.version}
 
 

@@ -19,6 +19,10 @@ carries `txn=("<dag_id>.<task_id>@<logical date>", <logical date in ms>)`, so a 
 of the same date, after a committed write commits nothing. The date is part of the app id (rather
 than only the version, as streaming writers do) because Airflow runs dates out of order: with one app
 id per task, a backfill of an older date would look already written and be skipped.
+
+OpenLineage (docs/lineage.md): a commit reports the table as an output at the committed version and
+an input at the version it read; no commit (a skipped re-run, no matching rows) reports it as an
+input only. A `source_path` is an input too; a callable or SQL source is not named.
 """
 
 from __future__ import annotations
@@ -117,6 +121,10 @@ class _SourceMixin:
             )
         self.source, self.source_path = source, source_path
         self.source_format, self.source_options = source_format, str_mapping("source_options", source_options)
+
+    def lineage_inputs(self) -> list[str]:
+        """OpenLineage: a `source_path` is an input; a callable or SQL source cannot be named."""
+        return [self.source_path] if self.source_path else []
 
     def _source_df(self, spark: SparkSession, context: Context) -> DataFrame:
         if callable(self.source):

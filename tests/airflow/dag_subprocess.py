@@ -2,7 +2,9 @@
 
 Airflow caches its configuration and ORM per process, and the task runner leaves AIRFLOW_CTX_*
 behind; a subprocess keeps each test's Airflow (and its settings, e.g. OpenLineage) to itself.
-The script prints its result as JSON on its last stdout line.
+The script prints its result as one stdout line starting with RESULT_MARKER (log lines may follow
+it: e.g. OpenLineage emits DAG-level events asynchronously). OpenLineage settings of the calling
+environment are dropped, so only a test that configures a transport turns it on.
 """
 
 from __future__ import annotations
@@ -11,17 +13,26 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
+RESULT_MARKER = "RESULT="
 
 
 def run_dag_script(
-    home: Path, dags: Path, script: str, env: dict[str, str], *, timeout: float = 600
+    home: Path,
+    dags: Path,
+    script: str,
+    env: dict[str, str],
+    *,
+    args: Sequence[str] = (),
+    timeout: float = 600,
 ) -> tuple[Any, str]:
-    """(the JSON the script printed last, all its output); fails the test when the script fails."""
-    full = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW_CTX_")}
+    """(the JSON the script printed after RESULT_MARKER, all its output); fails the test when the
+    script fails."""
+    full = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW_CTX_", "OPENLINEAGE"))}
     full.update(
         {
             "AIRFLOW_HOME": str(home),
@@ -33,7 +44,7 @@ def run_dag_script(
         }
     )
     proc = subprocess.run(
-        [sys.executable, "-c", script],
+        [sys.executable, "-c", script, *args],
         check=False,
         capture_output=True,
         text=True,
@@ -43,4 +54,5 @@ def run_dag_script(
     )
     output = proc.stdout + proc.stderr
     assert proc.returncode == 0, output[-4000:]
-    return json.loads(proc.stdout.strip().splitlines()[-1]), output
+    line = next(ln for ln in proc.stdout.splitlines() if ln.startswith(RESULT_MARKER))
+    return json.loads(line.removeprefix(RESULT_MARKER)), output

@@ -41,7 +41,8 @@ with DAG("wap_guarded", schedule=None, start_date=START, params={"bad": Param(Fa
             raise ValueError(f"audit failed: {bad} negative ids at version {version}")
         return version
 
-    checked = audit(write())
+    written = write()
+    checked = audit(written)
     publish = TxnLogPublishOperator(
         task_id="publish", table_uri=TABLE, version="{{ ti.xcom_pull(task_ids='audit') }}"
     )
@@ -52,7 +53,8 @@ with DAG("wap_guarded", schedule=None, start_date=START, params={"bad": Param(Fa
         trigger_rule="one_failed",
         emit_asset_event=False,
     )
-    TxnLogSavepointOperator(task_id="savepoint", table_uri=TABLE) >> checked >> [publish, restore]
+    TxnLogSavepointOperator(task_id="savepoint", table_uri=TABLE) >> written
+    checked >> [publish, restore]
 
 with DAG("wap_downstream", schedule=[table_asset(TABLE)], start_date=START, catchup=False):
 
