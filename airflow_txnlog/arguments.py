@@ -89,6 +89,20 @@ def operation_names(name: str, value: object) -> list[str] | None:
     return list(items)
 
 
+def channel_name(name: str, value: object, operations: object = None) -> str | None:
+    """A publication channel (None: follow commits, not publications); not with `operations`."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise invalid(f"{name} must be None or a publication channel name such as 'published'; got {value!r}")
+    if operations is not None:
+        raise invalid(
+            f"{name} and operations cannot be combined: a publication is not a commit of an operation. "
+            "Help: drop operations, or drop the channel to wait for commits"
+        )
+    return value
+
+
 def _number(value: object, kind: type[int] | type[float]) -> int | float | None:
     """`value` as a number of `kind` (numbers, or text as a rendered template gives), else None."""
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):

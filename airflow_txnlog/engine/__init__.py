@@ -6,84 +6,171 @@ log_segment -> replay / log_reader -> checkpoint / scan -> snapshot -> conflicts
 writer / create_table -> fence -> maintenance_table -> savepoints -> restore / vacuum / log_cleanup ->
 health -> table (pyproject.toml's "engine layers" contract enforces it).
 `log_reader` is the one way to read the log after a version (commits, commitInfo, the checkpoint hint).
+
+The public names load lazily (PEP 562): `import airflow_txnlog.engine` costs nothing, and
+`from airflow_txnlog.engine import Table` imports only what `Table` needs. A process that needs only
+the light modules (the Airflow triggers poll the log with `log_reader` and `storage`, pure Python +
+fsspec) never loads pyarrow, numpy or sqlglot, whose import would hold the triggerer's event loop.
 """
 
 from __future__ import annotations
 
-from airflow_txnlog.engine import log_reader
-from airflow_txnlog.engine.actions import AddFile, CommitInfo, Metadata, Protocol, RemoveFile, Txn
-from airflow_txnlog.engine.conflicts import IsolationLevel
-from airflow_txnlog.engine.errors import (
-    AppendOnlyViolationError,
-    CommitConflictError,
-    CommitOutcomeUnknownError,
-    CommitRetriesExceededError,
-    CommitTooLargeError,
-    ConcurrentAppendError,
-    ConcurrentDeleteDeleteError,
-    ConcurrentDeleteReadError,
-    ConcurrentTransactionError,
-    FilesMissingError,
-    ForeignCommitsError,
-    InvalidArgumentError,
-    LogCorruptedError,
-    MetadataChangedError,
-    NotPublishedError,
-    PredicateError,
-    ProtocolChangedError,
-    PublicationError,
-    RestoreError,
-    RestoreFilesMissingError,
-    RestoreRetriesExceededError,
-    RetentionTooShortError,
-    SavepointExistsError,
-    SavepointFilesMissingError,
-    SavepointNotFoundError,
-    SchemaMismatchError,
-    StorageError,
-    TableExistsError,
-    TableNotFoundError,
-    TxnLogError,
-    UnsupportedFeatureError,
-    VacuumInProgressError,
-    VersionNotFoundError,
-)
-from airflow_txnlog.engine.health import TableHealth
-from airflow_txnlog.engine.log_cleanup import CleanupResult
-from airflow_txnlog.engine.maintenance_table import MaintenanceTable
-from airflow_txnlog.engine.predicates import Predicate, parse_predicate, to_arrow_expression
-from airflow_txnlog.engine.properties import num_indexed_cols, target_file_size
+import importlib
+from typing import TYPE_CHECKING, Any
 
-# Protocol helpers that airflow_txnlog.spark builds on (documented in docs/spark.md, "Engine names
-# Spark uses"): SQL predicates, schemaString <-> Arrow, partition values' log form, the stats
-# format (which leaves, how bounds are written, the JSON), the compaction target size. Spark imports
-# them from here, never from the submodules.
-from airflow_txnlog.engine.provenance import Provenance, run_owner_tag
-from airflow_txnlog.engine.publications import DEFAULT_CHANNEL, Publication
-from airflow_txnlog.engine.restore import ForeignCommitsPolicy, RestoreResult
-from airflow_txnlog.engine.savepoints import Savepoint
-from airflow_txnlog.engine.schema import (
-    HIVE_NULL,
-    parse_partition_value,
-    schema_from_json,
-    schema_to_json,
-    serialize_partition_value,
-)
-from airflow_txnlog.engine.snapshot import Snapshot
-from airflow_txnlog.engine.stats import (
-    STRING_PREFIX,
-    LeafPath,
-    LeafStats,
-    indexed_leaves,
-    json_bounds,
-    stats_columns,
-    stats_json,
-)
-from airflow_txnlog.engine.table import Table
-from airflow_txnlog.engine.transaction import Transaction
-from airflow_txnlog.engine.vacuum import VacuumResult
-from airflow_txnlog.engine.validate import one_of as check_choice
-from airflow_txnlog.engine.writer import WriteMode
+if TYPE_CHECKING:  # the names below load on first use (PEP 562 __getattr__), see the docstring
+    from airflow_txnlog.engine import log_reader
+    from airflow_txnlog.engine.actions import AddFile, CommitInfo, Metadata, Protocol, RemoveFile, Txn
+    from airflow_txnlog.engine.conflicts import IsolationLevel
+    from airflow_txnlog.engine.errors import (
+        AppendOnlyViolationError,
+        CommitConflictError,
+        CommitOutcomeUnknownError,
+        CommitRetriesExceededError,
+        CommitTooLargeError,
+        ConcurrentAppendError,
+        ConcurrentDeleteDeleteError,
+        ConcurrentDeleteReadError,
+        ConcurrentTransactionError,
+        FilesMissingError,
+        ForeignCommitsError,
+        InvalidArgumentError,
+        LogCorruptedError,
+        MetadataChangedError,
+        NotPublishedError,
+        PredicateError,
+        ProtocolChangedError,
+        PublicationError,
+        RestoreError,
+        RestoreFilesMissingError,
+        RestoreRetriesExceededError,
+        RetentionTooShortError,
+        SavepointExistsError,
+        SavepointFilesMissingError,
+        SavepointNotFoundError,
+        SchemaMismatchError,
+        StorageError,
+        TableExistsError,
+        TableNotFoundError,
+        TxnLogError,
+        UnsupportedFeatureError,
+        VacuumInProgressError,
+        VersionNotFoundError,
+    )
+    from airflow_txnlog.engine.health import TableHealth
+    from airflow_txnlog.engine.log_cleanup import CleanupResult
+    from airflow_txnlog.engine.maintenance_table import MaintenanceTable
+    from airflow_txnlog.engine.predicates import Predicate, parse_predicate, to_arrow_expression
+    from airflow_txnlog.engine.properties import num_indexed_cols, target_file_size
+
+    # Protocol helpers that airflow_txnlog.spark builds on (documented in docs/spark.md, "Engine names
+    # Spark uses"): SQL predicates, schemaString <-> Arrow, partition values' log form, the stats
+    # format (which leaves, how bounds are written, the JSON), the compaction target size. Spark imports
+    # them from here, never from the submodules.
+    from airflow_txnlog.engine.provenance import Provenance, run_owner_tag
+    from airflow_txnlog.engine.publication_records import DEFAULT_CHANNEL, Publication
+    from airflow_txnlog.engine.restore import ForeignCommitsPolicy, RestoreResult
+    from airflow_txnlog.engine.savepoints import Savepoint
+    from airflow_txnlog.engine.schema import (
+        HIVE_NULL,
+        parse_partition_value,
+        schema_from_json,
+        schema_to_json,
+        serialize_partition_value,
+    )
+    from airflow_txnlog.engine.snapshot import Snapshot
+    from airflow_txnlog.engine.stats import (
+        STRING_PREFIX,
+        LeafPath,
+        LeafStats,
+        indexed_leaves,
+        json_bounds,
+        stats_columns,
+        stats_json,
+    )
+    from airflow_txnlog.engine.table import Table
+    from airflow_txnlog.engine.transaction import Transaction
+    from airflow_txnlog.engine.vacuum import VacuumResult
+    from airflow_txnlog.engine.validate import one_of as check_choice
+    from airflow_txnlog.engine.writer import WriteMode
+
+# public name -> (engine submodule, attribute in it; None: the submodule itself)
+_LAZY: dict[str, tuple[str, str | None]] = {
+    "AddFile": ("actions", "AddFile"),
+    "AppendOnlyViolationError": ("errors", "AppendOnlyViolationError"),
+    "CleanupResult": ("log_cleanup", "CleanupResult"),
+    "CommitConflictError": ("errors", "CommitConflictError"),
+    "CommitInfo": ("actions", "CommitInfo"),
+    "CommitOutcomeUnknownError": ("errors", "CommitOutcomeUnknownError"),
+    "CommitRetriesExceededError": ("errors", "CommitRetriesExceededError"),
+    "CommitTooLargeError": ("errors", "CommitTooLargeError"),
+    "ConcurrentAppendError": ("errors", "ConcurrentAppendError"),
+    "ConcurrentDeleteDeleteError": ("errors", "ConcurrentDeleteDeleteError"),
+    "ConcurrentDeleteReadError": ("errors", "ConcurrentDeleteReadError"),
+    "ConcurrentTransactionError": ("errors", "ConcurrentTransactionError"),
+    "DEFAULT_CHANNEL": ("publication_records", "DEFAULT_CHANNEL"),
+    "FilesMissingError": ("errors", "FilesMissingError"),
+    "ForeignCommitsError": ("errors", "ForeignCommitsError"),
+    "ForeignCommitsPolicy": ("restore", "ForeignCommitsPolicy"),
+    "HIVE_NULL": ("schema", "HIVE_NULL"),
+    "InvalidArgumentError": ("errors", "InvalidArgumentError"),
+    "IsolationLevel": ("conflicts", "IsolationLevel"),
+    "LeafPath": ("stats", "LeafPath"),
+    "LeafStats": ("stats", "LeafStats"),
+    "LogCorruptedError": ("errors", "LogCorruptedError"),
+    "MaintenanceTable": ("maintenance_table", "MaintenanceTable"),
+    "Metadata": ("actions", "Metadata"),
+    "MetadataChangedError": ("errors", "MetadataChangedError"),
+    "NotPublishedError": ("errors", "NotPublishedError"),
+    "Predicate": ("predicates", "Predicate"),
+    "PredicateError": ("errors", "PredicateError"),
+    "Protocol": ("actions", "Protocol"),
+    "ProtocolChangedError": ("errors", "ProtocolChangedError"),
+    "Provenance": ("provenance", "Provenance"),
+    "Publication": ("publication_records", "Publication"),
+    "PublicationError": ("errors", "PublicationError"),
+    "RemoveFile": ("actions", "RemoveFile"),
+    "RestoreError": ("errors", "RestoreError"),
+    "RestoreFilesMissingError": ("errors", "RestoreFilesMissingError"),
+    "RestoreResult": ("restore", "RestoreResult"),
+    "RestoreRetriesExceededError": ("errors", "RestoreRetriesExceededError"),
+    "RetentionTooShortError": ("errors", "RetentionTooShortError"),
+    "STRING_PREFIX": ("stats", "STRING_PREFIX"),
+    "Savepoint": ("savepoints", "Savepoint"),
+    "SavepointExistsError": ("errors", "SavepointExistsError"),
+    "SavepointFilesMissingError": ("errors", "SavepointFilesMissingError"),
+    "SavepointNotFoundError": ("errors", "SavepointNotFoundError"),
+    "SchemaMismatchError": ("errors", "SchemaMismatchError"),
+    "Snapshot": ("snapshot", "Snapshot"),
+    "StorageError": ("errors", "StorageError"),
+    "Table": ("table", "Table"),
+    "TableExistsError": ("errors", "TableExistsError"),
+    "TableHealth": ("health", "TableHealth"),
+    "TableNotFoundError": ("errors", "TableNotFoundError"),
+    "Transaction": ("transaction", "Transaction"),
+    "Txn": ("actions", "Txn"),
+    "TxnLogError": ("errors", "TxnLogError"),
+    "UnsupportedFeatureError": ("errors", "UnsupportedFeatureError"),
+    "VacuumInProgressError": ("errors", "VacuumInProgressError"),
+    "VacuumResult": ("vacuum", "VacuumResult"),
+    "VersionNotFoundError": ("errors", "VersionNotFoundError"),
+    "WriteMode": ("writer", "WriteMode"),
+    "check_choice": ("validate", "one_of"),
+    "indexed_leaves": ("stats", "indexed_leaves"),
+    "json_bounds": ("stats", "json_bounds"),
+    "log_reader": ("log_reader", None),
+    "num_indexed_cols": ("properties", "num_indexed_cols"),
+    "parse_partition_value": ("schema", "parse_partition_value"),
+    "parse_predicate": ("predicates", "parse_predicate"),
+    "run_owner_tag": ("provenance", "run_owner_tag"),
+    "schema_from_json": ("schema", "schema_from_json"),
+    "schema_to_json": ("schema", "schema_to_json"),
+    "serialize_partition_value": ("schema", "serialize_partition_value"),
+    "stats_columns": ("stats", "stats_columns"),
+    "stats_json": ("stats", "stats_json"),
+    "target_file_size": ("properties", "target_file_size"),
+    "to_arrow_expression": ("predicates", "to_arrow_expression"),
+}
 
 __all__ = [
     "DEFAULT_CHANNEL",
@@ -161,3 +248,19 @@ __all__ = [
     "target_file_size",
     "to_arrow_expression",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Load a public name's submodule on first use (and keep the name, so this runs once per name)."""
+    try:
+        module, attr = _LAZY[name]
+    except KeyError:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    loaded = importlib.import_module(f"{__name__}.{module}")
+    value = loaded if attr is None else getattr(loaded, attr)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -29,118 +29,40 @@ is published.
 
 from __future__ import annotations
 
-import re
 import time
-from dataclasses import dataclass
-from typing import Any
 
 import orjson
 
-from airflow_txnlog.engine.errors import (
-    InvalidArgumentError,
-    LogCorruptedError,
-    NotPublishedError,
-    PublicationError,
-)
+from airflow_txnlog.engine.errors import InvalidArgumentError, NotPublishedError, PublicationError
 from airflow_txnlog.engine.fence import DEFAULT_WAIT_S, wait_for_vacuums
 from airflow_txnlog.engine.maintenance_table import MaintenanceTable
 from airflow_txnlog.engine.provenance import current as current_provenance
+from airflow_txnlog.engine.publication_records import (
+    DEFAULT_CHANNEL,
+    PUBLISH_DIR,
+    Publication,
+    current_publication,
+    published_version_list,
+    read_publication,
+    record_key,
+    validate_channel,
+)
 from airflow_txnlog.engine.replay import file_key
-from airflow_txnlog.engine.savepoints import NAME_RE, missing_files
+from airflow_txnlog.engine.savepoints import missing_files
 from airflow_txnlog.engine.snapshot import Snapshot, load_snapshot
 from airflow_txnlog.engine.storage import Storage
+from airflow_txnlog.engine.validate import SAFE_NAME_RE
 
-PUBLISH_DIR = "_published"
-DEFAULT_CHANNEL = "published"
+__all__ = [  # the record layer's names, re-exported: callers of publishing need them too
+    "DEFAULT_CHANNEL",
+    "PUBLISH_DIR",
+    "Publication",
+    "current_publication",
+    "published_version_list",
+    "read_publication",
+    "validate_channel",
+]
 KEEP_RECORDS = 20
-_RECORD_RE = re.compile(r"^(\d{20})\.json$")
-
-
-@dataclass(frozen=True)
-class Publication:
-    """One publication record (times in ms since the epoch)."""
-
-    channel: str
-    version: int
-    table_id: str
-    commit_timestamp: int
-    published_at: int
-    previous_version: int | None  # the channel's version before this one (None: the first)
-    published_by: dict[str, str] | None = None  # Delta's commitInfo.job shape (engine.provenance)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "channel": self.channel,
-            "version": self.version,
-            "tableId": self.table_id,
-            "commitTimestamp": self.commit_timestamp,
-            "publishedAt": self.published_at,
-            "previousVersion": self.previous_version,
-            "publishedBy": self.published_by,
-        }
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any]) -> Publication:
-        prev = d.get("previousVersion")
-        return cls(
-            channel=str(d["channel"]),
-            version=int(d["version"]),
-            table_id=str(d["tableId"]),
-            commit_timestamp=int(d["commitTimestamp"]),
-            published_at=int(d["publishedAt"]),
-            previous_version=None if prev is None else int(prev),
-            published_by=d.get("publishedBy"),
-        )
-
-
-def validate_channel(channel: object) -> str:
-    if not isinstance(channel, str) or not NAME_RE.match(channel) or ".." in channel:
-        raise InvalidArgumentError(
-            f"invalid publication channel {channel!r}: use 1-128 letters, digits, '.', '_' or '-', "
-            "starting with a letter or digit"
-        )
-    return channel
-
-
-def channel_dir(channel: str) -> str:
-    return f"{PUBLISH_DIR}/{validate_channel(channel)}"
-
-
-def _record_key(channel: str, version: int) -> str:
-    return f"{channel_dir(channel)}/{version:020d}.json"
-
-
-def published_version_list(storage: Storage, channel: str, *, after: int = -1) -> list[int]:
-    """Versions with a record on `channel` newer than `after`, oldest first (one listing, no reads)."""
-    try:
-        start = f"{after:020d}.json" if after >= 0 else None
-        files = storage.list_dir(channel_dir(channel), start_after=start)
-    except (FileNotFoundError, NotADirectoryError):
-        return []
-    found = (_RECORD_RE.match(f.name) for f in files)
-    return sorted(v for v in (int(m.group(1)) for m in found if m) if v > after)
-
-
-def read_publication(storage: Storage, channel: str, version: int) -> Publication:
-    key = _record_key(channel, version)
-    data = storage.read(key)
-    try:
-        return Publication.from_json(orjson.loads(data))
-    except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
-        raise LogCorruptedError(
-            f"publication record {key} is unreadable ({exc}). Help: delete it; the channel then "
-            "falls back to its previous record"
-        ) from exc
-
-
-def current_publication(storage: Storage, channel: str = DEFAULT_CHANNEL) -> Publication | None:
-    """The channel's current publication (its greatest version), or None when nothing is published."""
-    for version in reversed(published_version_list(storage, channel)):
-        try:
-            return read_publication(storage, channel, version)
-        except FileNotFoundError:
-            continue  # pruned between the listing and the read: an older one cannot be current
-    return None
 
 
 def published_versions(storage: Storage) -> dict[str, int]:
@@ -152,7 +74,7 @@ def published_versions(storage: Storage) -> dict[str, int]:
     out: dict[str, int] = {}
     for entry in entries:
         name = str(entry["name"]).rstrip("/").rsplit("/", 1)[-1]
-        if entry.get("type") == "directory" and NAME_RE.match(name):
+        if entry.get("type") == "directory" and SAFE_NAME_RE.match(name):
             versions = published_version_list(storage, name)
             if versions:
                 out[name] = versions[-1]
@@ -209,7 +131,7 @@ def publish(
         try:
             _require_files(storage, snap, at_risk, "were deleted by a concurrent vacuum")
         except PublicationError:
-            storage.delete(_record_key(channel, version))
+            storage.delete(record_key(channel, version))
             raise
     _prune(storage, channel, version)
     return pub
@@ -246,7 +168,7 @@ def _create_record(
         published_by=None if prov is None else prov.job(),
     )
     try:
-        storage.put_if_absent(_record_key(channel, snap.version), orjson.dumps(pub.to_json()))
+        storage.put_if_absent(record_key(channel, snap.version), orjson.dumps(pub.to_json()))
     except FileExistsError:
         return read_publication(storage, channel, snap.version)  # a concurrent retry published it
     return pub
@@ -256,7 +178,7 @@ def _prune(storage: Storage, channel: str, current: int) -> None:
     """Delete the records more than KEEP_RECORDS behind the current one (never the current one)."""
     versions = [v for v in published_version_list(storage, channel) if v < current]
     for old in versions[: max(0, len(versions) - KEEP_RECORDS)]:
-        storage.delete(_record_key(channel, old))
+        storage.delete(record_key(channel, old))
 
 
 def require_publication(storage: Storage, channel: str) -> Publication:

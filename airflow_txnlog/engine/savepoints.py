@@ -25,7 +25,6 @@ reading and deleting savepoints need only the `Storage`.
 from __future__ import annotations
 
 import datetime as dt
-import re
 import time
 import uuid
 from dataclasses import dataclass
@@ -51,11 +50,9 @@ from airflow_txnlog.engine.maintenance_table import MaintenanceTable
 from airflow_txnlog.engine.replay import LogState, file_key
 from airflow_txnlog.engine.snapshot import Snapshot, to_epoch_ms
 from airflow_txnlog.engine.storage import Storage
-from airflow_txnlog.engine.validate import text
+from airflow_txnlog.engine.validate import SAFE_NAME_RE, text
 
 SAVEPOINT_DIR = "_savepoints"
-# Savepoint names and publication channels: safe as one path segment on every store.
-NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$")
 
 
 @dataclass(frozen=True)
@@ -111,7 +108,7 @@ class Savepoint:
 
 
 def validate_name(name: str) -> str:
-    if not isinstance(name, str) or not NAME_RE.match(name) or ".." in name:
+    if not isinstance(name, str) or not SAFE_NAME_RE.match(name) or ".." in name:
         raise InvalidArgumentError(
             f"invalid savepoint name {name!r}: use 1-128 letters, digits, '.', '_' or '-', "
             "starting with a letter or digit (no path separators, no '..')"

@@ -19,12 +19,16 @@ what it accepts:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any, get_args
 
 import orjson
 
 from airflow_txnlog.engine.errors import InvalidArgumentError
+
+# A name safe as one path segment on every store: savepoint names, publication channels.
+SAFE_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$")
 
 
 def _shown(value: object) -> str:

@@ -15,8 +15,11 @@ Because the baseline is kept per DAG run and task, a retried or cleared sensor i
 for the same commit and so returns the same version (re-running a run reprocesses the same version).
 
 Each poke lists the log from the last version it saw and reads only new commit files (see
-`airflow_txnlog.triggers._poll`). The engine and pyarrow are imported only inside methods, so DAG
-files that use the sensor parse without them; pyspark is never imported.
+`airflow_txnlog.triggers._poll`). With `channel` (write-audit-publish, docs/airflow.md) the sensor
+waits for a *publication* instead: it lists the channel's records under `_published/<channel>/`
+after the baseline (the channel's current version when the sensor first runs) and returns the
+newest published version, never an unaudited commit. The engine and pyarrow are imported only
+inside methods, so DAG files that use the sensor parse without them; pyspark is never imported.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from airflow.sdk import BaseSensorOperator, PokeReturnValue, conf
 from airflow.sdk.exceptions import AirflowException, AirflowSensorTimeout
 
-from airflow_txnlog.arguments import operation_names, renders_later, version_number
+from airflow_txnlog.arguments import channel_name, operation_names, renders_later, version_number
 from airflow_txnlog.hooks.txnlog import TxnLogHook
 from airflow_txnlog.triggers.version import TxnLogVersionTrigger
 
@@ -49,6 +52,9 @@ class TxnLogVersionSensor(BaseSensorOperator):
         name); None means any commit. Commits of other operations are skipped. Templated. Anything
         else (a non-string or empty name) raises `InvalidArgumentError`, like a non-integer
         `after_version`, before the table is read.
+    :param channel: wait for a version published on this channel (`TxnLogPublishOperator`,
+        `Table.publish`) rather than for a commit; returns the newest published version. Templated.
+        Not combined with `operations` (a publication is not a commit of an operation).
     :param txnlog_conn_id: the `txnlog` connection (storage options); local paths need none.
     :param deferrable: wait in the triggerer instead of a worker slot (default: Airflow's
         ``[operators] default_deferrable``).
@@ -56,7 +62,7 @@ class TxnLogVersionSensor(BaseSensorOperator):
         `poke_interval`.
     """
 
-    template_fields: Sequence[str] = ("table_uri", "after_version", "operations")
+    template_fields: Sequence[str] = ("table_uri", "after_version", "operations", "channel")
     ui_color = "#cfe8fc"
 
     def __init__(
@@ -65,6 +71,7 @@ class TxnLogVersionSensor(BaseSensorOperator):
         table_uri: str,
         after_version: int | None = None,
         operations: list[str] | None = None,
+        channel: str | None = None,
         txnlog_conn_id: str | None = TxnLogHook.default_conn_name,
         deferrable: bool = conf.getboolean("operators", "default_deferrable", fallback=False),
         poll_interval: float | None = None,
@@ -77,6 +84,9 @@ class TxnLogVersionSensor(BaseSensorOperator):
         self.operations = (
             operations if renders_later(operations) else operation_names("operations", operations)
         )
+        self.channel = channel
+        if not renders_later(channel):
+            channel_name("channel", channel, operations)
         self.txnlog_conn_id = txnlog_conn_id
         self.deferrable = deferrable
         self.poll_interval = poll_interval
@@ -109,10 +119,11 @@ class TxnLogVersionSensor(BaseSensorOperator):
             )
         from airflow_txnlog.triggers import _poll  # noqa: PLC0415 - the engine loads pyarrow
 
-        baseline = _poll.latest_version(self._table().storage)
+        baseline = _poll.latest_version(self._table().storage, channel=self.channel)
         if store is not None:
             store.set(BASELINE_KEY, baseline)
-        self.log.info("waiting for a commit of %s after version %s", self.table_uri, baseline)
+        what = f"a publication on channel {self.channel!r}" if self.channel else "a commit"
+        self.log.info("waiting for %s of %s after version %s", what, self.table_uri, baseline)
         return baseline
 
     def poke(self, context: Context) -> PokeReturnValue:
@@ -123,7 +134,9 @@ class TxnLogVersionSensor(BaseSensorOperator):
         wanted = _poll.normalize_operations(self.operations)
         storage = self._table().storage
         while True:
-            commits = _poll.poll(storage, self._cursor)
+            commits = _poll.poll(storage, self._cursor, channel=self.channel)
+            if self.channel is not None:
+                commits = commits[-1:]  # the channel's newest version is the one to read
             for commit in commits:
                 if _poll.matches(commit, wanted):
                     self.log.info("version %s (%s) of %s", commit.version, commit.operation, self.table_uri)
@@ -134,6 +147,7 @@ class TxnLogVersionSensor(BaseSensorOperator):
 
     def execute(self, context: Context) -> Any:
         self.operations = operation_names("operations", self.operations)  # rendered by now
+        self.channel = channel_name("channel", self.channel, self.operations)
         if not self.deferrable:
             return super().execute(context)
         first = self.poke(context)  # already there: no trip through the triggerer
@@ -145,6 +159,7 @@ class TxnLogVersionSensor(BaseSensorOperator):
                 table_uri=self.table_uri,
                 after_version=self._cursor,
                 operations=list(self.operations) if self.operations is not None else None,
+                channel=self.channel,
                 txnlog_conn_id=self.txnlog_conn_id,
                 poll_interval=self.poll_interval if self.poll_interval is not None else self.poke_interval,
                 timeout=self.timeout,

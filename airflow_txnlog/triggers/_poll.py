@@ -16,6 +16,11 @@ engine storage's business: a local listing scans the directory; on S3 the server
 at the cursor (`StartAfter`); other fsspec object stores page through the keys of `_delta_log/` (log
 cleanup keeps that folder short).
 
+Following a publication channel (write-audit-publish, `channel=`) a poll lists the channel's
+records `_published/<channel>/<version>.json` after the cursor instead (the same one listing; one read
+per new record for its publication time); the "commits" it returns are publications, operation
+"PUBLISH". A channel holds a few dozen records at most (`publish` prunes older ones).
+
 Error messages that may reach trigger events or logs go through `safe_message`, which replaces the
 connection's secret values with `***`.
 
@@ -28,6 +33,7 @@ import logging
 from dataclasses import dataclass
 
 from airflow_txnlog.engine import log_reader
+from airflow_txnlog.engine import publication_records as publications
 from airflow_txnlog.engine.errors import StorageError
 from airflow_txnlog.engine.storage import Storage, storage_for
 from airflow_txnlog.hooks.txnlog import SECRET_KEYS, TxnLogHook
@@ -77,12 +83,16 @@ def safe_message(exc: BaseException, secrets: tuple[str, ...] = ()) -> str:
     return text if len(text) <= _MAX_MESSAGE_CHARS else text[: _MAX_MESSAGE_CHARS - 3] + "..."
 
 
-def latest_version(storage: Storage) -> int:
-    """The newest commit version, or -1 when there is no table yet.
+def latest_version(storage: Storage, *, channel: str | None = None) -> int:
+    """The newest commit version (with `channel`: the channel's published version), or -1 when there
+    is none yet.
 
     Lists from the `_last_checkpoint` hint when there is one (two calls), else the whole log once.
     Used only to fix a baseline, never on every poll.
     """
+    if channel is not None:
+        published = publications.published_version_list(storage, channel)
+        return published[-1] if published else -1
     return log_reader.latest_commit_version(storage)
 
 
@@ -107,13 +117,31 @@ def new_commits(storage: Storage, after: int) -> log_reader.CommitFiles:
     return listing.run_from(first)
 
 
-def poll(storage: Storage, after: int, *, limit: int = MAX_COMMITS_PER_POLL) -> list[Commit]:
-    """The next (at most `limit`) commits after version `after`, oldest first (one `read_many`)."""
+def poll(
+    storage: Storage, after: int, *, limit: int = MAX_COMMITS_PER_POLL, channel: str | None = None
+) -> list[Commit]:
+    """The next (at most `limit`) commits after version `after`, oldest first (one `read_many`); with
+    `channel`, the publications after it."""
+    if channel is not None:
+        return poll_publications(storage, channel, after, limit=limit)
     infos = log_reader.read_commit_infos(storage, new_commits(storage, after)[:limit], batch=max(1, limit))
     out = []
     for version, info in infos:
         op, ts = info.get("operation"), info.get("timestamp")
         out.append(Commit(version, str(op) if op is not None else None, int(ts) if ts is not None else None))
+    return out
+
+
+def poll_publications(storage: Storage, channel: str, after: int, *, limit: int) -> list[Commit]:
+    """The publications on `channel` of versions after `after`, oldest first, as `Commit`s whose
+    operation is "PUBLISH" and timestamp the publication time."""
+    out = []
+    for version in publications.published_version_list(storage, channel, after=after)[:limit]:
+        try:
+            published_at = publications.read_publication(storage, channel, version).published_at
+        except FileNotFoundError:  # pruned meanwhile: a newer record exists, which this poll also sees
+            continue
+        out.append(Commit(version, "PUBLISH", published_at))
     return out
 
 

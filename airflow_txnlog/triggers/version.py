@@ -2,7 +2,22 @@
 
 Both poll the log cheaply (see `airflow_txnlog.triggers._poll`): each poll lists `_delta_log/` from
 the last version seen and reads only the new commit files, so its storage calls do not grow with the
-length of the table. Blocking I/O runs in `asyncio.to_thread`.
+length of the table.
+
+Nothing slow runs on the triggerer's event loop, which Airflow watches (its `block_watchdog` warns
+"async thread was blocked" when an `asyncio.sleep(0.1)` takes more than 0.2 s): this module imports
+no engine, and `run()` loads the engine (pyarrow, fsspec: about a second on a cold process) with
+`_poll` in a worker thread (`_import_poll`) before touching it. Every storage call (open, listing,
+reading commits, reading and writing the cursor file) and the connection lookup run in
+`asyncio.to_thread` too; a test runs both triggers in a fresh process with asyncio's debug mode and
+an audit hook and finds no import, file access or slow step on the loop's thread. The poll imports
+only the engine's light modules (`log_reader`, `storage`, `publication_records`: pure Python +
+fsspec; the engine package loads its names lazily), never pyarrow, numpy or sqlglot, whose import's
+garbage collections would hold the GIL, the loop's thread included.
+
+With `channel=` (write-audit-publish, docs/airflow.md) both triggers follow a publication channel
+instead of the log: a "commit" is then a publication (operation "PUBLISH"), `after_version` and the
+cursor are published versions, and `TxnLogVersionTrigger` fires with the channel's newest version.
 
 `TxnLogVersionTrigger` (deferrable `TxnLogVersionSensor`) fires once: the first commit newer than
 `after_version` whose operation is in `operations` (commits of other operations are skipped), a
@@ -40,6 +55,8 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import importlib
+import sys
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -48,7 +65,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import orjson
 from airflow.triggers.base import BaseEventTrigger, BaseTrigger, TriggerEvent
 
-from airflow_txnlog.arguments import invalid, operation_names
+from airflow_txnlog.arguments import channel_name, invalid, operation_names
 from airflow_txnlog.hooks.txnlog import TxnLogHook  # light: the engine loads when a table is opened
 
 if TYPE_CHECKING:
@@ -60,13 +77,35 @@ CURSOR_DIR = "_txnlog_cursors"
 CURSOR_KEY_PREFIX = "txnlog_cursor:"
 
 
+async def _import_poll() -> None:
+    """Import `_poll` and with it the engine in a worker thread: a cold import takes about a second.
+
+    Afterwards `from airflow_txnlog.triggers import _poll` finds the module in `sys.modules` at once.
+    """
+    await asyncio.to_thread(importlib.import_module, "airflow_txnlog.triggers._poll")
+
+
+def _safe_message(exc: BaseException, secrets: tuple[str, ...]) -> str:
+    """`_poll.safe_message`; when `_poll` itself failed to import there are no secrets to mask yet."""
+    poll = sys.modules.get("airflow_txnlog.triggers._poll")
+    if poll is None:
+        return f"{type(exc).__name__}: {exc}"
+    return str(poll.safe_message(exc, secrets))
+
+
 def _event(status: str, table_uri: str, **fields: Any) -> TriggerEvent:
     return TriggerEvent({"status": status, "table_uri": table_uri, **fields})  # type: ignore[no-untyped-call]
 
 
-def _success(table_uri: str, commit: Commit) -> TriggerEvent:
+def _success(table_uri: str, commit: Commit, channel: str | None = None) -> TriggerEvent:
+    extra = {} if channel is None else {"channel": channel}
     return _event(
-        "success", table_uri, version=commit.version, operation=commit.operation, timestamp=commit.timestamp
+        "success",
+        table_uri,
+        version=commit.version,
+        operation=commit.operation,
+        timestamp=commit.timestamp,
+        **extra,
     )
 
 
@@ -77,6 +116,8 @@ class TxnLogVersionTrigger(BaseTrigger):
     :param after_version: the baseline; only commits with a greater version count (-1: any commit).
     :param operations: commitInfo operations that count (case-insensitive, e.g. ``["MERGE", "WRITE"]``);
         None means any. Commits of other operations are skipped.
+    :param channel: follow this publication channel instead of the log (fires with the channel's
+        newest version after `after_version`); not with `operations`.
     :param txnlog_conn_id: the `txnlog` connection with the storage options.
     :param poll_interval: seconds between polls.
     :param timeout: seconds after which a ``timeout`` event is sent; None waits forever.
@@ -90,6 +131,7 @@ class TxnLogVersionTrigger(BaseTrigger):
         table_uri: str,
         after_version: int,
         operations: list[str] | None = None,
+        channel: str | None = None,
         txnlog_conn_id: str | None = TxnLogHook.default_conn_name,
         poll_interval: float = DEFAULT_POLL_INTERVAL,
         timeout: float | None = None,
@@ -99,6 +141,7 @@ class TxnLogVersionTrigger(BaseTrigger):
         self.table_uri = table_uri
         self.after_version = int(after_version)
         self.operations = operation_names("operations", operations)
+        self.channel = channel_name("channel", channel, self.operations)
         self.txnlog_conn_id = txnlog_conn_id
         self.poll_interval = float(poll_interval)
         self.timeout = float(timeout) if timeout is not None else None
@@ -113,6 +156,7 @@ class TxnLogVersionTrigger(BaseTrigger):
                 "table_uri": self.table_uri,
                 "after_version": self.after_version,
                 "operations": self.operations,
+                "channel": self.channel,
                 "txnlog_conn_id": self.txnlog_conn_id,
                 "poll_interval": self.poll_interval,
                 "timeout": self.timeout,
@@ -127,7 +171,9 @@ class TxnLogVersionTrigger(BaseTrigger):
         """One poll: (first matching commit or None, new cursor, whether the log was caught up)."""
         from airflow_txnlog.triggers import _poll  # noqa: PLC0415 - keeps DAG parsing free of pyarrow
 
-        commits = _poll.poll(storage, cursor)
+        commits = _poll.poll(storage, cursor, channel=self.channel)
+        if self.channel is not None and commits:
+            return commits[-1], commits[-1].version, True  # the channel's newest version
         wanted = _poll.normalize_operations(self.operations)
         for commit in commits:
             if _poll.matches(commit, wanted):
@@ -136,16 +182,17 @@ class TxnLogVersionTrigger(BaseTrigger):
         return None, cursor, len(commits) < _poll.MAX_COMMITS_PER_POLL
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
-        from airflow_txnlog.triggers import _poll  # noqa: PLC0415 - keeps DAG parsing free of pyarrow
-
         opened: OpenedTable | None = None
         try:
+            await _import_poll()
+            from airflow_txnlog.triggers import _poll  # noqa: PLC0415 - imported by _import_poll
+
             opened = await asyncio.to_thread(_poll.open_table, self.table_uri, self.txnlog_conn_id)
             cursor = self.after_version
             while True:
                 found, cursor, caught_up = await asyncio.to_thread(self._find, opened.storage, cursor)
                 if found is not None:
-                    yield _success(self.table_uri, found)
+                    yield _success(self.table_uri, found, self.channel)
                     return
                 remaining = self._remaining()
                 if remaining is not None and remaining <= 0:
@@ -158,7 +205,7 @@ class TxnLogVersionTrigger(BaseTrigger):
                         self.poll_interval if remaining is None else min(self.poll_interval, remaining)
                     )
         except Exception as exc:  # any failure ends the wait with an error event the sensor raises
-            message = _poll.safe_message(exc, opened.secrets if opened is not None else ())
+            message = _safe_message(exc, opened.secrets if opened is not None else ())
             self.log.error("polling %s failed: %s", self.table_uri, message)
             yield _event("error", self.table_uri, message=message)
 
@@ -228,10 +275,11 @@ class _Watch:
     cursor: int
 
 
-def default_watcher_id(table_uri: str, operations: list[str] | None) -> str:
+def default_watcher_id(table_uri: str, operations: list[str] | None, channel: str | None = None) -> str:
     """A stable id from what the watcher watches (two watchers of the same thing share a cursor)."""
     ops = ",".join(sorted(op.strip().upper() for op in operations)) if operations is not None else "*"
-    return hashlib.sha256(f"{table_uri}|{ops}".encode()).hexdigest()[:16]
+    watched = f"{table_uri}|{ops}" if channel is None else f"{table_uri}|{ops}|channel={channel}"
+    return hashlib.sha256(watched.encode()).hexdigest()[:16]
 
 
 class TxnLogVersionEventTrigger(BaseEventTrigger):
@@ -243,6 +291,8 @@ class TxnLogVersionEventTrigger(BaseEventTrigger):
 
     :param table_uri: the table (absolute, or relative to the connection's base location).
     :param operations: commitInfo operations that fire events (case-insensitive); None means all.
+    :param channel: fire for every publication on this channel instead of every commit (payload
+        operation "PUBLISH", plus ``"channel"``); not with `operations`.
     :param txnlog_conn_id: the `txnlog` connection with the storage options.
     :param poll_interval: seconds between polls.
     :param after_version: where a watcher with no stored cursor starts; None: the latest version.
@@ -255,6 +305,7 @@ class TxnLogVersionEventTrigger(BaseEventTrigger):
         *,
         table_uri: str,
         operations: list[str] | None = None,
+        channel: str | None = None,
         txnlog_conn_id: str | None = TxnLogHook.default_conn_name,
         poll_interval: float = DEFAULT_POLL_INTERVAL,
         after_version: int | None = None,
@@ -263,6 +314,7 @@ class TxnLogVersionEventTrigger(BaseEventTrigger):
         super().__init__()  # type: ignore[no-untyped-call]
         self.table_uri = table_uri
         self.operations = operation_names("operations", operations)
+        self.channel = channel_name("channel", channel, self.operations)
         self.txnlog_conn_id = txnlog_conn_id
         self.poll_interval = float(poll_interval)
         self.after_version = int(after_version) if after_version is not None else None
@@ -278,6 +330,7 @@ class TxnLogVersionEventTrigger(BaseEventTrigger):
             {
                 "table_uri": self.table_uri,
                 "operations": self.operations,
+                "channel": self.channel,
                 "txnlog_conn_id": self.txnlog_conn_id,
                 "poll_interval": self.poll_interval,
                 "after_version": self.after_version,
@@ -286,7 +339,7 @@ class TxnLogVersionEventTrigger(BaseEventTrigger):
         )
 
     async def _load_cursor(self, storage: Storage) -> tuple[_CursorStore, int | None]:
-        watcher_id = self.watcher_id or default_watcher_id(self.table_uri, self.operations)
+        watcher_id = self.watcher_id or default_watcher_id(self.table_uri, self.operations, self.channel)
         file_cursor = _FileCursor(storage, watcher_id, self.table_uri)
         accessors = getattr(self, "asset_state_store", None)  # injected by Airflow >= 3.3's triggerer
         if accessors is not None:
@@ -298,7 +351,8 @@ class TxnLogVersionEventTrigger(BaseEventTrigger):
         return file_cursor, await file_cursor.load()
 
     async def _start(self) -> _Watch:
-        from airflow_txnlog.triggers import _poll  # noqa: PLC0415 - keeps DAG parsing free of pyarrow
+        await _import_poll()
+        from airflow_txnlog.triggers import _poll  # noqa: PLC0415 - imported by _import_poll
 
         opened = await asyncio.to_thread(_poll.open_table, self.table_uri, self.txnlog_conn_id)
         store, cursor = await self._load_cursor(opened.storage)
@@ -306,7 +360,7 @@ class TxnLogVersionEventTrigger(BaseEventTrigger):
             if self.after_version is not None:
                 cursor = self.after_version
             else:
-                cursor = await asyncio.to_thread(_poll.latest_version, opened.storage)
+                cursor = await asyncio.to_thread(_poll.latest_version, opened.storage, channel=self.channel)
             if cursor >= 0:  # no table yet: write nothing into a folder that may be a typo
                 await store.save(cursor)  # durable before the first poll: a restart cannot skip commits
             else:
@@ -315,26 +369,28 @@ class TxnLogVersionEventTrigger(BaseEventTrigger):
         return _Watch(opened, store, cursor)
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
-        from airflow_txnlog.triggers import _poll  # noqa: PLC0415 - keeps DAG parsing free of pyarrow
-
-        wanted = _poll.normalize_operations(self.operations)
         watch: _Watch | None = None
         while True:
             caught_up = True
             try:
                 watch = watch or await self._start()
-                commits = await asyncio.to_thread(_poll.poll, watch.opened.storage, watch.cursor)
+                from airflow_txnlog.triggers import _poll  # noqa: PLC0415 - imported by _start
+
+                wanted = _poll.normalize_operations(self.operations)
+                commits = await asyncio.to_thread(
+                    _poll.poll, watch.opened.storage, watch.cursor, channel=self.channel
+                )
                 for commit in commits:
                     watch.cursor = commit.version
                     if _poll.matches(commit, wanted):
-                        yield _success(self.table_uri, commit)
+                        yield _success(self.table_uri, commit, self.channel)
                         await watch.store.save(commit.version)  # after the hand-off: at least once
                 if commits and not _poll.matches(commits[-1], wanted):
                     await watch.store.save(watch.cursor)  # skipped commits: one save per batch
                 caught_up = len(commits) < _poll.MAX_COMMITS_PER_POLL
             except Exception as exc:  # keep watching: an error event would become an asset event
                 secrets = watch.opened.secrets if watch is not None else ()
-                message = _poll.safe_message(exc, secrets)
+                message = _safe_message(exc, secrets)
                 self.log.warning("polling %s failed, retrying: %s", self.table_uri, message)
             if caught_up:
                 await asyncio.sleep(self.poll_interval)

@@ -60,6 +60,7 @@ def test_version_trigger_serialize_round_trip() -> None:
         "table_uri": "s3://lake/t",
         "after_version": 7,
         "operations": ["MERGE"],
+        "channel": None,
         "txnlog_conn_id": "lake",
         "poll_interval": 5.0,
         "timeout": 60.0,
@@ -77,6 +78,7 @@ def test_event_trigger_serialize_round_trip() -> None:
     assert kwargs == {
         "table_uri": "/data/t",
         "operations": ["WRITE"],
+        "channel": None,
         "txnlog_conn_id": "txnlog_default",
         "poll_interval": 60.0,
         "after_version": None,

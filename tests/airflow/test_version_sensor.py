@@ -41,7 +41,7 @@ def sensor(uri: str, **kwargs: Any) -> TxnLogVersionSensor:
 
 def test_template_fields_and_defaults() -> None:
     s = sensor("/t")
-    assert s.template_fields == ("table_uri", "after_version", "operations")
+    assert s.template_fields == ("table_uri", "after_version", "operations", "channel")
     assert (s.after_version, s.operations, s.txnlog_conn_id, s.deferrable) == (
         None,
         None,
@@ -116,6 +116,7 @@ def test_deferrable_execute_defers_to_the_version_trigger(uri: str, monkeypatch:
         "table_uri": uri,
         "after_version": 2,
         "operations": ["MERGE"],
+        "channel": None,
         "txnlog_conn_id": "lake",
         "poll_interval": 7.0,
         "timeout": 120.0,
