@@ -435,7 +435,13 @@ def test_cleanup_log_default_retention_keeps_everything(overwritten: Path) -> No
     before = _log_names(overwritten)
     doc = run_json("cleanup-log", str(overwritten))
     assert (doc["numFiles"], doc["checkpointVersion"], doc["oldestVersionKept"]) == (0, None, 0)
-    assert "no checkpoint is older than the retention" in run_human("cleanup-log", str(overwritten))
+    out = run_human("cleanup-log", str(overwritten))
+    assert "log cleanup: nothing to remove - no checkpoint is older than the log retention" in out
+    assert "(the table's delta.logRetentionDuration, 30 days unless set)" in out
+    assert "None" not in out and "0 file(s)" not in out
+    out = run_human("cleanup-log", str(overwritten), "--retain-hours", "48", "--dry-run")
+    assert "dry run: log cleanup: nothing to remove - no checkpoint is older than the log retention" in out
+    assert "(48 hours)" in out
     assert _log_names(overwritten) == before
 
 

@@ -199,7 +199,7 @@ def _print_vacuum(doc: Mapping[str, Any]) -> None:
         print_paths("deleted files", doc["files"])
 
 
-def _print_cleanup(doc: Mapping[str, Any]) -> None:
+def _print_cleanup(doc: Mapping[str, Any], retain_hours: float | None) -> None:
     out = console()
     verb = "would delete" if doc["dryRun"] else "deleted"
     prefix = "dry run: " if doc["dryRun"] else ""
@@ -207,8 +207,16 @@ def _print_cleanup(doc: Mapping[str, Any]) -> None:
         out.print(
             f"{prefix}log cleanup {verb} {len(doc['tempFiles'])} stale temp file(s) in _delta_log/.tmp/"
         )
-    if doc["checkpointVersion"] is None:
-        out.print(f"{prefix}log cleanup {verb} 0 file(s): no checkpoint is older than the retention")
+    if doc["checkpointVersion"] is None:  # nothing is old enough: say why, not "below checkpoint None"
+        retention = (
+            f"{retain_hours:g} hours"
+            if retain_hours is not None
+            else "the table's delta.logRetentionDuration, 30 days unless set"
+        )
+        out.print(
+            f"{prefix}log cleanup: nothing to remove - no checkpoint is older than the log retention "
+            f"({retention})"
+        )
         return
     out.print(
         f"{prefix}log cleanup {verb} {doc['numFiles']} file(s) below checkpoint {doc['checkpointVersion']}; "
@@ -388,7 +396,7 @@ def cleanup_log(
     if as_json:
         emit_json(doc)
     else:
-        _print_cleanup(doc)
+        _print_cleanup(doc, retain_hours)
 
 
 def health(

@@ -75,3 +75,20 @@ def test_health_operator_pushes_the_engine_report(table: Path) -> None:
     out = TxnLogHealthOperator(task_id="h", table_uri=str(table)).execute(CONTEXT)
     assert out == Table.open(str(table)).health().to_dict()
     assert (out["version"], out["num_files"], out["tombstones"]) == (3, 1, 2)
+
+
+def test_cleanup_log_operator_says_why_nothing_was_removed(
+    table: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No checkpoint older than the retention: the task log says so (it once said "below checkpoint None")."""
+    Table.open(str(table)).checkpoint()  # checkpoint at 3, too new for the 30-day default retention
+    out = TxnLogCleanupLogOperator(task_id="c", table_uri=str(table)).execute(CONTEXT)
+    assert (out["num_files"], out["checkpoint_version"]) == (0, None)
+    logged = capsys.readouterr().out
+    assert "log cleanup: nothing to remove, no checkpoint is older than the log retention" in logged
+    assert "(the table's: 30 days unless set)" in logged and "None" not in logged
+    TxnLogCleanupLogOperator(task_id="c", table_uri=str(table), retention_hours=48).execute(CONTEXT)
+    assert "older than the log retention (48 hours)" in capsys.readouterr().out
+    out = TxnLogCleanupLogOperator(task_id="c", table_uri=str(table), retention_hours=0).execute(CONTEXT)
+    assert (out["num_files"], out["checkpoint_version"]) == (3, 3)  # commits 0-2 below checkpoint 3
+    assert "log cleanup removed 3 file(s) below checkpoint 3" in capsys.readouterr().out
