@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+def demo_run(tmp_path_factory: pytest.TempPathFactory) -> subprocess.CompletedProcess[str]:
     out = tmp_path_factory.mktemp("demo")
     env = {**os.environ, "TXNLOG_DEMO_DIR": str(out), "SPARK_LOCAL_IP": "127.0.0.1"}
     proc = subprocess.run(
@@ -30,8 +30,17 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
         env=env,
         timeout=1200,
     )
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    return out / "orders", proc.stdout
+    log = out / "airflow.log"
+    logs = log.read_text(errors="replace")[-3000:] if log.exists() else ""
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:] + logs
+    return proc
+
+
+@pytest.fixture(scope="module")
+def demo(demo_run: subprocess.CompletedProcess[str]) -> tuple[Path, str]:
+    """(the table, what the demo printed on the terminal)."""
+    out = Path(demo_run.stdout.split("Airflow's and Spark's logs go to ", 1)[1].splitlines()[0]).parent
+    return out / "orders", demo_run.stdout
 
 
 def test_every_dag_ran_and_the_table_history_shows_it(demo: tuple[Path, str]) -> None:
@@ -71,16 +80,24 @@ def _asset_events(output: str) -> list[tuple[str, str, dict[str, Any]]]:
 
 
 def test_asset_events_only_for_data_changes_with_every_field(demo: tuple[Path, str]) -> None:
+    """Writes emit their own event; the guarded merge (write-audit-publish) emits only `publish`'s."""
     table, output = demo
     events = _asset_events(output)
     writers = [f"{d}.{t}" for d, t, _ in events]
     assert writers.count("txnlog_ingest.append_orders") == 4  # 3 days + the manual run; no re-run event
     assert "txnlog_ingest.drop_old_partitions" not in writers  # nothing older than 30 days
     assert "txnlog_guarded_merge.restore" not in writers  # the callback had restored already
+    assert "txnlog_guarded_merge.merge_corrections" not in writers  # unaudited: no event
     history = {h["version"]: h for h in Table.open(str(table)).history()}
+    published: int | None = None
     for dag_id, task_id, extra in events:
         entry = history[extra["version"]]
-        assert (extra["operation"], extra["previous_version"]) == (entry["operation"], entry["readVersion"])
+        if extra["operation"] == "PUBLISH":  # names the audited MERGE and the channel's version before
+            assert (entry["operation"], extra["previous_version"]) == ("MERGE", published)
+            published = extra["version"]
+        else:
+            assert extra["operation"] == entry["operation"]
+            assert extra["previous_version"] == entry["readVersion"]
         assert (extra["dag_id"], extra["task_id"]) == (dag_id, task_id)
         assert extra["run_id"] == entry["job"]["jobRunId"]  # the commit's provenance names the same run
         assert {"num_added_files", "num_removed_files"} <= set(extra)
@@ -91,11 +108,56 @@ def test_asset_events_only_for_data_changes_with_every_field(demo: tuple[Path, s
         50,
         0,
     )
-    merge = next(x for d, t, x in events if t == "merge_corrections")
-    assert (merge["version"], merge["num_added_rows"], merge["num_updated_rows"]) == (4, 1, 5)
+    publishes = [x["version"] for d, t, x in events if t == "publish"]
+    assert publishes[0] == 4  # the good merge; the bad one (5) was restored, never published
+    assert len(publishes) == 2  # the good merge and the manual run's
 
 
 def test_the_examples_run_without_a_logical_date(demo: tuple[Path, str]) -> None:
     _, output = demo
     for dag_id in ("txnlog_ingest", "txnlog_guarded_merge"):
         assert f"{dag_id} manual (no logical date): run success" in output
+
+
+def _report(output: str) -> list[str]:
+    return output.split("==> Report", 1)[1].splitlines()
+
+
+def test_the_demo_ends_with_a_report_of_what_happened(demo: tuple[Path, str]) -> None:
+    table, output = demo
+    told_runs = [line.split()[0] for line in output.splitlines() if ": run " in line and "; tasks " in line]
+    report = _report(output)
+    start = report.index("    runs (DAG, kind, state, table version before -> after):") + 1
+    run_lines = report[start : start + len(told_runs)]
+    assert [line.split()[0] for line in run_lines] == told_runs  # every run, in order
+    assert run_lines[0].split()[-3:] == ["table", "->", "1"]  # the first ingest created the table
+    t = Table.open(str(table))
+    history = t.history()
+    restore = next(h for h in history if h["operation"] == "RESTORE")
+    target = restore["operationParameters"]["version"]
+    assert any(
+        line.startswith(f"    restore: version {restore['version']} restored the table to version {target}")
+        for line in report
+    )
+    events = _asset_events(output)
+    assert f"    asset events: {len(events)}" in report
+    for _, _, extra in events:
+        assert any(
+            line.strip().startswith(f"version {extra['version']} {extra['operation']} by ") for line in report
+        )
+    health = next(line for line in report if line.startswith("    health: "))
+    assert health.startswith(f"    health: version {t.latest_version()}, ")
+    assert f"before the runs, {t.latest_version()} after them" in "\n".join(report)
+
+
+def test_airflow_and_spark_logs_go_to_the_file_not_the_terminal(
+    demo: tuple[Path, str], demo_run: subprocess.CompletedProcess[str]
+) -> None:
+    table, output = demo
+    log = table.parent / "airflow.log"
+    assert f"logs: {log}" in output  # the report names the file
+    logs = log.read_text(errors="replace")
+    assert "[info" in logs and "DagRun Finished" in logs  # Airflow's task logs
+    assert "log4j" in logs  # the Spark driver JVM's
+    assert "[info" not in output and "log4j" not in output
+    assert demo_run.stderr.strip() == ""
