@@ -28,6 +28,7 @@ from airflow_txnlog.arguments import flag, invalid
 
 if TYPE_CHECKING:  # the engine (pyarrow) loads when a table is opened, not when a DAG file is parsed
     from airflow_txnlog.engine import Table
+    from airflow_txnlog.engine.storage import Storage
 
 SINGLE_WRITER = "single_writer"  # the extra (and connection-form field) that is not a storage option
 SECRET_KEYS = frozenset({"secret", "password", "token", "key", "account_key", "sas_token", "client_secret"})
@@ -110,6 +111,14 @@ class TxnLogHook(BaseHook):
             self.resolve_uri(table_uri),
             storage_options=self.storage_options or None,
             single_writer=self.single_writer,
+        )
+
+    def get_storage(self, table_uri: str) -> Storage:
+        """The table's files only: no listing, no snapshot (e.g. to read one commit file)."""
+        from airflow_txnlog.engine.storage import storage_for  # noqa: PLC0415 - light, but not at parse time
+
+        return storage_for(
+            self.resolve_uri(table_uri), self.storage_options or None, single_writer=self.single_writer
         )
 
     def create_table(self, table_uri: str, **kwargs: Any) -> Table:

@@ -16,6 +16,7 @@ from airflow_txnlog.hooks.txnlog import TxnLogHook
 
 if TYPE_CHECKING:
     from airflow_txnlog.engine import Table
+    from airflow_txnlog.engine.storage import Storage
     from airflow_txnlog.operators._lineage import Lineage
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.\-]+")
@@ -125,12 +126,12 @@ _ZERO: dict[str, tuple[str, ...]] = {
 }
 
 
-def commit_entry(table: Table, version: int) -> dict[str, Any]:
+def commit_entry(storage: Storage, version: int) -> dict[str, Any]:
     """The commitInfo of `version` plus `version`, from that one commit file (`{"version": version}`
-    if it is gone); no listing, whatever the log's length."""
+    if it is gone); no listing and no snapshot, whatever the table's size."""
     from airflow_txnlog.engine import log_reader  # noqa: PLC0415 - no pyarrow at parse time
 
-    return {**(log_reader.read_commit_info(table.storage, version) or {}), "version": version}
+    return {**(log_reader.read_commit_info(storage, version) or {}), "version": version}
 
 
 def commit_figures(entry: dict[str, Any]) -> dict[str, int]:
@@ -229,7 +230,7 @@ class TxnLogBaseOperator(BaseOperator):
             return
         extra = None
         if version is not None:
-            entry = commit_entry(self.table(), version)
+            entry = commit_entry(self.hook.get_storage(self.table_uri), version)
             extra = event_extra(context, entry, task_id=self.task_id, operation=operation)
         if extra is None or not changes_data(extra):
             self.log.info("%s of %s changed no data: no asset event", operation, self.table_uri)
