@@ -9,4 +9,10 @@ export SPARK_LOCAL_IP=127.0.0.1
 .venv/bin/ruff format --check .
 .venv/bin/mypy
 .venv/bin/lint-imports
-.venv/bin/pytest -n 2 "$@"
+if [ "$#" -gt 0 ]; then
+  exec .venv/bin/pytest -n 2 "$@"
+fi
+.venv/bin/pytest -n 2 -m "not deployment"
+# The deployment check (a real Airflow: PostgreSQL, api-server, scheduler, dag-processor, triggerer
+# and Spark tasks) runs alone afterwards: on 2 cores it needs them, as a real deployment would.
+.venv/bin/pytest -m deployment -rA

@@ -159,7 +159,10 @@ def event_extra(
     ti = context.get("ti") or context.get("task_instance")
     return {
         "version": entry["version"],
-        "previous_version": entry.get("readVersion"),  # the version the commit read and replaced
+        # The version this commit follows in the log: `previous_version..version` is exactly this
+        # commit. The version it read (readVersion) can be older when writers commit concurrently.
+        "previous_version": entry["version"] - 1 if entry["version"] > 0 else None,
+        "read_version": entry.get("readVersion"),
         "operation": entry.get("operation") or operation,
         **commit_figures(entry),
         "dag_id": context["dag"].dag_id,

@@ -54,7 +54,8 @@ def test_a_write_event_carries_the_commit_its_figures_and_its_writer(uri: str) -
     entry = next(h for h in Table.open(uri).history() if h["version"] == 1)
     assert extra == {
         "version": 1,
-        "previous_version": entry["readVersion"],
+        "previous_version": entry["version"] - 1,
+        "read_version": entry["readVersion"],
         "operation": "WRITE",
         "num_added_rows": 3,
         "num_removed_rows": 0,  # an append removes nothing

@@ -73,7 +73,8 @@ def test_write_events_only_for_new_data(spark: Any, tmp_path: Path) -> None:
     entry = next(h for h in Table.open(uri).history() if h["version"] == out["version"])
     assert extra == {
         "version": entry["version"],
-        "previous_version": entry["readVersion"],
+        "previous_version": entry["version"] - 1,
+        "read_version": entry["readVersion"],
         "operation": entry["operation"],
         "num_added_rows": 3,
         "num_removed_rows": 0,

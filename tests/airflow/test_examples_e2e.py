@@ -97,7 +97,8 @@ def test_asset_events_only_for_data_changes_with_every_field(demo: tuple[Path, s
             published = extra["version"]
         else:
             assert extra["operation"] == entry["operation"]
-            assert extra["previous_version"] == entry["readVersion"]
+            assert extra["previous_version"] == extra["version"] - 1
+            assert extra["read_version"] == entry["readVersion"]
         assert (extra["dag_id"], extra["task_id"]) == (dag_id, task_id)
         assert extra["run_id"] == entry["job"]["jobRunId"]  # the commit's provenance names the same run
         assert {"num_added_files", "num_removed_files"} <= set(extra)

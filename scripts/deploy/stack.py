@@ -1,0 +1,257 @@
+"""The deployment under test: a private PostgreSQL cluster (or SQLite) and Airflow's four services.
+
+Everything lives in one temporary folder: the cluster's data and its Unix socket (TCP is off, so
+parallel checks cannot clash on a port), AIRFLOW_HOME, the dags folder (symlinks to the example DAGs
+and the check's own DAGs) and the tables. Each service is started in its own session, its PID kept,
+and stopped by that PID's process group at the end (LocalExecutor workers, uvicorn and task
+supervisors are children of the services), also when the check fails. PostgreSQL refuses to run as
+root, so initdb/pg_ctl run as the `postgres` user when the check runs as root.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+VENV_BIN = Path(sys.executable).parent
+PG_BIN_DIRS = ("/usr/local/bin", "/usr/lib/postgresql/15/bin", "/usr/bin")
+DAG_SOURCES = (ROOT / "dags_examples", ROOT / "tests" / "deployment" / "dags")
+SERVICES = ("api-server", "scheduler", "dag-processor", "triggerer")
+
+
+def _pg_tool(name: str) -> str | None:
+    for folder in PG_BIN_DIRS:
+        path = Path(folder) / name
+        if path.exists():
+            return str(path)
+    return shutil.which(name)
+
+
+def postgres_available() -> bool:
+    """Server binaries present (and, as root, a `postgres` user to run them)."""
+    if not all(_pg_tool(n) for n in ("initdb", "pg_ctl", "postgres")):
+        return False
+    if os.geteuid() == 0:
+        return subprocess.run(["id", "-u", "postgres"], capture_output=True, check=False).returncode == 0
+    return True
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class PostgresCluster:
+    """initdb + pg_ctl in `folder`, Unix socket only, trust auth for the local superuser."""
+
+    folder: Path
+    port: int = field(default_factory=free_port)  # names the socket file; TCP stays off
+
+    def _as_owner(self, *cmd: str) -> list[str]:
+        return ["runuser", "-u", "postgres", "--", *cmd] if os.geteuid() == 0 else list(cmd)
+
+    @property
+    def user(self) -> str:
+        return "postgres" if os.geteuid() == 0 else os.environ.get("USER", "postgres")
+
+    def start(self) -> None:
+        self.folder.mkdir(parents=True)
+        if os.geteuid() == 0:
+            shutil.chown(self.folder, user="postgres")
+        data = self.folder / "data"
+        run = subprocess.run
+        init = [str(_pg_tool("initdb")), "-D", str(data), "-A", "trust", "-U", self.user, "-E", "UTF8"]
+        run(self._as_owner(*init), check=True, capture_output=True)
+        opts = f"-c listen_addresses='' -c unix_socket_directories={self.folder} -p {self.port}"
+        opts += " -c fsync=off -c synchronous_commit=off -c max_connections=200"
+        ctl = [str(_pg_tool("pg_ctl")), "-D", str(data), "-l", str(self.folder / "postgres.log")]
+        run(self._as_owner(*ctl, "-o", opts, "-w", "start"), check=True, capture_output=True)
+        createdb = _pg_tool("createdb") or "createdb"
+        run(
+            self._as_owner(
+                createdb, "-h", str(self.folder), "-p", str(self.port), "-U", self.user, "airflow"
+            ),
+            check=True,
+            capture_output=True,
+        )
+
+    def url(self) -> str:
+        return f"postgresql+psycopg2://{self.user}@/airflow?host={self.folder}&port={self.port}"
+
+    def stop(self) -> None:
+        if (self.folder / "data" / "postmaster.pid").exists():
+            ctl = [str(_pg_tool("pg_ctl")), "-D", str(self.folder / "data"), "-m", "fast", "-w", "stop"]
+            subprocess.run(self._as_owner(*ctl), check=False, capture_output=True, timeout=60)
+
+
+@dataclass
+class Stack:
+    """The temporary folder, the metadata DB and the Airflow services of one check."""
+
+    use_postgres: bool
+    asyncio_debug: bool = False
+    tmp: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="txnlog-deploy-")))
+    port: int = field(default_factory=free_port)
+    log_ports: tuple[int, int] = field(default_factory=lambda: (free_port(), free_port()))
+    pids: dict[str, int] = field(default_factory=dict)
+    procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    cluster: PostgresCluster | None = None
+    # one set of secrets for every process: tokens signed by one are checked by the others
+    keys: tuple[str, str] = field(default_factory=lambda: (secrets.token_hex(16), secrets.token_hex(32)))
+
+    @property
+    def home(self) -> Path:
+        return self.tmp / "airflow_home"
+
+    @property
+    def table(self) -> Path:
+        return self.tmp / "tables" / "orders"
+
+    @property
+    def watched(self) -> Path:
+        return self.tmp / "tables" / "watched"
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def log(self, service: str) -> Path:
+        return self.tmp / "logs" / f"{service}.log"
+
+    def db_label(self) -> str:
+        if self.cluster is not None:
+            return (
+                f"PostgreSQL 15 (private cluster, socket {self.cluster.folder}/.s.PGSQL.{self.cluster.port})"
+            )
+        return f"SQLite ({self.home / 'airflow.db'})"
+
+    def environment(self) -> dict[str, str]:
+        """Airflow's settings as AIRFLOW__* variables: small parallelism, short poll intervals."""
+        tmp_os = os.environ.copy()
+        db = self.cluster.url() if self.cluster else f"sqlite:///{self.home / 'airflow.db'}"
+        settings = {
+            "CORE__DAGS_FOLDER": str(self.tmp / "dags"),
+            "CORE__EXECUTOR": "LocalExecutor",
+            "CORE__PARALLELISM": "3",
+            "CORE__LOAD_EXAMPLES": "False",
+            "CORE__UNIT_TEST_MODE": "False",
+            "CORE__DAGS_ARE_PAUSED_AT_CREATION": "True",
+            "CORE__EXECUTION_API_SERVER_URL": f"{self.base_url}/execution/",
+            "CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS": "True",
+            "CORE__FERNET_KEY": "",
+            "DATABASE__SQL_ALCHEMY_CONN": db,
+            "API__HOST": "127.0.0.1",
+            "API__PORT": str(self.port),
+            "API__WORKERS": "1",
+            "API__BASE_URL": self.base_url,
+            "API__SECRET_KEY": self.keys[0],
+            "API_AUTH__JWT_SECRET": self.keys[1],
+            "DAG_PROCESSOR__REFRESH_INTERVAL": "5",
+            "DAG_PROCESSOR__MIN_FILE_PROCESS_INTERVAL": "60",
+            "DAG_PROCESSOR__PARSING_PROCESSES": "1",
+            "SCHEDULER__SCHEDULER_HEARTBEAT_SEC": "2",
+            "SCHEDULER__TASK_QUEUED_TIMEOUT": "300",
+            "TRIGGERER__JOB_HEARTBEAT_SEC": "2",
+            "LOGGING__LOGGING_LEVEL": "INFO",
+            # the log servers of the workers and the triggerer: private ports, not 8793/8794
+            "LOGGING__WORKER_LOG_SERVER_PORT": str(self.log_ports[0]),
+            "LOGGING__TRIGGER_LOG_SERVER_PORT": str(self.log_ports[1]),
+        }
+        env = {**tmp_os, **{f"AIRFLOW__{k}": v for k, v in settings.items()}}
+        env.update(
+            {
+                "AIRFLOW_HOME": str(self.home),
+                "TXNLOG_EXAMPLE_TABLE": str(self.table),
+                "TXNLOG_DEPLOY_WATCHED_TABLE": str(self.watched),
+                "SPARK_LOCAL_IP": "127.0.0.1",
+                "PYSPARK_PYTHON": sys.executable,
+                "PATH": f"{VENV_BIN}{os.pathsep}{tmp_os.get('PATH', '')}",
+                "PYTHONUNBUFFERED": "1",
+            }
+        )
+        for name in [k for k in env if k.startswith("AIRFLOW_CTX_")]:
+            del env[name]  # a stale task context would name the wrong writer in commitInfo
+        return env
+
+    def prepare(self) -> None:
+        """Folders, the dags folder (symlinks), and the metadata DB server when PostgreSQL is used."""
+        os.chmod(self.tmp, 0o755)  # the postgres user must reach its cluster folder inside
+        for sub in ("dags", "logs", "tables", "airflow_home"):
+            (self.tmp / sub).mkdir()
+        for source in DAG_SOURCES:
+            for path in sorted(source.glob("*.py")):
+                (self.tmp / "dags" / path.name).symlink_to(path)
+        if self.use_postgres:
+            self.cluster = PostgresCluster(self.tmp / "pg")
+            self.cluster.start()
+
+    def airflow(self, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+        """One `airflow` CLI command (raises with its output when it fails)."""
+        cmd = [str(VENV_BIN / "airflow"), *args]
+        out = subprocess.run(
+            cmd, env=self.environment(), capture_output=True, text=True, timeout=timeout, check=False
+        )
+        if out.returncode:
+            raise RuntimeError(f"{' '.join(cmd)} failed ({out.returncode}):\n{out.stdout}\n{out.stderr}")
+        return out
+
+    def start(self, env: Mapping[str, str]) -> None:
+        """The four services, each in its own session (its PID is its process group's id)."""
+        for service in SERVICES:
+            handle = self.log(service).open("wb")
+            service_env = dict(env)
+            if service == "triggerer" and self.asyncio_debug:
+                service_env["PYTHONASYNCIODEBUG"] = "1"  # asyncio logs each callback slower than 0.1 s
+            proc = subprocess.Popen(
+                [str(VENV_BIN / "airflow"), service],
+                env=service_env,
+                stdout=handle,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                cwd=self.tmp,
+            )
+            handle.close()
+            self.procs[service] = proc
+            self.pids[service] = proc.pid
+
+    def dead_services(self) -> list[str]:
+        return [name for name, proc in self.procs.items() if proc.poll() is not None]
+
+    def stop(self, grace: float = 20) -> None:
+        """SIGTERM each service's process group, SIGKILL what is left after `grace` seconds."""
+        for pid in self.pids.values():
+            _signal_group(pid, signal.SIGTERM)
+        deadline = time.monotonic() + grace
+        for proc in self.procs.values():
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+        for pid in self.pids.values():
+            _signal_group(pid, signal.SIGKILL)  # the leader may be gone while its children linger
+        for proc in self.procs.values():
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=10)
+
+    def cleanup(self, keep: bool) -> None:
+        if self.cluster is not None:
+            self.cluster.stop()
+        if not keep:
+            shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def _signal_group(pid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, sig)
