@@ -93,8 +93,13 @@ def channel_name(name: str, value: object, operations: object = None) -> str | N
     """A publication channel (None: follow commits, not publications); not with `operations`."""
     if value is None:
         return None
-    if not isinstance(value, str) or not value.strip():
-        raise invalid(f"{name} must be None or a publication channel name such as 'published'; got {value!r}")
+    from airflow_txnlog.engine.validate import SAFE_NAME_RE  # noqa: PLC0415 - light (no pyarrow)
+
+    if not isinstance(value, str) or not SAFE_NAME_RE.match(value) or ".." in value:
+        raise invalid(
+            f"{name} must be None or a publication channel name such as 'published' (1-128 letters, "
+            f"digits, '.', '_' or '-', starting with a letter or digit); got {value!r}"
+        )
     if operations is not None:
         raise invalid(
             f"{name} and operations cannot be combined: a publication is not a commit of an operation. "

@@ -35,7 +35,7 @@ from airflow_txnlog.engine.checkpoint import require_checkpoint_supported
 from airflow_txnlog.engine.log_paths import LOG_DIR, parse_name
 from airflow_txnlog.engine.log_segment import LogListing, monotonic_timestamps
 from airflow_txnlog.engine.maintenance_table import MaintenanceTable
-from airflow_txnlog.engine.publications import published_versions
+from airflow_txnlog.engine.publications import protected_versions
 from airflow_txnlog.engine.snapshot import Snapshot
 from airflow_txnlog.engine.storage import Storage
 from airflow_txnlog.engine.validate import flag, number
@@ -90,11 +90,10 @@ def _cleanup_versions(
     files = storage.list_log()  # one listing: it classifies the versions and names what to delete
     listing = LogListing.build(files, complete=True)
     stamps = monotonic_timestamps(listing.commits)
-    ceiling = min([snap.version, *published_versions(storage).values()])
-    eligible = [v for v in listing.checkpoints if v in stamps and stamps[v] <= cutoff and v <= ceiling]
-    if not eligible:
+    old_enough = [v for v in listing.checkpoints if v in stamps and stamps[v] <= cutoff]
+    cp = _newest_at_or_below(old_enough, min([snap.version, *protected_versions(storage)]))
+    if cp is None:
         return CleanupResult([], dry_run, None, min(listing.commits, default=None))
-    cp = max(eligible)
     doomed: list[tuple[int, str]] = []
     for f in files:
         parsed = parse_name(f.name)
@@ -103,7 +102,19 @@ def _cleanup_versions(
         if version is not None and version < cp:
             doomed.append((version, f.name))
     doomed.sort()
+    # A publish of an old version may have started since: its marker holds the log back too.
+    again = _newest_at_or_below(old_enough, min([snap.version, *protected_versions(storage)]))
+    if again != cp:
+        doomed = [(v, n) for v, n in doomed if again is not None and v < again]
+        cp = again
+    if cp is None:
+        return CleanupResult([], dry_run, None, min(listing.commits, default=None))
     if not dry_run:
         for _, name in doomed:
             storage.delete(f"{LOG_DIR}/{name}")
     return CleanupResult([n for _, n in doomed], dry_run, cp, cp)
+
+
+def _newest_at_or_below(checkpoints: list[int], ceiling: int) -> int | None:
+    """The newest checkpoint version at or below `ceiling` (None: none is)."""
+    return max((v for v in checkpoints if v <= ceiling), default=None)

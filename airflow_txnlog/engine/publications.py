@@ -21,15 +21,21 @@ Re-publishing the current version returns its record (idempotent task retries). 
 What the destructive operations keep (the reason a channel is more than a note in a file):
 - vacuum keeps every file live at each channel's current version (`published_keys`);
 - log cleanup keeps the checkpoint and commits needed to load each channel's current version
-  (`published_versions` caps the checkpoint it may clean below).
-Publishing a version whose files are not all live in the latest snapshot checks them, then waits
-for running vacuums (`engine.fence`) and checks again, as savepoints do; a missing file means nothing
-is published.
+  (`protected_versions` caps the checkpoint it may clean below).
+A publish first writes a pending marker `_published/_pending/<channel>.<version>.<uuid>.json`, which
+both honour like a publication (markers older than PENDING_TTL_MS were left by a dead publisher and
+hold nothing). Then it takes the version's files that are not live in the latest snapshot (only those
+can be vacuumed), waits for running vacuums (`engine.fence`: one that planned before the marker may
+still delete them) and checks them; only then does the record appear, and the marker goes. So a
+reader never sees a record whose files a vacuum may take, and a publish that fails or is killed
+half-way leaves no record (a missing file means nothing is published).
 """
 
 from __future__ import annotations
 
+import re
 import time
+import uuid
 
 import orjson
 
@@ -63,6 +69,9 @@ __all__ = [  # the record layer's names, re-exported: callers of publishing need
     "validate_channel",
 ]
 KEEP_RECORDS = 20
+PENDING_DIR = f"{PUBLISH_DIR}/_pending"  # `_`: never a channel name (SAFE_NAME_RE)
+PENDING_TTL_MS = 2 * 3_600_000  # far longer than a publish (its fence wait is at most 10 minutes)
+_PENDING_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*\.(\d{20})\.[0-9a-f]{32}\.json$")
 
 
 def published_versions(storage: Storage) -> dict[str, int]:
@@ -81,18 +90,36 @@ def published_versions(storage: Storage) -> dict[str, int]:
     return out
 
 
+def pending_versions(storage: Storage, *, now_ms: int | None = None) -> set[int]:
+    """Versions held by publishes in progress (markers younger than PENDING_TTL_MS; older ones
+    were left by a publisher that died, and hold nothing)."""
+    try:
+        files = storage.list_dir(PENDING_DIR)
+    except (FileNotFoundError, NotADirectoryError):
+        return set()
+    cutoff = (int(time.time() * 1000) if now_ms is None else now_ms) - PENDING_TTL_MS
+    found = (_PENDING_RE.match(f.name) for f in files if f.mtime_ms >= cutoff)
+    return {int(m.group(1)) for m in found if m}
+
+
+def protected_versions(storage: Storage) -> set[int]:
+    """Every version readers of a channel may load: each channel's current version and the
+    versions of publishes in progress. Vacuum keeps their files; log cleanup keeps their log."""
+    return set(published_versions(storage).values()) | pending_versions(storage)
+
+
 def published_keys(storage: Storage, latest: Snapshot) -> set[str]:
-    """Decoded keys of every file live at a channel's current version (vacuum keeps them)."""
+    """Decoded keys of every file live at a protected version (vacuum keeps them)."""
     keep: set[str] = set()
-    for channel, version in published_versions(storage).items():
+    for version in sorted(protected_versions(storage)):
         if version == latest.version:
             continue  # its files are the latest snapshot's, which vacuum keeps anyway
         try:
             snap = load_snapshot(storage, version)
         except Exception as exc:
             raise PublicationError(
-                f"cannot load version {version}, published on channel {channel!r}, to keep its files: "
-                f"{exc}. Nothing was deleted. Help: publish a newer version on {channel!r}"
+                f"cannot load version {version}, published (or being published) on a channel, to keep "
+                f"its files: {exc}. Nothing was deleted. Help: publish a newer version on that channel"
             ) from exc
         keep.update(snap.file_paths())
     return keep
@@ -123,18 +150,27 @@ def publish(
             f"the table to version {version} and publish the restore's version"
         )
     snap = latest if version == latest.version else load_snapshot(storage, version)
-    at_risk = _files_at_risk(snap, latest)
-    _require_files(storage, snap, at_risk, "are missing")
-    pub = _create_record(storage, snap, channel, current)
-    if at_risk:
-        wait_for_vacuums(storage, timeout_s=fence_wait_s)
-        try:
+    marker = _hold(storage, channel, version)  # from here on vacuum and log cleanup keep the version
+    try:
+        # Against the latest snapshot read after the hold: a file it has live is kept by any vacuum.
+        at_risk = _files_at_risk(snap, table.snapshot())
+        _require_files(storage, snap, at_risk, "are missing")
+        if at_risk:  # a vacuum that planned before the hold may still delete them: let it finish
+            wait_for_vacuums(storage, timeout_s=fence_wait_s)
             _require_files(storage, snap, at_risk, "were deleted by a concurrent vacuum")
-        except PublicationError:
-            storage.delete(record_key(channel, version))
-            raise
+        pub = _create_record(storage, snap, channel, current)
+    finally:
+        storage.delete(marker)
     _prune(storage, channel, version)
     return pub
+
+
+def _hold(storage: Storage, channel: str, version: int) -> str:
+    """Write a pending marker that vacuum and log cleanup honour like a publication (see
+    `protected_versions`); the caller deletes it once the record exists or the publish failed."""
+    key = f"{PENDING_DIR}/{channel}.{version:020d}.{uuid.uuid4().hex}.json"
+    storage.write(key, orjson.dumps({"channel": channel, "version": version}))
+    return key
 
 
 def _files_at_risk(snap: Snapshot, latest: Snapshot) -> list[str]:

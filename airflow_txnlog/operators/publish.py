@@ -20,7 +20,9 @@ version and says so in the log. Re-publishing the channel's current version (a r
 The event's extra: `version`, `previous_version` (the channel's version before), `operation`
 "PUBLISH", `channel`, the rows and files added / removed by the commits since the previous
 publication (summed from their operationMetrics; a figure is left out when a commit lacks it), and
-the publishing DAG / task / run.
+the publishing DAG / task / run. A retry of the task that published emits the event again (its
+earlier try may have failed before Airflow recorded it: at least once); a version some other run had
+already published, or one overtaken by a concurrent publication of a newer version, emits none.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import Context
 
-from airflow_txnlog.arguments import invalid, version_number
+from airflow_txnlog.arguments import channel_name, version_number
 from airflow_txnlog.assets import table_asset
 from airflow_txnlog.operators._base import TxnLogBaseOperator, commit_figures, context_provenance
 
@@ -46,7 +48,8 @@ class TxnLogPublishOperator(TxnLogBaseOperator):
 
     :param version: the audited version (templated: an XCom of the audit task renders as text);
         None publishes the latest version.
-    :param channel: the publication channel (default "published"). Templated.
+    :param channel: the publication channel (default "published"; letters, digits, '.', '_', '-').
+        Templated.
     Returns the published version (XCom ``return_value``).
     """
 
@@ -63,8 +66,7 @@ class TxnLogPublishOperator(TxnLogBaseOperator):
 
     def execute(self, context: Context) -> int:
         version = version_number("version", self.version)
-        if not isinstance(self.channel, str) or not self.channel:
-            raise invalid(f"channel must be a non-empty str; got {self.channel!r}")
+        channel_name("channel", self.channel)
         table = self.table()
         before = table.publication(self.channel)
         if version is None:
@@ -72,8 +74,19 @@ class TxnLogPublishOperator(TxnLogBaseOperator):
         with context_provenance(context):
             pub = table.publish(version, channel=self.channel)
         self.lineage_read_version = pub.version  # OpenLineage: the published version, read, not written
-        if before is not None and before.version == pub.version:
+        if before is not None and before.version == pub.version and not _published_by_run(pub, context):
             self.log.info("version %s is already published on %r: no asset event", pub.version, self.channel)
+            self._drop_event()
+            return pub.version
+        now = table.publication(self.channel)
+        if now is not None and now.version > pub.version:  # a concurrent publisher got further
+            self.log.warning(
+                "version %s was published on %r, but version %s was published concurrently and is the "
+                "channel's version: no asset event",
+                pub.version,
+                self.channel,
+                now.version,
+            )
             self._drop_event()
             return pub.version
         self.log.info(
@@ -106,6 +119,13 @@ class TxnLogPublishOperator(TxnLogBaseOperator):
             "task_id": getattr(ti, "task_id", None) or self.task_id,
             "run_id": context["run_id"],
         }
+
+
+def _published_by_run(pub: Publication, context: Context) -> bool:
+    """True when this DAG run made the publication: an earlier try of this task that published and
+    then failed before Airflow recorded its event, so this try emits it (at least once)."""
+    job = pub.published_by or {}
+    return job.get("jobId") == context["dag"].dag_id and job.get("jobRunId") == context["run_id"]
 
 
 def figures_since(table: Table, previous: int | None, version: int) -> dict[str, int]:

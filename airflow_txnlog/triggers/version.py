@@ -361,12 +361,32 @@ class TxnLogVersionEventTrigger(BaseEventTrigger):
                 cursor = self.after_version
             else:
                 cursor = await asyncio.to_thread(_poll.latest_version, opened.storage, channel=self.channel)
-            if cursor >= 0:  # no table yet: write nothing into a folder that may be a typo
-                await store.save(cursor)  # durable before the first poll: a restart cannot skip commits
-            else:
-                self.log.warning("no table at %s yet: its first commit will be reported", self.table_uri)
+            await self._save_start(opened.storage, store, cursor)
         self.log.info("watching %s after version %s (cursor in %s)", self.table_uri, cursor, store.where)
         return _Watch(opened, store, cursor)
+
+    async def _save_start(self, storage: Storage, store: _CursorStore, cursor: int) -> None:
+        """Make the start durable before the first poll, so a restart cannot skip what follows.
+
+        Written only where a table exists: no files in a folder that may be a typo. A channel with
+        nothing published yet starts at -1, saved too (else a restart after the first publication
+        would start after it and never report it).
+        """
+        from airflow_txnlog.triggers import _poll  # noqa: PLC0415 - imported by _import_poll
+
+        if cursor >= 0:
+            await store.save(cursor)
+        elif self.channel is None:
+            self.log.warning("no table at %s yet: its first commit will be reported", self.table_uri)
+        elif await asyncio.to_thread(_poll.latest_version, storage) >= 0:
+            await store.save(cursor)
+            self.log.info(
+                "nothing published on %r of %s yet: the first publication will be reported",
+                self.channel,
+                self.table_uri,
+            )
+        else:
+            self.log.warning("no table at %s yet: its first publication will be reported", self.table_uri)
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
         watch: _Watch | None = None

@@ -240,7 +240,8 @@ class Stack:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=max(0.1, deadline - time.monotonic()))
         for pid in self.pids.values():
-            _signal_group(pid, signal.SIGKILL)  # the leader may be gone while its children linger
+            if _group_members(pid):  # the leader may be gone while its children linger
+                _signal_group(pid, signal.SIGKILL)
         for proc in self.procs.values():
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=10)
@@ -250,6 +251,18 @@ class Stack:
             self.cluster.stop()
         if not keep:
             shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def _group_members(pgid: int) -> list[int]:
+    """PIDs whose process group is `pgid` (from /proc): SIGKILL goes only to a group that still has
+    members we started, never to a reused id of someone else's group."""
+    members = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            if int(fields[2]) == pgid:  # after the name: state, ppid, pgrp
+                members.append(int(stat.parent.name))
+    return members
 
 
 def _signal_group(pid: int, sig: signal.Signals) -> None:

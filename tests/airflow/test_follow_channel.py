@@ -35,10 +35,10 @@ def publish(uri: str, version: int | None = None, channel: str = "published") ->
 
 def test_sensor_waits_for_a_publication_not_for_commits(uri: str) -> None:
     make_table(uri, commits=2)
-    publish(uri, 1)
+    publish(uri, 0)
     s = TxnLogVersionSensor(task_id="wait", table_uri=uri, channel="published")
     context: dict[str, Any] = {}
-    assert not s.poke(context)  # baseline: the published version (1), not the latest commit (1 too)
+    assert not s.poke(context)  # baseline: the published version 0, though version 1 is newer
     append(uri, [7])  # version 2, unaudited
     assert not s.poke(context)
     append(uri, [8])  # version 3
@@ -72,6 +72,8 @@ def test_sensor_defers_with_the_channel(uri: str) -> None:
         ({"channel": "published", "operations": ["MERGE"]}, "cannot be combined"),
         ({"channel": ""}, "publication channel name"),
         ({"channel": 3}, "publication channel name"),
+        ({"channel": "a/b"}, "publication channel name"),
+        ({"channel": "../x"}, "publication channel name"),
     ],
 )
 def test_bad_channel_arguments(kwargs: dict[str, Any], message: str) -> None:
@@ -129,3 +131,22 @@ def test_event_trigger_reports_each_publication_not_each_commit(uri: str) -> Non
     # A channel watcher keeps its own cursor, apart from a commit watcher of the same table.
     assert default_watcher_id(uri, None, "published") != default_watcher_id(uri, None)
     assert default_watcher_id(uri, None) == default_watcher_id(uri, None, None)
+
+
+def test_event_trigger_restarted_before_the_first_publication_still_reports_it(uri: str) -> None:
+    make_table(uri, commits=2)
+    trigger = TxnLogVersionEventTrigger(table_uri=uri, channel="published", poll_interval=0.05)
+
+    async def first_run() -> None:  # starts with nothing published, then the triggerer restarts
+        gen = trigger.run()
+        with pytest.raises(TimeoutError):
+            await next_event(gen, timeout=0.3)
+
+    asyncio.run(first_run())
+    publish(uri, 1)  # published while no triggerer ran
+
+    async def second_run() -> Any:
+        return (await next_event(trigger.run())).payload
+
+    payload = asyncio.run(second_run())
+    assert (payload["version"], payload["operation"]) == (1, "PUBLISH")

@@ -16,10 +16,11 @@ asyncio's debug mode, with:
 * an audit hook (`sys.addaudithook`) recording every engine or fsspec import and every file open or
   directory listing under the test folder made on the loop's thread;
 * asyncio's own slow-callback check, with each step also timed in the loop thread's CPU time
-  (`time.thread_time`): a step that imports pyarrow spends ~0.5 s of CPU, while a step that only
-  waits for a busy machine spends none, so a threshold of 0.1 s is meaningful and cannot flake;
-* a copy of Airflow's watchdog. Its wall-clock figures, and asyncio's wall-clock warnings, depend on
-  how busy the machine is, so they are reported (test summary) rather than asserted.
+  (`time.thread_time`: a step that imports pyarrow spends ~0.5 s of CPU);
+* a copy of Airflow's watchdog.
+The assertions are on what ran on the loop's thread (imports, file access), never on time: the
+CPU-time steps over 0.1 s, asyncio's wall-clock warnings and the watchdog's figures are reported in
+the test summary.
 """
 
 from __future__ import annotations
@@ -173,6 +174,7 @@ def _run_child(request: pytest.FixtureRequest, spec: dict[str, Any]) -> dict[str
         "title": f"event loop, {request.node.name}",
         "asyncio_slow_callbacks_wall": len(result["slow_callbacks_wall"]),
         "watchdog_blocked_wall_s": result["watchdog_blocked_wall"],
+        "loop_steps_over_0.1s_cpu": len(result["slow_steps_cpu"]),
     }
     request.node.user_properties.append((FIGURES_KEY, figures))
     return result
@@ -184,7 +186,6 @@ def _assert_nothing_ran_on_the_loop(result: dict[str, Any]) -> None:
     assert "airflow_txnlog.triggers._poll" in loaded  # the trigger did load the engine's log reader...
     assert "pyarrow" not in loaded  # ...only its light part (the engine package loads names lazily)...
     assert result["loop_thread_io"] == []  # ...but not on the loop's thread, and read no file there
-    assert result["slow_steps_cpu"] == []
 
 
 def _table(tmp_path: Path, commits: int) -> str:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import threading
 import time
+from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -13,8 +15,10 @@ from airflow_txnlog.engine import (
     NotPublishedError,
     PublicationError,
     Table,
+    VacuumInProgressError,
 )
 from airflow_txnlog.engine import publications as pubs
+from airflow_txnlog.engine.fence import VacuumFence
 from airflow_txnlog.engine.provenance import provenance
 from tests.conftest import SCHEMA, rows
 
@@ -168,3 +172,72 @@ def test_log_cleanup_keeps_what_the_published_version_needs(table_uri: str) -> N
     result = t.cleanup_log(retention_hours=0)
     assert result.checkpoint_version == 10  # not 20: version 15 loads from checkpoint 10
     assert Table.open(table_uri).published_snapshot().to_arrow().num_rows == 15
+
+
+# ------------------------------------------------------------------ publishing while a vacuum runs
+
+
+def _old_version(tmp_path: Path) -> Table:
+    """v1 has one file; v2 overwrites it (so v1's file is only a tombstone, vacuumable at retention 0)."""
+    t = _table(str(tmp_path / "t"), versions=1)
+    t.write(rows([7]), mode="overwrite")
+    return t
+
+
+def test_publish_of_an_old_version_waits_out_a_running_vacuum_and_fails_cleanly(tmp_path: Path) -> None:
+    t = _old_version(tmp_path)
+    other = Table.open(t.uri)
+    held = threading.Event()
+    outcome: dict[str, Any] = {}
+    real_write, real_delete = other.storage.write, t.storage.delete
+
+    def write(key: str, data: bytes) -> None:
+        real_write(key, data)
+        if key.startswith(pubs.PENDING_DIR):
+            held.set()  # the publish holds version 1 now
+
+    def publish_old_version() -> None:
+        try:
+            outcome["pub"] = other.publish(1)
+        except Exception as exc:
+            outcome["error"] = exc
+
+    worker = threading.Thread(target=publish_old_version)
+
+    def delete(key: str) -> None:
+        if not worker.is_alive() and not held.is_set():  # the vacuum's first delete
+            worker.start()
+            assert held.wait(30), "the publish never got to its hold"
+        real_delete(key)
+
+    other.storage.write = write  # type: ignore[method-assign]
+    t.storage.delete = delete  # type: ignore[method-assign]
+    result = t.vacuum(retention_hours=0, enforce_retention=False, dry_run=False)
+    worker.join(60)
+    assert result.deleted == 1  # the vacuum had planned it before the publish began
+    assert isinstance(outcome.get("error"), PublicationError), outcome
+    # Whether its first check or the one after the vacuum's fence came down saw the file gone:
+    assert "Nothing was published" in str(outcome["error"])
+    assert Table.open(t.uri).publication() is None  # no record ever named a version with a file gone
+    assert _records(t) == [] and pubs.pending_versions(t.storage) == set()
+
+
+def test_publish_gives_up_when_a_vacuum_keeps_running_and_leaves_nothing(tmp_path: Path) -> None:
+    t = _old_version(tmp_path)
+    VacuumFence(t.storage).__enter__()  # a vacuum that is still deleting
+    with pytest.raises(VacuumInProgressError):
+        pubs.publish(t, 1, channel="published", fence_wait_s=0)
+    assert t.publication() is None and _records(t) == []
+    assert pubs.pending_versions(t.storage) == set()  # the hold went with the failed publish
+
+
+def test_a_publish_in_progress_holds_its_version_against_vacuum(tmp_path: Path) -> None:
+    t = _old_version(tmp_path)
+    marker = pubs._hold(t.storage, "published", 1)  # what a publish holds while it checks
+    assert pubs.protected_versions(t.storage) == {1}
+    assert t.vacuum(retention_hours=0, enforce_retention=False, dry_run=True).files == []
+    # A marker a dead publisher left behind holds nothing once it is old.
+    future = int(time.time() * 1000) + pubs.PENDING_TTL_MS + 1
+    assert pubs.pending_versions(t.storage, now_ms=future) == set()
+    t.storage.delete(marker)
+    assert len(t.vacuum(retention_hours=0, enforce_retention=False, dry_run=True).files) == 1
