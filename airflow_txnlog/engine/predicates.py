@@ -462,3 +462,8 @@ def _decimal_bound(d: decimal.Decimal, t: pa.DataType, *, is_max: bool) -> decim
         return d  # not a double's shortest form, so written exactly
     # Possibly a double rounded from the true bound: that bound lies within one step of it.
     return decimal.Decimal(math.nextafter(f, math.inf if is_max else -math.inf))
+
+
+def truth(tree: Node, ranges: Mapping[str, Range]) -> tuple[bool, bool]:
+    """(can_be_true, can_be_false) of `tree` for one file: the per-file reference of data skipping."""
+    return _tv(tree, ranges)

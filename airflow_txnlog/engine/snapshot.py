@@ -21,9 +21,11 @@ from functools import cached_property
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from airflow_txnlog.engine import properties as props
 from airflow_txnlog.engine.actions import AddFile, Metadata, Protocol, RemoveFile, decode_path
+from airflow_txnlog.engine.add_actions import add_actions_table, file_table
 from airflow_txnlog.engine.checkpoint import read_checkpoint
 from airflow_txnlog.engine.errors import (
     InvalidArgumentError,
@@ -45,10 +47,11 @@ from airflow_txnlog.engine.log_segment import (
     monotonic_timestamps,
     segment_for,
 )
-from airflow_txnlog.engine.predicates import Range, may_match, parse_predicate, stats_value
+from airflow_txnlog.engine.predicates import Predicate, Range, parse_predicate, stats_value
 from airflow_txnlog.engine.replay import LogState
 from airflow_txnlog.engine.scan import read_files
 from airflow_txnlog.engine.schema import parse_partition_value, schema_from_json
+from airflow_txnlog.engine.skipping import may_match_mask
 from airflow_txnlog.engine.stats_struct import add_stats_json
 from airflow_txnlog.engine.storage import Storage
 from airflow_txnlog.engine.validate import names
@@ -179,8 +182,13 @@ class Snapshot:
 
     # ------------------------------------------------------------------ files
     @cached_property
+    def _live_base(self) -> pa.StructArray | None:
+        """The checkpoint's add rows not hidden by a later commit (computed once)."""
+        return self._state.live_base_adds()
+
+    @cached_property
     def _all_files(self) -> list[AddFile]:
-        base = self._state.live_base_adds()
+        base = self._live_base
         out = adds_from_struct(base) if base is not None else []
         out.extend(AddFile.from_wire(d) for d in self._state.tail_adds())
         return out
@@ -201,8 +209,44 @@ class Snapshot:
         """Live files; with `filter`, only those whose partition values / stats may match it."""
         if filter is None:
             return list(self._all_files)
-        pred = parse_predicate(filter, self.schema)
-        return [f for f in self._all_files if may_match(pred.tree, self.file_ranges(f, pred.columns))]
+        return self._select(self._mask(parse_predicate(filter, self.schema)))
+
+    @cached_property
+    def _file_table(self) -> pa.Table:
+        """The live files as Arrow (`add_actions.file_table`), built once per snapshot."""
+        return file_table(self._live_base, self._state.tail_adds(), self.metadata)
+
+    @cached_property
+    def _add_actions(self) -> pa.Table:
+        return add_actions_table(self._file_table, self.schema, self.partition_columns)
+
+    def add_actions(self, filter: str | None = None) -> pa.Table:
+        """One row per live file, in delta-rs's `get_add_actions(flatten=True)` layout (plus
+        `data_change`): path, size_bytes, modification_time, data_change, num_records,
+        null_count.<col>, min.<col>, max.<col>, partition.<col>, typed with the table's column types.
+        With `filter`, only the files whose partition values / stats may match it (as `files`)."""
+        if filter is None:
+            return self._add_actions
+        return self._add_actions.filter(self._mask(parse_predicate(filter, self.schema)))
+
+    def _mask(self, pred: Predicate) -> pa.Array:
+        """Per live file (in `files()` order): may a row of it match? (`skipping.may_match_mask`)."""
+        return may_match_mask(pred.tree, self._file_table, self.schema, self.partition_columns)
+
+    def _select(self, mask: pa.Array) -> list[AddFile]:
+        """The live files where `mask` is TRUE; only those become `AddFile`s unless all already are."""
+        keep = pc.indices_nonzero(mask).to_pylist()
+        if "_all_files" in self.__dict__:
+            return [self._all_files[i] for i in keep]
+        if not keep:
+            return []
+        base = self._live_base
+        n_base = 0 if base is None else len(base)
+        picked = [i for i in keep if i < n_base]
+        out = adds_from_struct(base.take(picked)) if base is not None and picked else []
+        tail = self._state.tail_adds()
+        out.extend(AddFile.from_wire(tail[i - n_base]) for i in keep[len(picked) :])
+        return out
 
     def file_ranges(self, add: AddFile, columns: frozenset[str]) -> dict[str, Range]:
         """Per referenced column, what the file's partition values or stats say about it."""
@@ -218,10 +262,12 @@ class Snapshot:
                 v = parse_partition_value(add.partition_values.get(c), t)
                 ranges[c] = Range(v, v, 1 if v is None else 0, 1)
             elif stats:
+                nulls = (stats.get("nullCount") or {}).get(c)
                 ranges[c] = Range(
                     stats_value((stats.get("minValues") or {}).get(c), t, is_max=False),
                     stats_value((stats.get("maxValues") or {}).get(c), t, is_max=True),
-                    (stats.get("nullCount") or {}).get(c),
+                    # (a struct column's null counts are per leaf: a dict says nothing of the struct)
+                    nulls if isinstance(nulls, int) else None,
                     n,
                 )
         return ranges

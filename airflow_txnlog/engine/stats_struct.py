@@ -251,3 +251,20 @@ def conform_struct(arr: pa.StructArray | None, target: pa.StructType) -> pa.Stru
         else:
             out.append(child if child.type == f.type else child.cast(f.type))
     return pa.StructArray.from_arrays(out, fields=fields, mask=pc.invert(arr.is_valid()))
+
+
+# ----------------------------------------------------------------------------- read: exact floats
+def _widened(t: pa.DataType) -> pa.DataType:
+    """`t` with float32 leaves as float64."""
+    if pa.types.is_struct(t):
+        return pa.struct([pa.field(f.name, _widened(f.type)) for f in t])
+    return pa.float64() if pa.types.is_floating(t) and t.bit_width < 64 else t
+
+
+def parse_stats_exact(stats: pa.Array, target: pa.StructType) -> pa.StructArray:
+    """`parse_stats`, with float32 bounds read as doubles and then rounded to float32: the rounding
+    data skipping applies to a JSON bound (`predicates.stats_value`), which a direct float32 parse
+    differs from in rare double-rounding cases."""
+    wide = _widened(target)
+    parsed = parse_stats(stats, wide)
+    return parsed if wide == target else conform_struct(parsed, target)
