@@ -32,6 +32,7 @@ if __package__ in (None, ""):  # `python benchmarks/run.py`
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks import generate as gen
+from benchmarks import million
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 ENGINES = ("deltars", "ours")
@@ -56,6 +57,9 @@ class Measurement:
     error: str | None = None
     where: list[str] = field(default_factory=list)
     traceback: str | None = None
+    rss_kb: list[int] = field(default_factory=list)  # peak RSS of each measured process (S rows)
+    again: list[float] = field(default_factory=list)  # S4: the same query a second time
+    apis: list[str] = field(default_factory=list)  # the API a worker measured (S2: add_actions or files)
 
     @property
     def ok(self) -> bool:
@@ -104,6 +108,12 @@ def record(m: Measurement, result: dict[str, Any]) -> None:
         m.open_seconds.append(result["open_seconds"])
     if "count" in result and result["task"] != "commit":
         m.counts.append(result["count"])
+    if "max_rss_kb" in result:
+        m.rss_kb.append(result["max_rss_kb"])
+    if "again_seconds" in result:
+        m.again.append(result["again_seconds"])
+    if "api" in result and result["api"] not in m.apis:
+        m.apis.append(result["api"])
 
 
 class Runner:
@@ -112,6 +122,9 @@ class Runner:
         self.workdir = workdir
         self.results: dict[tuple[str, str], Measurement] = {}
         self.notes: list[str] = []
+        self.big_info: dict[str, Any] = {}
+        self.sizes = {"files": args.files, "small_files": args.files // 10, "per": args.adds_per_commit}
+        self.sizes["tail"] = args.tail
 
     def m(self, key: str, engine: str) -> Measurement:
         return self.results.setdefault((key, engine), Measurement(key, engine))
@@ -121,11 +134,16 @@ class Runner:
         return ENGINES if rep % 2 == 0 else ENGINES[::-1]
 
     def measure(
-        self, key: str, base_spec: dict[str, Any], reps: int, fresh_copy_of: Path | None = None
+        self,
+        key: str,
+        base_spec: dict[str, Any],
+        reps: int,
+        fresh_copy_of: Path | None = None,
+        engines: tuple[str, ...] = ENGINES,
     ) -> None:
         """Warm-up (discarded) + ``reps`` measurements per engine, one process each, engines interleaved."""
         for rep in range(-1, reps):
-            for engine in self.engines_for(rep):
+            for engine in (e for e in self.engines_for(rep) if e in engines):
                 m = self.m(key, engine)
                 if m.error is not None and engine == "ours":
                     continue  # it failed once: report that failure, don't burn time repeating it
@@ -607,7 +625,21 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--p4-reps", type=int, help="measured processes per engine for P4 (default 3; quick 2)")
     ap.add_argument("--p3-reps", type=int, help="processes per engine for P3 (default 2; quick 1)")
     ap.add_argument("--commits", type=int, help="timed commits per P3 process (default 15; quick 8)")
-    ap.add_argument("--only", default="P1,P2,P3,P4", help="comma-separated subset, e.g. P1,P3")
+    ap.add_argument(
+        "--only", default="P1,P2,P3,P4,S1,S2,S3,S4,S5", help="comma-separated subset, e.g. P1,P3 or S1,S2"
+    )
+    ap.add_argument(
+        "--big-files", type=int, help="live files in the S rows' table (default 1000000; quick 50000)"
+    )
+    ap.add_argument(
+        "--big-cache",
+        type=Path,
+        default=Path(tempfile.gettempdir()) / "airflow_txnlog-bench-cache",
+        help="where the S rows' table is built once and reused (default $TMPDIR/airflow_txnlog-bench-cache)",
+    )
+    ap.add_argument(
+        "--s-reps", type=int, help="measured processes per engine for S1..S5 (default 3; quick 1)"
+    )
     ap.add_argument("--workdir", type=Path, help="where to generate tables (default: a temp dir)")
     ap.add_argument("--keep", action="store_true", help="keep the generated tables")
     ap.add_argument("--output", type=Path, help="markdown report (default docs/benchmarks.md unless --quick)")
@@ -628,6 +660,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     a.p4_reps = a.p4_reps or (2 if q else 3)
     a.p3_reps = a.p3_reps or (1 if q else 2)
     a.commits = a.commits or (8 if q else 15)
+    a.big_files = a.big_files or (50_000 if q else 1_000_000)
+    a.s_reps = a.s_reps or (1 if q else 3)
     a.only = [x.strip().upper() for x in a.only.split(",") if x.strip()]
     if a.output is None and not q:
         a.output = REPO_ROOT / "docs" / "benchmarks.md"
@@ -673,9 +707,12 @@ def main(argv: list[str] | None = None) -> int:
     else:
         workdir = Path(tempfile.mkdtemp(prefix="txnlog-bench-"))
     runner = Runner(args, workdir)
+    p_rows = any(k.startswith("P") for k in args.only)
     try:
-        runner.prepare()
-        runner.run()
+        if p_rows:  # the S rows build (or reuse) their own cached table: million.run
+            runner.prepare()
+            runner.run()
+        million.run(runner)
         if args.profile:
             log(f"profiling our engine into {args.profile} ...")
             runner.profile(args.profile)
@@ -692,15 +729,26 @@ def main(argv: list[str] | None = None) -> int:
             f"**The machine was busy during this run (load average {load}); timings are noisy.** The "
             "engines are measured interleaved, so both see similar load; prefer a run on an idle machine.",
         )
-    print_table(rows, flatness(runner))
+    if rows:
+        print_table(rows, flatness(runner))
+    for r in million.rows(runner):
+        ratio = f"{r['ratio']:.2f}x" if r["ratio"] is not None else "-"
+        print(
+            f"{r['label']}: delta-rs {r['d']}, ours {r['o']}, {ratio} "
+            f"(target <={r['target']}x) {r['verdict'].strip('*')}"
+        )
     for m in runner.results.values():
         if m.error:
             print(f"\n{m.key} / {m.engine} FAILED: {m.error}\n{m.traceback or ''}", file=sys.stderr)
     if args.output and not args.no_write:
         args.output.parent.mkdir(parents=True, exist_ok=True)
-        info = {**machine_info(), "load average": load}
-        report = render(runner, rows, info, time.perf_counter() - started)
-        args.output.write_text(report + _other_sections(args.output))
+        if p_rows:  # a run of S rows alone leaves the P report as it is
+            info = {**machine_info(), "load average": load}
+            report = render(runner, rows, info, time.perf_counter() - started)
+            args.output.write_text(report + _other_sections(args.output))
+        if million.rows(runner):
+            command = "python -m benchmarks.run " + " ".join(argv if argv is not None else sys.argv[1:])
+            million.write_section(args.output, million.section(runner, load, command.strip()))
         print(f"\nwrote {args.output}")
     return 0
 

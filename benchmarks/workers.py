@@ -248,7 +248,74 @@ def task_checkpoint(spec: dict[str, Any], prof: _Profiler) -> dict[str, Any]:
     return {"seconds": [seconds], "open_seconds": open_s, "files": checkpoints, "bytes": size}
 
 
-TASKS = {"list": task_list, "commit": task_commit, "checkpoint": task_checkpoint}
+# ---------------------------------------------------------------------------------- S1..S5 (issue 11)
+def _max_rss_kb() -> int:
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
+
+
+def _big_ops(engine: str, spec: dict[str, Any]) -> tuple[Callable[[str], Any], str]:
+    """(operation on a table path returning a count, the API it calls) for one S variant."""
+    variant = spec["variant"]
+    if engine == "deltars":
+        from deltalake import DeltaTable
+
+        ops: dict[str, tuple[Callable[[str], Any], str]] = {
+            "paths": (lambda p: len(DeltaTable(p).file_uris()), "file_uris()"),
+            "meta": (lambda p: DeltaTable(p).get_add_actions(flatten=True).num_rows, "get_add_actions"),
+            "vacuum": (lambda p: len(DeltaTable(p).vacuum(dry_run=True, full=True)), "vacuum(full=True)"),
+        }
+        return ops[variant]
+    from airflow_txnlog.engine import Table
+
+    def meta(p: str) -> int:
+        snap = Table.open(p).snapshot()
+        if hasattr(snap, "add_actions"):  # issue 11's columnar API, when the engine has it
+            return snap.add_actions().num_rows  # type: ignore[no-any-return]
+        return len(snap.files())
+
+    from airflow_txnlog.engine.snapshot import Snapshot
+
+    api = "add_actions()" if hasattr(Snapshot, "add_actions") else "files()"
+    ops = {
+        "paths": (lambda p: len(Table.open(p).snapshot().file_paths()), "file_paths()"),
+        "meta": (meta, api),
+        "vacuum": (lambda p: len(Table.open(p).vacuum(dry_run=True).files), "vacuum(dry_run=True)"),
+    }
+    return ops[variant]
+
+
+def task_big(spec: dict[str, Any], prof: _Profiler) -> dict[str, Any]:
+    """S1/S2/S5: the operation on the big table, timed; S4 (``prune``): our engine's stats-pruned
+    ``files(filter)`` on a snapshot loaded untimed, timed on the first call and again on a second.
+    Every variant reports the peak RSS of this process (``ru_maxrss``, imports and warm-up included).
+    """
+    path, engine = spec["path"], spec["engine"]
+    if spec["variant"] == "prune":
+        from airflow_txnlog.engine import Table
+
+        if spec.get("warm_path"):
+            Table.open(spec["warm_path"]).snapshot().files(filter=spec["filter"])
+        open_s, snap = _timed(_Profiler(None), lambda: Table.open(path).snapshot())
+        seconds, found = _timed(prof, lambda: snap.files(filter=spec["filter"]))
+        again, _ = _timed(_Profiler(None), lambda: snap.files(filter=spec["filter"]))
+        return {
+            "seconds": [seconds],
+            "open_seconds": open_s,
+            "again_seconds": again,
+            "count": len(found),
+            "api": "files(filter)",
+            "max_rss_kb": _max_rss_kb(),
+        }
+    fn, api = _big_ops(engine, spec)
+    if spec.get("warm_path"):
+        fn(spec["warm_path"])
+    seconds, count = _timed(prof, lambda: fn(path))
+    return {"seconds": [seconds], "count": count, "api": api, "max_rss_kb": _max_rss_kb()}
+
+
+TASKS = {"list": task_list, "commit": task_commit, "checkpoint": task_checkpoint, "big": task_big}
 
 
 def main(argv: list[str]) -> int:
