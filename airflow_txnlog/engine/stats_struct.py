@@ -17,7 +17,6 @@
 from __future__ import annotations
 
 import decimal
-import io
 import math
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -172,12 +171,23 @@ def _json_readable(t: pa.DataType) -> pa.DataType:
     return pa.string() if pa.types.is_date(t) else t
 
 
+def _ndjson(lines: pa.Array) -> pa.Buffer:
+    """The lines as one newline-delimited buffer, built in Arrow (no Python string per line): each
+    line gets a "\n" appended; the values buffer of that fresh array is then the whole document."""
+    big = pa.large_string()
+    joined = pc.binary_join_element_wise(lines.cast(big), pa.scalar("", big), pa.scalar("\n", big))
+    offsets = pa.Array.from_buffers(
+        pa.int64(), len(joined) + 1, [None, joined.buffers()[1]], offset=joined.offset
+    )
+    first, last = offsets[0].as_py(), offsets[-1].as_py()
+    return joined.buffers()[2].slice(first, last - first)
+
+
 def _parse_bulk(lines: pa.Array, target: pa.StructType) -> pa.StructArray:
     raw = _json_readable(target)
     longest = pc.max(pc.binary_length(lines)).as_py() or 0
-    data = "\n".join(lines.to_pylist()).encode()
     table = pj.read_json(
-        io.BytesIO(data),
+        pa.BufferReader(_ndjson(lines)),
         read_options=pj.ReadOptions(block_size=max(1 << 20, 2 * longest + 2)),
         parse_options=pj.ParseOptions(
             explicit_schema=pa.schema(list(raw)), unexpected_field_behavior="ignore"
