@@ -93,19 +93,15 @@ def channel_name(name: str, value: object, operations: object = None) -> str | N
     """A publication channel (None: follow commits, not publications); not with `operations`."""
     if value is None:
         return None
-    from airflow_txnlog.engine.validate import SAFE_NAME_RE  # noqa: PLC0415 - light (no pyarrow)
+    from airflow_txnlog.engine.publication_records import validate_channel  # noqa: PLC0415 - light
 
-    if not isinstance(value, str) or not SAFE_NAME_RE.match(value) or ".." in value:
-        raise invalid(
-            f"{name} must be None or a publication channel name such as 'published' (1-128 letters, "
-            f"digits, '.', '_' or '-', starting with a letter or digit); got {value!r}"
-        )
+    channel = validate_channel(value)  # InvalidArgumentError naming the rule
     if operations is not None:
         raise invalid(
             f"{name} and operations cannot be combined: a publication is not a commit of an operation. "
             "Help: drop operations, or drop the channel to wait for commits"
         )
-    return value
+    return channel
 
 
 def _number(value: object, kind: type[int] | type[float]) -> int | float | None:

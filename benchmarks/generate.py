@@ -161,24 +161,33 @@ def append_actions(version: int, adds_per_commit: int, seed: int) -> list[dict]:
     ts = commit_timestamp(version)
     adds = [_add_action(rng, version, i, ts) for i in range(adds_per_commit)]
     num_rows = sum(orjson.loads(a["add"]["stats"])["numRecords"] for a in adds)
-    info = {
-        "commitInfo": {
-            "timestamp": ts,
-            "operation": "WRITE",
-            "operationParameters": {"mode": "Append", "partitionBy": "[]"},
-            "readVersion": version - 1,
-            "isolationLevel": "Serializable",
-            "isBlindAppend": True,
-            "operationMetrics": {
-                "numFiles": str(adds_per_commit),
-                "numOutputRows": str(num_rows),
-                "numOutputBytes": str(sum(a["add"]["size"] for a in adds)),
-            },
-            "engineInfo": "airflow_txnlog-benchmarks-generator",
-            "txnId": str(uuid.UUID(int=rng.getrandbits(128), version=4)),
-        }
+    metrics = {
+        "numFiles": str(adds_per_commit),
+        "numOutputRows": str(num_rows),
+        "numOutputBytes": str(sum(a["add"]["size"] for a in adds)),
     }
-    return [info, *adds]
+    txn_id = str(uuid.UUID(int=rng.getrandbits(128), version=4))
+    return [append_commit_info(version, ts, metrics=metrics, txn_id=txn_id), *adds]
+
+
+def append_commit_info(
+    version: int, ts: int, *, metrics: dict[str, str] | None = None, txn_id: str | None = None
+) -> dict:
+    """The commitInfo of a blind append at `version` (what Spark writes, trimmed)."""
+    info: dict = {
+        "timestamp": ts,
+        "operation": "WRITE",
+        "operationParameters": {"mode": "Append", "partitionBy": "[]"},
+        "readVersion": version - 1,
+        "isolationLevel": "Serializable",
+        "isBlindAppend": True,
+    }
+    if metrics is not None:
+        info["operationMetrics"] = metrics
+    info["engineInfo"] = "airflow_txnlog-benchmarks-generator"
+    if txn_id is not None:
+        info["txnId"] = txn_id
+    return {"commitInfo": info}
 
 
 def create_table(table: str | os.PathLike[str], configuration: dict[str, str] | None = None) -> None:

@@ -95,17 +95,7 @@ def _add(rng: random.Random, k: int, ts: int) -> dict[str, Any]:
 def _commit(table: Path, version: int, first: int, count: int) -> None:
     rng = random.Random(version * 7_919 + RECIPE)
     ts = gen.commit_timestamp(version)
-    info = {
-        "commitInfo": {
-            "timestamp": ts,
-            "operation": "WRITE",
-            "operationParameters": {"mode": "Append", "partitionBy": "[]"},
-            "readVersion": version - 1,
-            "isolationLevel": "Serializable",
-            "isBlindAppend": True,
-            "engineInfo": "airflow_txnlog-benchmarks-generator",
-        }
-    }
+    info = gen.append_commit_info(version, ts)
     gen._write_commit(table, version, [info, *(_add(rng, first + i, ts) for i in range(count))])
 
 

@@ -43,8 +43,13 @@ with DAG(
         table = TxnLogHook().get_table(TABLE_URI)
         if versions:
             snap = table.snapshot(version=max(versions))
-        else:
-            snap = table.published_snapshot() if table.publication() else table.snapshot()
+        else:  # run by hand: the published version, or the latest when nothing was ever published
+            from airflow_txnlog.engine import NotPublishedError  # noqa: PLC0415 - no pyarrow at parse time
+
+            try:
+                snap = table.published_snapshot()
+            except NotPublishedError:
+                snap = table.snapshot()
         data = snap.to_arrow(columns=["day", "amount"]).group_by("day").aggregate([("amount", "sum")])
         totals = {r["day"]: round(r["amount_sum"], 2) for r in data.to_pylist()}
         print(f"version {snap.version}: revenue per day {totals}")

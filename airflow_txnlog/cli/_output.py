@@ -64,21 +64,6 @@ def short_time(iso: str | None) -> str:
     return "-" if iso is None else iso.replace("T", " ")[:19]
 
 
-def delta_type(t: Any) -> str:
-    """A Delta schema type (string or nested JSON object) as compact text, e.g. `array<long>`."""
-    if isinstance(t, str):
-        return t
-    kind = t.get("type") if isinstance(t, dict) else None
-    if kind == "array":
-        return f"array<{delta_type(t['elementType'])}>"
-    if kind == "map":
-        return f"map<{delta_type(t['keyType'])},{delta_type(t['valueType'])}>"
-    if kind == "struct":
-        inner = ",".join(f"{f['name']}:{delta_type(f['type'])}" for f in t.get("fields", []))
-        return f"struct<{inner}>"
-    return json.dumps(t, sort_keys=True)
-
-
 def one_line(exc: BaseException) -> str:
     text = " ".join(line.strip() for line in str(exc).splitlines() if line.strip())
     return text or type(exc).__name__

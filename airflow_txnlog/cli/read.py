@@ -16,13 +16,12 @@ from airflow_txnlog.cli._output import (
     VersionOpt,
     compact,
     console,
-    delta_type,
     emit_json,
     engine_errors,
     iso_ms,
     open_table,
 )
-from airflow_txnlog.engine import AddFile, Snapshot
+from airflow_txnlog.engine import AddFile, Snapshot, type_text
 
 
 # ---------------------------------------------------------------------------------------------- documents
@@ -45,7 +44,7 @@ def describe_doc(snap: Snapshot, uri: str) -> dict[str, Any]:
         "partitionColumns": snap.partition_columns,
         "properties": snap.properties,
         "schema": [
-            {"name": f["name"], "type": delta_type(f["type"]), "nullable": bool(f.get("nullable", True))}
+            {"name": f["name"], "type": type_text(f["type"]), "nullable": bool(f.get("nullable", True))}
             for f in fields
         ],
         "numFiles": snap.num_files,

@@ -77,6 +77,7 @@ if TYPE_CHECKING:  # the names below load on first use (PEP 562 __getattr__), se
         schema_from_json,
         schema_to_json,
         serialize_partition_value,
+        type_text,
     )
     from airflow_txnlog.engine.snapshot import Snapshot
     from airflow_txnlog.engine.stats import (
@@ -170,6 +171,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "stats_json": ("stats", "stats_json"),
     "target_file_size": ("properties", "target_file_size"),
     "to_arrow_expression": ("predicates", "to_arrow_expression"),
+    "type_text": ("schema", "type_text"),
 }
 
 __all__ = [
@@ -247,6 +249,7 @@ __all__ = [
     "stats_json",
     "target_file_size",
     "to_arrow_expression",
+    "type_text",
 ]
 
 

@@ -64,6 +64,7 @@ class Publication:
 
 
 def validate_channel(channel: object) -> str:
+    """`channel` if it is a valid channel name (one safe path segment), else InvalidArgumentError."""
     if not isinstance(channel, str) or not SAFE_NAME_RE.match(channel) or ".." in channel:
         raise InvalidArgumentError(
             f"invalid publication channel {channel!r}: use 1-128 letters, digits, '.', '_' or '-', "

@@ -82,6 +82,22 @@ def _delta_field_to_arrow(f: dict[str, Any]) -> pa.Field:
     return pa.field(f["name"], _delta_type_to_arrow(f["type"]), f.get("nullable", True), metadata=md)
 
 
+def type_text(t: Any) -> str:
+    """A Delta schema type (a name, or a nested JSON object) as Spark's simple string, e.g.
+    `long`, `decimal(10,2)`, `array<string>`, `map<string,long>`, `struct<a:int>`."""
+    if isinstance(t, str):
+        return t
+    kind = t.get("type") if isinstance(t, dict) else None
+    if kind == "array":
+        return f"array<{type_text(t['elementType'])}>"
+    if kind == "map":
+        return f"map<{type_text(t['keyType'])},{type_text(t['valueType'])}>"
+    if kind == "struct":
+        inner = ",".join(f"{f['name']}:{type_text(f['type'])}" for f in t.get("fields", []))
+        return f"struct<{inner}>"
+    return orjson.dumps(t, option=orjson.OPT_SORT_KEYS).decode()
+
+
 def schema_from_json(schema_string: str) -> pa.Schema:
     """Arrow schema of a `metaData.schemaString`."""
     data = orjson.loads(schema_string)

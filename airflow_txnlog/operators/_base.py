@@ -156,7 +156,6 @@ def event_extra(
     `task_id` / `operation` stand in when the context has no task instance / the commit's
     commitInfo is gone.
     """
-    ti = context.get("ti") or context.get("task_instance")
     return {
         "version": entry["version"],
         # The version this commit follows in the log: `previous_version..version` is exactly this
@@ -165,6 +164,15 @@ def event_extra(
         "read_version": entry.get("readVersion"),
         "operation": entry.get("operation") or operation,
         **commit_figures(entry),
+        **writer_fields(context, task_id=task_id),
+    }
+
+
+def writer_fields(context: Context, *, task_id: str | None = None) -> dict[str, Any]:
+    """`dag_id`, `task_id`, `run_id` of the task emitting an event (`task_id` stands in when the
+    context has no task instance)."""
+    ti = context.get("ti") or context.get("task_instance")
+    return {
         "dag_id": context["dag"].dag_id,
         "task_id": task_id or _plain(getattr(ti, "task_id", None)),
         "run_id": context["run_id"],
@@ -237,11 +245,18 @@ class TxnLogBaseOperator(BaseOperator):
             extra = event_extra(context, entry, task_id=self.task_id, operation=operation)
         if extra is None or not changes_data(extra):
             self.log.info("%s of %s changed no data: no asset event", operation, self.table_uri)
-            # Rebinding (not mutating) is safe: the task runner executes a copy of the task
-            # (`prepare_for_execution`), so the DAG's operator keeps its outlets for the next run.
-            self.outlets = [o for o in self.outlets if o != asset]
+            self.drop_table_event()
             return
         context["outlet_events"][asset].extra = extra
+
+    def drop_table_event(self) -> None:
+        """No asset event for the table from this task instance: take its asset out of the outlets.
+
+        Rebinding (not mutating) is safe: the task runner executes a copy of the task
+        (`prepare_for_execution`), so the DAG's operator keeps its outlets for the next run.
+        """
+        asset = table_asset(self.table_uri)
+        self.outlets = [o for o in (self.outlets or []) if o != asset]
 
     def lineage_inputs(self) -> list[str]:
         """Locations the task reads besides its table (OpenLineage inputs), e.g. a source path."""

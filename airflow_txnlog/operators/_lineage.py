@@ -213,23 +213,10 @@ def _field(field: Mapping[str, Any]) -> Any:
     """A schema facet field of a Delta schema field: struct columns get nested `fields`."""
     from openlineage.client.facet_v2 import schema_dataset  # noqa: PLC0415 - optional
 
+    from airflow_txnlog.engine import type_text  # noqa: PLC0415 - no pyarrow at parse time
+
     dtype = field.get("type")
     nested = dtype.get("fields", []) if isinstance(dtype, dict) and dtype.get("type") == "struct" else []
     return schema_dataset.SchemaDatasetFacetFields(
-        name=str(field.get("name")), type=_type_name(dtype), fields=[_field(f) for f in nested]
+        name=str(field.get("name")), type=type_text(dtype), fields=[_field(f) for f in nested]
     )
-
-
-def _type_name(dtype: Any) -> str:
-    """Spark's simple string of a Delta type: `long`, `decimal(10,2)`, `array<string>`, `struct<a:int>`."""
-    if not isinstance(dtype, dict):
-        return str(dtype)
-    kind = dtype.get("type")
-    if kind == "array":
-        return f"array<{_type_name(dtype.get('elementType'))}>"
-    if kind == "map":
-        return f"map<{_type_name(dtype.get('keyType'))},{_type_name(dtype.get('valueType'))}>"
-    if kind == "struct":
-        inner = ",".join(f"{f.get('name')}:{_type_name(f.get('type'))}" for f in dtype.get("fields", []))
-        return f"struct<{inner}>"
-    return str(kind)

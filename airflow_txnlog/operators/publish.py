@@ -34,12 +34,17 @@ from airflow.sdk import Context
 
 from airflow_txnlog.arguments import channel_name, version_number
 from airflow_txnlog.assets import table_asset
-from airflow_txnlog.operators._base import TxnLogBaseOperator, commit_figures, context_provenance
+from airflow_txnlog.engine.publication_records import DEFAULT_CHANNEL  # light: no pyarrow
+from airflow_txnlog.operators._base import (
+    TxnLogBaseOperator,
+    commit_figures,
+    context_provenance,
+    writer_fields,
+)
 
 if TYPE_CHECKING:
     from airflow_txnlog.engine import Publication, Table
 
-DEFAULT_CHANNEL = "published"  # engine.publications.DEFAULT_CHANNEL, without importing pyarrow at parse
 MAX_SUMMED_COMMITS = 1000
 
 
@@ -76,7 +81,7 @@ class TxnLogPublishOperator(TxnLogBaseOperator):
         self.lineage_read_version = pub.version  # OpenLineage: the published version, read, not written
         if before is not None and before.version == pub.version and not _published_by_run(pub, context):
             self.log.info("version %s is already published on %r: no asset event", pub.version, self.channel)
-            self._drop_event()
+            self.drop_table_event()
             return pub.version
         now = table.publication(self.channel)
         if now is not None and now.version > pub.version:  # a concurrent publisher got further
@@ -87,7 +92,7 @@ class TxnLogPublishOperator(TxnLogBaseOperator):
                 self.channel,
                 now.version,
             )
-            self._drop_event()
+            self.drop_table_event()
             return pub.version
         self.log.info(
             "published version %s of %s on channel %r (previously %s)",
@@ -99,25 +104,17 @@ class TxnLogPublishOperator(TxnLogBaseOperator):
         self._set_event(context, table, pub)
         return pub.version
 
-    def _drop_event(self) -> None:
-        # The task runner executes a copy of the task: rebinding outlets affects only this run.
-        asset = table_asset(self.table_uri)
-        self.outlets = [o for o in (self.outlets or []) if o != asset]
-
     def _set_event(self, context: Context, table: Table, pub: Publication) -> None:
         asset = table_asset(self.table_uri)
         if not self.emit_asset_event or asset not in (self.outlets or []):
             return
-        ti = context.get("ti") or context.get("task_instance")
         context["outlet_events"][asset].extra = {
             "version": pub.version,
             "previous_version": pub.previous_version,
             "operation": self.operation,
             "channel": pub.channel,
             **figures_since(table, pub.previous_version, pub.version),
-            "dag_id": context["dag"].dag_id,
-            "task_id": getattr(ti, "task_id", None) or self.task_id,
-            "run_id": context["run_id"],
+            **writer_fields(context, task_id=self.task_id),
         }
 
 

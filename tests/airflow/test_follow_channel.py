@@ -70,10 +70,10 @@ def test_sensor_defers_with_the_channel(uri: str) -> None:
     ("kwargs", "message"),
     [
         ({"channel": "published", "operations": ["MERGE"]}, "cannot be combined"),
-        ({"channel": ""}, "publication channel name"),
-        ({"channel": 3}, "publication channel name"),
-        ({"channel": "a/b"}, "publication channel name"),
-        ({"channel": "../x"}, "publication channel name"),
+        ({"channel": ""}, "invalid publication channel"),
+        ({"channel": 3}, "invalid publication channel"),
+        ({"channel": "a/b"}, "invalid publication channel"),
+        ({"channel": "../x"}, "invalid publication channel"),
     ],
 )
 def test_bad_channel_arguments(kwargs: dict[str, Any], message: str) -> None:

@@ -81,6 +81,6 @@ def test_a_version_that_is_not_an_integer_publishes_nothing(uri: str, version: o
 
 def test_a_bad_channel_publishes_nothing(uri: str) -> None:
     op = TxnLogPublishOperator(task_id="publish", table_uri=uri, version=1, channel="a/b")
-    with pytest.raises(InvalidArgumentError, match="publication channel name"):
+    with pytest.raises(InvalidArgumentError, match="invalid publication channel"):
         op.execute(_context())
     assert not (Path(uri) / "_published").exists()

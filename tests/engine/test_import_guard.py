@@ -13,3 +13,11 @@ def test_engine_import_loads_no_airflow_pyspark_pandas_or_deltalake() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert json.loads(out.stdout) == []
+
+
+def test_every_public_engine_name_loads_lazily_from_its_module() -> None:
+    import airflow_txnlog.engine as engine  # noqa: PLC0415
+
+    assert set(engine.__all__) == set(engine._LAZY)  # a name added to one list must be in the other
+    for name in engine.__all__:
+        assert getattr(engine, name) is not None, name
