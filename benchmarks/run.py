@@ -365,8 +365,8 @@ def build_rows(r: Runner) -> list[Row]:
         (
             "P1b same, full add metadata",
             "P1-full",
-            None,
-            "delta-rs `get_add_actions()` (arrow) · ours `snapshot().files()` (AddFile objects)",
+            0.5,
+            "delta-rs `get_add_actions(flatten=True)` · ours `snapshot().add_actions()` (both Arrow)",
         ),
         (
             "P1c first open in a fresh process (P1 incl. one-time costs: lazy imports, runtime start)",
@@ -377,10 +377,10 @@ def build_rows(r: Runner) -> list[Row]:
         (
             f"P2 open + list live files ({ncommits:,} commits × {s['per']} adds, no checkpoint)",
             "P2-paths",
-            0.7,
+            0.5,
             "as P1",
         ),
-        ("P2b same, full add metadata", "P2-full", None, "as P1b"),
+        ("P2b same, full add metadata", "P2-full", 0.5, "as P1b"),
         (
             f"P3 one-add commit on an open table, {small} live files",
             "P3-meta-small",
@@ -626,7 +626,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--p3-reps", type=int, help="processes per engine for P3 (default 2; quick 1)")
     ap.add_argument("--commits", type=int, help="timed commits per P3 process (default 15; quick 8)")
     ap.add_argument(
-        "--only", default="P1,P2,P3,P4,S1,S2,S3,S4,S5", help="comma-separated subset, e.g. P1,P3 or S1,S2"
+        "--only",
+        default="P1,P2,P3,P4,S1,S2,S3,S4,S5,S1S,S2S,S3S,S4S",
+        help="comma-separated subset, e.g. P1,P3 or S1,S2",
     )
     ap.add_argument(
         "--big-files", type=int, help="live files in the S rows' table (default 1000000; quick 50000)"

@@ -87,12 +87,12 @@ def _lister(engine: str, variant: str) -> Callable[[str], int]:
 
         if variant == "paths":
             return lambda p: len(DeltaTable(p).file_uris())
-        return lambda p: DeltaTable(p).get_add_actions(flatten=False).num_rows
+        return lambda p: DeltaTable(p).get_add_actions(flatten=True).num_rows
     from airflow_txnlog.engine import Table
 
     if variant == "paths":
         return lambda p: len(Table.open(p).snapshot().file_paths())
-    return lambda p: len(Table.open(p).snapshot().files())
+    return lambda p: Table.open(p).snapshot().add_actions().num_rows
 
 
 def task_list(spec: dict[str, Any], prof: _Profiler) -> dict[str, Any]:

@@ -21,15 +21,18 @@ The one per-file Python step is decoding the rare percent-encoded path (`urllib.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any
 from urllib.parse import unquote
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from airflow_txnlog.engine.actions import STATS_PARSED, Metadata
+from airflow_txnlog.engine.actions import ADD, STATS_PARSED, AddFile, Metadata, decode_path
+from airflow_txnlog.engine.replay import LogState
 from airflow_txnlog.engine.schema import parse_partition_value
 from airflow_txnlog.engine.stats_struct import (
+    add_stats_json,
     conform_struct,
     field_names,
     parse_stats_exact,
@@ -48,6 +51,7 @@ _CORE = pa.struct(
         ("stats", pa.string()),
     ]
 )
+BaseRows = Callable[[Sequence[str]], pa.StructArray | None]
 _STATS_PARTS = (("null_count", "nullCount"), ("min", "minValues"), ("max", "maxValues"))
 
 
@@ -80,21 +84,38 @@ def _as_json_says(arr: pa.Array) -> pa.Array:
     return arr
 
 
-def _stats(core: pa.StructArray, base: pa.StructArray | None, target: pa.StructType) -> pa.StructArray:
-    """Typed stats per row: the checkpoint's `stats_parsed` where present, else the JSON parsed in bulk."""
-    text = core.field("stats")
-    parsed = None
-    if base is not None and STATS_PARSED in field_names(base.type):
-        try:
-            typed = _as_json_says(conform_struct(base.field(STATS_PARSED), target))
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
-            typed = None  # a writer's struct we cannot cast: its JSON stats are used instead
-        if typed is not None:
-            tail_nulls = pa.nulls(len(core) - len(base), target)
-            parsed = pa.concat_arrays([typed, tail_nulls]) if len(tail_nulls) else typed
-            text = pc.if_else(parsed.is_valid(), pa.nulls(1, pa.string())[0], text)
-    from_json = parse_stats_exact(text, target)
-    return from_json if parsed is None else pc.if_else(parsed.is_valid(), parsed, from_json)
+def _parsed_base(base: pa.StructArray | None, target: pa.StructType) -> pa.StructArray | None:
+    """The checkpoint's `stats_parsed` in `target`, None where absent or of a type we cannot cast."""
+    if base is None or STATS_PARSED not in field_names(base.type):
+        return None
+    try:
+        return _as_json_says(conform_struct(base.field(STATS_PARSED), target))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        return None  # a writer's struct we cannot cast: its JSON stats are used instead
+
+
+def _stats(
+    core: pa.StructArray, base: pa.StructArray | None, base_rows: BaseRows, target: pa.StructType
+) -> pa.StructArray:
+    """Typed stats per row: the checkpoint's `stats_parsed` where present, else the JSON parsed in bulk.
+    The checkpoint's JSON `stats` column is read only when some row has no `stats_parsed`."""
+    n_base = 0 if base is None else len(base)
+    tail_text = core.field("stats").slice(n_base)
+    parsed = _parsed_base(base, target)
+    if parsed is not None and parsed.null_count == 0:
+        return pa.concat_arrays([parsed, parse_stats_exact(tail_text, target)])
+    base_text = pa.nulls(n_base, pa.string())
+    if n_base:
+        rows = base_rows(["stats"])
+        if rows is not None and rows.type.get_field_index("stats") >= 0:
+            base_text = rows.field("stats").cast(pa.string())
+    if parsed is not None:
+        base_text = pc.if_else(parsed.is_valid(), pa.nulls(1, pa.string())[0], base_text)
+    from_json = parse_stats_exact(pa.concat_arrays([base_text, tail_text]), target)
+    if parsed is None:
+        return from_json
+    parsed = pa.concat_arrays([parsed, pa.nulls(len(tail_text), target)])
+    return pc.if_else(parsed.is_valid(), parsed, from_json)
 
 
 def _flatten(arr: pa.StructArray, prefix: str) -> list[tuple[str, pa.Array]]:
@@ -105,11 +126,43 @@ def _flatten(arr: pa.StructArray, prefix: str) -> list[tuple[str, pa.Array]]:
     return out
 
 
-def file_table(base: pa.StructArray | None, tail: list[dict[str, Any]], metadata: Metadata) -> pa.Table:
-    """The live files as one table (see the module doc); `partitionValues` still raw strings."""
-    core = _core(base, tail)
+def _only(target: pa.StructType, columns: frozenset[str]) -> pa.StructType:
+    """`target` (a stats_parsed type) keeping only the top-level columns in `columns`."""
+    fields = []
+    for f in target:
+        if pa.types.is_struct(f.type):
+            kept = [c for c in f.type if c.name in columns]
+            if kept:
+                fields.append(pa.field(f.name, pa.struct(kept)))
+        else:
+            fields.append(f)
+    return pa.struct(fields)
+
+
+def file_table(
+    base_rows: BaseRows,
+    tail: list[dict[str, Any]],
+    metadata: Metadata,
+    *,
+    columns: frozenset[str] | None = None,
+) -> pa.Table:
+    """The live files as one table (see the module doc); `partitionValues` still raw strings.
+
+    :param base_rows: the checkpoint's live add rows with the given fields (`LogState.live_base_adds`).
+    :param columns: only the stats of these columns (and the partition values if one of them is a
+        partition column): the narrow table data skipping needs; the other columns are null.
+    """
     target = stats_parsed_type(metadata)
-    stats = _stats(core, base, target)
+    if columns is None:
+        fields = [*_CORE.names[:-1], STATS_PARSED]
+    else:
+        target = _only(target, columns)
+        fields = ["path", STATS_PARSED]
+        if columns & set(metadata.partition_columns):
+            fields.append(PARTITION_VALUES)
+    base = base_rows(fields)
+    core = _core(base, tail)
+    stats = _stats(core, base, base_rows, target)
     by_name = dict(
         zip([target.field(i).name for i in range(target.num_fields)], stats.flatten(), strict=True)
     )
@@ -130,10 +183,14 @@ def file_table(base: pa.StructArray | None, tail: list[dict[str, Any]], metadata
 def raw_partition(table: pa.Table, column: str) -> pa.Array:
     """Per file the partition value string of `column` (null where absent)."""
     values = table.column(PARTITION_VALUES)
-    arr = values.chunk(0) if values.num_chunks == 1 else values.combine_chunks()
-    if len(arr) == 0:
+    return partition_lookup(values.chunk(0) if values.num_chunks == 1 else values.combine_chunks(), column)
+
+
+def partition_lookup(values: pa.Array, column: str) -> pa.Array:
+    """Per row of a `partitionValues` map column, the value string of `column` (null where absent)."""
+    if len(values) == 0:
         return pa.array([], pa.string())
-    return pc.map_lookup(arr, column, "first")
+    return pc.map_lookup(values, column, "first")
 
 
 def parsed_partition(raw: pa.Array, t: pa.DataType) -> tuple[list[Any], pa.Array]:
@@ -159,4 +216,81 @@ def add_actions_table(files: pa.Table, schema: pa.Schema, partition_columns: lis
         out = out.append_column(
             f"partition.{c}", typed_partition(raw_partition(files, c), schema.field(c).type)
         )
+    return out
+
+
+# ----------------------------------------------------------------------------- AddFile objects
+def _column(arr: pa.StructArray, name: str) -> list[Any]:
+    """A field of checkpoint add rows as Python values (all None when the writer left it out)."""
+    if arr.type.get_field_index(name) < 0 or arr.field(name).null_count == len(arr):
+        return [None] * len(arr)
+    return arr.field(name).to_pylist()  # type: ignore[no-any-return]
+
+
+def adds_from_struct(arr: pa.StructArray) -> list[AddFile]:
+    """AddFiles of checkpoint add rows, column by column; stats from `stats` or else `stats_parsed`."""
+    cols = [
+        _column(arr, n)
+        for n in (
+            "path",
+            "partitionValues",
+            "size",
+            "modificationTime",
+            "dataChange",
+            "tags",
+            "deletionVector",
+            "baseRowId",
+            "defaultRowCommitVersion",
+            "clusteringProvider",
+        )
+    ]
+    stats = add_stats_json(arr).to_pylist()
+    return [
+        AddFile(
+            path=decode_path(p),
+            partition_values=dict(pv or ()),
+            size=s or 0,
+            modification_time=mt or 0,
+            data_change=True if dc is None else dc,
+            stats=st,
+            tags=dict(tg) if tg else None,
+            deletion_vector=dict(dv) if dv else None,
+            base_row_id=row_id,
+            default_row_commit_version=row_version,
+            clustering_provider=cp,
+            encoded_path=p,
+        )
+        for p, pv, s, mt, dc, tg, dv, row_id, row_version, cp, st in zip(*cols, stats, strict=True)
+    ]
+
+
+def _base_rows_for(state: LogState, picked: list[int], n_base: int) -> pa.StructArray | None:
+    """Every field of the live base rows at `picked`. For a few rows of a checkpoint that has
+    `stats_parsed`, the JSON `stats` column (most of a checkpoint's bytes) is not read: those rows'
+    JSON is rendered from their struct (`add_stats_json`), unless one of them lacks it."""
+    if not picked:
+        return None
+    names = state.source.field_names(ADD) if state.source is not None else []
+    if STATS_PARSED in names and "stats" in names and len(picked) * 10 < n_base:
+        rows = state.live_base_adds([n for n in names if n != "stats"])
+        assert rows is not None
+        rows = rows.take(pa.array(picked, pa.int64()))
+        if rows.field(STATS_PARSED).null_count == 0:
+            return rows
+    rows = state.live_base_adds()
+    assert rows is not None
+    return rows if len(picked) == n_base else rows.take(pa.array(picked, pa.int64()))
+
+
+def select_adds(state: LogState, keep: Sequence[int] | None = None) -> list[AddFile]:
+    """`AddFile`s of the live files at positions `keep` (all if None) of `LogState.live_add_keys`:
+    only those rows of the checkpoint become Python objects."""
+    n_base = 0 if state.base_adds is None else len(state.live_base_adds(["path"]) or ())
+    if keep is None:
+        keep = range(n_base + sum(1 for is_add, _ in state.tail.values() if is_add))
+    picked = [i for i in keep if i < n_base]
+    base = _base_rows_for(state, picked, n_base)
+    out = adds_from_struct(base) if base is not None else []
+    tail = state.tail_adds()
+    out.extend(AddFile.from_wire(tail[i - n_base]) for i in keep[len(picked) :])
     return out

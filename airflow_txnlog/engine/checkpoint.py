@@ -10,10 +10,11 @@ Write path (classic checkpoint, optionally split into parts):
    field of the protocol's checkpoint schema (deletionVector, baseRowId, defaultRowCommitVersion,
    clusteringProvider); removes carry no `tags` (and no `stats`), as the protocol says;
 3. stats follow `delta.checkpoint.writeStatsAsJson` (default true: `add.stats` is the JSON string,
-   else null) and `delta.checkpoint.writeStatsAsStruct` (default false: when true, `add.stats_parsed`
-   is a typed struct built from the table schema). A file whose stats another writer left only in
-   `stats_parsed` gets its JSON rendered from that struct first, so stats never fall out of a
-   checkpoint; the struct is parsed from the JSON in bulk by Arrow's JSON reader;
+   else null) and `delta.checkpoint.writeStatsAsStruct` (default true, as in Delta's DeltaConfigs:
+   `add.stats_parsed` is a typed struct built from the table schema and, for a partitioned table,
+   `add.partitionValues_parsed` holds the partition values in their column types). A file whose stats
+   another writer left only in `stats_parsed` gets its JSON rendered from that struct first, so stats
+   never fall out of a checkpoint; the struct is parsed from the JSON in bulk by Arrow's JSON reader;
 4. write `%020d.checkpoint.parquet`, or, with more than `part_size` rows, the parts
    `%020d.checkpoint.%010d.%010d.parquet`. Parts are clustered as the protocol requires, by Spark's
    hash partitioning of the file path: part = pmod(murmur3_32(path, seed 42), parts) + 1, with Spark's
@@ -25,10 +26,12 @@ Write path (classic checkpoint, optionally split into parts):
 A crash between 4 and 5 leaves a stale hint, which readers tolerate; a crash during 4 leaves an
 incomplete multi-part set, which readers ignore.
 
-Read path: the parts are read with pyarrow and the file actions kept as Arrow struct arrays (whatever
-fields the writer put there: `remove.tags`, `add.stats_parsed`, ... are accepted); only protocol /
-metaData / txn / domainMetadata rows become Python objects. `add_stats_json` gives the JSON stats of
-checkpoint add rows, rendering `stats_parsed` where `stats` is null.
+Read path: the parts are read with pyarrow, only the columns needed (`checkpoint_columns`): the small
+actions whole, of `add` / `remove` only the fields of the file key; the file actions stay Arrow struct
+arrays whose other fields (whatever the writer put there: `remove.tags`, `add.stats_parsed`, ...) are
+read when first asked for. Only protocol / metaData / txn / domainMetadata rows become Python
+objects. `add_stats_json` gives the JSON stats of checkpoint add rows, rendering `stats_parsed` where
+`stats` is null.
 """
 
 from __future__ import annotations
@@ -47,17 +50,22 @@ from airflow_txnlog.engine.actions import (
     ADD,
     DOMAIN_METADATA,
     METADATA,
+    PARTITION_VALUES_PARSED,
     PROTOCOL,
     REMOVE,
     STATS_PARSED,
     TXN,
+    Metadata,
     Protocol,
     decode_path,
 )
+from airflow_txnlog.engine.add_actions import partition_lookup, typed_partition
+from airflow_txnlog.engine.checkpoint_columns import CheckpointColumns
 from airflow_txnlog.engine.errors import LogCorruptedError, UnsupportedFeatureError
 from airflow_txnlog.engine.log_paths import LAST_CHECKPOINT, LOG_DIR, checkpoint_name
 from airflow_txnlog.engine.log_reader import read_last_checkpoint
 from airflow_txnlog.engine.replay import LogState, file_key
+from airflow_txnlog.engine.schema import schema_from_json
 from airflow_txnlog.engine.spark_hash import part_numbers
 from airflow_txnlog.engine.stats_struct import (
     add_stats_json,
@@ -187,8 +195,9 @@ def write_stats_as_json(conf: Mapping[str, str]) -> bool:
 
 
 def write_stats_as_struct(conf: Mapping[str, str]) -> bool:
-    """`delta.checkpoint.writeStatsAsStruct`, default false."""
-    return str(conf.get(WRITE_STATS_AS_STRUCT, "false")).strip().lower() == "true"
+    """`delta.checkpoint.writeStatsAsStruct`, default true as in Delta (only an explicit "false" turns
+    it off)."""
+    return str(conf.get(WRITE_STATS_AS_STRUCT, "true")).strip().lower() != "false"
 
 
 # ----------------------------------------------------------------------------- read
@@ -207,16 +216,6 @@ def _decoded_keys(arr: pa.StructArray) -> pa.Array:
     return pa.array(keys, type=pa.string())
 
 
-def _rows(table: pa.Table, column: str) -> pa.StructArray | None:
-    if column not in table.column_names:
-        return None
-    col = table.column(column)
-    arr = col.filter(pc.is_valid(col)).combine_chunks()
-    if isinstance(arr, pa.ChunkedArray):  # no chunks at all
-        arr = pa.concat_arrays(arr.chunks) if arr.chunks else pa.array([], type=col.type)
-    return arr
-
-
 def _to_wire(value: Any) -> Any:
     """pyarrow's to_pylist gives maps as lists of pairs; the log has JSON objects."""
     if isinstance(value, dict):
@@ -231,30 +230,31 @@ def _to_wire(value: Any) -> Any:
 def read_checkpoint(
     storage: Storage, version: int, part_names: list[str], *, folder: str = LOG_DIR
 ) -> LogState:
-    """State at `version` from checkpoint-format files in `folder` (LogCorruptedError naming a bad file)."""
-    tables = []
-    for name in part_names:
-        try:
-            with storage.open_input(f"{folder}/{name}") as f:
-                tables.append(pq.ParquetFile(f).read())  # (read_table would import pandas)
-        except (OSError, pa.ArrowException) as exc:
-            raise LogCorruptedError(f"checkpoint file {name} is unreadable: {exc}") from exc
+    """State at `version` from checkpoint-format files in `folder` (LogCorruptedError naming a bad file).
+
+    Reads the small actions whole and of the file actions only what their keys need (path and
+    deletion vector); the rest is read on demand through `LogState.source` (`CheckpointColumns`).
+    """
+    source = CheckpointColumns(storage, folder, part_names)
+    key_fields = ("path", "deletionVector")
     try:
-        table = pa.concat_tables(tables, promote_options="permissive")
+        rows = source.load((PROTOCOL, METADATA, TXN, DOMAIN_METADATA), {ADD: key_fields, REMOVE: key_fields})
     except pa.ArrowException as exc:
-        raise LogCorruptedError(f"checkpoint parts of version {version} have incompatible schemas") from exc
+        raise LogCorruptedError(
+            f"checkpoint parts of version {version} cannot be read together: {exc}"
+        ) from exc
     small: list[dict[str, Any]] = []
     for column in (PROTOCOL, METADATA, TXN, DOMAIN_METADATA):
-        rows = _rows(table, column)
-        if rows is not None:
-            small.extend({column: _to_wire(r)} for r in rows.to_pylist())
-    adds, removes = _rows(table, ADD), _rows(table, REMOVE)
+        if column in rows:
+            small.extend({column: _to_wire(r)} for r in rows[column].to_pylist())
+    adds, removes = rows.get(ADD), rows.get(REMOVE)
     state = LogState(
         version=version,
         base_adds=adds,
         base_add_keys=_decoded_keys(adds) if adds is not None else None,
         base_removes=removes,
         base_remove_keys=_decoded_keys(removes) if removes is not None else None,
+        source=source,
     )
     # The small actions go through the same reconciliation code as JSON commits.
     state = state.apply(version, small, name=part_names[0])
@@ -338,13 +338,31 @@ def _adds_array(state: LogState) -> pa.StructArray:
     return pa.concat_arrays([base, _tail_adds_array(state.tail_adds())])
 
 
+def _partition_values_parsed(adds: pa.StructArray, metadata: Metadata) -> pa.StructArray:
+    """`add.partitionValues_parsed`: each partition column's values in the column's type."""
+    schema = schema_from_json(metadata.schema_string)
+    values = adds.field("partitionValues")
+    parts = [schema.field(c) for c in metadata.partition_columns]
+    cols = [typed_partition(partition_lookup(values, f.name), f.type) for f in parts]
+    return pa.StructArray.from_arrays(cols, fields=parts)
+
+
 def _with_stats_format(
-    adds: pa.StructArray, *, as_json: bool, parsed_type: pa.StructType | None
+    adds: pa.StructArray, *, as_json: bool, parsed_type: pa.StructType | None, metadata: Metadata
 ) -> pa.StructArray:
-    """`adds` with `stats` kept or nulled, and `stats_parsed` appended when asked for."""
+    """`adds` with `stats` kept or nulled, and `stats_parsed` (plus `partitionValues_parsed` for a
+    partitioned table) appended when asked for."""
     fields, children = list(ADD_TYPE), adds.flatten()
     stats_at = ADD_TYPE.get_field_index("stats")
     if parsed_type is not None:
+        if metadata.partition_columns:
+            try:
+                parsed = _partition_values_parsed(adds, metadata)
+            except (pa.ArrowException, ValueError):  # a value not of its column's type (another writer's)
+                parsed = None  # readers have the strings in `partitionValues`; the checkpoint still helps
+            if parsed is not None:
+                fields.append(pa.field(PARTITION_VALUES_PARSED, parsed.type))
+                children.append(parsed)
         fields.append(pa.field(STATS_PARSED, parsed_type))
         children.append(parse_stats(children[stats_at], parsed_type))
     if not as_json:
@@ -391,7 +409,9 @@ def checkpoint_table(
     as_json = write_stats_as_json(conf) if stats_as_json is None else stats_as_json
     as_struct = write_stats_as_struct(conf) if stats_as_struct is None else stats_as_struct
     parsed_type = stats_parsed_type(state.metadata) if as_struct else None
-    adds = _with_stats_format(_adds_array(state), as_json=as_json, parsed_type=parsed_type)
+    adds = _with_stats_format(
+        _adds_array(state), as_json=as_json, parsed_type=parsed_type, metadata=state.metadata
+    )
     removes = pa.concat_arrays(
         [conform_struct(state.live_base_removes(), REMOVE_TYPE), _tail_removes_array(state.tail_removes())]
     )

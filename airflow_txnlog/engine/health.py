@@ -16,6 +16,8 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
+import pyarrow.compute as pc
+
 from airflow_txnlog.engine import properties as props
 from airflow_txnlog.engine.log_segment import list_log, monotonic_timestamps
 from airflow_txnlog.engine.maintenance_table import MaintenanceTable
@@ -51,12 +53,17 @@ def table_health(table: MaintenanceTable, *, small_file_bytes: int | None = None
     storage, snap = table.storage, table.snapshot()
     conf = snap.metadata.configuration
     small = small_file_bytes if small_file_bytes is not None else props.target_file_size(conf) // 4
-    files = snap.files()
+    sizes = snap.file_sizes()
     now = int(time.time() * 1000)
     cutoff = now - props.deleted_file_retention_ms(conf)
-    tombstones = snap.tombstones()
+    tombstones = snap.tombstone_table()
+    old = tombstones.filter(pc.less_equal(tombstones.column("deletion_timestamp"), cutoff))
     # Only what vacuum can still delete: expired tombstones whose file is still there.
-    expired = [t for t in tombstones if (t.deletion_timestamp or 0) <= cutoff and storage.exists(t.path)]
+    reclaimable = sum(
+        size or 0
+        for key, size in zip(old.column("key").to_pylist(), old.column("size").to_pylist(), strict=True)
+        if storage.exists(key.split("\x00", 1)[0])
+    )
     listing = list_log(storage)
     cps = [v for v in listing.checkpoints if v <= snap.version]
     last_cp = max(cps) if cps else None
@@ -68,14 +75,14 @@ def table_health(table: MaintenanceTable, *, small_file_bytes: int | None = None
     oldest = max([oldest_log, *aged])
     return TableHealth(
         version=snap.version,
-        num_files=len(files),
-        size_bytes=sum(f.size for f in files),
-        small_files=sum(1 for f in files if f.size < small),
+        num_files=len(sizes),
+        size_bytes=int(pc.sum(sizes).as_py() or 0),
+        small_files=int(pc.sum(pc.less(sizes, small)).as_py() or 0),
         small_file_bytes=small,
         last_checkpoint_version=last_cp,
         commits_since_checkpoint=snap.version - last_cp if last_cp is not None else snap.version + 1,
-        tombstones=len(tombstones),
-        reclaimable_bytes=sum(t.size or 0 for t in expired),
+        tombstones=tombstones.num_rows,
+        reclaimable_bytes=reclaimable,
         savepoints=[s.name for s in live_sp],
         expired_savepoints=[s.name for s in savepoints if s.expired(now)],
         oldest_log_version=oldest_log,

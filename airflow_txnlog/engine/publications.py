@@ -53,7 +53,6 @@ from airflow_txnlog.engine.publication_records import (
     record_key,
     validate_channel,
 )
-from airflow_txnlog.engine.replay import file_key
 from airflow_txnlog.engine.savepoints import missing_files
 from airflow_txnlog.engine.snapshot import Snapshot, load_snapshot
 from airflow_txnlog.engine.storage import Storage
@@ -177,8 +176,7 @@ def _files_at_risk(snap: Snapshot, latest: Snapshot) -> list[str]:
     """Files of `snap` no longer live in `latest`: a vacuum may delete them (the others it keeps)."""
     if snap.version == latest.version:
         return []
-    live = set(latest.file_paths())
-    return [f.path for f in snap.files() if file_key(f.path) not in live]
+    return [f.path for f in snap.files_not_in(latest)]
 
 
 def _require_files(storage: Storage, snap: Snapshot, paths: list[str], what: str) -> None:

@@ -8,7 +8,9 @@ Reconciliation (Delta protocol, "Action Reconciliation"):
 
 State is kept in two layers so that large tables stay cheap:
 - `base_adds` / `base_removes`: the checkpoint's file actions as Arrow struct arrays (never turned
-  into Python objects unless asked for);
+  into Python objects unless asked for). A state read from a checkpoint holds only the fields of the
+  file keys there; `source` (`CheckpointColumns`) reads any other field of the same rows on demand,
+  so `live_base_adds(fields)` costs only the columns a caller uses;
 - `tail`: a dict key -> (is_add, wire dict) of file actions from JSON commits after the checkpoint.
 A key in `tail` hides the same key in the base layer. Applying more commits copies only the tail,
 so a cached state is updated incrementally by reading just the new commits.
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Any
 
 import pyarrow as pa
@@ -36,6 +39,7 @@ from airflow_txnlog.engine.actions import (
     Txn,
     decode_path,
 )
+from airflow_txnlog.engine.checkpoint_columns import CheckpointColumns
 from airflow_txnlog.engine.errors import LogCorruptedError
 
 
@@ -74,6 +78,7 @@ class LogState:
     base_remove_keys: pa.Array | None = None
     tail: dict[str, tuple[bool, dict[str, Any]]] = field(default_factory=dict)
     commit_infos: dict[int, dict[str, Any]] = field(default_factory=dict)
+    source: CheckpointColumns | None = None  # the rest of the base rows' fields, read on demand
 
     def apply(self, version: int, actions: Iterable[dict[str, Any]], *, name: str = "") -> LogState:
         """State after one more commit (does not modify self)."""
@@ -83,30 +88,96 @@ class LogState:
         return _Applier(self).run(commits) if commits else self
 
     # ------------------------------------------------------------------ derived views
-    def _base_live_mask(self, keys: pa.Array | None) -> pa.Array | None:
+    @cached_property
+    def _hidden(self) -> pa.Array:
+        return pa.array(list(self.tail.keys()), type=pa.string())
+
+    @cached_property
+    def _live_add_mask(self) -> pa.Array | None:
+        return self._live_mask(self.base_add_keys)
+
+    @cached_property
+    def _live_remove_mask(self) -> pa.Array | None:
+        return self._live_mask(self.base_remove_keys)
+
+    def _live_mask(self, keys: pa.Array | None) -> pa.Array | None:
+        """Per base row: is its key not replaced by a later commit? (None: every row is live)."""
         if keys is None or not self.tail:
             return None
-        hidden = pa.array(list(self.tail.keys()), type=pa.string())
-        return pc.invert(pc.is_in(keys, value_set=hidden))
+        hidden = pc.is_in(keys, value_set=self._hidden)
+        return None if not pc.any(hidden).as_py() else pc.invert(hidden)
 
-    def live_base_adds(self) -> pa.StructArray | None:
-        if self.base_adds is None:
+    def _base_rows(
+        self, column: str, rows: pa.StructArray | None, mask: pa.Array | None, fields: Sequence[str] | None
+    ) -> pa.StructArray | None:
+        if rows is None:
             return None
-        mask = self._base_live_mask(self.base_add_keys)
-        return self.base_adds if mask is None else self.base_adds.filter(mask)
+        if self.source is not None:
+            rows = self.source.read(column, fields)
+        elif fields is not None:
+            present = [f for f in fields if rows.type.get_field_index(f) >= 0]
+            rows = pa.StructArray.from_arrays([rows.field(f) for f in present], names=present)
+        return rows if mask is None else rows.filter(mask)
+
+    def live_base_adds(self, fields: Sequence[str] | None = None) -> pa.StructArray | None:
+        """The checkpoint's add rows no later commit replaced: `fields` of them (every field if None;
+        names the checkpoint lacks are left out)."""
+        return self._base_rows(ADD, self.base_adds, self._live_add_mask, fields)
 
     def live_base_add_keys(self) -> list[str]:
         if self.base_add_keys is None:
             return []
-        mask = self._base_live_mask(self.base_add_keys)
+        mask = self._live_add_mask
         keys = self.base_add_keys if mask is None else self.base_add_keys.filter(mask)
         return keys.to_pylist()  # type: ignore[no-any-return]
 
-    def live_base_removes(self) -> pa.StructArray | None:
-        if self.base_removes is None:
-            return None
-        mask = self._base_live_mask(self.base_remove_keys)
-        return self.base_removes if mask is None else self.base_removes.filter(mask)
+    def live_base_removes(self, fields: Sequence[str] | None = None) -> pa.StructArray | None:
+        return self._base_rows(REMOVE, self.base_removes, self._live_remove_mask, fields)
+
+    def live_add_keys(self) -> pa.Array:
+        """Keys of the live files, Arrow, in `Snapshot.files()` order (base rows, then tail adds)."""
+        tail = pa.array(self.tail_add_keys(), pa.string())
+        if self.base_add_keys is None:
+            return tail
+        mask = self._live_add_mask
+        base = self.base_add_keys if mask is None else self.base_add_keys.filter(mask)
+        return pa.concat_arrays([base.cast(pa.string()), tail])
+
+    def live_add_sizes(self) -> pa.Array:
+        """`size` of the live files (0 where missing), in the order of `live_add_keys`."""
+        tail = pa.array([int(d.get("size") or 0) for d in self.tail_adds()], pa.int64())
+        base = self.live_base_adds(["size"])
+        if base is None or base.type.get_field_index("size") < 0:
+            return pa.concat_arrays([pc.fill_null(pa.nulls(len(base or ()), pa.int64()), 0), tail])
+        return pa.concat_arrays([pc.fill_null(base.field("size").cast(pa.int64()), 0), tail])
+
+    def live_removes(self) -> pa.Table:
+        """The tombstones as columns: key, deletion_timestamp (0 where missing), size (null where missing)."""
+        rows = self.tail_removes()
+        keys = [k for k, (is_add, _) in self.tail.items() if not is_add]
+        cols = {
+            "key": pa.array(keys, pa.string()),
+            "deletion_timestamp": pa.array([int(d.get("deletionTimestamp") or 0) for d in rows], pa.int64()),
+            "size": pa.array([d.get("size") for d in rows], pa.int64()),
+        }
+        base = self.live_base_removes(["deletionTimestamp", "size"])
+        if base is None or self.base_remove_keys is None:
+            return pa.table(cols)
+        mask = self._live_remove_mask
+        base_keys = self.base_remove_keys if mask is None else self.base_remove_keys.filter(mask)
+        fields = {base.type.field(i).name: base.field(i) for i in range(base.type.num_fields)}
+        n = len(base_keys)
+        ts = fields.get("deletionTimestamp", pa.nulls(n, pa.int64()))
+        size = fields.get("size", pa.nulls(n, pa.int64()))
+        return pa.table(
+            {
+                "key": pa.concat_arrays([base_keys.cast(pa.string()), cols["key"]]),
+                "deletion_timestamp": pa.concat_arrays(
+                    [pc.fill_null(ts.cast(pa.int64()), 0), cols["deletion_timestamp"]]
+                ),
+                "size": pa.concat_arrays([size.cast(pa.int64()), cols["size"]]),
+            }
+        )
 
     def tail_adds(self) -> list[dict[str, Any]]:
         return [d for is_add, d in self.tail.values() if is_add]
@@ -118,8 +189,12 @@ class LogState:
         return [k for k, (is_add, _) in self.tail.items() if is_add]
 
     def num_files(self) -> int:
-        base = self.live_base_adds()
-        return (len(base) if base is not None else 0) + sum(1 for a, _ in self.tail.values() if a)
+        mask = self._live_add_mask
+        if self.base_adds is None:
+            base = 0
+        else:
+            base = len(self.base_adds) if mask is None else int(pc.sum(mask).as_py() or 0)
+        return base + sum(1 for a, _ in self.tail.values() if a)
 
     def require_complete(self) -> None:
         if self.protocol is None:

@@ -31,7 +31,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from airflow_txnlog.engine.actions import ADD, METADATA, REMOVE, AddFile, Metadata
+from airflow_txnlog.engine.add_actions import select_adds
 from airflow_txnlog.engine.errors import (
     CommitConflictError,
     ForeignCommitsError,
@@ -42,9 +46,9 @@ from airflow_txnlog.engine.errors import (
 from airflow_txnlog.engine.log_reader import list_after, read_commits
 from airflow_txnlog.engine.maintenance_table import MaintenanceTable
 from airflow_txnlog.engine.provenance import OWNER_TAG
-from airflow_txnlog.engine.replay import LogState, file_key
+from airflow_txnlog.engine.replay import LogState
 from airflow_txnlog.engine.savepoints import create_savepoint, delete_savepoint, missing_files
-from airflow_txnlog.engine.snapshot import Snapshot, adds_from_struct
+from airflow_txnlog.engine.snapshot import Snapshot
 from airflow_txnlog.engine.storage import Storage
 from airflow_txnlog.engine.transaction import ENGINE_INFO, Transaction
 from airflow_txnlog.engine.validate import flag, one_of, text
@@ -91,31 +95,29 @@ class _Plan:
     metrics: dict[str, int]
 
 
-def _target_files(state: LogState) -> list[AddFile]:
-    base = state.live_base_adds()
-    # Column-wise like a snapshot: stats another writer left only in `stats_parsed` are kept.
-    out = adds_from_struct(base) if base is not None else []
-    return out + [AddFile.from_wire(d) for d in state.tail_adds()]
+def _not_in(keys: pa.Array, others: pa.Array) -> list[int]:
+    """Positions of `keys` that are not among `others`."""
+    return pc.indices_nonzero(pc.invert(pc.is_in(keys, value_set=others))).to_pylist()  # type: ignore[no-any-return]
 
 
 def plan(current: Snapshot, target: RestoreTarget) -> _Plan:
-    now_files = {file_key(f.path, f.deletion_vector): f for f in current.files()}
-    want = {file_key(f.path, f.deletion_vector): f for f in _target_files(target.state)}
-    adds = [f for k, f in want.items() if k not in now_files]
-    removes = [f for k, f in now_files.items() if k not in want]
+    """The file diff between the current and the target state, by key in Arrow: only the files that
+    change become objects (a restore of a million-file table to a near version makes a handful)."""
+    now_keys, want_keys = current.file_keys(), target.state.live_add_keys()
+    adds = select_adds(target.state, _not_in(want_keys, now_keys))
+    removes = current.files_at(_not_in(now_keys, want_keys))
     md = target.state.metadata
     assert md is not None
     # The table keeps its identity: only schema, partitioning and properties come from the target.
     md = dataclasses.replace(md, id=current.metadata.id)
     metadata = None if md == current.metadata else md
-    size_after = sum(f.size for f in want.values())
     metrics = {
         "numRestoredFiles": len(adds),
         "numRemovedFiles": len(removes),
         "restoredFilesSize": sum(f.size for f in adds),
         "removedFilesSize": sum(f.size for f in removes),
-        "tableSizeAfterRestore": size_after,
-        "numOfFilesAfterRestore": len(want),
+        "tableSizeAfterRestore": int(pc.sum(target.state.live_add_sizes()).as_py() or 0),
+        "numOfFilesAfterRestore": len(want_keys),
     }
     return _Plan(adds, removes, metadata, metrics)
 

@@ -47,7 +47,7 @@ from airflow_txnlog.engine.errors import (
 )
 from airflow_txnlog.engine.fence import DEFAULT_WAIT_S, wait_for_vacuums
 from airflow_txnlog.engine.maintenance_table import MaintenanceTable
-from airflow_txnlog.engine.replay import LogState, file_key
+from airflow_txnlog.engine.replay import LogState
 from airflow_txnlog.engine.snapshot import Snapshot, to_epoch_ms
 from airflow_txnlog.engine.storage import Storage
 from airflow_txnlog.engine.validate import SAFE_NAME_RE, text
@@ -143,8 +143,8 @@ def create_savepoint(
     if storage.exists(_record_key(name)):
         raise SavepointExistsError(f"savepoint {name!r} already exists. Help: pick another name or delete it")
     require_checkpoint_supported(snap.protocol, "create a savepoint")
-    files = snap.files()
-    gone = missing_files(storage, [f.path for f in files])
+    paths = [key.split("\x00", 1)[0] for key in snap.file_paths()]  # (a key may carry a DV id)
+    gone = missing_files(storage, paths)
     if gone:
         raise SavepointFilesMissingError(
             f"cannot savepoint version {snap.version}: {len(gone)} of its files are missing: {gone[:10]}. "
@@ -164,8 +164,8 @@ def create_savepoint(
         commit_timestamp=snap.timestamp,
         created_at=now,
         manifest=manifest,
-        num_files=len(files),
-        size_bytes=sum(f.size for f in files),
+        num_files=len(paths),
+        size_bytes=snap.size_bytes,
         created_by=created_by,
         reason=reason,
         expires_at=expires,
@@ -207,8 +207,7 @@ def _create_record(storage: Storage, sp: Savepoint) -> None:
 def _confirm_after_vacuums(storage: Storage, snap: Snapshot, latest: Snapshot, wait_s: float) -> None:
     """Files of `snap` not live in `latest` may be in a running vacuum's plan: once no vacuum is
     deleting (the record is visible by now, so later vacuums keep them), they must still exist."""
-    live = set(latest.file_paths())
-    at_risk = [f.path for f in snap.files() if file_key(f.path) not in live]
+    at_risk = [f.path for f in snap.files_not_in(latest)]
     if not at_risk:
         return
     wait_for_vacuums(storage, timeout_s=wait_s)

@@ -17,15 +17,15 @@ the JSON `stats` (`checkpoint.add_stats_json`), so pruning and later checkpoints
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
 from functools import cached_property
-from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from airflow_txnlog.engine import properties as props
-from airflow_txnlog.engine.actions import AddFile, Metadata, Protocol, RemoveFile, decode_path
-from airflow_txnlog.engine.add_actions import add_actions_table, file_table
+from airflow_txnlog.engine.actions import AddFile, Metadata, Protocol, RemoveFile
+from airflow_txnlog.engine.add_actions import add_actions_table, file_table, select_adds
 from airflow_txnlog.engine.checkpoint import read_checkpoint
 from airflow_txnlog.engine.errors import (
     InvalidArgumentError,
@@ -52,7 +52,6 @@ from airflow_txnlog.engine.replay import LogState
 from airflow_txnlog.engine.scan import read_files
 from airflow_txnlog.engine.schema import parse_partition_value, schema_from_json
 from airflow_txnlog.engine.skipping import may_match_mask
-from airflow_txnlog.engine.stats_struct import add_stats_json
 from airflow_txnlog.engine.storage import Storage
 from airflow_txnlog.engine.validate import names
 
@@ -78,50 +77,6 @@ def check_read_supported(protocol: Protocol, metadata: Metadata) -> None:
         raise UnsupportedFeatureError(
             f"the table uses column mapping (mode {mode!r}), which is not supported", feature="columnMapping"
         )
-
-
-def _column(arr: pa.StructArray, name: str) -> list[Any]:
-    """A field of checkpoint add rows as Python values (all None when the writer left it out)."""
-    if arr.type.get_field_index(name) < 0 or arr.field(name).null_count == len(arr):
-        return [None] * len(arr)
-    return arr.field(name).to_pylist()  # type: ignore[no-any-return]
-
-
-def adds_from_struct(arr: pa.StructArray) -> list[AddFile]:
-    """AddFiles of checkpoint add rows, column by column; stats from `stats` or else `stats_parsed`."""
-    cols = [
-        _column(arr, n)
-        for n in (
-            "path",
-            "partitionValues",
-            "size",
-            "modificationTime",
-            "dataChange",
-            "tags",
-            "deletionVector",
-            "baseRowId",
-            "defaultRowCommitVersion",
-            "clusteringProvider",
-        )
-    ]
-    stats = add_stats_json(arr).to_pylist()
-    return [
-        AddFile(
-            path=decode_path(p),
-            partition_values=dict(pv or ()),
-            size=s or 0,
-            modification_time=mt or 0,
-            data_change=True if dc is None else dc,
-            stats=st,
-            tags=dict(tg) if tg else None,
-            deletion_vector=dict(dv) if dv else None,
-            base_row_id=row_id,
-            default_row_commit_version=row_version,
-            clustering_provider=cp,
-            encoded_path=p,
-        )
-        for p, pv, s, mt, dc, tg, dv, row_id, row_version, cp, st in zip(*cols, stats, strict=True)
-    ]
 
 
 class Snapshot:
@@ -182,20 +137,36 @@ class Snapshot:
 
     # ------------------------------------------------------------------ files
     @cached_property
-    def _live_base(self) -> pa.StructArray | None:
-        """The checkpoint's add rows not hidden by a later commit (computed once)."""
-        return self._state.live_base_adds()
-
-    @cached_property
     def _all_files(self) -> list[AddFile]:
-        base = self._live_base
-        out = adds_from_struct(base) if base is not None else []
-        out.extend(AddFile.from_wire(d) for d in self._state.tail_adds())
-        return out
+        return select_adds(self._state)
 
     def file_paths(self) -> list[str]:
         """Decoded paths of the live files (fast: no per-file objects)."""
         return self._state.live_base_add_keys() + self._state.tail_add_keys()
+
+    def file_keys(self) -> pa.Array:
+        """The live files' reconciliation keys (decoded path, plus the deletion vector's id when it
+        has one) as Arrow, in `files()` order: for set operations without per-file objects."""
+        return self._state.live_add_keys()
+
+    def file_sizes(self) -> pa.Array:
+        """The live files' sizes in bytes, in `files()` order."""
+        return self._state.live_add_sizes()
+
+    def tombstone_table(self) -> pa.Table:
+        """The tombstones as columns `key`, `deletion_timestamp` (ms, 0 where unknown), `size`."""
+        return self._state.live_removes()
+
+    def files_not_in(self, other: Snapshot) -> list[AddFile]:
+        """The live files of this snapshot that are not live in `other` (by key, in Arrow)."""
+        gone = pc.invert(pc.is_in(self.file_keys(), value_set=other.file_keys()))
+        return self.files_at(pc.indices_nonzero(gone).to_pylist())
+
+    def files_at(self, positions: Sequence[int]) -> list[AddFile]:
+        """The live files at `positions` of `files()` order, the only ones made into objects."""
+        if "_all_files" in self.__dict__:
+            return [self._all_files[i] for i in positions]
+        return select_adds(self._state, positions)
 
     @property
     def num_files(self) -> int:
@@ -203,7 +174,7 @@ class Snapshot:
 
     @property
     def size_bytes(self) -> int:
-        return sum(f.size for f in self._all_files)
+        return int(pc.sum(self.file_sizes()).as_py() or 0)
 
     def files(self, filter: str | None = None) -> list[AddFile]:
         """Live files; with `filter`, only those whose partition values / stats may match it."""
@@ -214,7 +185,7 @@ class Snapshot:
     @cached_property
     def _file_table(self) -> pa.Table:
         """The live files as Arrow (`add_actions.file_table`), built once per snapshot."""
-        return file_table(self._live_base, self._state.tail_adds(), self.metadata)
+        return file_table(self._state.live_base_adds, self._state.tail_adds(), self.metadata)
 
     @cached_property
     def _add_actions(self) -> pa.Table:
@@ -230,23 +201,26 @@ class Snapshot:
         return self._add_actions.filter(self._mask(parse_predicate(filter, self.schema)))
 
     def _mask(self, pred: Predicate) -> pa.Array:
-        """Per live file (in `files()` order): may a row of it match? (`skipping.may_match_mask`)."""
-        return may_match_mask(pred.tree, self._file_table, self.schema, self.partition_columns)
+        """Per live file (in `files()` order): may a row of it match? (`skipping.may_match_mask`).
+        Until the full file table exists, a narrow one with only the predicate's columns is built
+        (and kept per column set): pruning a big table reads just those stats."""
+        files = self.__dict__.get("_file_table")
+        if files is None:
+            files = self._pruning_tables.get(pred.columns)
+            if files is None:
+                files = file_table(
+                    self._state.live_base_adds, self._state.tail_adds(), self.metadata, columns=pred.columns
+                )
+                self._pruning_tables[pred.columns] = files
+        return may_match_mask(pred.tree, files, self.schema, self.partition_columns)
+
+    @cached_property
+    def _pruning_tables(self) -> dict[frozenset[str], pa.Table]:
+        return {}
 
     def _select(self, mask: pa.Array) -> list[AddFile]:
-        """The live files where `mask` is TRUE; only those become `AddFile`s unless all already are."""
-        keep = pc.indices_nonzero(mask).to_pylist()
-        if "_all_files" in self.__dict__:
-            return [self._all_files[i] for i in keep]
-        if not keep:
-            return []
-        base = self._live_base
-        n_base = 0 if base is None else len(base)
-        picked = [i for i in keep if i < n_base]
-        out = adds_from_struct(base.take(picked)) if base is not None and picked else []
-        tail = self._state.tail_adds()
-        out.extend(AddFile.from_wire(tail[i - n_base]) for i in keep[len(picked) :])
-        return out
+        """The live files where `mask` is TRUE."""
+        return self.files_at(pc.indices_nonzero(mask).to_pylist())
 
     def file_ranges(self, add: AddFile, columns: frozenset[str]) -> dict[str, Range]:
         """Per referenced column, what the file's partition values or stats say about it."""
@@ -273,6 +247,7 @@ class Snapshot:
         return ranges
 
     def tombstones(self) -> list[RemoveFile]:
+        """The tombstones as objects (`tombstone_table` for columns only)."""
         base = self._state.live_base_removes()
         out = [RemoveFile.from_wire(r) for r in base.to_pylist()] if base is not None else []
         out.extend(RemoveFile.from_wire(d) for d in self._state.tail_removes())

@@ -25,12 +25,14 @@ import os
 import time
 from dataclasses import dataclass, field
 
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from airflow_txnlog.engine import properties as props
 from airflow_txnlog.engine.errors import RetentionTooShortError
 from airflow_txnlog.engine.fence import VacuumFence
 from airflow_txnlog.engine.maintenance_table import MaintenanceTable
 from airflow_txnlog.engine.publications import published_keys
-from airflow_txnlog.engine.replay import file_key
 from airflow_txnlog.engine.savepoints import protected_paths
 from airflow_txnlog.engine.snapshot import Snapshot
 from airflow_txnlog.engine.storage import LocalStorage, Storage
@@ -83,6 +85,17 @@ def _relative_key(storage: Storage, key: str) -> str:
     return key[len(root) :] if key.startswith(root) else key
 
 
+def _relative_keys(storage: Storage, keys: pa.Array) -> list[str]:
+    """`_relative_key` of each file key, in Arrow; a key's deletion-vector id is dropped (vacuum
+    deletes paths: a file is needed while any of its keys is)."""
+    if len(keys) == 0:
+        return []
+    root = storage.fs_root.rstrip("/") + "/"
+    paths = pc.replace_substring_regex(keys, pattern="\\x00.*", replacement="")
+    inside = pc.starts_with(paths, root)
+    return pc.if_else(inside, pc.utf8_slice_codeunits(paths, len(root)), paths).to_pylist()  # type: ignore[no-any-return]
+
+
 def _list_local(root: str, partition_columns: set[str]) -> dict[str, tuple[int, int]]:
     """os.scandir walk that never enters symlinked folders and prunes hidden ones early."""
     out: dict[str, tuple[int, int]] = {}
@@ -121,14 +134,12 @@ def list_files(storage: Storage, partition_columns: set[str]) -> dict[str, tuple
 
 def _needed(storage: Storage, snap: Snapshot, cutoff: int, now: int) -> tuple[set[str], set[str]]:
     """(keys to keep, keys of expired tombstones)."""
-    keep = {_relative_key(storage, k) for k in snap.file_paths()}
-    expired: set[str] = set()
-    for t in snap.tombstones():
-        key = _relative_key(storage, file_key(t.path))
-        if (t.deletion_timestamp or 0) > cutoff:
-            keep.add(key)
-        else:
-            expired.add(key)
+    keep = set(_relative_keys(storage, snap.file_keys()))
+    tombstones = snap.tombstone_table()
+    keys = tombstones.column("key").combine_chunks()
+    recent = pc.greater(tombstones.column("deletion_timestamp").combine_chunks(), cutoff)
+    keep.update(_relative_keys(storage, keys.filter(recent)))
+    expired = set(_relative_keys(storage, keys.filter(pc.invert(recent))))
     keep |= {_relative_key(storage, k) for k in protected_paths(storage, now_ms=now)}
     keep |= {_relative_key(storage, k) for k in published_keys(storage, snap)}
     return keep, expired - keep

@@ -400,15 +400,28 @@ def test_stats_only_in_stats_parsed_survive_our_checkpoint(tmp_path: Path) -> No
     assert dl.to_pyarrow_table(filters=[("id", ">", 150)]).num_rows == 11
 
 
-def test_default_checkpoint_writes_json_stats_and_no_struct(tmp_path: Path) -> None:
+def test_default_checkpoint_writes_json_and_struct_stats_as_delta_does(tmp_path: Path) -> None:
+    # Delta's DeltaConfigs: checkpoint.writeStatsAsJson and checkpoint.writeStatsAsStruct default "true".
     root = tmp_path / "t"
     t = Table.create(str(root), schema=pa.schema([("id", pa.int64())]))
     t.write(pa.table({"id": pa.array([1, 2], pa.int64())}))
     t.checkpoint()
     ck = pq.read_table(root / "_delta_log" / f"{1:020d}.checkpoint.parquet")
+    (add,) = [r for r in ck.column("add").to_pylist() if r]
+    assert add["stats"] is not None
+    assert add["stats_parsed"]["minValues"]["id"] == 1 and add["stats_parsed"]["maxValues"]["id"] == 2
+    assert "partitionValues_parsed" not in add  # an unpartitioned table has none
+
+
+def test_checkpoint_without_struct_stats_when_turned_off(tmp_path: Path) -> None:
+    root = tmp_path / "t"
+    props = {"delta.checkpoint.writeStatsAsStruct": "false"}
+    t = Table.create(str(root), schema=pa.schema([("id", pa.int64())]), properties=props)
+    t.write(pa.table({"id": pa.array([1, 2], pa.int64())}))
+    t.checkpoint()
+    ck = pq.read_table(root / "_delta_log" / f"{1:020d}.checkpoint.parquet")
     add_type = ck.schema.field("add").type
-    assert "stats" in [add_type.field(i).name for i in range(add_type.num_fields)]
-    assert "stats_parsed" not in [add_type.field(i).name for i in range(add_type.num_fields)]
+    assert add_type.get_field_index("stats") >= 0 and add_type.get_field_index("stats_parsed") < 0
 
 
 def test_checkpoint_struct_stats_when_asked(tmp_path: Path) -> None:
