@@ -25,6 +25,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 from urllib.parse import unquote
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -35,6 +36,7 @@ from airflow_txnlog.engine.stats_struct import (
     add_stats_json,
     conform_struct,
     field_names,
+    may_contain,
     parse_stats_exact,
     stats_parsed_type,
 )
@@ -63,6 +65,8 @@ def _core(base: pa.StructArray | None, tail: list[dict[str, Any]]) -> pa.StructA
 
 
 def _decoded(paths: pa.Array) -> pa.Array:
+    if not may_contain(paths, b"%"):  # the common case, decided by one buffer scan
+        return paths
     encoded = pc.fill_null(pc.match_substring(paths, "%"), False)
     if not pc.any(encoded).as_py():
         return paths
@@ -157,7 +161,7 @@ def file_table(
         fields = [*_CORE.names[:-1], STATS_PARSED]
     else:
         target = _only(target, columns)
-        fields = ["path", STATS_PARSED]
+        fields = [STATS_PARSED]  # (no paths: the narrow table only feeds the pruning mask)
         if columns & set(metadata.partition_columns):
             fields.append(PARTITION_VALUES)
     base = base_rows(fields)
@@ -187,9 +191,20 @@ def raw_partition(table: pa.Table, column: str) -> pa.Array:
 
 
 def partition_lookup(values: pa.Array, column: str) -> pa.Array:
-    """Per row of a `partitionValues` map column, the value string of `column` (null where absent)."""
+    """Per row of a `partitionValues` map column, the value string of `column` (null where absent).
+
+    Fast path: when every row's map holds `column` exactly once (the normal case: the hits fall one
+    in each row, in row order), the items at the hits are the answer; otherwise `map_lookup`,
+    several times slower."""
     if len(values) == 0:
         return pa.array([], pa.string())
+    if values.offset == 0 and values.null_count == 0 and len(values.keys) >= len(values):
+        hits = np.flatnonzero(pc.equal(values.keys, column).to_numpy(zero_copy_only=False))
+        if len(hits) == len(values):
+            offsets = values.offsets.to_numpy()
+            rows = np.searchsorted(offsets, hits, side="right") - 1
+            if np.array_equal(rows, np.arange(len(values))):
+                return values.items.take(pa.array(hits)).cast(pa.string())
     return pc.map_lookup(values, column, "first")
 
 
@@ -265,13 +280,13 @@ def adds_from_struct(arr: pa.StructArray) -> list[AddFile]:
 
 
 def _base_rows_for(state: LogState, picked: list[int], n_base: int) -> pa.StructArray | None:
-    """Every field of the live base rows at `picked`. For a few rows of a checkpoint that has
-    `stats_parsed`, the JSON `stats` column (most of a checkpoint's bytes) is not read: those rows'
-    JSON is rendered from their struct (`add_stats_json`), unless one of them lacks it."""
+    """Every field of the live base rows at `picked` (ascending). For up to half the rows of a
+    checkpoint that has `stats_parsed`, the JSON `stats` column (most of a checkpoint's bytes) is not
+    read: those rows' JSON is rendered from their struct (`add_stats_json`), unless one lacks it."""
     if not picked:
         return None
     names = state.source.field_names(ADD) if state.source is not None else []
-    if STATS_PARSED in names and "stats" in names and len(picked) * 10 < n_base:
+    if STATS_PARSED in names and "stats" in names and len(picked) * 2 <= n_base:
         rows = state.live_base_adds([n for n in names if n != "stats"])
         assert rows is not None
         rows = rows.take(pa.array(picked, pa.int64()))
@@ -279,18 +294,21 @@ def _base_rows_for(state: LogState, picked: list[int], n_base: int) -> pa.Struct
             return rows
     rows = state.live_base_adds()
     assert rows is not None
-    return rows if len(picked) == n_base else rows.take(pa.array(picked, pa.int64()))
+    return rows if picked == list(range(n_base)) else rows.take(pa.array(picked, pa.int64()))
 
 
 def select_adds(state: LogState, keep: Sequence[int] | None = None) -> list[AddFile]:
-    """`AddFile`s of the live files at positions `keep` (all if None) of `LogState.live_add_keys`:
-    only those rows of the checkpoint become Python objects."""
-    n_base = 0 if state.base_adds is None else len(state.live_base_adds(["path"]) or ())
-    if keep is None:
-        keep = range(n_base + sum(1 for is_add, _ in state.tail.values() if is_add))
-    picked = [i for i in keep if i < n_base]
+    """`AddFile`s of the live files at positions `keep` (all if None) of `LogState.live_add_keys`,
+    in the order asked for: only those rows of the checkpoint become Python objects."""
+    n_tail = sum(1 for is_add, _ in state.tail.values() if is_add)
+    n_base = state.num_files() - n_tail
+    wanted = list(range(n_base + n_tail)) if keep is None else list(keep)
+    order = sorted(set(wanted))
+    if order and (order[0] < 0 or order[-1] >= n_base + n_tail):
+        raise IndexError(f"file positions must be in [0, {n_base + n_tail}), got {order[0]}..{order[-1]}")
+    picked = [i for i in order if i < n_base]
     base = _base_rows_for(state, picked, n_base)
-    out = adds_from_struct(base) if base is not None else []
+    found = dict(zip(picked, adds_from_struct(base), strict=True)) if base is not None else {}
     tail = state.tail_adds()
-    out.extend(AddFile.from_wire(tail[i - n_base]) for i in keep[len(picked) :])
-    return out
+    found.update((i, AddFile.from_wire(tail[i - n_base])) for i in order[len(picked) :])
+    return [found[i] for i in wanted]

@@ -61,7 +61,7 @@ from airflow_txnlog.engine.actions import (
 )
 from airflow_txnlog.engine.add_actions import partition_lookup, typed_partition
 from airflow_txnlog.engine.checkpoint_columns import CheckpointColumns
-from airflow_txnlog.engine.errors import LogCorruptedError, UnsupportedFeatureError
+from airflow_txnlog.engine.errors import LogCorruptedError, TxnLogError, UnsupportedFeatureError
 from airflow_txnlog.engine.log_paths import LAST_CHECKPOINT, LOG_DIR, checkpoint_name
 from airflow_txnlog.engine.log_reader import read_last_checkpoint
 from airflow_txnlog.engine.replay import LogState, file_key
@@ -70,6 +70,7 @@ from airflow_txnlog.engine.spark_hash import part_numbers
 from airflow_txnlog.engine.stats_struct import (
     add_stats_json,
     conform_struct,
+    may_contain,
     parse_stats,
     stats_parsed_type,
 )
@@ -207,7 +208,9 @@ def _decoded_keys(arr: pa.StructArray) -> pa.Array:
         arr
     )
     # Fast path (the common case): nothing to decode or canonicalise, the column is the key.
-    needs_work = pc.any(pc.match_substring_regex(path_col, r"%|^file:")).as_py()
+    needs_work = (may_contain(path_col, b"%") or may_contain(path_col, b"file:")) and bool(
+        pc.any(pc.match_substring_regex(path_col, r"%|^file:")).as_py()
+    )
     if not has_dv and not needs_work:
         return path_col
     paths = path_col.to_pylist()
@@ -358,7 +361,7 @@ def _with_stats_format(
         if metadata.partition_columns:
             try:
                 parsed = _partition_values_parsed(adds, metadata)
-            except (pa.ArrowException, ValueError):  # a value not of its column's type (another writer's)
+            except (pa.ArrowException, ValueError, TxnLogError):  # a value not of its type (another writer's)
                 parsed = None  # readers have the strings in `partitionValues`; the checkpoint still helps
             if parsed is not None:
                 fields.append(pa.field(PARTITION_VALUES_PARSED, parsed.type))

@@ -14,16 +14,20 @@ Invariants:
   null in its rows; the field's type is the first part's that has it.
 - The checkpoint files are immutable but may be cleaned up later (log retention); a read after that
   raises `LogCorruptedError` saying so, and the caller reloads the table.
+- Fields read are kept (a snapshot asks again), except `add.stats` when `add.stats_parsed` exists
+  (UNCACHED_WITH_STRUCT): the bulk of the bytes, and rarely needed then.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import functools
+from collections.abc import Callable, Iterable, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from airflow_txnlog.engine.actions import STATS_PARSED
 from airflow_txnlog.engine.errors import LogCorruptedError
 from airflow_txnlog.engine.stats_struct import conform_struct
 from airflow_txnlog.engine.storage import Storage
@@ -37,6 +41,12 @@ def _valid_rows(table: pa.Table, column: str) -> pa.StructArray:
     return chunks[0] if len(chunks) == 1 else pa.concat_arrays(chunks)
 
 
+# The JSON stats text is most of a checkpoint's bytes; where the checkpoint also has `stats_parsed`
+# it is needed rarely (the few `AddFile`s whose JSON is not rendered from the struct), so it is read
+# each time rather than kept. Without `stats_parsed` it is the only source of stats: kept.
+UNCACHED_WITH_STRUCT = frozenset({"stats"})
+
+
 class CheckpointColumns:
     """Lazy access to the `add` / `remove` rows of one checkpoint (its part files in order)."""
 
@@ -44,13 +54,18 @@ class CheckpointColumns:
         self._storage = storage
         self._paths = [f"{folder}/{name}" for name in part_names]
         self._schemas: list[pa.Schema] = []
+        self._loaded = False
         self._cache: dict[tuple[str, str], pa.Array] = {}
 
-    def _open(self, path: str) -> pq.ParquetFile:
+    def _read(self, path: str, columns: Callable[[pa.Schema], list[str]]) -> tuple[pa.Schema, pa.Table]:
+        """(the file's schema, the columns `columns(schema)` names), in one open of the file."""
         try:
-            return pq.ParquetFile(self._storage.open_input(path))
+            with self._storage.open_input(path) as fh:
+                f = pq.ParquetFile(fh)
+                # (ParquetFile.read, not read_table, which would import pandas)
+                return f.schema_arrow, f.read(columns=columns(f.schema_arrow))
         except FileNotFoundError as exc:
-            if self._schemas:  # read before: it was there when the snapshot loaded
+            if self._loaded:  # it was there when the snapshot loaded
                 raise LogCorruptedError(
                     f"checkpoint file {path} was removed after this snapshot was loaded (log cleanup?); "
                     "Help: open the table again"
@@ -62,15 +77,19 @@ class CheckpointColumns:
     def load(self, whole: Sequence[str], parts: dict[str, Sequence[str]]) -> dict[str, pa.Array]:
         """First read: the `whole` columns (small actions) and the given fields of each `parts`
         column; returns the non-null rows of each, and keeps the fields for later reads."""
+
+        def wanted(schema: pa.Schema) -> list[str]:
+            names = [c for c in whole if c in schema.names]
+            for column, fields in parts.items():
+                names += [f"{column}.{n}" for n in fields if _has(schema, column, n)]
+            return names
+
         tables = []
         for path in self._paths:
-            f = self._open(path)
-            schema = f.schema_arrow
+            schema, table = self._read(path, wanted)
             self._schemas.append(schema)
-            wanted = [c for c in whole if c in schema.names]
-            for column, fields in parts.items():
-                wanted += [f"{column}.{n}" for n in fields if _has(schema, column, n)]
-            tables.append(_read(f, path, wanted))
+            tables.append(table)
+        self._loaded = True
         out: dict[str, pa.Array] = {}
         for column in [*whole, *parts]:
             arrays = [_valid_rows(t, column) for t in tables if column in t.column_names]
@@ -95,23 +114,27 @@ class CheckpointColumns:
         known = self.field_names(column)
         names = [n for n in (known if fields is None else fields) if n in known] or ["path"]
         missing = [n for n in names if (column, n) not in self._cache]
-        if missing:
-            self._fetch(column, missing)
-        children = [self._cache[(column, n)] for n in names]
+        fetched = self._fetch(column, missing) if missing else {}
+        children = [self._cache.get((column, n), fetched.get(n)) for n in names]
         return pa.StructArray.from_arrays(children, names=names)
 
-    def _fetch(self, column: str, names: list[str]) -> None:
+    def _fetch(self, column: str, names: list[str]) -> dict[str, pa.Array]:
         per_part = []
         for path, schema in zip(self._paths, self._schemas, strict=True):
             if column not in schema.names:
                 continue
-            present = [n for n in names if _has(schema, column, n)]
-            rows = _valid_rows(_read(self._open(path), path, [f"{column}.{n}" for n in present]), column)
+            # (a part without any of the fields still gives its rows: their path marks them)
+            wanted = [f"{column}.{n}" for n in names if _has(schema, column, n)] or [f"{column}.path"]
+            rows = _valid_rows(self._read(path, functools.partial(_fixed, wanted))[1], column)
             per_part.append(rows)
+        out: dict[str, pa.Array] = {}
         for n in names:
             t = _unified(s.field(column).type.field(n).type for s in self._schemas if _has(s, column, n))
             parts = [_child(rows, n, t) for rows in per_part]
-            self._cache[(column, n)] = _concat(parts) if parts else pa.array([], type=t)
+            out[n] = _concat(parts) if parts else pa.array([], type=t)
+            if n not in UNCACHED_WITH_STRUCT or STATS_PARSED not in self.field_names(column):
+                self._cache[(column, n)] = out[n]
+        return out
 
 
 def _valid(arr: pa.Array) -> pa.Array:
@@ -127,15 +150,12 @@ def _valid(arr: pa.Array) -> pa.Array:
     return arr.take(where)
 
 
+def _fixed(columns: list[str], schema: pa.Schema) -> list[str]:
+    return columns
+
+
 def _has(schema: pa.Schema, column: str, name: str) -> bool:
     return column in schema.names and schema.field(column).type.get_field_index(name) >= 0
-
-
-def _read(f: pq.ParquetFile, path: str, columns: list[str]) -> pa.Table:
-    try:
-        return f.read(columns=columns)  # (read_table would import pandas)
-    except (OSError, pa.ArrowException) as exc:
-        raise LogCorruptedError(f"checkpoint file {path} is unreadable: {exc}") from exc
 
 
 def _child(rows: pa.StructArray, name: str, t: pa.DataType) -> pa.Array:

@@ -272,6 +272,10 @@ class Snapshot:
         commits = listing.run_from(self.version + 1, until)
         if not commits or commits[-1][0] != newest:  # a gap: some commit is not visible yet
             return load_snapshot(self._storage, until)
+        if any(v > (self.checkpoint_version or -1) for v in listing.checkpoints if v <= newest):
+            # A newer checkpoint: rebase on it. This snapshot reads its own checkpoint's columns
+            # lazily, and log cleanup may remove that file once a newer one exists.
+            return load_snapshot(self._storage, newest)
         state = _replay(self._storage, self._state, commits)
         after = self._timestamps.get(self.version)
         ts = {**self._timestamps, **monotonic_timestamps(dict(commits), after=after)}

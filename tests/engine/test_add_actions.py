@@ -11,16 +11,18 @@ JSON tail; nested struct stats). Documented differences, and only those, are all
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import decimal
 from pathlib import Path
+from typing import Any
 from urllib.parse import unquote
 
 import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
-from airflow_txnlog.engine import Table
+from airflow_txnlog.engine import AddFile, Table
 from airflow_txnlog.engine.predicates import may_match, parse_predicate
 
 NESTED = pa.struct([("x", pa.int64()), ("y", pa.string())])
@@ -68,13 +70,19 @@ def _compare(path: str, *, booleans: tuple[str, ...] = ()) -> pa.Table:
     return ours
 
 
+def _semantic(files: list[AddFile]) -> list[tuple[AddFile, Any]]:
+    return [(dataclasses.replace(f, stats=None), f.parsed_stats(exact_decimals=True)) for f in files]
+
+
 def _agrees_with_reference(path: str, predicates: list[str]) -> None:
     snap = Table.open(path).snapshot()
     for text in predicates:
         fresh = Table.open(path).snapshot().files(text)  # AddFiles built for the selected rows only
         pred = parse_predicate(text, snap.schema)
         expected = [f for f in snap.files() if may_match(pred.tree, snap.file_ranges(f, pred.columns))]
-        assert fresh == expected, text
+        # (a few checkpoint rows get their JSON stats rendered from stats_parsed: the same numbers,
+        # possibly other text, e.g. -0 for -0.0)
+        assert _semantic(fresh) == _semantic(expected), text
         assert snap.files(text) == expected, text
         expected = [f.path for f in expected]
         assert snap.add_actions(text).column("path").to_pylist() == expected, text

@@ -4,14 +4,16 @@ read costs, parts that disagree on schema, and a checkpoint file cleaned up unde
 from __future__ import annotations
 
 import glob
+import json
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from airflow_txnlog.engine import LogCorruptedError, Table
+from airflow_txnlog.engine import LogCorruptedError, Table, checkpoint_columns
 
 
 def _table(root: Path, *, part_size: int = 1_000_000) -> Table:
@@ -24,18 +26,28 @@ def _table(root: Path, *, part_size: int = 1_000_000) -> Table:
     return t
 
 
-def test_opening_reads_only_the_file_keys(tmp_path: Path) -> None:
+def test_opening_reads_only_the_file_keys(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _table(tmp_path / "t")
+    read: list[str] = []
+    real = checkpoint_columns.CheckpointColumns._read
+
+    def spy(self: Any, path: str, columns: Any) -> tuple[pa.Schema, pa.Table]:
+        schema, table = real(self, path, columns)
+        read.extend(columns(schema))
+        return schema, table
+
+    monkeypatch.setattr(checkpoint_columns.CheckpointColumns, "_read", spy)
     snap = Table.open(str(tmp_path / "t")).snapshot()
-    source = snap.state.source
-    assert source is not None
     assert len(snap.file_paths()) == 7
-    read = {name for column, name in source._cache if column == "add"}
-    assert read == {"path", "deletionVector"}
-    assert snap.add_actions().num_rows == 7
-    read = {name for column, name in source._cache if column == "add"}
-    assert "stats_parsed" in read and "stats" not in read  # our checkpoints carry the struct: no JSON read
+    assert {c for c in read if c.startswith("add.")} == {"add.path", "add.deletionVector"}
     assert sorted(snap.add_actions(filter="id >= 45").column("min.id").to_pylist()) == [40, 50, 100]
+    assert snap.add_actions().num_rows == 7
+    assert "add.stats_parsed" in read
+    assert "add.stats" not in read  # our checkpoints carry the struct: the JSON text is never read
+    (f,) = snap.files(filter="id = 100")  # a tail file
+    (g,) = snap.files(filter="id = 55")  # a checkpoint file: its JSON rendered from the struct
+    assert f.stats and g.stats and "add.stats" not in read
+    assert '"minValues":{"id":50}' in g.stats
 
 
 def test_parts_that_disagree_on_schema(tmp_path: Path) -> None:
@@ -72,3 +84,64 @@ def test_checkpoint_removed_after_load_is_a_clear_error(tmp_path: Path) -> None:
         LogCorruptedError, match=r"removed after this snapshot was loaded.*open the table again"
     ):
         snap.add_actions()
+
+
+def test_files_at_any_order_and_repeats(tmp_path: Path) -> None:
+    _table(tmp_path / "t")
+    snap = Table.open(str(tmp_path / "t")).snapshot()
+    keys = snap.file_keys().to_pylist()
+    n = len(keys)  # 6 checkpoint files, then 1 tail file
+    for positions in ([1, 0, 2, 3], [0, 0, 1, 2], [n - 1, 0], list(range(n))[::-1], [3]):
+        assert [f.path for f in snap.files_at(positions)] == [keys[i] for i in positions]
+    with pytest.raises(IndexError):
+        snap.files_at([n])
+
+
+def test_a_handle_survives_log_cleanup_of_its_checkpoint(tmp_path: Path) -> None:
+    """A long-lived Table (an Airflow worker's, a trigger's) whose snapshot was loaded from a
+    checkpoint that log cleanup later removes: its next snapshot rebases on the newer checkpoint."""
+    root = str(tmp_path / "t")
+    schema = pa.schema([("id", pa.int64())])
+    t = Table.create(root, schema=schema)
+    for i in range(3):
+        t.write(pa.table({"id": [i]}, schema=schema))
+    t.checkpoint()
+    reader = Table.open(root)
+    assert reader.snapshot().checkpoint_version == 3
+    for i in range(3):
+        t.write(pa.table({"id": [10 + i]}, schema=schema))
+    t.checkpoint()
+    t.write(pa.table({"id": [99]}, schema=schema))
+    t.cleanup_log(retention_hours=0, dry_run=False)
+    assert not Path(root, "_delta_log", f"{3:020d}.checkpoint.parquet").exists()
+    assert reader.snapshot().checkpoint_version == 6  # rebased (the writer's state is all in memory)
+    for handle in (reader, t):
+        snap = handle.snapshot()
+        assert snap.version == 7
+        assert sorted(f.path for f in snap.files(filter="id > 5")) == sorted(
+            f.path for f in snap.files() if (f.parsed_stats() or {}).get("minValues", {}).get("id", 0) > 5
+        )
+        assert snap.size_bytes == sum(f.size for f in snap.files())
+
+
+def test_a_partition_value_of_another_type_does_not_block_checkpoints(tmp_path: Path) -> None:
+    root = tmp_path / "t"
+    schema = pa.schema([("id", pa.int64()), ("p", pa.int32())])
+    t = Table.create(str(root), schema=schema, partition_by=["p"])
+    t.write(pa.table({"id": [1], "p": [1]}, schema=schema))
+    add = {
+        "add": {
+            "path": "p=abc/x.parquet",
+            "partitionValues": {"p": "abc"},
+            "size": 1,
+            "modificationTime": 0,
+            "dataChange": True,
+        }
+    }
+    (root / "_delta_log" / f"{2:020d}.json").write_text(json.dumps(add) + "\n")
+    Table.open(str(root)).checkpoint()
+    ck = pq.read_table(root / "_delta_log" / f"{2:020d}.checkpoint.parquet")
+    add_type = ck.schema.field("add").type
+    assert add_type.get_field_index("stats_parsed") >= 0
+    assert add_type.get_field_index("partitionValues_parsed") < 0  # left out, the strings carry them
+    assert len(Table.open(str(root)).snapshot().file_paths()) == 2
