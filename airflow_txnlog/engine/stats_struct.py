@@ -185,11 +185,16 @@ def _json_readable(t: pa.DataType) -> pa.DataType:
 
 def _ndjson(lines: pa.Array) -> pa.Buffer:
     """The lines as one newline-delimited buffer, built in Arrow (no Python string per line): each
-    line gets a "\n" appended; the values buffer of that fresh array is then the whole document."""
-    big = pa.large_string()
-    joined = pc.binary_join_element_wise(lines.cast(big), pa.scalar("", big), pa.scalar("\n", big))
+    line gets a "\n" appended; the values buffer of that fresh array is then the whole document.
+    (64-bit offsets only when the document could pass 2 GiB: the cast is a full copy.)"""
+    data = lines.buffers()[2]
+    wide = data is not None and data.size + len(lines) >= 2**31 - 1
+    t = pa.large_string() if wide else pa.string()
+    joined = pc.binary_join_element_wise(
+        lines.cast(t) if wide else lines, pa.scalar("", t), pa.scalar("\n", t)
+    )
     offsets = pa.Array.from_buffers(
-        pa.int64(), len(joined) + 1, [None, joined.buffers()[1]], offset=joined.offset
+        pa.int64() if wide else pa.int32(), len(joined) + 1, [None, joined.buffers()[1]], offset=joined.offset
     )
     first, last = offsets[0].as_py(), offsets[-1].as_py()
     return joined.buffers()[2].slice(first, last - first)
@@ -200,7 +205,7 @@ def _parse_bulk(lines: pa.Array, target: pa.StructType) -> pa.StructArray:
     longest = pc.max(pc.binary_length(lines)).as_py() or 0
     table = pj.read_json(
         pa.BufferReader(_ndjson(lines)),
-        read_options=pj.ReadOptions(block_size=max(1 << 20, 2 * longest + 2)),
+        read_options=pj.ReadOptions(block_size=max(16 << 20, 2 * longest + 2)),  # (fewer chunks to join)
         parse_options=pj.ParseOptions(
             explicit_schema=pa.schema(list(raw)), unexpected_field_behavior="ignore"
         ),

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
 import pyarrow as pa
@@ -96,8 +97,10 @@ def _relative_keys(storage: Storage, keys: pa.Array) -> list[str]:
     return pc.if_else(inside, pc.utf8_slice_codeunits(paths, len(root)), paths).to_pylist()  # type: ignore[no-any-return]
 
 
-def _list_local(root: str, partition_columns: set[str]) -> dict[str, tuple[int, int]]:
-    """os.scandir walk that never enters symlinked folders and prunes hidden ones early."""
+def _list_local(root: str, partition_columns: set[str], skip: AbstractSet[str]) -> dict[str, tuple[int, int]]:
+    """os.scandir walk that never enters symlinked folders and prunes hidden ones early; files in
+    `skip` are left out before their `stat` (on a big table almost every file is referenced: the
+    stat calls were most of the walk)."""
     out: dict[str, tuple[int, int]] = {}
     stack = [("", root)]
     while stack:
@@ -109,22 +112,26 @@ def _list_local(root: str, partition_columns: set[str]) -> dict[str, tuple[int, 
                     continue
                 if e.is_dir(follow_symlinks=False):
                     stack.append((rel + "/", e.path))
+                elif rel in skip:
+                    continue
                 elif e.is_file(follow_symlinks=False) or e.is_symlink():
                     st = e.stat(follow_symlinks=False)  # a link is removed, never its target
                     out[rel] = (st.st_size, st.st_mtime_ns // 1_000_000)
     return out
 
 
-def list_files(storage: Storage, partition_columns: set[str]) -> dict[str, tuple[int, int]]:
-    """Relative path -> (size, mtime ms) of every visible file under the root."""
+def list_files(
+    storage: Storage, partition_columns: set[str], skip: AbstractSet[str] = frozenset()
+) -> dict[str, tuple[int, int]]:
+    """Relative path -> (size, mtime ms) of every visible file under the root but those in `skip`."""
     if isinstance(storage, LocalStorage):
-        return _list_local(storage.fs_root, partition_columns)
+        return _list_local(storage.fs_root, partition_columns, skip)
     root = storage.fs_root.rstrip("/")
     found = storage.fs.find(root, detail=True, withdirs=False)
     out: dict[str, tuple[int, int]] = {}
     for path, info in found.items():
         rel = str(path)[len(root) + 1 :]
-        if not rel or _hidden(rel, partition_columns):
+        if not rel or rel in skip or _hidden(rel, partition_columns):
             continue
         mtime = info.get("mtime") or info.get("LastModified") or info.get("updated") or 0
         ts = int(mtime.timestamp() * 1000) if hasattr(mtime, "timestamp") else int(float(mtime) * 1000)
@@ -147,13 +154,9 @@ def _needed(storage: Storage, snap: Snapshot, cutoff: int, now: int) -> tuple[se
 
 def plan_vacuum(storage: Storage, snap: Snapshot, cutoff: int, now: int) -> dict[str, int]:
     """Relative path -> size of the files vacuum would delete."""
-    files = list_files(storage, set(snap.partition_columns))
     keep, expired = _needed(storage, snap, cutoff, now)
-    return {
-        rel: size
-        for rel, (size, mtime) in files.items()
-        if rel not in keep and (rel in expired or mtime < cutoff)
-    }
+    files = list_files(storage, set(snap.partition_columns), skip=keep)
+    return {rel: size for rel, (size, mtime) in files.items() if rel in expired or mtime < cutoff}
 
 
 def vacuum(
