@@ -282,20 +282,23 @@ def _fmt_rss(kb: float | None) -> str:
 # Why a row misses its target, as found by profiling our worker (`"profile"` in its spec) at 1M files;
 # they describe the engine as of the measured commit and must be re-checked when it changes.
 WHY = {
-    "S1": "opening reads every column of the delta-rs checkpoint (`ParquetFile.read()`, the 1M stats "
-    "JSON strings included) and filters and copies the add struct (`filter` + `combine_chunks`): ~1.7 s "
-    "of a profiled 2.2 s, though listing needs only `add.path`; the list of 1M Python `str`s adds ~0.2 s.",
-    "S2": "delta-rs's checkpoint has no `stats_parsed`, so `add_actions()` parses 1M stats JSON strings "
-    "(joined into one Python string, then `pyarrow.json.read_json`: ~2.8 s of a profiled 7.6 s) on top "
-    "of the full checkpoint read and Arrow reconciliation (~3.8 s); delta-rs decodes them in Rust.",
-    "S3": "besides the result, the process holds the whole checkpoint table (stats strings included) "
-    "and transient copies made on the way (the filtered add struct, the stats joined into one Python "
-    "string and its bytes) while delta-rs keeps one Arrow state.",
-    "S4": "the first filtered call on a loaded snapshot builds the columnar file state, i.e. parses all "
-    "1M stats JSON strings (S2's cost); the vectorized pruning itself is cheap (the same query again on "
-    "that snapshot: see the extra figures below).",
-    "S5": "the directory walk is Python (`os.scandir` plus one `DirEntry.stat` per entry: ~70% of the "
-    "plan under cProfile at 1M files), and the referenced-path set is built per file in Python.",
+    "S1": "listing reads only `add.path` / `remove.path` / deletion vectors from the checkpoint; what "
+    "is left is the parquet decode of 1M paths and the list of 1M Python `str`s.",
+    "S2": "delta-rs's checkpoint here has no `stats_parsed`, so `add_actions()` reads the 1M stats JSON "
+    "strings (~0.7 s) and parses them with `pyarrow.json` (~1.5 s on 2 cores, the floor we found: "
+    "Polars' `str.json_decode` takes ~4.2 s on the same strings); delta-rs decodes them in Rust. On "
+    "the same log checkpointed with `stats_parsed` (Delta's default) the target is met: row S2S.",
+    "S3": "the JSON stats text (~200 MB, kept: without `stats_parsed` it is the only source of stats), "
+    "the newline-delimited copy handed to the JSON reader (~200 MB, transient) and the parsed "
+    "columns; with `stats_parsed` (S3S) the text is never read.",
+    "S4": "the first filtered call parses the stats JSON of all 1M files (a narrow schema, only the "
+    "predicate's column, but the JSON reader still tokenizes every string); again on the same "
+    "snapshot it takes milliseconds.",
+    "S4S": "with `stats_parsed` the pruning itself reads only the predicate's stats leaves and takes "
+    "~0.1 s; the rest is making the 2 matching `AddFile`s, which reads every other add column of all "
+    "1M rows: delta-rs wrote the checkpoint as one row group, so parquet cannot skip to the 2 rows.",
+    "S2S": "reading the add columns and `stats_parsed` of 1M rows (~0.9 s) plus the Arrow assembly.",
+    "S5": "the directory walk is Python (`os.scandir`; referenced files are no longer stat-ed).",
 }
 
 
@@ -429,7 +432,7 @@ def section(runner: Runner, load: str, command: str) -> str:
         lines += ["", "Why the missed targets are missed (today's engine):", ""]
         lines += [
             f"- **{r['key']}** ({r['ratio']:.2f}×, {r['ratio'] / r['target']:.1f}× its target): "
-            + WHY.get(r["key"], WHY.get(STRUCT_KEYS.get(r["key"], ""), ""))
+            + WHY.get(r["key"], "")
             for r in missed
         ]
     lines += ["", "Checks and extra figures:", "", *_checks(runner), "", *_samples(runner)]
