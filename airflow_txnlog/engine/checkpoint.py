@@ -57,35 +57,24 @@ from airflow_txnlog.engine.actions import (
     TXN,
     Metadata,
     Protocol,
-    decode_path,
 )
 from airflow_txnlog.engine.add_actions import partition_lookup, typed_partition
 from airflow_txnlog.engine.checkpoint_columns import CheckpointColumns
 from airflow_txnlog.engine.errors import LogCorruptedError, TxnLogError, UnsupportedFeatureError
 from airflow_txnlog.engine.log_paths import LAST_CHECKPOINT, LOG_DIR, checkpoint_name
 from airflow_txnlog.engine.log_reader import read_last_checkpoint
-from airflow_txnlog.engine.replay import LogState, file_key
+from airflow_txnlog.engine.replay import DV_TYPE, LogState, struct_keys
 from airflow_txnlog.engine.schema import schema_from_json
 from airflow_txnlog.engine.spark_hash import part_numbers
 from airflow_txnlog.engine.stats_struct import (
     add_stats_json,
     conform_struct,
-    may_contain,
     parse_stats,
     stats_parsed_type,
 )
 from airflow_txnlog.engine.storage import Storage
 
 _STR_MAP = pa.map_(pa.string(), pa.string())
-DV_TYPE = pa.struct(
-    [
-        ("storageType", pa.string()),
-        ("pathOrInlineDv", pa.string()),
-        ("offset", pa.int32()),
-        ("sizeInBytes", pa.int32()),
-        ("cardinality", pa.int64()),
-    ]
-)
 ADD_TYPE = pa.struct(
     [
         ("path", pa.string()),
@@ -202,23 +191,6 @@ def write_stats_as_struct(conf: Mapping[str, str]) -> bool:
 
 
 # ----------------------------------------------------------------------------- read
-def _decoded_keys(arr: pa.StructArray) -> pa.Array:
-    path_col = arr.field("path").cast(pa.string())
-    has_dv = arr.type.get_field_index("deletionVector") >= 0 and arr.field("deletionVector").null_count < len(
-        arr
-    )
-    # Fast path (the common case): nothing to decode or canonicalise, the column is the key.
-    needs_work = (may_contain(path_col, b"%") or may_contain(path_col, b"file:")) and bool(
-        pc.any(pc.match_substring_regex(path_col, r"%|^file:")).as_py()
-    )
-    if not has_dv and not needs_work:
-        return path_col
-    paths = path_col.to_pylist()
-    dvs: list[Any] = arr.field("deletionVector").to_pylist() if has_dv else [None] * len(paths)
-    keys = [file_key(decode_path(p), dv) for p, dv in zip(paths, dvs, strict=True)]
-    return pa.array(keys, type=pa.string())
-
-
 def _to_wire(value: Any) -> Any:
     """pyarrow's to_pylist gives maps as lists of pairs; the log has JSON objects."""
     if isinstance(value, dict):
@@ -254,9 +226,9 @@ def read_checkpoint(
     state = LogState(
         version=version,
         base_adds=adds,
-        base_add_keys=_decoded_keys(adds) if adds is not None else None,
+        base_add_keys=struct_keys(adds) if adds is not None else None,
         base_removes=removes,
-        base_remove_keys=_decoded_keys(removes) if removes is not None else None,
+        base_remove_keys=struct_keys(removes) if removes is not None else None,
         source=source,
     )
     # The small actions go through the same reconciliation code as JSON commits.

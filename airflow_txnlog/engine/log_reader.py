@@ -90,6 +90,13 @@ def _blobs(storage: Storage, commits: CommitFiles, batch: int) -> Iterator[tuple
             yield version, f.name, data
 
 
+def read_commit_blobs(
+    storage: Storage, commits: CommitFiles, *, batch: int = READ_BATCH
+) -> Iterator[tuple[int, str, bytes]]:
+    """(version, file name, raw bytes) of each commit, in order, for a reader that parses in bulk."""
+    return _blobs(storage, commits, batch)
+
+
 def read_commits(storage: Storage, commits: CommitFiles, *, batch: int = READ_BATCH) -> Iterator[LogCommit]:
     """The commits `commits` names, parsed, in that order (fetched `batch` at a time, lazily)."""
     for version, name, data in _blobs(storage, commits, batch):

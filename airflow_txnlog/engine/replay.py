@@ -41,6 +41,18 @@ from airflow_txnlog.engine.actions import (
 )
 from airflow_txnlog.engine.checkpoint_columns import CheckpointColumns
 from airflow_txnlog.engine.errors import LogCorruptedError
+from airflow_txnlog.engine.stats_struct import may_contain
+
+# A deletion vector descriptor as checkpoints store it (part of a file's reconciliation key).
+DV_TYPE = pa.struct(
+    [
+        ("storageType", pa.string()),
+        ("pathOrInlineDv", pa.string()),
+        ("offset", pa.int32()),
+        ("sizeInBytes", pa.int32()),
+        ("cardinality", pa.int64()),
+    ]
+)
 
 
 def file_key(path: str, dv: Any = None) -> str:
@@ -61,6 +73,25 @@ def _key_of(d: dict[str, Any]) -> str:
     if "%" not in path and not path.startswith("file:") and not d.get("deletionVector"):
         return path
     return file_key(decode_path(path), d.get("deletionVector"))
+
+
+def struct_keys(arr: pa.StructArray) -> pa.Array:
+    """`file_key` of each row of a struct array of file actions (path, deletionVector), vectorized
+    in the common case (no decoding, canonicalising or deletion vector needed)."""
+    path_col = arr.field("path").cast(pa.string())
+    has_dv = arr.type.get_field_index("deletionVector") >= 0 and arr.field("deletionVector").null_count < len(
+        arr
+    )
+    # Fast path (the common case): nothing to decode or canonicalise, the column is the key.
+    needs_work = (may_contain(path_col, b"%") or may_contain(path_col, b"file:")) and bool(
+        pc.any(pc.match_substring_regex(path_col, r"%|^file:")).as_py()
+    )
+    if not has_dv and not needs_work:
+        return path_col
+    paths = path_col.to_pylist()
+    dvs: list[Any] = arr.field("deletionVector").to_pylist() if has_dv else [None] * len(paths)
+    keys = [file_key(decode_path(p), dv) for p, dv in zip(paths, dvs, strict=True)]
+    return pa.array(keys, type=pa.string())
 
 
 @dataclass(frozen=True)
@@ -115,7 +146,8 @@ class LogState:
         if self.source is not None:
             rows = self.source.read(column, fields)
         elif fields is not None:
-            present = [f for f in fields if rows.type.get_field_index(f) >= 0]
+            # (never zero fields: a struct of none has no length; `path` keeps the row count)
+            present = [f for f in fields if rows.type.get_field_index(f) >= 0] or ["path"]
             rows = pa.StructArray.from_arrays([rows.field(f) for f in present], names=present)
         return rows if mask is None else rows.filter(mask)
 

@@ -23,9 +23,11 @@ from functools import cached_property
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from airflow_txnlog.engine import bulk_replay
 from airflow_txnlog.engine import properties as props
 from airflow_txnlog.engine.actions import AddFile, Metadata, Protocol, RemoveFile
 from airflow_txnlog.engine.add_actions import add_actions_table, file_table, select_adds
+from airflow_txnlog.engine.bulk_replay import bulk_state
 from airflow_txnlog.engine.checkpoint import read_checkpoint
 from airflow_txnlog.engine.errors import (
     InvalidArgumentError,
@@ -297,7 +299,10 @@ def _load_segment(storage: Storage, listing: LogListing, version: int) -> tuple[
     while True:
         segment = segment_for(listing, version, skip_checkpoints=frozenset(skipped))
         if segment.checkpoint_version is None:
-            return _replay(storage, LogState(version=-1), segment.commits), segment
+            bulk = bulk_state(
+                storage, segment.commits, min_commits=bulk_replay.MIN_COMMITS
+            )  # None: per action
+            return bulk or _replay(storage, LogState(version=-1), segment.commits), segment
         try:
             base = read_checkpoint(storage, segment.checkpoint_version, segment.checkpoint_parts)
         except LogCorruptedError as exc:
