@@ -30,7 +30,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from airflow_txnlog.engine.actions import ADD, STATS_PARSED, AddFile, Metadata, decode_path
-from airflow_txnlog.engine.replay import LogState
+from airflow_txnlog.engine.replay import STR_MAP, LogState
 from airflow_txnlog.engine.schema import parse_partition_value
 from airflow_txnlog.engine.stats_struct import (
     add_stats_json,
@@ -42,11 +42,10 @@ from airflow_txnlog.engine.stats_struct import (
 )
 
 PARTITION_VALUES = "partitionValues"  # internal column: the raw partition value strings
-_STR_MAP = pa.map_(pa.string(), pa.string())
 _CORE = pa.struct(
     [
         ("path", pa.string()),
-        (PARTITION_VALUES, _STR_MAP),
+        (PARTITION_VALUES, STR_MAP),
         ("size", pa.int64()),
         ("modificationTime", pa.int64()),
         ("dataChange", pa.bool_()),

@@ -40,49 +40,30 @@ import pyarrow.json as pj
 from airflow_txnlog.engine.actions import ADD, METADATA, REMOVE
 from airflow_txnlog.engine.errors import LogCorruptedError
 from airflow_txnlog.engine.log_reader import CommitFiles, read_commit_blobs
-from airflow_txnlog.engine.replay import DV_TYPE, LogState, struct_keys
+from airflow_txnlog.engine.replay import ADD_TYPE, REMOVE_TYPE, STR_MAP, LogState, struct_keys
 from airflow_txnlog.engine.storage import Storage
 
 MIN_COMMITS = 32  # below this the per-action replay is as fast and keeps the usual incremental layout
 _ADD_PREFIX, _REMOVE_PREFIX = b'{"add":', b'{"remove":'
-_STR_MAP = pa.map_(pa.string(), pa.string())
 # `tags` is a string map, which Arrow's JSON reader cannot build: accepted only null or `{}` (an empty
 # struct), so a file with real tags makes the reader fail and the per-action replay take over.
 _NO_TAGS = pa.struct([])
 
 
 def _file_types(partition_columns: list[str]) -> tuple[pa.StructType, pa.StructType]:
+    """The checkpoint's add / remove types as the JSON reader must see them: partition values as a
+    struct of the partition columns, tags as `_NO_TAGS`; removes also carry what commits may put in
+    them (stats, tags, row tracking) and checkpoints leave out."""
     pv = pa.struct([(c, pa.string()) for c in partition_columns])
-    add = pa.struct(
-        [
-            ("path", pa.string()),
-            ("partitionValues", pv),
-            ("size", pa.int64()),
-            ("modificationTime", pa.int64()),
-            ("dataChange", pa.bool_()),
-            ("stats", pa.string()),
-            ("tags", _NO_TAGS),
-            ("deletionVector", DV_TYPE),
-            ("baseRowId", pa.int64()),
-            ("defaultRowCommitVersion", pa.int64()),
-            ("clusteringProvider", pa.string()),
-        ]
-    )
-    remove = pa.struct(
-        [
-            ("path", pa.string()),
-            ("deletionTimestamp", pa.int64()),
-            ("dataChange", pa.bool_()),
-            ("extendedFileMetadata", pa.bool_()),
-            ("partitionValues", pv),
-            ("size", pa.int64()),
-            ("stats", pa.string()),
-            ("tags", _NO_TAGS),
-            ("deletionVector", DV_TYPE),
-            ("baseRowId", pa.int64()),
-            ("defaultRowCommitVersion", pa.int64()),
-        ]
-    )
+    as_json = {"partitionValues": pv, "tags": _NO_TAGS}
+    add = pa.struct([pa.field(f.name, as_json.get(f.name, f.type)) for f in ADD_TYPE])
+    extra = [
+        ("stats", pa.string()),
+        ("tags", _NO_TAGS),
+        ("baseRowId", pa.int64()),
+        ("defaultRowCommitVersion", pa.int64()),
+    ]
+    remove = pa.struct([pa.field(f.name, as_json.get(f.name, f.type)) for f in REMOVE_TYPE] + extra)
     return add, remove
 
 
@@ -184,8 +165,8 @@ def _as_map(values: pa.StructArray) -> pa.Array:
 def _with_map(rows: pa.StructArray) -> pa.StructArray:
     fields, children = list(rows.type), rows.flatten()
     pv, tags = rows.type.get_field_index("partitionValues"), rows.type.get_field_index("tags")
-    fields[pv], children[pv] = pa.field("partitionValues", _STR_MAP), _as_map(children[pv])
-    fields[tags], children[tags] = pa.field("tags", _STR_MAP), pa.nulls(len(rows), _STR_MAP)
+    fields[pv], children[pv] = pa.field("partitionValues", STR_MAP), _as_map(children[pv])
+    fields[tags], children[tags] = pa.field("tags", STR_MAP), pa.nulls(len(rows), STR_MAP)
     return pa.StructArray.from_arrays(children, fields=fields)
 
 
@@ -217,7 +198,7 @@ def bulk_state(storage: Storage, commits: CommitFiles, *, min_commits: int = MIN
         removes = _decode(lines.removes, REMOVE, remove_type)
     except _Unsuitable:
         return None
-    keys = pa.concat_arrays([struct_keys(adds).cast(pa.string()), struct_keys(removes).cast(pa.string())])
+    keys = pa.concat_arrays([struct_keys(adds), struct_keys(removes)])
     win = _winners(keys, np.array(lines.add_seq + lines.remove_seq, dtype=np.int64))
     n_add = len(adds)
     live = pa.array(win[win < n_add], pa.int64())

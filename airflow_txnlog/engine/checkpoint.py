@@ -63,7 +63,7 @@ from airflow_txnlog.engine.checkpoint_columns import CheckpointColumns
 from airflow_txnlog.engine.errors import LogCorruptedError, TxnLogError, UnsupportedFeatureError
 from airflow_txnlog.engine.log_paths import LAST_CHECKPOINT, LOG_DIR, checkpoint_name
 from airflow_txnlog.engine.log_reader import read_last_checkpoint
-from airflow_txnlog.engine.replay import DV_TYPE, LogState, struct_keys
+from airflow_txnlog.engine.replay import ADD_TYPE, DV_TYPE, REMOVE_TYPE, STR_MAP, LogState, struct_keys
 from airflow_txnlog.engine.schema import schema_from_json
 from airflow_txnlog.engine.spark_hash import part_numbers
 from airflow_txnlog.engine.stats_struct import (
@@ -74,44 +74,15 @@ from airflow_txnlog.engine.stats_struct import (
 )
 from airflow_txnlog.engine.storage import Storage
 
-_STR_MAP = pa.map_(pa.string(), pa.string())
-ADD_TYPE = pa.struct(
-    [
-        ("path", pa.string()),
-        ("partitionValues", _STR_MAP),
-        ("size", pa.int64()),
-        ("modificationTime", pa.int64()),
-        ("dataChange", pa.bool_()),
-        ("stats", pa.string()),
-        ("tags", _STR_MAP),
-        ("deletionVector", DV_TYPE),
-        ("baseRowId", pa.int64()),
-        ("defaultRowCommitVersion", pa.int64()),
-        ("clusteringProvider", pa.string()),
-    ]
-)
-# Checkpoint tombstones serve VACUUM only: the protocol leaves `stats` and `tags` out of them. The
-# deletion vector stays: it is part of the file's reconciliation key.
-REMOVE_TYPE = pa.struct(
-    [
-        ("path", pa.string()),
-        ("deletionTimestamp", pa.int64()),
-        ("dataChange", pa.bool_()),
-        ("extendedFileMetadata", pa.bool_()),
-        ("partitionValues", _STR_MAP),
-        ("size", pa.int64()),
-        ("deletionVector", DV_TYPE),
-    ]
-)
 METADATA_TYPE = pa.struct(
     [
         ("id", pa.string()),
         ("name", pa.string()),
         ("description", pa.string()),
-        ("format", pa.struct([("provider", pa.string()), ("options", _STR_MAP)])),
+        ("format", pa.struct([("provider", pa.string()), ("options", STR_MAP)])),
         ("schemaString", pa.string()),
         ("partitionColumns", pa.list_(pa.string())),
-        ("configuration", _STR_MAP),
+        ("configuration", STR_MAP),
         ("createdTime", pa.int64()),
     ]
 )
@@ -247,7 +218,7 @@ def read_checkpoint(
 def _map_array(maps: list[dict[str, Any] | None]) -> pa.Array:
     """A map<string,string> column built from offsets (much faster than from Python pairs)."""
     if all(m is None for m in maps):
-        return pa.nulls(len(maps), _STR_MAP)
+        return pa.nulls(len(maps), STR_MAP)
     offsets: list[int] = [0]
     keys: list[str] = []
     values: list[Any] = []
@@ -293,7 +264,7 @@ def _tail_removes_array(removes: list[dict[str, Any]]) -> pa.StructArray:
         pa.array([d.get("deletionTimestamp") for d in removes], pa.int64()),
         pa.array([bool(d.get("dataChange", True)) for d in removes], pa.bool_()),
         pa.array([d.get("extendedFileMetadata") for d in removes], pa.bool_()),
-        pa.array([_pairs(d.get("partitionValues")) for d in removes], _STR_MAP),
+        pa.array([_pairs(d.get("partitionValues")) for d in removes], STR_MAP),
         pa.array([d.get("size") for d in removes], pa.int64()),
         pa.array([d.get("deletionVector") for d in removes], DV_TYPE),
     ]

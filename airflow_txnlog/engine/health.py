@@ -21,6 +21,7 @@ import pyarrow.compute as pc
 from airflow_txnlog.engine import properties as props
 from airflow_txnlog.engine.log_segment import list_log, monotonic_timestamps
 from airflow_txnlog.engine.maintenance_table import MaintenanceTable
+from airflow_txnlog.engine.replay import key_path
 from airflow_txnlog.engine.savepoints import list_savepoints
 from airflow_txnlog.engine.validate import number
 
@@ -62,7 +63,7 @@ def table_health(table: MaintenanceTable, *, small_file_bytes: int | None = None
     reclaimable = sum(
         size or 0
         for key, size in zip(old.column("key").to_pylist(), old.column("size").to_pylist(), strict=True)
-        if storage.exists(key.split("\x00", 1)[0])
+        if storage.exists(key_path(key))
     )
     listing = list_log(storage)
     cps = [v for v in listing.checkpoints if v <= snap.version]

@@ -17,9 +17,9 @@ from typing import Any
 
 import orjson
 
-from airflow_txnlog.engine.errors import InvalidArgumentError, LogCorruptedError
+from airflow_txnlog.engine.errors import LogCorruptedError
 from airflow_txnlog.engine.storage import Storage
-from airflow_txnlog.engine.validate import SAFE_NAME_RE
+from airflow_txnlog.engine.validate import safe_name
 
 PUBLISH_DIR = "_published"
 DEFAULT_CHANNEL = "published"
@@ -65,12 +65,7 @@ class Publication:
 
 def validate_channel(channel: object) -> str:
     """`channel` if it is a valid channel name (one safe path segment), else InvalidArgumentError."""
-    if not isinstance(channel, str) or not SAFE_NAME_RE.match(channel) or ".." in channel:
-        raise InvalidArgumentError(
-            f"invalid publication channel {channel!r}: use 1-128 letters, digits, '.', '_' or '-', "
-            "starting with a letter or digit"
-        )
-    return channel
+    return safe_name("publication channel", channel)
 
 
 def channel_dir(channel: str) -> str:

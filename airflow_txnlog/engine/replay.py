@@ -54,6 +54,38 @@ DV_TYPE = pa.struct(
     ]
 )
 
+# The file actions as a checkpoint stores them (`checkpoint`); `bulk_replay` derives from them the
+# types it decodes JSON commits with.
+STR_MAP = pa.map_(pa.string(), pa.string())
+ADD_TYPE = pa.struct(
+    [
+        ("path", pa.string()),
+        ("partitionValues", STR_MAP),
+        ("size", pa.int64()),
+        ("modificationTime", pa.int64()),
+        ("dataChange", pa.bool_()),
+        ("stats", pa.string()),
+        ("tags", STR_MAP),
+        ("deletionVector", DV_TYPE),
+        ("baseRowId", pa.int64()),
+        ("defaultRowCommitVersion", pa.int64()),
+        ("clusteringProvider", pa.string()),
+    ]
+)
+# Checkpoint tombstones serve VACUUM only: the protocol leaves `stats` and `tags` out of them. The
+# deletion vector stays: it is part of the file's reconciliation key.
+REMOVE_TYPE = pa.struct(
+    [
+        ("path", pa.string()),
+        ("deletionTimestamp", pa.int64()),
+        ("dataChange", pa.bool_()),
+        ("extendedFileMetadata", pa.bool_()),
+        ("partitionValues", STR_MAP),
+        ("size", pa.int64()),
+        ("deletionVector", DV_TYPE),
+    ]
+)
+
 
 def file_key(path: str, dv: Any = None) -> str:
     """Reconciliation key: the decoded path, plus the deletion vector's unique id when present.
@@ -65,6 +97,21 @@ def file_key(path: str, dv: Any = None) -> str:
     if not dv:
         return path
     return f"{path}\x00{dv.get('storageType')}{dv.get('pathOrInlineDv')}@{dv.get('offset')}"
+
+
+def key_path(key: str) -> str:
+    """The file path of a reconciliation key (`file_key` without its deletion-vector id)."""
+    return key.split("\x00", 1)[0]
+
+
+def key_paths(keys: pa.Array) -> pa.Array:
+    """`key_path` of each key, in Arrow."""
+    return pc.replace_substring_regex(keys, pattern="\\x00.*", replacement="")
+
+
+def positions_not_in(keys: pa.Array, others: pa.Array) -> list[int]:
+    """Positions of `keys` that are not among `others` (ascending)."""
+    return pc.indices_nonzero(pc.invert(pc.is_in(keys, value_set=others))).to_pylist()  # type: ignore[no-any-return]
 
 
 def _key_of(d: dict[str, Any]) -> str:
@@ -83,7 +130,7 @@ def struct_keys(arr: pa.StructArray) -> pa.Array:
         arr
     )
     # Fast path (the common case): nothing to decode or canonicalise, the column is the key.
-    needs_work = (may_contain(path_col, b"%") or may_contain(path_col, b"file:")) and bool(
+    needs_work = may_contain(path_col, b"%", b"file:") and bool(
         pc.any(pc.match_substring_regex(path_col, r"%|^file:")).as_py()
     )
     if not has_dv and not needs_work:

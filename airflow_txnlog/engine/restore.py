@@ -31,7 +31,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-import pyarrow as pa
 import pyarrow.compute as pc
 
 from airflow_txnlog.engine.actions import ADD, METADATA, REMOVE, AddFile, Metadata
@@ -46,7 +45,7 @@ from airflow_txnlog.engine.errors import (
 from airflow_txnlog.engine.log_reader import list_after, read_commits
 from airflow_txnlog.engine.maintenance_table import MaintenanceTable
 from airflow_txnlog.engine.provenance import OWNER_TAG
-from airflow_txnlog.engine.replay import LogState
+from airflow_txnlog.engine.replay import LogState, positions_not_in
 from airflow_txnlog.engine.savepoints import create_savepoint, delete_savepoint, missing_files
 from airflow_txnlog.engine.snapshot import Snapshot
 from airflow_txnlog.engine.storage import Storage
@@ -95,17 +94,12 @@ class _Plan:
     metrics: dict[str, int]
 
 
-def _not_in(keys: pa.Array, others: pa.Array) -> list[int]:
-    """Positions of `keys` that are not among `others`."""
-    return pc.indices_nonzero(pc.invert(pc.is_in(keys, value_set=others))).to_pylist()  # type: ignore[no-any-return]
-
-
 def plan(current: Snapshot, target: RestoreTarget) -> _Plan:
     """The file diff between the current and the target state, by key in Arrow: only the files that
     change become objects (a restore of a million-file table to a near version makes a handful)."""
     now_keys, want_keys = current.file_keys(), target.state.live_add_keys()
-    adds = select_adds(target.state, _not_in(want_keys, now_keys))
-    removes = current.files_at(_not_in(now_keys, want_keys))
+    adds = select_adds(target.state, positions_not_in(want_keys, now_keys))
+    removes = current.files_at(positions_not_in(now_keys, want_keys))
     md = target.state.metadata
     assert md is not None
     # The table keeps its identity: only schema, partitioning and properties come from the target.

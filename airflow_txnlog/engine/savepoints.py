@@ -47,10 +47,10 @@ from airflow_txnlog.engine.errors import (
 )
 from airflow_txnlog.engine.fence import DEFAULT_WAIT_S, wait_for_vacuums
 from airflow_txnlog.engine.maintenance_table import MaintenanceTable
-from airflow_txnlog.engine.replay import LogState
+from airflow_txnlog.engine.replay import LogState, key_path
 from airflow_txnlog.engine.snapshot import Snapshot, to_epoch_ms
 from airflow_txnlog.engine.storage import Storage
-from airflow_txnlog.engine.validate import SAFE_NAME_RE, text
+from airflow_txnlog.engine.validate import safe_name, text
 
 SAVEPOINT_DIR = "_savepoints"
 
@@ -108,12 +108,7 @@ class Savepoint:
 
 
 def validate_name(name: str) -> str:
-    if not isinstance(name, str) or not SAFE_NAME_RE.match(name) or ".." in name:
-        raise InvalidArgumentError(
-            f"invalid savepoint name {name!r}: use 1-128 letters, digits, '.', '_' or '-', "
-            "starting with a letter or digit (no path separators, no '..')"
-        )
-    return name
+    return safe_name("savepoint name", name)
 
 
 def _record_key(name: str) -> str:
@@ -143,7 +138,7 @@ def create_savepoint(
     if storage.exists(_record_key(name)):
         raise SavepointExistsError(f"savepoint {name!r} already exists. Help: pick another name or delete it")
     require_checkpoint_supported(snap.protocol, "create a savepoint")
-    paths = [key.split("\x00", 1)[0] for key in snap.file_paths()]  # (a key may carry a DV id)
+    paths = [key_path(key) for key in snap.file_paths()]
     gone = missing_files(storage, paths)
     if gone:
         raise SavepointFilesMissingError(

@@ -9,7 +9,7 @@ checked before any data is read: reader features we do not implement raise `Unsu
 `Snapshot.update()` reads only the commits after its own version.
 
 Files: the checkpoint's adds stay an Arrow struct array until asked for, then become `AddFile`s column
-by column (`adds_from_struct`, also used by restore), every field kept (tags, deletion vector, row
+by column (`add_actions.select_adds`, also used by restore), every field kept (tags, deletion vector, row
 tracking, clustering provider); where a writer left stats only in `stats_parsed`, they are rendered as
 the JSON `stats` (`checkpoint.add_stats_json`), so pruning and later checkpoints keep them.
 """
@@ -50,7 +50,7 @@ from airflow_txnlog.engine.log_segment import (
     segment_for,
 )
 from airflow_txnlog.engine.predicates import Predicate, Range, parse_predicate, stats_value
-from airflow_txnlog.engine.replay import LogState
+from airflow_txnlog.engine.replay import LogState, positions_not_in
 from airflow_txnlog.engine.scan import read_files
 from airflow_txnlog.engine.schema import parse_partition_value, schema_from_json
 from airflow_txnlog.engine.skipping import may_match_mask
@@ -161,8 +161,7 @@ class Snapshot:
 
     def files_not_in(self, other: Snapshot) -> list[AddFile]:
         """The live files of this snapshot that are not live in `other` (by key, in Arrow)."""
-        gone = pc.invert(pc.is_in(self.file_keys(), value_set=other.file_keys()))
-        return self.files_at(pc.indices_nonzero(gone).to_pylist())
+        return self.files_at(positions_not_in(self.file_keys(), other.file_keys()))
 
     def files_at(self, positions: Sequence[int]) -> list[AddFile]:
         """The live files at `positions` of `files()` order, the only ones made into objects."""
@@ -274,9 +273,10 @@ class Snapshot:
         commits = listing.run_from(self.version + 1, until)
         if not commits or commits[-1][0] != newest:  # a gap: some commit is not visible yet
             return load_snapshot(self._storage, until)
-        if any(v > (self.checkpoint_version or -1) for v in listing.checkpoints if v <= newest):
-            # A newer checkpoint: rebase on it. This snapshot reads its own checkpoint's columns
-            # lazily, and log cleanup may remove that file once a newer one exists.
+        if self._state.source is not None and any(v <= newest for v in listing.checkpoints):
+            # A newer checkpoint (the listing starts after this version): rebase on it. This
+            # snapshot reads its own checkpoint's columns lazily, and log cleanup may remove that
+            # file once a newer one exists. (A state held all in memory needs no rebase.)
             return load_snapshot(self._storage, newest)
         state = _replay(self._storage, self._state, commits)
         after = self._timestamps.get(self.version)

@@ -33,16 +33,19 @@ from airflow_txnlog.engine.schema import schema_from_json
 from airflow_txnlog.engine.stats import LeafPath, has_bounds, indexed_leaves, stats_columns
 
 
-def may_contain(strings: pa.Array, needle: bytes) -> bool:
-    """False only if no value of a string array contains `needle`: one copy and scan (memcpy and
-    memchr speed) of the values buffer, the whole of it (bytes outside a slice can only make this
-    say True)."""
+def may_contain(strings: pa.Array, *needles: bytes) -> bool:
+    """False only if no value of a string array contains any of `needles`: one copy and a scan per
+    needle (memcpy and memchr speed) of the values buffer, the whole of it (bytes outside a slice
+    can only make this say True)."""
     if len(strings) == 0:
         return False
     if not (pa.types.is_string(strings.type) or pa.types.is_large_string(strings.type)):
         return True
     data = strings.buffers()[2]
-    return data is not None and needle in data.to_pybytes()
+    if data is None:
+        return False
+    raw = data.to_pybytes()
+    return any(needle in raw for needle in needles)
 
 
 def field_names(t: pa.StructType) -> set[str]:

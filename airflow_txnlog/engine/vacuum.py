@@ -34,6 +34,7 @@ from airflow_txnlog.engine.errors import RetentionTooShortError
 from airflow_txnlog.engine.fence import VacuumFence
 from airflow_txnlog.engine.maintenance_table import MaintenanceTable
 from airflow_txnlog.engine.publications import published_keys
+from airflow_txnlog.engine.replay import key_paths
 from airflow_txnlog.engine.savepoints import protected_paths
 from airflow_txnlog.engine.snapshot import Snapshot
 from airflow_txnlog.engine.storage import LocalStorage, Storage
@@ -92,7 +93,7 @@ def _relative_keys(storage: Storage, keys: pa.Array) -> list[str]:
     if len(keys) == 0:
         return []
     root = storage.fs_root.rstrip("/") + "/"
-    paths = pc.replace_substring_regex(keys, pattern="\\x00.*", replacement="")
+    paths = key_paths(keys)
     inside = pc.starts_with(paths, root)
     return pc.if_else(inside, pc.utf8_slice_codeunits(paths, len(root)), paths).to_pylist()  # type: ignore[no-any-return]
 

@@ -31,6 +31,17 @@ from airflow_txnlog.engine.errors import InvalidArgumentError
 SAFE_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$")
 
 
+def safe_name(what: str, value: object) -> str:
+    """`value` if it is a SAFE_NAME_RE name (one path segment, no '..'), else InvalidArgumentError
+    saying "invalid <what> ..." and the rule."""
+    if not isinstance(value, str) or not SAFE_NAME_RE.match(value) or ".." in value:
+        raise InvalidArgumentError(
+            f"invalid {what} {value!r}: use 1-128 letters, digits, '.', '_' or '-', "
+            "starting with a letter or digit (no path separators, no '..')"
+        )
+    return value
+
+
 def _shown(value: object) -> str:
     text = repr(value)
     return text if len(text) <= 80 else text[:77] + "..."
