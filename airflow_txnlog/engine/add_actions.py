@@ -29,7 +29,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from airflow_txnlog.engine.actions import ADD, STATS_PARSED, AddFile, Metadata, decode_path
+from airflow_txnlog.engine.actions import (
+    ADD,
+    PARTITION_VALUES_PARSED,
+    STATS_PARSED,
+    AddFile,
+    Metadata,
+    decode_path,
+)
 from airflow_txnlog.engine.replay import STR_MAP, LogState
 from airflow_txnlog.engine.schema import parse_partition_value
 from airflow_txnlog.engine.stats_struct import (
@@ -129,6 +136,13 @@ def _flatten(arr: pa.StructArray, prefix: str) -> list[tuple[str, pa.Array]]:
     return out
 
 
+def _leaf_paths(t: pa.StructType) -> list[str]:
+    """The dotted paths of `t`'s fields, one level into each struct (`minValues.id`, `numRecords`)."""
+    return [f"{f.name}.{c.name}" for f in t if pa.types.is_struct(f.type) for c in f.type] + [
+        f.name for f in t if not pa.types.is_struct(f.type)
+    ]
+
+
 def _only(target: pa.StructType, columns: frozenset[str]) -> pa.StructType:
     """`target` (a stats_parsed type) keeping only the top-level columns in `columns`."""
     fields = []
@@ -160,7 +174,8 @@ def file_table(
         fields = [*_CORE.names[:-1], STATS_PARSED]
     else:
         target = _only(target, columns)
-        fields = [STATS_PARSED]  # (no paths: the narrow table only feeds the pruning mask)
+        # (no paths: the narrow table only feeds the pruning mask; only the stats leaves it needs)
+        fields = [f"{STATS_PARSED}.{leaf}" for leaf in _leaf_paths(target)]
         if columns & set(metadata.partition_columns):
             fields.append(PARTITION_VALUES)
     base = base_rows(fields)
@@ -286,7 +301,7 @@ def _base_rows_for(state: LogState, picked: list[int], n_base: int) -> pa.Struct
         return None
     names = state.source.field_names(ADD) if state.source is not None else []
     if STATS_PARSED in names and "stats" in names and len(picked) * 2 <= n_base:
-        rows = state.live_base_adds([n for n in names if n != "stats"])
+        rows = state.live_base_adds([n for n in names if n not in ("stats", PARTITION_VALUES_PARSED)])
         assert rows is not None
         rows = rows.take(pa.array(picked, pa.int64()))
         if rows.field(STATS_PARSED).null_count == 0:

@@ -16,6 +16,11 @@ Invariants:
   raises `LogCorruptedError` saying so, and the caller reloads the table.
 - Fields read are kept (a snapshot asks again), except `add.stats` when `add.stats_parsed` exists
   (UNCACHED_WITH_STRUCT): the bulk of the bytes, and rarely needed then.
+- A field may be asked for in part, as dotted paths inside it (`stats_parsed.minValues.id`): only
+  those parquet leaves are read, and the field comes back as a struct with just those children (its
+  own nulls intact: a leaf's definition levels carry its parents'). Data skipping reads the stats of
+  the predicate's columns this way, a few percent of `stats_parsed`'s bytes. A part where none of
+  the paths exists gives the whole field.
 """
 
 from __future__ import annotations
@@ -110,13 +115,40 @@ class CheckpointColumns:
         return list(seen)
 
     def read(self, column: str, fields: Sequence[str] | None = None) -> pa.StructArray:
-        """The non-null rows of `column` with `fields` (all when None; unknown names are left out)."""
+        """The non-null rows of `column` with `fields` (all when None; unknown names are left out;
+        a dotted name reads part of a field, see the module doc)."""
         known = self.field_names(column)
-        names = [n for n in (known if fields is None else fields) if n in known] or ["path"]
+        asked = known if fields is None else list(fields)
+        names = [n for n in asked if n in known]
+        partial: dict[str, list[str]] = {}
+        for n in asked:
+            top, _, rest = n.partition(".")
+            if rest and top in known and top not in names:
+                partial.setdefault(top, []).append(rest)
+        names = names or ([] if partial else ["path"])
         missing = [n for n in names if (column, n) not in self._cache]
         fetched = self._fetch(column, missing) if missing else {}
         children = [self._cache.get((column, n), fetched.get(n)) for n in names]
+        for top, paths in partial.items():
+            names.append(top)
+            whole = self._cache.get((column, top))
+            children.append(whole if whole is not None else self._fetch_paths(column, top, paths))
         return pa.StructArray.from_arrays(children, names=names)
+
+    def _fetch_paths(self, column: str, top: str, paths: list[str]) -> pa.Array:
+        """Field `top` of `column` with only the children at `paths` (dotted, below `top`)."""
+        parts = []
+        for path, schema in zip(self._paths, self._schemas, strict=True):
+            if column not in schema.names:
+                continue
+            wanted = [f"{column}.{top}.{p}" for p in paths if _has_path(schema, [column, top, *p.split(".")])]
+            if not wanted:
+                wanted = [f"{column}.{top}"] if _has(schema, column, top) else [f"{column}.path"]
+            rows = _valid_rows(self._read(path, functools.partial(_fixed, wanted))[1], column)
+            parts.append(rows)
+        types = [r.type.field(top).type for r in parts if r.type.get_field_index(top) >= 0]
+        t = _unified(types) if types else pa.struct([])
+        return _concat([_child(rows, top, t) for rows in parts]) if parts else pa.array([], type=t)
 
     def _fetch(self, column: str, names: list[str]) -> dict[str, pa.Array]:
         per_part = []
@@ -156,6 +188,18 @@ def _fixed(columns: list[str], schema: pa.Schema) -> list[str]:
 
 def _has(schema: pa.Schema, column: str, name: str) -> bool:
     return column in schema.names and schema.field(column).type.get_field_index(name) >= 0
+
+
+def _has_path(schema: pa.Schema, names: list[str]) -> bool:
+    """Does the nested field at `names` (column, field, ...) exist in `schema`?"""
+    if names[0] not in schema.names:
+        return False
+    t = schema.field(names[0]).type
+    for name in names[1:]:
+        if not pa.types.is_struct(t) or t.get_field_index(name) < 0:
+            return False
+        t = t.field(name).type
+    return True
 
 
 def _child(rows: pa.StructArray, name: str, t: pa.DataType) -> pa.Array:

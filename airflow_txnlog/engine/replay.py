@@ -193,8 +193,10 @@ class LogState:
         if self.source is not None:
             rows = self.source.read(column, fields)
         elif fields is not None:
-            # (never zero fields: a struct of none has no length; `path` keeps the row count)
-            present = [f for f in fields if rows.type.get_field_index(f) >= 0] or ["path"]
+            # (never zero fields: a struct of none has no length; `path` keeps the row count; a
+            # dotted name, part of a field, gets all of it: in memory there is nothing to save)
+            tops = dict.fromkeys(f.partition(".")[0] for f in fields)
+            present = [f for f in tops if rows.type.get_field_index(f) >= 0] or ["path"]
             rows = pa.StructArray.from_arrays([rows.field(f) for f in present], names=present)
         return rows if mask is None else rows.filter(mask)
 

@@ -26,8 +26,8 @@ def _table(root: Path, *, part_size: int = 1_000_000) -> Table:
     return t
 
 
-def test_opening_reads_only_the_file_keys(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    _table(tmp_path / "t")
+def _spy_on_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The parquet columns every checkpoint read asks for, in order."""
     read: list[str] = []
     real = checkpoint_columns.CheckpointColumns._read
 
@@ -37,6 +37,12 @@ def test_opening_reads_only_the_file_keys(tmp_path: Path, monkeypatch: pytest.Mo
         return schema, table
 
     monkeypatch.setattr(checkpoint_columns.CheckpointColumns, "_read", spy)
+    return read
+
+
+def test_opening_reads_only_the_file_keys(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _table(tmp_path / "t")
+    read = _spy_on_reads(monkeypatch)
     snap = Table.open(str(tmp_path / "t")).snapshot()
     assert len(snap.file_paths()) == 7
     assert {c for c in read if c.startswith("add.")} == {"add.path", "add.deletionVector"}
@@ -48,6 +54,24 @@ def test_opening_reads_only_the_file_keys(tmp_path: Path, monkeypatch: pytest.Mo
     (g,) = snap.files(filter="id = 55")  # a checkpoint file: its JSON rendered from the struct
     assert f.stats and g.stats and "add.stats" not in read
     assert '"minValues":{"id":50}' in g.stats
+
+
+def test_pruning_reads_only_the_predicates_stats_leaves(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _table(tmp_path / "t")
+    read = _spy_on_reads(monkeypatch)
+    snap = Table.open(str(tmp_path / "t")).snapshot()
+    read.clear()
+    (f,) = snap.files(filter="id = 55")
+    leaves = {
+        f"add.stats_parsed.{leaf}" for leaf in ("numRecords", "nullCount.id", "minValues.id", "maxValues.id")
+    }
+    assert set(read[:4]) == leaves  # the pruning: the predicate column's stats leaves only
+    # then the one matching AddFile: its other fields, whole (a parquet read cannot pick rows)
+    assert '"minValues":{"id":50}' in (f.stats or "") and f.partition_values == {"p": "v1"}
+    assert "add.stats_parsed" in read[4:] and "add.stats" not in read
+    assert "add.partitionValues_parsed" not in read  # an AddFile does not need it
 
 
 def test_parts_that_disagree_on_schema(tmp_path: Path) -> None:
@@ -73,6 +97,10 @@ def test_parts_that_disagree_on_schema(tmp_path: Path) -> None:
     assert meta.num_rows == 7 and meta.column("min.id").null_count == 0
     assert sorted(meta.column("max.id").to_pylist()) == [9, 19, 29, 39, 49, 59, 100]
     assert sorted(snap.add_actions(filter="p = 'v1'").column("min.id").to_pylist()) == [10, 30, 50]
+    fresh = Table.open(str(root)).snapshot()  # pruning reads leaves: the slim part has none
+    assert sorted(f.path for f in fresh.files(filter="id >= 45 AND id < 52")) == sorted(
+        f.path for f in snap.files() if f.parsed_stats()["minValues"]["id"] in (40, 50)
+    )
 
 
 def test_checkpoint_removed_after_load_is_a_clear_error(tmp_path: Path) -> None:
