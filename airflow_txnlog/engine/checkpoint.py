@@ -102,8 +102,10 @@ DEFAULT_PART_SIZE = 1_000_000
 
 # Writer features whose state a classic checkpoint with the columns above carries completely: table
 # properties, schema metadata, column types, domainMetadata rows and the add fields of row tracking
-# and clustering. Anything else (deletionVectors: parts keyed by (path, dvId); v2Checkpoint:
-# checkpointMetadata and sidecars; features not yet known) is refused rather than written lossily.
+# and clustering, and the deletion vector descriptors of adds and removes (deletionVectors; a part
+# may hold an add and a tombstone of one path with different DVs: rows are keyed by (path, DV id)).
+# Anything else (v2Checkpoint: checkpointMetadata and sidecars; features not yet known) is refused
+# rather than written lossily.
 CHECKPOINT_WRITER_FEATURES = frozenset(
     {
         "appendOnly",
@@ -120,6 +122,7 @@ CHECKPOINT_WRITER_FEATURES = frozenset(
         "vacuumProtocolCheck",
         "inCommitTimestamp",
         "allowColumnDefaults",
+        "deletionVectors",
     }
 )
 MAX_WRITER_VERSION = 7

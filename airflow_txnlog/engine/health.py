@@ -7,7 +7,10 @@
   of the files the log knows; orphans of failed writes are only found by a vacuum dry run);
 - the oldest version restorable by time travel: older versions may miss files vacuum was allowed to
   delete, and versions below the oldest checkpoint may have lost their commits to log cleanup;
-  savepointed versions stay restorable whatever their age.
+  savepointed versions stay restorable whatever their age;
+- deletion vectors: live files with one, the rows they delete (their cardinalities) and that
+  share of the live files' rows (`numRecords` counts a file's rows before its DV) - an OPTIMIZE
+  rewrites small files; many deleted rows make reads slower until files are rewritten.
 """
 
 from __future__ import annotations
@@ -16,12 +19,13 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.compute as pc
 
 from airflow_txnlog.engine import properties as props
 from airflow_txnlog.engine.log_segment import list_log, monotonic_timestamps
 from airflow_txnlog.engine.maintenance_table import MaintenanceTable
-from airflow_txnlog.engine.replay import key_path
+from airflow_txnlog.engine.replay import KEY_SEPARATOR, key_path
 from airflow_txnlog.engine.savepoints import list_savepoints
 from airflow_txnlog.engine.validate import number
 
@@ -41,6 +45,9 @@ class TableHealth:
     expired_savepoints: list[str]
     oldest_log_version: int
     oldest_restorable_version: int
+    files_with_deletion_vectors: int = 0
+    deleted_rows: int = 0
+    deleted_row_share: float | None = None  # of the live files' rows; None without stats
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -59,11 +66,14 @@ def table_health(table: MaintenanceTable, *, small_file_bytes: int | None = None
     cutoff = now - props.deleted_file_retention_ms(conf)
     tombstones = snap.tombstone_table()
     old = tombstones.filter(pc.less_equal(tombstones.column("deletion_timestamp"), cutoff))
-    # Only what vacuum can still delete: expired tombstones whose file is still there.
+    # Only what vacuum can still delete: expired tombstones whose file is still there and not live
+    # (a tombstone of a file whose deletion vector changed names a live path).
+    keys = old.column("key").to_pylist()
+    live = set(snap.file_paths()) if any(KEY_SEPARATOR in k for k in keys) else set()
     reclaimable = sum(
         size or 0
-        for key, size in zip(old.column("key").to_pylist(), old.column("size").to_pylist(), strict=True)
-        if storage.exists(key_path(key))
+        for key, size in zip(keys, old.column("size").to_pylist(), strict=True)
+        if key_path(key) not in live and storage.exists(key_path(key))
     )
     listing = list_log(storage)
     cps = [v for v in listing.checkpoints if v <= snap.version]
@@ -74,6 +84,8 @@ def table_health(table: MaintenanceTable, *, small_file_bytes: int | None = None
     savepoints = list_savepoints(storage)
     live_sp = [s for s in savepoints if not s.expired(now)]
     oldest = max([oldest_log, *aged])
+    dvs = snap.state.deletion_vectors()
+    deleted = sum(int(d.get("cardinality") or 0) for d in dvs)
     return TableHealth(
         version=snap.version,
         num_files=len(sizes),
@@ -88,4 +100,16 @@ def table_health(table: MaintenanceTable, *, small_file_bytes: int | None = None
         expired_savepoints=[s.name for s in savepoints if s.expired(now)],
         oldest_log_version=oldest_log,
         oldest_restorable_version=min([oldest, *(s.version for s in live_sp)]),
+        files_with_deletion_vectors=len(dvs),
+        deleted_rows=deleted,
+        deleted_row_share=_share(snap.add_actions(), deleted) if dvs else 0.0,
     )
+
+
+def _share(files: pa.Table, deleted: int) -> float | None:
+    """`deleted` as a share of the files' rows by their stats (None when a file has no numRecords)."""
+    records = files.column("num_records")
+    if records.null_count:
+        return None
+    total = int(pc.sum(records).as_py() or 0)
+    return round(deleted / total, 6) if total else None

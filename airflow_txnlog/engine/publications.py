@@ -39,6 +39,7 @@ import uuid
 
 import orjson
 
+from airflow_txnlog.engine.deletion_vectors import dv_file_paths
 from airflow_txnlog.engine.errors import InvalidArgumentError, NotPublishedError, PublicationError
 from airflow_txnlog.engine.fence import DEFAULT_WAIT_S, wait_for_vacuums
 from airflow_txnlog.engine.maintenance_table import MaintenanceTable
@@ -121,6 +122,7 @@ def published_keys(storage: Storage, latest: Snapshot) -> set[str]:
                 f"its files: {exc}. Nothing was deleted. Help: publish a newer version on that channel"
             ) from exc
         keep.update(snap.file_paths())
+        keep.update(dv_file_paths(snap.state.deletion_vectors()))
     return keep
 
 

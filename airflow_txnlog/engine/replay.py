@@ -99,9 +99,12 @@ def file_key(path: str, dv: Any = None) -> str:
     return f"{path}\x00{dv.get('storageType')}{dv.get('pathOrInlineDv')}@{dv.get('offset')}"
 
 
+KEY_SEPARATOR = "\x00"  # between a file key's path and its deletion vector's id
+
+
 def key_path(key: str) -> str:
     """The file path of a reconciliation key (`file_key` without its deletion-vector id)."""
-    return key.split("\x00", 1)[0]
+    return key.split(KEY_SEPARATOR, 1)[0]
 
 
 def key_paths(keys: pa.Array) -> pa.Array:
@@ -259,6 +262,30 @@ class LogState:
                 "size": pa.concat_arrays([size.cast(pa.int64()), cols["size"]]),
             }
         )
+
+    def deletion_vectors(self, *, removed_after: int | None = None) -> list[dict[str, Any]]:
+        """The `deletionVector` descriptors of the live files or, with `removed_after` (ms), of the
+        tombstones deleted after that time; files without one are left out."""
+        fields = ["deletionVector", "deletionTimestamp"]
+        removes = removed_after is not None
+        base = self.live_base_removes(fields) if removes else self.live_base_adds(fields)
+        out: list[dict[str, Any]] = []
+        if base is not None and base.type.get_field_index("deletionVector") >= 0:
+            dvs = base.field("deletionVector")
+            keep = dvs.is_valid()
+            if removes and base.type.get_field_index("deletionTimestamp") >= 0:
+                ts = pc.fill_null(base.field("deletionTimestamp"), 0)
+                keep = pc.and_(keep, pc.greater(ts, removed_after))
+            if pc.any(keep).as_py():
+                out = dvs.filter(keep).to_pylist()
+        tail = self.tail_removes() if removes else self.tail_adds()
+        after = removed_after if removed_after is not None else -1
+        out.extend(
+            d["deletionVector"]
+            for d in tail
+            if d.get("deletionVector") and (not removes or (d.get("deletionTimestamp") or 0) > after)
+        )
+        return out
 
     def tail_adds(self) -> list[dict[str, Any]]:
         return [d for is_add, d in self.tail.values() if is_add]

@@ -35,6 +35,7 @@ import pyarrow.compute as pc
 
 from airflow_txnlog.engine.actions import ADD, METADATA, REMOVE, AddFile, Metadata
 from airflow_txnlog.engine.add_actions import select_adds
+from airflow_txnlog.engine.deletion_vectors import dv_file_paths
 from airflow_txnlog.engine.errors import (
     CommitConflictError,
     ForeignCommitsError,
@@ -179,7 +180,8 @@ def restore(
         current = table.snapshot()
         p = plan(current, target)
         foreign = foreign_versions(table.storage, target.version, current.version, owner)
-        gone = missing_files(table.storage, [f.path for f in p.adds])
+        dvs = [f.deletion_vector for f in p.adds if f.deletion_vector]
+        gone = missing_files(table.storage, [f.path for f in p.adds] + sorted(dv_file_paths(dvs)))
         if not p.adds and not p.removes and p.metadata is None:
             done = table.txn_commit_version(target.app_id, target.version) or current.version
             return _outcome(target, p, gone, foreign, version=done, committed=False, dry_run=dry_run)

@@ -38,6 +38,7 @@ from airflow_txnlog.engine.checkpoint import (
     read_checkpoint,
     require_checkpoint_supported,
 )
+from airflow_txnlog.engine.deletion_vectors import dv_file_paths
 from airflow_txnlog.engine.errors import (
     InvalidArgumentError,
     LogCorruptedError,
@@ -139,6 +140,7 @@ def create_savepoint(
         raise SavepointExistsError(f"savepoint {name!r} already exists. Help: pick another name or delete it")
     require_checkpoint_supported(snap.protocol, "create a savepoint")
     paths = [key_path(key) for key in snap.file_paths()]
+    paths += sorted(dv_file_paths(snap.state.deletion_vectors()))
     gone = missing_files(storage, paths)
     if gone:
         raise SavepointFilesMissingError(
@@ -274,9 +276,12 @@ def read_manifest(storage: Storage, sp: Savepoint) -> LogState:
 
 
 def protected_paths(storage: Storage, *, now_ms: int) -> set[str]:
-    """Decoded paths of every file referenced by an unexpired savepoint."""
+    """Decoded paths of every file referenced by an unexpired savepoint: its data files and the
+    files holding their deletion vectors."""
     keep: set[str] = set()
     for sp in list_savepoints(storage):
         if not sp.expired(now_ms):
-            keep.update(read_manifest(storage, sp).live_base_add_keys())
+            state = read_manifest(storage, sp)
+            keep.update(key_path(k) for k in state.live_base_add_keys())
+            keep.update(dv_file_paths(state.deletion_vectors()))
     return keep

@@ -3,7 +3,9 @@
 Each file is read with only the requested data columns, filtered with the row predicate, extended
 with its partition values as constant columns (typed from the table schema, never parsed from the
 path) and conformed to the table schema: columns a file lacks (added later by schema evolution) are
-null; INT96 and nanosecond timestamps are converted to microseconds.
+null; INT96 and nanosecond timestamps are converted to microseconds. A file with a deletion vector
+is read whole (row positions are the file's) and loses the rows the vector deletes before anything
+else is done to it.
 
 The row filter is evaluated on the conformed columns, i.e. in the table schema's types, which is
 what the predicate's literals were fitted to (see `predicates`); anything pyarrow still cannot
@@ -18,6 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from airflow_txnlog.engine import deletion_vectors
 from airflow_txnlog.engine.actions import AddFile
 from airflow_txnlog.engine.errors import LogCorruptedError, PredicateError, SchemaMismatchError
 from airflow_txnlog.engine.predicates import Node, to_arrow_expression
@@ -61,6 +64,8 @@ def read_file(
         raise LogCorruptedError(f"data file {add.path!r} of a live version is missing") from exc
     except (OSError, pa.ArrowException) as exc:
         raise LogCorruptedError(f"data file {add.path!r} is unreadable: {exc}") from exc
+    if add.deletion_vector:
+        table = _without_deleted_rows(storage, add, table)
     n = table.num_rows
     cols: dict[str, pa.ChunkedArray] = {}
     for name in dict.fromkeys(list(columns) + ([] if row_filter is None else list(schema.names))):
@@ -77,6 +82,16 @@ def read_file(
     if row_filter is not None:
         out = _filter(out, row_filter, schema, add.path)
     return out.select(list(columns))
+
+
+def _without_deleted_rows(storage: Storage, add: AddFile, table: pa.Table) -> pa.Table:
+    """`table` (every row of the file, in file order) without the rows its deletion vector deletes."""
+    assert add.deletion_vector is not None
+    deleted = deletion_vectors.deleted_rows(storage, add.deletion_vector, data_file=add.path)
+    keep = deletion_vectors.keep_mask(table.num_rows, deleted, data_file=add.path)
+    if table.num_columns == 0:  # (only partition columns asked for: the row count is what matters)
+        return table.slice(0, int(keep.sum()))
+    return table.filter(pa.array(keep))
 
 
 def _filter(table: pa.Table, row_filter: Node, schema: pa.Schema, path: str) -> pa.Table:

@@ -19,7 +19,9 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Sequence
 from functools import cached_property
+from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -29,6 +31,7 @@ from airflow_txnlog.engine.actions import AddFile, Metadata, Protocol, RemoveFil
 from airflow_txnlog.engine.add_actions import add_actions_table, file_table, select_adds
 from airflow_txnlog.engine.bulk_replay import bulk_state
 from airflow_txnlog.engine.checkpoint import read_checkpoint
+from airflow_txnlog.engine.deletion_vectors import deleted_rows
 from airflow_txnlog.engine.errors import (
     InvalidArgumentError,
     LogCorruptedError,
@@ -50,7 +53,7 @@ from airflow_txnlog.engine.log_segment import (
     segment_for,
 )
 from airflow_txnlog.engine.predicates import Predicate, Range, parse_predicate, stats_value
-from airflow_txnlog.engine.replay import LogState, positions_not_in
+from airflow_txnlog.engine.replay import KEY_SEPARATOR, LogState, key_path, positions_not_in
 from airflow_txnlog.engine.scan import read_files
 from airflow_txnlog.engine.schema import parse_partition_value, schema_from_json
 from airflow_txnlog.engine.skipping import may_match_mask
@@ -58,7 +61,9 @@ from airflow_txnlog.engine.storage import Storage
 from airflow_txnlog.engine.validate import names
 
 # columnMapping only while its mode is "none" (checked below): then no column is renamed.
-SUPPORTED_READER_FEATURES = frozenset({"timestampNtz", "vacuumProtocolCheck", "columnMapping"})
+SUPPORTED_READER_FEATURES = frozenset(
+    {"timestampNtz", "vacuumProtocolCheck", "columnMapping", "deletionVectors"}
+)
 MAX_READER_VERSION = 3
 
 
@@ -143,8 +148,11 @@ class Snapshot:
         return select_adds(self._state)
 
     def file_paths(self) -> list[str]:
-        """Decoded paths of the live files (fast: no per-file objects)."""
-        return self._state.live_base_add_keys() + self._state.tail_add_keys()
+        """Decoded paths of the live files, in `files()` order (fast: no per-file objects)."""
+        keys = self._state.live_base_add_keys() + self._state.tail_add_keys()
+        if any(KEY_SEPARATOR in k for k in keys):  # files with deletion vectors: keys carry the DV id
+            return [key_path(k) for k in keys]
+        return keys
 
     def file_keys(self) -> pa.Array:
         """The live files' reconciliation keys (decoded path, plus the deletion vector's id when it
@@ -253,6 +261,13 @@ class Snapshot:
         out = [RemoveFile.from_wire(r) for r in base.to_pylist()] if base is not None else []
         out.extend(RemoveFile.from_wire(d) for d in self._state.tail_removes())
         return out
+
+    def deleted_rows(self, add: AddFile) -> np.ndarray[Any, np.dtype[np.uint64]]:
+        """Row positions (in file order, ascending) that `add`'s deletion vector deletes; empty
+        when it has none. Readers drop these rows (`to_arrow` does)."""
+        if not add.deletion_vector:
+            return np.empty(0, dtype=np.uint64)
+        return deleted_rows(self._storage, add.deletion_vector, data_file=add.path)
 
     def to_arrow(self, columns: list[str] | None = None, filter: str | None = None) -> pa.Table:
         """Rows of this version (partition columns included), optionally filtered by a SQL predicate."""

@@ -76,7 +76,12 @@ DEFAULT_MAX_ATTEMPTS = 100
 # 256 MiB of JSON holds 0.5-2 million add/remove actions (120-500 bytes each, with stats): far beyond
 # a sane single commit, yet small enough that one runaway commit cannot stall every reader.
 DEFAULT_MAX_COMMIT_BYTES = 256 * 1024 * 1024
-SUPPORTED_WRITER_FEATURES = frozenset({"appendOnly", "invariants", "timestampNtz", "vacuumProtocolCheck"})
+# deletionVectors: honored by never writing a new DV (allowed: a writer MAY use them), by every
+# remove carrying the DV of the file it removes (the key is path + DV id) and by reading DVs wherever
+# rows are read (engine scan, Spark scan); maintenance keeps DV files (vacuum, savepoints, restore).
+SUPPORTED_WRITER_FEATURES = frozenset(
+    {"appendOnly", "invariants", "timestampNtz", "vacuumProtocolCheck", "deletionVectors"}
+)
 MAX_WRITER_VERSION = 7
 TAGS_EXAMPLE = "{'owner': 'dag_id/run_id'}"
 

@@ -8,7 +8,8 @@ Algorithm (Delta's VACUUM, plus savepoints):
    not entered; a symlinked file is removed as a link, never its target);
 3. keep: live files of the latest snapshot, tombstones deleted after the cutoff, every file of every
    unexpired savepoint manifest, every file live at a publication channel's current version
-   (engine.publications: readers following the channel read that version, however old);
+   (engine.publications: readers following the channel read that version, however old), and the
+   deletion vector files of all of these;
 4. delete the rest if it is an expired tombstone, or, for files the log does not know (orphans of
    failed writes), if its modification time is older than the cutoff (an in-flight writer's fresh
    file is never taken);
@@ -30,6 +31,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from airflow_txnlog.engine import properties as props
+from airflow_txnlog.engine.actions import has_scheme
+from airflow_txnlog.engine.deletion_vectors import dv_file_paths
 from airflow_txnlog.engine.errors import RetentionTooShortError
 from airflow_txnlog.engine.fence import VacuumFence
 from airflow_txnlog.engine.maintenance_table import MaintenanceTable
@@ -148,8 +151,12 @@ def _needed(storage: Storage, snap: Snapshot, cutoff: int, now: int) -> tuple[se
     recent = pc.greater(tombstones.column("deletion_timestamp").combine_chunks(), cutoff)
     keep.update(_relative_keys(storage, keys.filter(recent)))
     expired = set(_relative_keys(storage, keys.filter(pc.invert(recent))))
-    keep |= {_relative_key(storage, k) for k in protected_paths(storage, now_ms=now)}
-    keep |= {_relative_key(storage, k) for k in published_keys(storage, snap)}
+    # deletion vector files of the live files and of the tombstones kept above (a DV file is often
+    # shared by several files' DVs: kept while any of them is)
+    dvs = snap.state.deletion_vectors() + snap.state.deletion_vectors(removed_after=cutoff)
+    keep |= {_relative_key(storage, storage.resolve(p)) for p in dv_file_paths(dvs)}
+    needed = protected_paths(storage, now_ms=now) | published_keys(storage, snap)
+    keep |= {_relative_key(storage, storage.resolve(k) if has_scheme(k) else k) for k in needed}
     return keep, expired - keep
 
 

@@ -10,21 +10,24 @@ Partition values always come from the log, never from folder names (files writte
 may live anywhere). The join key is Spark's `_metadata.file_path`, percent-decoded inside Spark (it
 reports URI form: `%` -> `%25`, space -> `%20`); a row whose file is not found in the table raises
 inside the job instead of being dropped. Columns a file lacks (added later by schema evolution) read
-as NULL. `_txnlog_file` carries `_metadata.file_path` as Spark reports it; `file_key()` maps it back
-to the table-relative path on the driver.
+as NULL. Rows a file's deletion vector deletes are dropped by a broadcast anti join on (file,
+`_metadata.row_index`) with the deleted positions, read on the driver from the log's DV
+descriptors (`Snapshot.deleted_rows`). `_txnlog_file` carries `_metadata.file_path` as Spark
+reports it; `file_key()` maps it back to the table-relative path on the driver.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import pyarrow as pa
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, LongType, StringType, StructField, StructType
 
-from airflow_txnlog.engine import AddFile, Snapshot, Table, parse_partition_value
+from airflow_txnlog.engine import AddFile, Snapshot, Table, UnsupportedFeatureError, parse_partition_value
 from airflow_txnlog.spark.schemas import CHECK_MARKER, data_schema, to_spark_schema
 from airflow_txnlog.spark.uris import decode_spark_path, file_uri
 
@@ -32,6 +35,7 @@ FILE_COL = "_txnlog_file"
 ROW_COL = "_txnlog_row"
 _KEY_COL = "_txnlog_key"
 _FOUND_COL = "_txnlog_found"
+_DELETED_COL = "_txnlog_deleted_row"
 
 
 @dataclass(frozen=True)
@@ -48,6 +52,8 @@ class TableContext:
     partition_columns: tuple[str, ...]
     properties: Mapping[str, str]
     scheme_map: Mapping[str, str]
+    # row positions a file's deletion vector deletes (`Snapshot.deleted_rows`)
+    deleted_rows: Callable[[AddFile], Any] | None = None
 
     @classmethod
     def of(
@@ -60,6 +66,7 @@ class TableContext:
             tuple(snapshot.partition_columns),
             dict(snapshot.properties),
             dict(scheme_map),
+            snapshot.deleted_rows,
         )
 
     def uri(self, add: AddFile) -> str:
@@ -108,6 +115,24 @@ def _partition_table(ctx: TableContext, files: Sequence[AddFile]) -> DataFrame:
     return ctx.spark.createDataFrame(rows, StructType(fields))
 
 
+def _deleted_table(ctx: TableContext, files: Sequence[AddFile]) -> DataFrame | None:
+    """(file key, row position) of every row the files' deletion vectors delete; None if none do."""
+    with_dv = [f for f in files if f.deletion_vector]
+    if not with_dv:
+        return None
+    if ctx.deleted_rows is None:
+        raise UnsupportedFeatureError(
+            "files have deletion vectors but this table context cannot read them", feature="deletionVectors"
+        )
+    keys, positions = [], []
+    for f in with_dv:
+        rows = ctx.deleted_rows(f)
+        positions.append(pa.array(rows, pa.uint64()).cast(pa.int64()))
+        keys.append(pa.repeat(pa.scalar(ctx.uri(f)), len(rows)))
+    table = pa.table({_KEY_COL: pa.concat_arrays(keys), _DELETED_COL: pa.concat_arrays(positions)})
+    return ctx.spark.createDataFrame(table)
+
+
 def scan(
     ctx: TableContext, files: Sequence[AddFile], *, with_file: bool = False, with_row: bool = False
 ) -> DataFrame:
@@ -125,8 +150,13 @@ def scan(
         df = df.withColumn(FILE_COL, F.col("_metadata.file_path"))
     if with_row:
         df = df.withColumn(ROW_COL, F.col("_metadata.row_index"))
-    if ctx.partition_columns:
+    deleted = _deleted_table(ctx, files)
+    if ctx.partition_columns or deleted is not None:
         df = df.withColumn(_KEY_COL, _decoded_path())
+    if deleted is not None:  # deletion vectors: drop the rows at their (file, position)
+        df = df.withColumn(_DELETED_COL, F.col("_metadata.row_index"))
+        df = df.join(F.broadcast(deleted), on=[_KEY_COL, _DELETED_COL], how="left_anti")
+    if ctx.partition_columns:
         df = df.join(F.broadcast(_partition_table(ctx, files)), on=_KEY_COL, how="left")
         missing = F.concat(F.lit(f"{CHECK_MARKER} file not in the table: "), F.col(_KEY_COL))
         check = F.when(F.col(_FOUND_COL).isNull(), F.raise_error(missing))

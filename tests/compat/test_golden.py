@@ -826,8 +826,17 @@ GOLDEN: dict[str, Golden] = {
     "deltalog-state-reconstruction-without-protocol": corrupt(
         "DLS / LRS 'missing protocol should fail' ('No protocol found')", r"(?i)protocol"
     ),
-    "dv-partitioned-with-checkpoint": unsupported(
-        "protocol readerFeatures [deletionVectors]", "deletionVectors"
+    "dv-partitioned-with-checkpoint": load(
+        "Kernel DeletionVectorSuite 'end-to-end usage: reading partitioned dv table with checkpoint': "
+        '(0 until 50).map(x => (x % 10, x, s"foo${x % 5}")) minus col1 % 2 == 0 && col1 < 30 '
+        "(GT: 15 DELETEs of col1 = 2n with deletion vectors on; checkpoint at 10)",
+        15,
+        15,
+        lambda: [
+            {"part": x % 10, "col1": x, "col2": f"foo{x % 5}"}
+            for x in range(50)
+            if not (x % 2 == 0 and x < 30)
+        ],
     ),
     "dv-with-columnmapping": unsupported(
         "protocol readerFeatures [deletionVectors, columnMapping]", "deletionVectors", "columnMapping"
@@ -849,7 +858,13 @@ GOLDEN: dict[str, Golden] = {
             {"str": "2024-01-02 12:30:00", "ts": micros(1704198600000000)},
         ],
     ),
-    "log-replay-dv-key-cases": unsupported("protocol readerFeatures [deletionVectors]", "deletionVectors"),
+    "log-replay-dv-key-cases": load(
+        "Kernel LogReplaySuite 'DV cases with same path different DV keys': one live add, its DV's "
+        "cardinality 3; rows: the file's 50 rows minus the 3 its DV deletes (count checked in "
+        "test_deletion_vectors)",
+        3,
+        1,
+    ),
     "log-replay-latest-metadata-protocol": load(
         "LRS 'fetches the latest protocol and metadata'; rows from GT: range(20) as col1, then range(20) "
         "with "
@@ -1232,8 +1247,6 @@ def test_invalid_protocol_version_error_names_the_version() -> None:
 @pytest.mark.parametrize(
     ("name", "version"),
     [
-        ("dv-partitioned-with-checkpoint", 0),
-        ("dv-partitioned-with-checkpoint", 12),
         ("v2-checkpoint-parquet", 2),
         ("type-widening", 1),
     ],
@@ -1247,7 +1260,7 @@ def test_unsupported_error_for_snapshot_at_explicit_version(name: str, version: 
 @pytest.mark.parametrize(
     ("name", "feature"),
     [
-        ("dv-partitioned-with-checkpoint", "deletionVectors"),
+        ("dv-with-columnmapping", "columnMapping"),
         ("v2-checkpoint-json", "v2Checkpoint"),
         ("spark-variant-checkpoint", "variantType-preview"),
         ("table-with-columnmapping-mode-id", "columnMapping"),
