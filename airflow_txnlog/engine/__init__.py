@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # the names below load on first use (PEP 562 __getattr__), see the docstring
     from airflow_txnlog.engine import log_reader
     from airflow_txnlog.engine.actions import AddFile, CommitInfo, Metadata, Protocol, RemoveFile, Txn
+    from airflow_txnlog.engine.column_mapping import Names as ColumnNames
     from airflow_txnlog.engine.conflicts import IsolationLevel
     from airflow_txnlog.engine.errors import (
         AppendOnlyViolationError,
@@ -100,6 +101,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "AddFile": ("actions", "AddFile"),
     "AppendOnlyViolationError": ("errors", "AppendOnlyViolationError"),
     "CleanupResult": ("log_cleanup", "CleanupResult"),
+    "ColumnNames": ("column_mapping", "Names"),
     "CommitConflictError": ("errors", "CommitConflictError"),
     "CommitInfo": ("actions", "CommitInfo"),
     "CommitOutcomeUnknownError": ("errors", "CommitOutcomeUnknownError"),
@@ -181,6 +183,7 @@ __all__ = [
     "AddFile",
     "AppendOnlyViolationError",
     "CleanupResult",
+    "ColumnNames",
     "CommitConflictError",
     "CommitInfo",
     "CommitOutcomeUnknownError",

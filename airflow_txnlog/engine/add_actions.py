@@ -37,6 +37,7 @@ from airflow_txnlog.engine.actions import (
     Metadata,
     decode_path,
 )
+from airflow_txnlog.engine.column_mapping import Names, logical_view, physical_metadata, rename_map_keys
 from airflow_txnlog.engine.replay import STR_MAP, LogState
 from airflow_txnlog.engine.schema import parse_partition_value
 from airflow_txnlog.engine.stats_struct import (
@@ -162,27 +163,33 @@ def file_table(
     metadata: Metadata,
     *,
     columns: frozenset[str] | None = None,
+    names: Names | None = None,
 ) -> pa.Table:
     """The live files as one table (see the module doc); `partitionValues` still raw strings.
 
     :param base_rows: the checkpoint's live add rows with the given fields (`LogState.live_base_adds`).
     :param columns: only the stats of these columns (and the partition values if one of them is a
         partition column): the narrow table data skipping needs; the other columns are null.
+    :param names: column mapping: the log's stats and partition values use physical names; they are
+        read as such and the table comes out in logical names.
     """
-    target = stats_parsed_type(metadata)
+    meta = physical_metadata(metadata) if names is not None else None
+    logical = stats_parsed_type(metadata)
+    target = stats_parsed_type(meta) if meta is not None else logical
     if columns is None:
         fields = [*_CORE.names[:-1], STATS_PARSED]
     else:
-        target = _only(target, columns)
+        physical_cols = frozenset(names.physical_of(c) for c in columns) if names is not None else columns
+        target, logical = _only(target, physical_cols), _only(logical, columns)
         # (no paths: the narrow table only feeds the pruning mask; only the stats leaves it needs)
         fields = [f"{STATS_PARSED}.{leaf}" for leaf in _leaf_paths(target)]
         if columns & set(metadata.partition_columns):
             fields.append(PARTITION_VALUES)
     base = base_rows(fields)
     core = _core(base, tail)
-    stats = _stats(core, base, base_rows, target)
+    stats = logical_view(_stats(core, base, base_rows, target), logical)
     by_name = dict(
-        zip([target.field(i).name for i in range(target.num_fields)], stats.flatten(), strict=True)
+        zip([logical.field(i).name for i in range(logical.num_fields)], stats.flatten(), strict=True)
     )
     cols: list[tuple[str, pa.Array]] = [
         ("path", _decoded(core.field("path"))),
@@ -194,7 +201,10 @@ def file_table(
     for prefix, key in _STATS_PARTS:
         if key in by_name:
             cols.extend(_flatten(by_name[key], prefix))
-    cols.append((PARTITION_VALUES, core.field(PARTITION_VALUES)))
+    values = core.field(PARTITION_VALUES)
+    if names is not None:
+        values = rename_map_keys(values, {names.physical_of(c): c for c in metadata.partition_columns})
+    cols.append((PARTITION_VALUES, values))
     return pa.table(dict(cols))
 
 

@@ -46,6 +46,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from airflow_txnlog.engine import column_mapping
 from airflow_txnlog.engine.actions import (
     ADD,
     DOMAIN_METADATA,
@@ -357,10 +358,11 @@ def checkpoint_table(
     conf = state.metadata.configuration
     as_json = write_stats_as_json(conf) if stats_as_json is None else stats_as_json
     as_struct = write_stats_as_struct(conf) if stats_as_struct is None else stats_as_struct
-    parsed_type = stats_parsed_type(state.metadata) if as_struct else None
-    adds = _with_stats_format(
-        _adds_array(state), as_json=as_json, parsed_type=parsed_type, metadata=state.metadata
-    )
+    # stats_parsed and partitionValues_parsed use the names in the files: physical ones under
+    # column mapping, as the JSON stats and partitionValues do
+    meta = column_mapping.physical_metadata(state.metadata) or state.metadata
+    parsed_type = stats_parsed_type(meta) if as_struct else None
+    adds = _with_stats_format(_adds_array(state), as_json=as_json, parsed_type=parsed_type, metadata=meta)
     removes = pa.concat_arrays(
         [conform_struct(state.live_base_removes(), REMOVE_TYPE), _tail_removes_array(state.tail_removes())]
     )

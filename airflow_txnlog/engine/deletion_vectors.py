@@ -145,8 +145,8 @@ def _bitmap_rows(data: bytes, where: str) -> np.ndarray[Any, np.dtype[np.uint64]
         )
     try:
         bitmap = BitMap64.deserialize(data[4:])
-    except ValueError as exc:
-        raise LogCorruptedError(f"{where}: deletion vector bitmap is unreadable: {exc}") from exc
+    except (ValueError, IndexError) as exc:
+        raise LogCorruptedError(f"{where}: deletion vector bitmap is unreadable: {exc!r}") from exc
     return np.fromiter(bitmap, dtype=np.uint64, count=len(bitmap))
 
 

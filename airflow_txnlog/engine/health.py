@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 from airflow_txnlog.engine import properties as props
 from airflow_txnlog.engine.log_segment import list_log, monotonic_timestamps
 from airflow_txnlog.engine.maintenance_table import MaintenanceTable
-from airflow_txnlog.engine.replay import KEY_SEPARATOR, key_path
+from airflow_txnlog.engine.replay import key_path, key_paths
 from airflow_txnlog.engine.savepoints import list_savepoints
 from airflow_txnlog.engine.validate import number
 
@@ -68,12 +68,13 @@ def table_health(table: MaintenanceTable, *, small_file_bytes: int | None = None
     old = tombstones.filter(pc.less_equal(tombstones.column("deletion_timestamp"), cutoff))
     # Only what vacuum can still delete: expired tombstones whose file is still there and not live
     # (a tombstone of a file whose deletion vector changed names a live path).
-    keys = old.column("key").to_pylist()
-    live = set(snap.file_paths()) if any(KEY_SEPARATOR in k for k in keys) else set()
+    if old.num_rows and snap.state.deletion_vectors():  # a tombstone may name a live path
+        live = pc.is_in(key_paths(old.column("key").combine_chunks()), value_set=key_paths(snap.file_keys()))
+        old = old.filter(pc.invert(live))
     reclaimable = sum(
         size or 0
-        for key, size in zip(keys, old.column("size").to_pylist(), strict=True)
-        if key_path(key) not in live and storage.exists(key_path(key))
+        for key, size in zip(old.column("key").to_pylist(), old.column("size").to_pylist(), strict=True)
+        if storage.exists(key_path(key))
     )
     listing = list_log(storage)
     cps = [v for v in listing.checkpoints if v <= snap.version]

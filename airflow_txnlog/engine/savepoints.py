@@ -140,8 +140,7 @@ def create_savepoint(
         raise SavepointExistsError(f"savepoint {name!r} already exists. Help: pick another name or delete it")
     require_checkpoint_supported(snap.protocol, "create a savepoint")
     paths = [key_path(key) for key in snap.file_paths()]
-    paths += sorted(dv_file_paths(snap.state.deletion_vectors()))
-    gone = missing_files(storage, paths)
+    gone = missing_files(storage, paths + sorted(dv_file_paths(snap.state.deletion_vectors())))
     if gone:
         raise SavepointFilesMissingError(
             f"cannot savepoint version {snap.version}: {len(gone)} of its files are missing: {gone[:10]}. "
@@ -204,7 +203,9 @@ def _create_record(storage: Storage, sp: Savepoint) -> None:
 def _confirm_after_vacuums(storage: Storage, snap: Snapshot, latest: Snapshot, wait_s: float) -> None:
     """Files of `snap` not live in `latest` may be in a running vacuum's plan: once no vacuum is
     deleting (the record is visible by now, so later vacuums keep them), they must still exist."""
-    at_risk = [f.path for f in snap.files_not_in(latest)]
+    files = snap.files_not_in(latest)
+    at_risk = [f.path for f in files]
+    at_risk += sorted(dv_file_paths(f.deletion_vector for f in files if f.deletion_vector))
     if not at_risk:
         return
     wait_for_vacuums(storage, timeout_s=wait_s)

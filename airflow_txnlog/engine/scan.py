@@ -22,6 +22,7 @@ import pyarrow.parquet as pq
 
 from airflow_txnlog.engine import deletion_vectors
 from airflow_txnlog.engine.actions import AddFile
+from airflow_txnlog.engine.column_mapping import Names, to_logical
 from airflow_txnlog.engine.errors import LogCorruptedError, PredicateError, SchemaMismatchError
 from airflow_txnlog.engine.predicates import Node, to_arrow_expression
 from airflow_txnlog.engine.schema import parse_partition_value
@@ -42,6 +43,17 @@ def _conform_column(arr: pa.ChunkedArray, target: pa.DataType, name: str) -> pa.
         ) from exc
 
 
+def _open(storage: Storage, add: AddFile) -> pq.ParquetFile:
+    try:
+        return pq.ParquetFile(
+            storage.fs.open(storage.resolve(add.path), "rb"), coerce_int96_timestamp_unit="us"
+        )
+    except FileNotFoundError as exc:
+        raise LogCorruptedError(f"data file {add.path!r} of a live version is missing") from exc
+    except (OSError, pa.ArrowException) as exc:
+        raise LogCorruptedError(f"data file {add.path!r} is unreadable: {exc}") from exc
+
+
 def read_file(
     storage: Storage,
     add: AddFile,
@@ -50,32 +62,36 @@ def read_file(
     *,
     columns: Sequence[str],
     row_filter: Node | None,
+    names: Names | None = None,
 ) -> pa.Table:
-    """Rows of one data file as a table with exactly `columns` (in schema types)."""
+    """Rows of one data file as a table with exactly `columns` (in schema types). With `names`
+    (column mapping) the file and `add.partitionValues` use physical names; the result is logical."""
     data_cols = [c for c in columns if c not in partition_columns]
     filter_cols = [] if row_filter is None else [c for c in schema.names if c not in partition_columns]
-    path = storage.resolve(add.path)
+    physical = names.physical if names is not None else schema
+    phys = {f.name: p.name for f, p in zip(schema, physical, strict=True)}
+    pf = _open(storage, add)
+    file_schema = pf.schema_arrow
+    own = names.file_columns(file_schema) if names is not None else {n: n for n in file_schema.names}
+    wanted = [phys[c] for c in dict.fromkeys(data_cols + filter_cols) if phys[c] in own]
     try:
-        pf = pq.ParquetFile(storage.fs.open(path, "rb"), coerce_int96_timestamp_unit="us")
-        present = set(pf.schema_arrow.names)
-        wanted = [c for c in dict.fromkeys(data_cols + filter_cols) if c in present]
-        table = pf.read(columns=wanted)
-    except FileNotFoundError as exc:
-        raise LogCorruptedError(f"data file {add.path!r} of a live version is missing") from exc
+        table = pf.read(columns=[own[p] for p in wanted])
     except (OSError, pa.ArrowException) as exc:
         raise LogCorruptedError(f"data file {add.path!r} is unreadable: {exc}") from exc
+    if names is not None:
+        table = names.as_physical(table, file_schema)
     if add.deletion_vector:
         table = _without_deleted_rows(storage, add, table)
     n = table.num_rows
     cols: dict[str, pa.ChunkedArray] = {}
     for name in dict.fromkeys(list(columns) + ([] if row_filter is None else list(schema.names))):
-        f = schema.field(name)
+        f, p = schema.field(name), physical.field(phys[name])
         if name in partition_columns:
-            value = parse_partition_value(add.partition_values.get(name), f.type)
+            value = parse_partition_value(add.partition_values.get(p.name), f.type)
             arr = pa.nulls(n, f.type) if value is None else pa.repeat(pa.scalar(value, f.type), n)
             cols[name] = pa.chunked_array([arr], f.type)
-        elif name in table.column_names:
-            cols[name] = _conform_column(table.column(name), f.type, name)
+        elif p.name in table.column_names:
+            cols[name] = to_logical(_conform_column(table.column(p.name), p.type, name), f.type)
         else:
             cols[name] = pa.chunked_array([pa.nulls(n, f.type)], f.type)
     out = pa.Table.from_arrays(list(cols.values()), schema=pa.schema([schema.field(c) for c in cols]))
@@ -109,6 +125,7 @@ def read_files(
     *,
     columns: Sequence[str] | None = None,
     row_filter: Node | None = None,
+    names: Names | None = None,
 ) -> pa.Table:
     """Concatenated rows of `files` (read in parallel threads; pyarrow releases the GIL)."""
     cols = list(columns) if columns is not None else list(schema.names)
@@ -122,7 +139,7 @@ def read_files(
         parts = list(
             pool.map(
                 lambda a: read_file(
-                    storage, a, schema, partition_columns, columns=cols, row_filter=row_filter
+                    storage, a, schema, partition_columns, columns=cols, row_filter=row_filter, names=names
                 ),
                 files,
             )

@@ -25,7 +25,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from airflow_txnlog.engine import bulk_replay
+from airflow_txnlog.engine import bulk_replay, column_mapping
 from airflow_txnlog.engine import properties as props
 from airflow_txnlog.engine.actions import AddFile, Metadata, Protocol, RemoveFile
 from airflow_txnlog.engine.add_actions import add_actions_table, file_table, select_adds
@@ -60,7 +60,7 @@ from airflow_txnlog.engine.skipping import may_match_mask
 from airflow_txnlog.engine.storage import Storage
 from airflow_txnlog.engine.validate import names
 
-# columnMapping only while its mode is "none" (checked below): then no column is renamed.
+# columnMapping: modes name and id (engine.column_mapping), read with logical names.
 SUPPORTED_READER_FEATURES = frozenset(
     {"timestampNtz", "vacuumProtocolCheck", "columnMapping", "deletionVectors"}
 )
@@ -79,10 +79,10 @@ def check_read_supported(protocol: Protocol, metadata: Metadata) -> None:
         raise UnsupportedFeatureError(
             f"the table uses reader feature {feature!r}, which is not supported", feature=feature
         )
-    mode = metadata.configuration.get("delta.columnMapping.mode", "none")
-    if (protocol.min_reader_version == 2 or "columnMapping" in features) and mode != "none":
+    mapping = column_mapping.mode(metadata.configuration)
+    if mapping not in ("none", "name", "id"):
         raise UnsupportedFeatureError(
-            f"the table uses column mapping (mode {mode!r}), which is not supported", feature="columnMapping"
+            f"column mapping mode {mapping!r} is not supported", feature="columnMapping"
         )
 
 
@@ -194,7 +194,14 @@ class Snapshot:
     @cached_property
     def _file_table(self) -> pa.Table:
         """The live files as Arrow (`add_actions.file_table`), built once per snapshot."""
-        return file_table(self._state.live_base_adds, self._state.tail_adds(), self.metadata)
+        return file_table(
+            self._state.live_base_adds, self._state.tail_adds(), self.metadata, names=self.column_names
+        )
+
+    @cached_property
+    def column_names(self) -> column_mapping.Names | None:
+        """How logical column names map to the files' physical ones (None without column mapping)."""
+        return column_mapping.Names.of(self.metadata)
 
     @cached_property
     def _add_actions(self) -> pa.Table:
@@ -218,7 +225,11 @@ class Snapshot:
             files = self._pruning_tables.get(pred.columns)
             if files is None:
                 files = file_table(
-                    self._state.live_base_adds, self._state.tail_adds(), self.metadata, columns=pred.columns
+                    self._state.live_base_adds,
+                    self._state.tail_adds(),
+                    self.metadata,
+                    columns=pred.columns,
+                    names=self.column_names,
                 )
                 self._pruning_tables[pred.columns] = files
         return may_match_mask(pred.tree, files, self.schema, self.partition_columns)
@@ -275,7 +286,13 @@ class Snapshot:
         tree = parse_predicate(filter, self.schema).tree if filter is not None else None
         files = self.files(filter)
         return read_files(
-            self._storage, files, self.schema, self.partition_columns, columns=columns, row_filter=tree
+            self._storage,
+            files,
+            self.schema,
+            self.partition_columns,
+            columns=columns,
+            row_filter=tree,
+            names=self.column_names,
         )
 
     # ------------------------------------------------------------------ incremental update

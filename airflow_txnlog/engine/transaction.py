@@ -34,8 +34,8 @@ from types import TracebackType
 from typing import Any
 
 from airflow_txnlog import __version__
+from airflow_txnlog.engine import column_mapping, provenance
 from airflow_txnlog.engine import properties as props
-from airflow_txnlog.engine import provenance
 from airflow_txnlog.engine.actions import (
     Action,
     AddFile,
@@ -104,6 +104,8 @@ def check_write_supported(protocol: Protocol, metadata: Metadata) -> None:
         "generatedColumns": "delta.generationExpression" in schema_text,
         "identityColumns": "delta.identity." in schema_text,
         "invariants": "delta.invariants" in schema_text,
+        # (read with logical names; a write would need physical names in files, stats and partitions)
+        "columnMapping": column_mapping.mode(conf) != "none",
     }
     for feature, on in active.items():
         if on:

@@ -114,11 +114,12 @@ def select_files(files: Sequence[AddFile], ctx: TableContext, keys: dict[str, in
 
 
 def total_records(files: Sequence[AddFile]) -> int | None:
-    """Rows in `files` according to their stats (None if a file has none)."""
+    """Rows in `files` according to their stats, less the rows their deletion vectors delete
+    (`numRecords` counts a file's rows before its DV); None if a file has no stats."""
     total = 0
     for f in files:
         n = f.num_records
         if n is None:
             return None
-        total += n
+        total += n - int((f.deletion_vector or {}).get("cardinality") or 0)
     return total

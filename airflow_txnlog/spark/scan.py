@@ -27,7 +27,14 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, LongType, StringType, StructField, StructType
 
-from airflow_txnlog.engine import AddFile, Snapshot, Table, UnsupportedFeatureError, parse_partition_value
+from airflow_txnlog.engine import (
+    AddFile,
+    ColumnNames,
+    Snapshot,
+    Table,
+    UnsupportedFeatureError,
+    parse_partition_value,
+)
 from airflow_txnlog.spark.schemas import CHECK_MARKER, data_schema, to_spark_schema
 from airflow_txnlog.spark.uris import decode_spark_path, file_uri
 
@@ -54,6 +61,8 @@ class TableContext:
     scheme_map: Mapping[str, str]
     # row positions a file's deletion vector deletes (`Snapshot.deleted_rows`)
     deleted_rows: Callable[[AddFile], Any] | None = None
+    # column mapping: the files' physical names (`Snapshot.column_names`); None when not mapped
+    names: ColumnNames | None = None
 
     @classmethod
     def of(
@@ -67,7 +76,12 @@ class TableContext:
             dict(snapshot.properties),
             dict(scheme_map),
             snapshot.deleted_rows,
+            snapshot.column_names,
         )
+
+    def physical(self, column: str) -> str:
+        """The name `column` has in the files and in `partitionValues`."""
+        return column if self.names is None else self.names.physical_of(column)
 
     def uri(self, add: AddFile) -> str:
         """The (decoded) Hadoop URI of a file of the table."""
@@ -108,11 +122,29 @@ def _partition_table(ctx: TableContext, files: Sequence[AddFile]) -> DataFrame:
     rows = []
     for add in files:
         values = [
-            parse_partition_value(add.partition_values.get(c), ctx.schema.field(c).type)
+            parse_partition_value(add.partition_values.get(ctx.physical(c)), ctx.schema.field(c).type)
             for c in ctx.partition_columns
         ]
         rows.append((ctx.uri(add), *values, True))
     return ctx.spark.createDataFrame(rows, StructType(fields))
+
+
+def _read_data(ctx: TableContext, paths: list[str]) -> DataFrame:
+    """The data columns of the files, under the table's (logical) names and types."""
+    if ctx.names is None:
+        return ctx.spark.read.schema(data_schema(ctx.schema, ctx.partition_columns)).parquet(*paths)
+    # column mapping: read the physical names, then rename; a cast between structs (also inside
+    # arrays and maps) goes by position, so nested physical names become logical ones
+    parts = {ctx.physical(c) for c in ctx.partition_columns}
+    physical = data_schema(ctx.names.physical, sorted(parts))
+    df = ctx.spark.read.schema(physical).parquet(*paths)
+    logical = {f.name: f for f in to_spark_schema(ctx.schema).fields}
+    renamed = [
+        F.col(f"`{p.name}`").cast(logical[lf.name].dataType).alias(lf.name)
+        for lf, p in zip(ctx.schema, ctx.names.physical, strict=True)
+        if p.name not in parts
+    ]
+    return df.select(*renamed, "_metadata")
 
 
 def _deleted_table(ctx: TableContext, files: Sequence[AddFile]) -> DataFrame | None:
@@ -145,7 +177,7 @@ def scan(
     if not files:
         return ctx.empty_df(extra)
     paths = [ctx.uri(f) for f in files]
-    df = ctx.spark.read.schema(data_schema(ctx.schema, ctx.partition_columns)).parquet(*paths)
+    df = _read_data(ctx, paths)
     if with_file:
         df = df.withColumn(FILE_COL, F.col("_metadata.file_path"))
     if with_row:

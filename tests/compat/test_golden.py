@@ -73,12 +73,17 @@ def _norm(v: Any) -> Any:
     if isinstance(v, bool):
         return ("b", v)
     if isinstance(v, dict):
-        return ("d", tuple(sorted(((repr(_norm(k)), _norm(x)) for k, x in v.items()), key=repr)))
+        return _norm_pairs(list(v.items()))
     if isinstance(v, list | tuple):
         if v and all(isinstance(x, tuple) and len(x) == 2 for x in v):  # pyarrow map -> list of pairs
-            return _norm(dict(v))
+            return _norm_pairs(list(v))
         return ("l", tuple(_norm(x) for x in v))
     return v
+
+
+def _norm_pairs(pairs: list[tuple[Any, Any]]) -> Any:
+    """A map (keys may be lists, as in a map<array<int>, ...>), order-free."""
+    return ("d", tuple(sorted(((repr(_norm(k)), _norm(x)) for k, x in pairs), key=repr)))
 
 
 def ts_us(
@@ -285,6 +290,46 @@ def _array_complex_rows() -> list[dict[str, Any]]:
             }
         )
     return out
+
+
+def _dv_table_rows() -> list[dict[str, Any]]:
+    # Kernel DeletionVectorSuite: (0 until 50).map(x => (x % 10, x, s"foo${x % 5}")), less the 15
+    # DELETEs of col1 = 2n (n < 15)
+    return [
+        {"part": x % 10, "col1": x, "col2": f"foo{x % 5}"} for x in range(50) if not (x % 2 == 0 and x < 30)
+    ]
+
+
+def _column_mapping_rows() -> list[dict[str, Any]]:
+    # DTRS "table with `name` / `id` column mapping mode": 5 rows, then a row of 22 nulls
+    rows: list[dict[str, Any]] = [
+        {
+            "ByteType": i,
+            "ShortType": i,
+            "IntegerType": i,
+            "LongType": i,
+            "FloatType": float(i),
+            "DoubleType": float(i),
+            "decimal": Decimal(i),
+            "BooleanType": i % 2 == 0,
+            "StringType": str(i),
+            "BinaryType": str(i).encode(),
+            "DateType": dt.date(2021, 11, 18),
+            "TimestampType": micros(i * 1000),
+            "nested_struct": {"aa": str(i), "ac": {"aca": i}},
+            "array_of_prims": [i, i + 1],
+            "array_of_arrays": [[i, i + 1], [i + 2, i + 3]],
+            "array_of_map_of_arrays": [{i: [2, 3], i + 1: [4, 5]}],
+            "array_of_structs": [{"ab": i}, {"ab": i}],
+            "struct_of_arrays_maps_of_structs": {"aa": [i, i + 1], "ab": [([i, i + 1], {"aca": i + 2})]},
+            "map_of_prims": {i: i + 1, i + 2: i + 3},
+            "map_of_rows": {i + 1: {"ab": i * 20}},
+            "map_of_arrays": {i: [i, None, i + 1], i + 1: []},
+            "map_of_maps": {i: {i: i}, i + 1: {i + 2: i}},
+        }
+        for i in range(5)
+    ]
+    return [*rows, dict.fromkeys(rows[0])]
 
 
 def _map_rows() -> list[dict[str, Any]]:
@@ -741,11 +786,17 @@ GOLDEN: dict[str, Golden] = {
         4,
         _timestamp_ntz_rows,
     ),
-    "data-reader-timestamp_ntz-id-mode": unsupported(
-        "protocol readerFeatures [timestampNtz, columnMapping]", "columnMapping"
+    "data-reader-timestamp_ntz-id-mode": load(
+        "DTRS 'read table with timestamp_ntz columns' with column mapping mode id (same rows)",
+        1,
+        4,
+        _timestamp_ntz_rows,
     ),
-    "data-reader-timestamp_ntz-name-mode": unsupported(
-        "protocol readerFeatures [timestampNtz, columnMapping]", "columnMapping"
+    "data-reader-timestamp_ntz-name-mode": load(
+        "DTRS 'read table with timestamp_ntz columns' with column mapping mode name (same rows)",
+        1,
+        4,
+        _timestamp_ntz_rows,
     ),
     "data-skipping-basic-stats-all-types": load(
         "GT writeBasicStatsAllTypesTable", 0, 1, _stats_all_types_rows
@@ -753,11 +804,11 @@ GOLDEN: dict[str, Golden] = {
     "data-skipping-basic-stats-all-types-checkpoint": load(
         "GT writeBasicStatsAllTypesTable (checkpointInterval 1)", 0, 1, _stats_all_types_rows
     ),
-    "data-skipping-basic-stats-all-types-columnmapping-id": unsupported(
-        "protocol reader 2 / writer 5 with delta.columnMapping.mode=id", "columnMapping"
+    "data-skipping-basic-stats-all-types-columnmapping-id": load(
+        "GT writeBasicStatsAllTypesTable with delta.columnMapping.mode=id", 0, 1, _stats_all_types_rows
     ),
-    "data-skipping-basic-stats-all-types-columnmapping-name": unsupported(
-        "protocol reader 2 / writer 5 with delta.columnMapping.mode=name", "columnMapping"
+    "data-skipping-basic-stats-all-types-columnmapping-name": load(
+        "GT writeBasicStatsAllTypesTable with delta.columnMapping.mode=name", 0, 1, _stats_all_types_rows
     ),
     "data-skipping-change-stats-collected-across-versions": load(
         "GT: three appends of Row(0, 0) with two ALTER TABLE in between -> version 4",
@@ -832,14 +883,14 @@ GOLDEN: dict[str, Golden] = {
         "(GT: 15 DELETEs of col1 = 2n with deletion vectors on; checkpoint at 10)",
         15,
         15,
-        lambda: [
-            {"part": x % 10, "col1": x, "col2": f"foo{x % 5}"}
-            for x in range(50)
-            if not (x % 2 == 0 and x < 30)
-        ],
+        _dv_table_rows,
     ),
-    "dv-with-columnmapping": unsupported(
-        "protocol readerFeatures [deletionVectors, columnMapping]", "deletionVectors", "columnMapping"
+    "dv-with-columnmapping": load(
+        "Kernel DeletionVectorSuite 'reading partitioned dv table with checkpoint with "
+        "columnMappingMode=name': the rows of dv-partitioned-with-checkpoint",
+        15,
+        15,
+        _dv_table_rows,
     ),
     "kernel-timestamp-INT96": load("DTRS utcTableExpectedResult", 0, 5, _kernel_ts_rows(pst=False)),
     "kernel-timestamp-PST": load("DTRS pstTableExpectedResult", 0, 5, _kernel_ts_rows(pst=True)),
@@ -953,14 +1004,18 @@ GOLDEN: dict[str, Golden] = {
         lambda: _snapshot_rows((3, 20)),
     ),
     "spark-variant-checkpoint": unsupported("protocol readerFeatures [variantType-preview]", "variantType"),
-    "table-with-columnmapping-mode-id": unsupported(
-        "protocol reader 2 (column mapping, mode id)", "columnMapping"
+    "table-with-columnmapping-mode-id": load(
+        "DTRS 'table with `id` column mapping mode'", 0, 2, _column_mapping_rows
     ),
-    "table-with-columnmapping-mode-name": unsupported(
-        "protocol reader 2 (column mapping, mode name)", "columnMapping"
+    "table-with-columnmapping-mode-name": load(
+        "DTRS 'table with `name` column mapping mode'", 0, 2, _column_mapping_rows
     ),
-    "table-with-icebegCompatV2Enabled": unsupported(
-        "protocol reader 2 + delta.columnMapping.mode=id", "columnMapping"
+    "table-with-icebegCompatV2Enabled": load(
+        "GT: the rows of table-with-columnmapping-mode-* (DTRS expected answer) with icebergCompatV2 "
+        "on (column mapping mode id)",
+        0,
+        2,
+        _column_mapping_rows,
     ),
     "time-travel-partition-changes-a": load(
         "GT: range(10) with part5 = id % 5", 0, 10, lambda: [{"id": i, "part5": i % 5} for i in range(10)]
@@ -1260,10 +1315,8 @@ def test_unsupported_error_for_snapshot_at_explicit_version(name: str, version: 
 @pytest.mark.parametrize(
     ("name", "feature"),
     [
-        ("dv-with-columnmapping", "columnMapping"),
         ("v2-checkpoint-json", "v2Checkpoint"),
         ("spark-variant-checkpoint", "variantType-preview"),
-        ("table-with-columnmapping-mode-id", "columnMapping"),
     ],
 )
 def test_unsupported_error_names_the_exact_feature(name: str, feature: str) -> None:
@@ -1371,6 +1424,24 @@ def test_data_skipping_stats_json_all_types() -> None:
         assert f.stats is not None
         assert json.loads(f.stats) == expected
         assert f.num_records == 1
+
+
+@pytest.mark.parametrize("mode", ["name", "id"])
+def test_data_skipping_with_column_mapping(mode: str) -> None:
+    # GT writeBasicStatsAllTypesTable with column mapping: the stats use physical names, users the
+    # logical ones; the single file holds one row of zeros (as_string "0", as_date 2000-01-01)
+    snap = _open_snapshot(GOLDEN_ROOT / f"data-skipping-basic-stats-all-types-columnmapping-{mode}")
+    (f,) = snap.files()
+    assert "as_int" not in json.loads(f.stats or "{}")["minValues"]  # physical names in the log
+    for hit in ("as_int = 0", "as_long <= 0", "as_string = '0'", "as_date = DATE '2000-01-01'"):
+        assert len(snap.files(filter=hit)) == 1, hit
+    for miss in ("as_int > 0", "as_long < 0", "as_string > '1'", "as_date > DATE '2000-01-01'"):
+        assert snap.files(filter=miss) == [], miss
+    meta = snap.add_actions()
+    assert meta.column("min.as_int").to_pylist() == [0] and meta.column(
+        "null_count.as_string"
+    ).to_pylist() == [0]
+    assert snap.to_arrow(columns=["as_int"], filter="as_int = 0").num_rows == 1
 
 
 def test_stats_collected_across_versions() -> None:
