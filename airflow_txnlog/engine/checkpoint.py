@@ -124,6 +124,8 @@ CHECKPOINT_WRITER_FEATURES = frozenset(
         "inCommitTimestamp",
         "allowColumnDefaults",
         "deletionVectors",
+        "typeWidening",
+        "typeWidening-preview",
     }
 )
 MAX_WRITER_VERSION = 7

@@ -25,7 +25,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from airflow_txnlog.engine import bulk_replay, column_mapping
+from airflow_txnlog.engine import bulk_replay, column_mapping, type_widening
 from airflow_txnlog.engine import properties as props
 from airflow_txnlog.engine.actions import AddFile, Metadata, Protocol, RemoveFile
 from airflow_txnlog.engine.add_actions import add_actions_table, file_table, select_adds
@@ -62,7 +62,7 @@ from airflow_txnlog.engine.validate import names
 
 # columnMapping: modes name and id (engine.column_mapping), read with logical names.
 SUPPORTED_READER_FEATURES = frozenset(
-    {"timestampNtz", "vacuumProtocolCheck", "columnMapping", "deletionVectors"}
+    {"timestampNtz", "vacuumProtocolCheck", "columnMapping", "deletionVectors", *type_widening.FEATURES}
 )
 MAX_READER_VERSION = 3
 
@@ -79,6 +79,8 @@ def check_read_supported(protocol: Protocol, metadata: Metadata) -> None:
         raise UnsupportedFeatureError(
             f"the table uses reader feature {feature!r}, which is not supported", feature=feature
         )
+    if features & type_widening.FEATURES or type_widening.TYPE_CHANGES in metadata.schema_string:
+        type_widening.check_supported(schema_from_json(metadata.schema_string))
     mapping = column_mapping.mode(metadata.configuration)
     if mapping not in ("none", "name", "id"):
         raise UnsupportedFeatureError(
@@ -232,7 +234,15 @@ class Snapshot:
                     names=self.column_names,
                 )
                 self._pruning_tables[pred.columns] = files
+        inexact = pred.columns & self._inexact_stats
+        if inexact:  # widened from float: their old stats bound nothing (engine.type_widening)
+            prefixes = tuple(f"{p}.{c}" for p in ("min", "max") for c in inexact)
+            files = files.drop_columns([n for n in files.column_names if n.startswith(prefixes)])
         return may_match_mask(pred.tree, files, self.schema, self.partition_columns)
+
+    @cached_property
+    def _inexact_stats(self) -> frozenset[str]:
+        return type_widening.inexact_stats_columns(self.schema)
 
     @cached_property
     def _pruning_tables(self) -> dict[frozenset[str], pa.Table]:

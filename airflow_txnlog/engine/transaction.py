@@ -34,7 +34,7 @@ from types import TracebackType
 from typing import Any
 
 from airflow_txnlog import __version__
-from airflow_txnlog.engine import column_mapping, provenance
+from airflow_txnlog.engine import column_mapping, provenance, type_widening
 from airflow_txnlog.engine import properties as props
 from airflow_txnlog.engine.actions import (
     Action,
@@ -79,8 +79,11 @@ DEFAULT_MAX_COMMIT_BYTES = 256 * 1024 * 1024
 # deletionVectors: honored by never writing a new DV (allowed: a writer MAY use them), by every
 # remove carrying the DV of the file it removes (the key is path + DV id) and by reading DVs wherever
 # rows are read (engine scan, Spark scan); maintenance keeps DV files (vacuum, savepoints, restore).
+# typeWidening: honored by never changing a column's type (schema evolution only adds columns, and
+# keeps every field's metadata, `delta.typeChanges` included) and by reading widened files.
 SUPPORTED_WRITER_FEATURES = frozenset(
     {"appendOnly", "invariants", "timestampNtz", "vacuumProtocolCheck", "deletionVectors"}
+    | type_widening.FEATURES
 )
 MAX_WRITER_VERSION = 7
 TAGS_EXAMPLE = "{'owner': 'dag_id/run_id'}"

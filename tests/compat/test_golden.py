@@ -1038,10 +1038,15 @@ GOLDEN: dict[str, Golden] = {
     ),
     "time-travel-start-start20": load("GT generateCommits", 1, 4, lambda: _ids(range(20))),
     "time-travel-start-start20-start40": load("GT generateCommits", 2, 6, lambda: _ids(range(30))),
-    "type-widening": unsupported(
-        "protocol readerFeatures [timestampNtz, typeWidening-preview]", "typeWidening"
+    "type-widening": load(
+        "GT: one row of narrow types, ALTER ... TYPE (13 widenings), one row of wide types; rows checked "
+        "in tests/engine/test_type_widening.py (from Spark's stats and the new file)",
+        2,
+        2,
     ),
-    "type-widening-nested": unsupported("protocol readerFeatures [typeWidening-preview]", "typeWidening"),
+    "type-widening-nested": load(
+        "GT: struct field, map key/value and array element widened from int to long", 2, 2
+    ),
     "update-deleted-directory": load(
         "GT: AddFile('1'..'10') in version 0, then log.checkpoint()",
         0,
@@ -1303,7 +1308,6 @@ def test_invalid_protocol_version_error_names_the_version() -> None:
     ("name", "version"),
     [
         ("v2-checkpoint-parquet", 2),
-        ("type-widening", 1),
     ],
 )
 def test_unsupported_error_for_snapshot_at_explicit_version(name: str, version: int) -> None:
