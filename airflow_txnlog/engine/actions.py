@@ -31,6 +31,7 @@ TXN = "txn"
 CDC = "cdc"
 DOMAIN_METADATA = "domainMetadata"
 STATS_PARSED = "stats_parsed"  # checkpoint-only add field: the stats as a typed struct
+IN_COMMIT_TIMESTAMP = "inCommitTimestamp"  # commitInfo field of tables with in-commit timestamps
 PARTITION_VALUES_PARSED = "partitionValues_parsed"  # checkpoint-only add field: typed partition values
 EMPTY_SCHEMA = '{"type":"struct","fields":[]}'
 KNOWN_ACTIONS = frozenset({COMMIT_INFO, PROTOCOL, METADATA, ADD, REMOVE, TXN, CDC, DOMAIN_METADATA})

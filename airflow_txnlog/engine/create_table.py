@@ -22,7 +22,7 @@ import orjson
 import pyarrow as pa
 
 from airflow_txnlog.engine import properties as props
-from airflow_txnlog.engine.actions import Action, CommitInfo, Metadata, Protocol
+from airflow_txnlog.engine.actions import IN_COMMIT_TIMESTAMP, Action, CommitInfo, Metadata, Protocol
 from airflow_txnlog.engine.errors import InvalidArgumentError, UnsupportedFeatureError
 from airflow_txnlog.engine.schema import normalize_schema, schema_to_json, uses_timestamp_ntz
 from airflow_txnlog.engine.stats import stats_columns
@@ -109,10 +109,7 @@ def version_zero(
     stats_columns(conf)  # malformed quoting in delta.dataSkippingStatsColumns: InvalidArgumentError
     text("name", name)
     text("description", description)
-    protocol = Protocol(1, 2)
-    if uses_timestamp_ntz(norm):
-        writer = ["timestampNtz"] + (["appendOnly"] if props.append_only(conf) else [])
-        protocol = Protocol(3, 7, ("timestampNtz",), tuple(writer))
+    protocol = _protocol(conf, ntz=uses_timestamp_ntz(norm))
     now = int(time.time() * 1000)
     metadata = Metadata(
         id=str(uuid.uuid4()),
@@ -135,5 +132,18 @@ def version_zero(
         is_blind_append=True,
         engine_info=ENGINE_INFO,
         txn_id=str(uuid.uuid4()),
+        extra={IN_COMMIT_TIMESTAMP: now} if props.in_commit_timestamps(conf) else {},
     )
     return [info, protocol, metadata]
+
+
+def _protocol(conf: Mapping[str, str], *, ntz: bool) -> Protocol:
+    """(1, 2) unless a feature needs table features: timestampNtz (reader and writer), in-commit
+    timestamps (writer only); at writer version 7 appendOnly is listed when the property is on."""
+    writer = (["timestampNtz"] if ntz else []) + (
+        ["inCommitTimestamp"] if props.in_commit_timestamps(conf) else []
+    )
+    if not writer:
+        return Protocol(1, 2)
+    writer += ["appendOnly"] if props.append_only(conf) else []
+    return Protocol(3, 7, ("timestampNtz",), tuple(writer)) if ntz else Protocol(1, 7, None, tuple(writer))

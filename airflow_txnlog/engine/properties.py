@@ -141,7 +141,6 @@ def validate(conf: Mapping[str, str]) -> None:
 _FEATURE_SWITCHES: dict[str, tuple[str, str | None]] = {
     "delta.enableChangeDataFeed": ("changeDataFeed", "false"),
     "delta.enableDeletionVectors": ("deletionVectors", "false"),
-    IN_COMMIT_TIMESTAMPS: ("inCommitTimestamp", "false"),
     "delta.enableRowTracking": ("rowTracking", "false"),
     "delta.enableTypeWidening": ("typeWidening", "false"),
     "delta.checkpointPolicy": ("v2Checkpoint", "classic"),

@@ -27,7 +27,7 @@ import pyarrow.compute as pc
 
 from airflow_txnlog.engine import bulk_replay, column_mapping, type_widening
 from airflow_txnlog.engine import properties as props
-from airflow_txnlog.engine.actions import AddFile, Metadata, Protocol, RemoveFile
+from airflow_txnlog.engine.actions import IN_COMMIT_TIMESTAMP, AddFile, Metadata, Protocol, RemoveFile
 from airflow_txnlog.engine.add_actions import add_actions_table, file_table, select_adds
 from airflow_txnlog.engine.bulk_replay import bulk_state
 from airflow_txnlog.engine.checkpoint import read_checkpoint
@@ -136,8 +136,8 @@ class Snapshot:
     def timestamp(self) -> int:
         """Commit timestamp of this version, ms since the epoch."""
         info = self._state.commit_infos.get(self.version) or {}
-        if props.in_commit_timestamps(self.metadata.configuration) and "inCommitTimestamp" in info:
-            return int(info["inCommitTimestamp"])
+        if props.in_commit_timestamps(self.metadata.configuration) and IN_COMMIT_TIMESTAMP in info:
+            return int(info[IN_COMMIT_TIMESTAMP])
         return self._timestamps.get(self.version, 0)
 
     def txn_version(self, app_id: str) -> int | None:
@@ -401,8 +401,8 @@ def version_at(storage: Storage, timestamp: dt.datetime | str | int, *, in_commi
 def _in_commit_timestamps(storage: Storage, listing: LogListing, stamps: dict[int, int]) -> dict[int, int]:
     out = dict(stamps)
     for v, info in read_commit_infos(storage, sorted(listing.commits.items())):
-        if "inCommitTimestamp" in info:
-            out[v] = int(info["inCommitTimestamp"])
+        if IN_COMMIT_TIMESTAMP in info:
+            out[v] = int(info[IN_COMMIT_TIMESTAMP])
     return out
 
 

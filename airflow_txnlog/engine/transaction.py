@@ -37,6 +37,7 @@ from airflow_txnlog import __version__
 from airflow_txnlog.engine import column_mapping, provenance, type_widening
 from airflow_txnlog.engine import properties as props
 from airflow_txnlog.engine.actions import (
+    IN_COMMIT_TIMESTAMP,
     Action,
     AddFile,
     CommitInfo,
@@ -64,7 +65,7 @@ from airflow_txnlog.engine.errors import (
     VersionAlreadyExistsError,
 )
 from airflow_txnlog.engine.log_paths import LOG_DIR, commit_name
-from airflow_txnlog.engine.log_reader import list_after, read_commits
+from airflow_txnlog.engine.log_reader import list_after, read_commit_info, read_commits
 from airflow_txnlog.engine.predicates import Predicate, Range, parse_predicate
 from airflow_txnlog.engine.replay import file_key
 from airflow_txnlog.engine.snapshot import Snapshot, check_read_supported
@@ -79,10 +80,19 @@ DEFAULT_MAX_COMMIT_BYTES = 256 * 1024 * 1024
 # deletionVectors: honored by never writing a new DV (allowed: a writer MAY use them), by every
 # remove carrying the DV of the file it removes (the key is path + DV id) and by reading DVs wherever
 # rows are read (engine scan, Spark scan); maintenance keeps DV files (vacuum, savepoints, restore).
+# inCommitTimestamp: every commit's commitInfo (first, as always) carries a strictly increasing
+# `inCommitTimestamp`. (Enabling it on an existing table is refused with the property, for now.)
 # typeWidening: honored by never changing a column's type (schema evolution only adds columns, and
 # keeps every field's metadata, `delta.typeChanges` included) and by reading widened files.
 SUPPORTED_WRITER_FEATURES = frozenset(
-    {"appendOnly", "invariants", "timestampNtz", "vacuumProtocolCheck", "deletionVectors"}
+    {
+        "appendOnly",
+        "invariants",
+        "timestampNtz",
+        "vacuumProtocolCheck",
+        "deletionVectors",
+        "inCommitTimestamp",
+    }
     | type_widening.FEATURES
 )
 MAX_WRITER_VERSION = 7
@@ -231,6 +241,15 @@ class Transaction:
             props.refuse_unhonored_features(
                 {k: v for k, v in metadata.configuration.items() if before.get(k) != v}
             )
+            if self.read_version >= 0 and props.in_commit_timestamps(metadata.configuration) > (
+                props.in_commit_timestamps(before)
+            ):
+                raise UnsupportedFeatureError(
+                    f"{props.IN_COMMIT_TIMESTAMPS}=true on an existing table needs the protocol upgrade "
+                    "and the enablement version / timestamp properties, which this engine does not write "
+                    "yet; nothing was written. Help: create the table with the property set",
+                    feature="inCommitTimestamp",
+                )
         # As Delta's prepareCommit: the table the transaction read decides, so one commit cannot turn
         # appendOnly off and remove data at once (a restore to a version before appendOnly was set
         # is refused the same way when it must remove data, as Spark's RESTORE is).
@@ -269,9 +288,14 @@ class Transaction:
             writes_protocol=self._protocol is not None,
         )
 
-    def _payload(self, read_set: ReadSet, metrics: dict[str, Any], extra: dict[str, Any]) -> bytes:
+    def _payload(
+        self, read_set: ReadSet, metrics: dict[str, Any], extra: dict[str, Any], *, version: int
+    ) -> bytes:
+        now = int(time.time() * 1000)
+        if self._in_commit_timestamps():
+            extra = {**extra, IN_COMMIT_TIMESTAMP: self._next_ict(version, now)}
         info = CommitInfo(
-            timestamp=int(time.time() * 1000),
+            timestamp=now,
             operation=self.operation,
             operation_parameters=self.parameters,
             read_version=self.read_version if self.read_version >= 0 else None,
@@ -303,13 +327,16 @@ class Transaction:
             raise InvalidArgumentError("this transaction has already been committed")
         self._validate()
         read_set = self._read_set()
-        payload = self._payload(read_set, *self._info_fields(metrics, user_metadata, extra))
+        fields = self._info_fields(metrics, user_metadata, extra)
+        attempt = self.read_version + 1
+        payload = self._payload(read_set, *fields, version=attempt)
         if self.max_commit_bytes is not None and len(payload) > self.max_commit_bytes:
             actions = len(self._adds) + len(self._removes) + len(self._txns)
             raise CommitTooLargeError(len(payload), self.max_commit_bytes, actions)
-        attempt = self.read_version + 1
         while self.attempts < self.max_attempts:
             self.attempts += 1
+            if self.attempts > 1 and self._in_commit_timestamps():  # after the winners' timestamps
+                payload = self._payload(read_set, *fields, version=attempt)
             try:
                 self._put(attempt, payload)
             except VersionAlreadyExistsError:
@@ -323,6 +350,20 @@ class Transaction:
             f"gave up after {self.max_attempts} commit attempts: the table is too busy. "
             "Help: retry later or raise max_commit_attempts."
         )
+
+    def _in_commit_timestamps(self) -> bool:
+        return props.in_commit_timestamps((self._metadata or self.snapshot.metadata).configuration)
+
+    def _next_ict(self, version: int, now: int) -> int:
+        """`inCommitTimestamp` of commit `version`: now, but later than the previous commit's
+        (PROTOCOL.md "In-Commit Timestamps": strictly increasing, whatever the clocks say)."""
+        if version == 0:
+            return now
+        info = self.snapshot.state.commit_infos.get(version - 1)
+        if info is None:
+            info = read_commit_info(self._storage, version - 1) or {}
+        prev = info.get(IN_COMMIT_TIMESTAMP)
+        return max(now, int(prev) + 1) if isinstance(prev, int) else now
 
     def _info_fields(
         self, metrics: object, user_metadata: object, extra: object

@@ -315,7 +315,6 @@ def test_savepoint_manifest_keeps_domains_and_row_tracking_fields(tmp_path: Path
         ({"delta.constraints.positive": "id > 0"}, "checkConstraints"),
         ({"delta.enableChangeDataFeed": "true"}, "changeDataFeed"),
         ({"delta.enableDeletionVectors": "true"}, "deletionVectors"),
-        ({"delta.enableInCommitTimestamps": "true"}, "inCommitTimestamp"),
         ({"delta.checkpointPolicy": "v2"}, "v2Checkpoint"),
         ({"delta.enableRowTracking": "true"}, "rowTracking"),
         ({"delta.enableTypeWidening": "true"}, "typeWidening"),
