@@ -46,7 +46,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from airflow_txnlog.engine import column_mapping
+from airflow_txnlog.engine import checkpoint_v2, column_mapping
 from airflow_txnlog.engine.actions import (
     ADD,
     DOMAIN_METADATA,
@@ -126,6 +126,7 @@ CHECKPOINT_WRITER_FEATURES = frozenset(
         "deletionVectors",
         "typeWidening",
         "typeWidening-preview",
+        "v2Checkpoint",  # written as a classic single-file checkpoint, which v2 tables allow
     }
 )
 MAX_WRITER_VERSION = 7
@@ -187,6 +188,13 @@ def read_checkpoint(
     Reads the small actions whole and of the file actions only what their keys need (path and
     deletion vector); the rest is read on demand through `LogState.source` (`CheckpointColumns`).
     """
+    extra: list[dict[str, Any]] = []
+    if len(part_names) == 1 and checkpoint_v2.is_v2_name(part_names[0]) and folder == LOG_DIR:
+        name = part_names[0]
+        part_names, extra = checkpoint_v2.plan(storage, name)
+        if not part_names:  # a JSON checkpoint holding everything itself
+            state = LogState(version=-1).apply(version, extra, name=name)
+            return _complete(state, name)
     source = CheckpointColumns(storage, folder, part_names)
     key_fields = ("path", "deletionVector")
     try:
@@ -208,12 +216,17 @@ def read_checkpoint(
         base_remove_keys=struct_keys(removes) if removes is not None else None,
         source=source,
     )
-    # The small actions go through the same reconciliation code as JSON commits.
-    state = state.apply(version, small, name=part_names[0])
+    # The small actions go through the same reconciliation code as JSON commits (with a JSON v2
+    # checkpoint, its actions besides the sidecars' rows too).
+    state = state.apply(version, small + extra, name=part_names[0])
+    return _complete(state, part_names[0])
+
+
+def _complete(state: LogState, name: str) -> LogState:
     try:
         state.require_complete()
     except LogCorruptedError as exc:
-        raise LogCorruptedError(f"checkpoint {part_names[0]} is incomplete: {exc}") from exc
+        raise LogCorruptedError(f"checkpoint {name} is incomplete: {exc}") from exc
     return state
 
 
@@ -415,6 +428,8 @@ def write_checkpoint(
     """Write the checkpoint of `state` and then `_last_checkpoint`; returns the hint written."""
     table, num_adds = checkpoint_table(state, min_tombstone_ts=min_tombstone_ts)
     n_parts = max(1, -(-table.num_rows // max(1, part_size)))
+    if state.protocol is not None and "v2Checkpoint" in (state.protocol.writer_features or ()):
+        n_parts = 1  # the feature forbids multi-part checkpoints; a classic single file is allowed
     total = 0
     for i, chunk in enumerate(_split(table, n_parts)):
         data = parquet_bytes(chunk)

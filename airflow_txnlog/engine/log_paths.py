@@ -2,7 +2,7 @@
 
 - commit         `%020d.json`
 - checkpoint     `%020d.checkpoint.parquet` (classic), `%020d.checkpoint.%010d.%010d.parquet` (part i of n)
-- v2 checkpoint  `%020d.checkpoint.<uuid>.(json|parquet)` (recognised only to refuse it)
+- v2 checkpoint  `%020d.checkpoint.<uuid>.(json|parquet)` (engine.checkpoint_v2; sidecars in `_sidecars/`)
 - `_last_checkpoint` (a hint), `%020d.crc` (ignored), anything else (ignored).
 """
 

@@ -2,8 +2,9 @@
 
 `_last_checkpoint` is only a hint. With a valid hint the log is listed from the hinted version; if
 the listing shows no complete checkpoint at or after it (stale or deleted), or the hint is missing or
-unreadable, the whole log is listed. A checkpoint is usable when it is complete (a classic file, or
-all parts 1..n of a multi-part set) and not empty. The commits from checkpoint+1 to the target must be
+unreadable, the whole log is listed. A checkpoint is usable when it is complete (a classic file, a
+UUID-named v2 checkpoint whose sidecars it names itself, or all parts 1..n of a multi-part set) and
+not empty. The commits from checkpoint+1 to the target must be
 contiguous, else `LogCorruptedError`; a target below the oldest reconstructable version is a
 `VersionNotFoundError`.
 
@@ -38,6 +39,8 @@ class LogListing:
                 continue
             if parsed.kind == "commit":
                 out.commits[parsed.version] = f
+            elif parsed.kind == "v2checkpoint" and f.size > 0:
+                out.checkpoints.setdefault(parsed.version, [f.name])  # one file, sidecars aside
             elif parsed.kind == "checkpoint" and f.size > 0:
                 if parsed.parts == 1:
                     out.checkpoints.setdefault(parsed.version, [f.name])

@@ -62,7 +62,8 @@ from airflow_txnlog.engine.validate import names
 
 # columnMapping: modes name and id (engine.column_mapping), read with logical names.
 SUPPORTED_READER_FEATURES = frozenset(
-    {"timestampNtz", "vacuumProtocolCheck", "columnMapping", "deletionVectors", *type_widening.FEATURES}
+    {"timestampNtz", "vacuumProtocolCheck", "columnMapping", "deletionVectors", "v2Checkpoint"}
+    | type_widening.FEATURES
 )
 MAX_READER_VERSION = 3
 

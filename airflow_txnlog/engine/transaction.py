@@ -82,6 +82,7 @@ DEFAULT_MAX_COMMIT_BYTES = 256 * 1024 * 1024
 # rows are read (engine scan, Spark scan); maintenance keeps DV files (vacuum, savepoints, restore).
 # inCommitTimestamp: every commit's commitInfo (first, as always) carries a strictly increasing
 # `inCommitTimestamp`. (Enabling it on an existing table is refused with the property, for now.)
+# v2Checkpoint: read (engine.checkpoint_v2); our checkpoints of such tables are single classic files.
 # typeWidening: honored by never changing a column's type (schema evolution only adds columns, and
 # keeps every field's metadata, `delta.typeChanges` included) and by reading widened files.
 SUPPORTED_WRITER_FEATURES = frozenset(
@@ -92,6 +93,7 @@ SUPPORTED_WRITER_FEATURES = frozenset(
         "vacuumProtocolCheck",
         "deletionVectors",
         "inCommitTimestamp",
+        "v2Checkpoint",
     }
     | type_widening.FEATURES
 )

@@ -1054,8 +1054,21 @@ GOLDEN: dict[str, Golden] = {
         checkpoint_version=0,
         data_files=False,
     ),
-    "v2-checkpoint-json": unsupported("protocol readerFeatures [v2Checkpoint]", "v2Checkpoint"),
-    "v2-checkpoint-parquet": unsupported("protocol readerFeatures [v2Checkpoint]", "v2Checkpoint"),
+    "v2-checkpoint-json": load(
+        "GT: CREATE TABLE, ALTER TABLE SET checkpointPolicy = v2, range(10) in 4 files (commit 2: "
+        "numOutputRows 10, ids 0..9), then a JSON v2 checkpoint with 2 sidecars",
+        2,
+        4,
+        lambda: _ids(range(10)),
+        checkpoint_version=2,
+    ),
+    "v2-checkpoint-parquet": load(
+        "GT: as v2-checkpoint-json, with a parquet v2 checkpoint and 2 sidecars",
+        2,
+        4,
+        lambda: _ids(range(10)),
+        checkpoint_version=2,
+    ),
     "versions-not-contiguous": corrupt(
         "DLS / DTRS 'error - versions not contiguous' ([0, 2])", r"(?i)contiguous|missing|gap|\b1\b"
     ),
@@ -1305,10 +1318,7 @@ def test_invalid_protocol_version_error_names_the_version() -> None:
 
 
 @pytest.mark.parametrize(
-    ("name", "version"),
-    [
-        ("v2-checkpoint-parquet", 2),
-    ],
+    ("name", "version"), [("spark-variant-checkpoint", 0), ("spark-variant-checkpoint", 2)]
 )
 def test_unsupported_error_for_snapshot_at_explicit_version(name: str, version: int) -> None:
     # the protocol of every one of these versions already lists the unsupported reader feature
@@ -1319,7 +1329,6 @@ def test_unsupported_error_for_snapshot_at_explicit_version(name: str, version: 
 @pytest.mark.parametrize(
     ("name", "feature"),
     [
-        ("v2-checkpoint-json", "v2Checkpoint"),
         ("spark-variant-checkpoint", "variantType-preview"),
     ],
 )
