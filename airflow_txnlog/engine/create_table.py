@@ -26,6 +26,7 @@ from airflow_txnlog.engine.actions import IN_COMMIT_TIMESTAMP, Action, CommitInf
 from airflow_txnlog.engine.errors import InvalidArgumentError, UnsupportedFeatureError
 from airflow_txnlog.engine.schema import normalize_schema, schema_to_json, uses_timestamp_ntz
 from airflow_txnlog.engine.stats import stats_columns
+from airflow_txnlog.engine.table_features import upgraded
 from airflow_txnlog.engine.transaction import ENGINE_INFO
 from airflow_txnlog.engine.validate import mapping, text
 
@@ -139,11 +140,15 @@ def version_zero(
 
 def _protocol(conf: Mapping[str, str], *, ntz: bool) -> Protocol:
     """(1, 2) unless a feature needs table features: timestampNtz (reader and writer), in-commit
-    timestamps (writer only); at writer version 7 appendOnly is listed when the property is on."""
-    writer = (["timestampNtz"] if ntz else []) + (
-        ["inCommitTimestamp"] if props.in_commit_timestamps(conf) else []
-    )
-    if not writer:
-        return Protocol(1, 2)
-    writer += ["appendOnly"] if props.append_only(conf) else []
-    return Protocol(3, 7, ("timestampNtz",), tuple(writer)) if ntz else Protocol(1, 7, None, tuple(writer))
+    timestamps (writer only), and the features properties turn on (`table_features.upgraded`); at
+    writer version 7 appendOnly is listed when the property is on."""
+    ict = props.in_commit_timestamps(conf)
+    writer = (["timestampNtz"] if ntz else []) + (["inCommitTimestamp"] if ict else [])
+    base = Protocol(1, 2)
+    if writer:
+        writer += ["appendOnly"] if props.append_only(conf) else []
+        base = (
+            Protocol(3, 7, ("timestampNtz",), tuple(writer)) if ntz else Protocol(1, 7, None, tuple(writer))
+        )
+    readers, writers = props.property_features(conf)  # deletion vectors, type widening, v2 checkpoints
+    return upgraded(base, readers, writers - {"inCommitTimestamp"}, {})

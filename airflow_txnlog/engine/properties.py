@@ -140,11 +140,33 @@ def validate(conf: Mapping[str, str]) -> None:
 # key -> (feature, the value that leaves the feature off, if any).
 _FEATURE_SWITCHES: dict[str, tuple[str, str | None]] = {
     "delta.enableChangeDataFeed": ("changeDataFeed", "false"),
-    "delta.enableDeletionVectors": ("deletionVectors", "false"),
     "delta.enableRowTracking": ("rowTracking", "false"),
-    "delta.enableTypeWidening": ("typeWidening", "false"),
-    "delta.checkpointPolicy": ("v2Checkpoint", "classic"),
 }
+# Properties that turn on a feature the engine honors: key -> (feature, readers need it too, the
+# value that turns it on). Creating a table or `Table.set_properties` adds the feature to the protocol.
+FEATURE_PROPERTIES: dict[str, tuple[str, bool, str]] = {
+    APPEND_ONLY: ("appendOnly", False, "true"),
+    IN_COMMIT_TIMESTAMPS: ("inCommitTimestamp", False, "true"),
+    "delta.enableDeletionVectors": ("deletionVectors", True, "true"),
+    "delta.enableTypeWidening": ("typeWidening", True, "true"),
+    "delta.checkpointPolicy": ("v2Checkpoint", True, "v2"),
+}
+
+
+def property_features(conf: Mapping[str, str]) -> tuple[set[str], set[str]]:
+    """(reader features, writer features) that the properties in `conf` turn on."""
+    readers: set[str] = set()
+    writers: set[str] = set()
+    for key, value in conf.items():
+        if key in FEATURE_PROPERTIES:
+            feature, reader, on = FEATURE_PROPERTIES[key]
+            if str(value).strip().lower() == on:
+                writers.add(feature)
+                if reader:
+                    readers.add(feature)
+    return readers, writers
+
+
 _FEATURE_PREFIXES = {"delta.constraints.": "checkConstraints", "delta.feature.": ""}
 
 

@@ -53,6 +53,7 @@ from airflow_txnlog.engine.restore import ForeignCommitsPolicy, RestoreResult
 from airflow_txnlog.engine.savepoints import Savepoint
 from airflow_txnlog.engine.snapshot import Snapshot, load_snapshot, version_at
 from airflow_txnlog.engine.storage import Storage, storage_for
+from airflow_txnlog.engine.table_features import set_properties as set_table_properties
 from airflow_txnlog.engine.transaction import (
     DEFAULT_MAX_ATTEMPTS,
     DEFAULT_MAX_COMMIT_BYTES,
@@ -426,6 +427,12 @@ class Table:
 
     def health(self, *, small_file_bytes: int | None = None) -> TableHealth:
         return table_health(self, small_file_bytes=small_file_bytes)
+
+    def set_properties(self, properties: Mapping[str, str]) -> int:
+        """Set table properties (merged into the configuration) and upgrade the protocol to the table
+        features they turn on, as Delta's ALTER TABLE SET TBLPROPERTIES (`engine.table_features`);
+        returns the new version. A downgrade or a feature the engine cannot honor is refused."""
+        return set_table_properties(self.transaction, properties)
 
     # ------------------------------------------------------------------ checkpoints
     def checkpoint(self, version: int | None = None) -> None:

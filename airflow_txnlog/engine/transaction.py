@@ -129,6 +129,31 @@ def check_write_supported(protocol: Protocol, metadata: Metadata) -> None:
             )
 
 
+# What a legacy protocol version implies, as table features (PROTOCOL.md "Table Features").
+_LEGACY_WRITER = (
+    "appendOnly",
+    "invariants",
+    "checkConstraints",
+    "changeDataFeed",
+    "generatedColumns",
+    "columnMapping",
+    "identityColumns",
+)
+_LEGACY_WRITER_COUNT = {2: 2, 3: 3, 4: 5, 5: 6, 6: 7}
+
+
+def implied_features(protocol: Protocol) -> tuple[set[str], set[str]]:
+    """(reader features, writer features) the protocol supports: listed ones at versions 3 / 7,
+    the ones a legacy version implies below them."""
+    readers = set(protocol.reader_features or ())
+    writers = set(protocol.writer_features or ())
+    if protocol.min_writer_version < 7:
+        writers |= set(_LEGACY_WRITER[: _LEGACY_WRITER_COUNT.get(protocol.min_writer_version, 0)])
+    if protocol.min_reader_version == 2:
+        readers.add("columnMapping")
+    return readers, writers
+
+
 class Transaction:
     """One atomic change to a table. Use through `Table.transaction()` as a context manager.
 
@@ -243,6 +268,17 @@ class Transaction:
             props.refuse_unhonored_features(
                 {k: v for k, v in metadata.configuration.items() if before.get(k) != v}
             )
+            readers, writers = props.property_features(
+                {k: v for k, v in metadata.configuration.items() if before.get(k) != v}
+            )
+            implied_readers, implied_writers = implied_features(self._protocol or self.snapshot.protocol)
+            missing = sorted((writers - implied_writers) | (readers - implied_readers))
+            if missing and self.read_version >= 0:
+                raise UnsupportedFeatureError(
+                    f"the new properties turn on table feature {missing[0]!r}, which the protocol does not "
+                    "name; nothing was written. Help: use Table.set_properties, which upgrades the protocol",
+                    feature=missing[0],
+                )
             if self.read_version >= 0 and props.in_commit_timestamps(metadata.configuration) > (
                 props.in_commit_timestamps(before)
             ):

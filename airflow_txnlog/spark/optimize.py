@@ -3,7 +3,9 @@
     files  = live files (`read_files(where)`; `where` may name partition columns only, as in Delta)
     per partition: files smaller than the target, smallest first, packed greedily into bins whose
                    total size stays within the target; bins of a single file are dropped (rewriting
-                   one file alone gains nothing)
+                   one file alone gains nothing) unless it is to be purged of its deletion vector
+                   (it deletes more than 5% of the file's rows, Delta's maxDeletedRowsRatio): the
+                   rewrite reads through the DV and writes only the rows left
     Spark: each bin is read as one task (`coalesce(1)`) and the bins are unioned (with
            `spark.sql.unionOutputPartitioning=false`, so the union keeps one partition per bin):
            each bin becomes exactly one new file; one write job for all bins
@@ -34,12 +36,25 @@ from airflow_txnlog.spark.results import DmlResult
 from airflow_txnlog.spark.scan import TableContext, TableHandle, scan
 from airflow_txnlog.spark.stage import write_files
 
+# Delta's spark.databricks.delta.optimize.maxDeletedRowsRatio: a file whose deletion vector deletes
+# more than this share of its rows is rewritten whatever its size (the rewrite drops the DV).
+MAX_DELETED_ROWS_RATIO = 0.05
+
+
+def needs_purge(f: AddFile) -> bool:
+    """Whether OPTIMIZE rewrites `f` to drop its deletion vector (see MAX_DELETED_ROWS_RATIO)."""
+    if not f.deletion_vector:
+        return False
+    n, deleted = f.num_records, int(f.deletion_vector.get("cardinality") or 0)
+    return not n or deleted / n > MAX_DELETED_ROWS_RATIO
+
 
 def bin_pack(files: Sequence[AddFile], target: int) -> list[list[AddFile]]:
-    """Bins (of >= 2 files, all from one partition) of files smaller than `target`."""
+    """Bins (all from one partition) of files smaller than `target` and of files to purge of their
+    deletion vectors; a bin of one file is kept only to purge it."""
     partitions: dict[tuple[tuple[str, str | None], ...], list[AddFile]] = {}
     for f in files:
-        if f.size < target:
+        if f.size < target or needs_purge(f):
             partitions.setdefault(tuple(sorted(f.partition_values.items())), []).append(f)
     bins: list[list[AddFile]] = []
     for key in sorted(partitions, key=repr):
@@ -52,7 +67,7 @@ def bin_pack(files: Sequence[AddFile], target: int) -> list[list[AddFile]]:
             current.append(f)
             size += f.size
         bins.append(current)
-    return [b for b in bins if len(b) > 1]
+    return [b for b in bins if len(b) > 1 or any(needs_purge(f) for f in b)]
 
 
 def _percentile(sizes: list[int], q: float) -> int:

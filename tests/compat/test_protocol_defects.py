@@ -314,10 +314,7 @@ def test_savepoint_manifest_keeps_domains_and_row_tracking_fields(tmp_path: Path
     [
         ({"delta.constraints.positive": "id > 0"}, "checkConstraints"),
         ({"delta.enableChangeDataFeed": "true"}, "changeDataFeed"),
-        ({"delta.enableDeletionVectors": "true"}, "deletionVectors"),
-        ({"delta.checkpointPolicy": "v2"}, "v2Checkpoint"),
         ({"delta.enableRowTracking": "true"}, "rowTracking"),
-        ({"delta.enableTypeWidening": "true"}, "typeWidening"),
         ({"delta.feature.domainMetadata": "supported"}, "domainMetadata"),
         ({"delta.columnMapping.mode": "name"}, "columnMapping"),
     ],

@@ -58,3 +58,13 @@ def test_delete_on_a_dv_table_rewrites_and_removes_the_dv_keys(spark, dv_path: P
     assert sorted(snap.to_arrow(columns=["col1"]).column("col1").to_pylist()) == _col1(
         SparkTable(spark, str(dv_path)).to_df()
     )
+
+
+def test_optimize_purges_deletion_vectors(spark, dv_path: Path) -> None:
+    # both files with DVs delete 1 of 3 rows (33% > Delta's 5%): rewritten, with their partition's files
+    result = SparkTable(spark, str(dv_path)).optimize()
+    snap = Table.open(str(dv_path)).snapshot()
+    assert not [f for f in snap.files() if f.deletion_vector]
+    assert result.metrics["numRemovedFiles"] >= 2
+    assert _col1(SparkTable(spark, str(dv_path)).to_df()) == EXPECTED
+    assert sorted(snap.to_arrow(columns=["col1"]).column("col1").to_pylist()) == EXPECTED

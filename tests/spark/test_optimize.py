@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from deltalake import DeltaTable
 
@@ -22,6 +24,19 @@ def test_bin_pack_groups_small_files_per_partition() -> None:
     bins = bin_pack(files, 100)
     assert [[f.path for f in b] for b in bins] == [["a1", "a3"]]  # a2 alone; big too large; b1 alone
     assert [[f.path for f in b] for b in bin_pack(files, 1000)] == [["a1", "a3", "a2", "big"]]
+
+
+def test_bin_pack_purges_files_with_many_deleted_rows() -> None:
+    def dv(path: str, size: int, rows: int, deleted: int, part: str = "a") -> AddFile:
+        stats = json.dumps({"numRecords": rows})
+        vector = {"storageType": "u", "pathOrInlineDv": "x" * 20, "offset": 1, "sizeInBytes": 34,
+                  "cardinality": deleted}  # fmt: skip
+        return AddFile(path=path, partition_values={"p": part}, size=size, modification_time=0,
+                       stats=stats, deletion_vector=vector)  # fmt: skip
+
+    files = [dv("big-many", 500, 100, 6), dv("big-few", 500, 100, 5), dv("small-few", 10, 100, 1, "b")]
+    # 6% deleted > Delta's 5% ratio: rewritten alone, though large; 5% is not; a small file alone stays
+    assert [[f.path for f in b] for b in bin_pack(files, 100)] == [["big-many"]]
 
 
 @pytest.mark.parametrize("partitioned", [True, False])
