@@ -12,6 +12,7 @@ APPEND_ONLY = "delta.appendOnly"
 DELETED_FILE_RETENTION = "delta.deletedFileRetentionDuration"
 LOG_RETENTION = "delta.logRetentionDuration"
 IN_COMMIT_TIMESTAMPS = "delta.enableInCommitTimestamps"
+CHANGE_DATA_FEED = "delta.enableChangeDataFeed"
 NUM_INDEXED_COLS = "delta.dataSkippingNumIndexedCols"
 STATS_COLUMNS = "delta.dataSkippingStatsColumns"
 TARGET_FILE_SIZE = "delta.targetFileSize"
@@ -75,6 +76,10 @@ def target_file_size(conf: Mapping[str, str], override: int | None = None) -> in
 
 def append_only(conf: Mapping[str, str]) -> bool:
     return _bool(conf, APPEND_ONLY)
+
+
+def change_data_feed(conf: Mapping[str, str]) -> bool:
+    return _bool(conf, CHANGE_DATA_FEED)
 
 
 def in_commit_timestamps(conf: Mapping[str, str]) -> bool:

@@ -386,9 +386,7 @@ def version_at(storage: Storage, timestamp: dt.datetime | str | int, *, in_commi
     """
     ts_ms = to_epoch_ms(timestamp)
     listing = list_log(storage)
-    stamps = monotonic_timestamps(listing.commits)
-    if in_commit_timestamps:
-        stamps = _in_commit_timestamps(storage, listing, stamps)
+    stamps = commit_timestamps(storage, listing, in_commit_timestamps=in_commit_timestamps)
     candidates = [v for v, t in stamps.items() if t <= ts_ms]
     if not candidates:
         first = min(stamps.values()) if stamps else None
@@ -397,6 +395,13 @@ def version_at(storage: Storage, timestamp: dt.datetime | str | int, *, in_commi
             + (f" ({dt.datetime.fromtimestamp(first / 1000, dt.UTC).isoformat()})" if first else "")
         )
     return max(candidates)
+
+
+def commit_timestamps(storage: Storage, listing: LogListing, *, in_commit_timestamps: bool) -> dict[int, int]:
+    """Each listed commit's timestamp (ms): its `inCommitTimestamp` when the table has them and the
+    commit carries one, else its file time made monotonic (`monotonic_timestamps`)."""
+    stamps = monotonic_timestamps(listing.commits)
+    return _in_commit_timestamps(storage, listing, stamps) if in_commit_timestamps else stamps
 
 
 def _in_commit_timestamps(storage: Storage, listing: LogListing, stamps: dict[int, int]) -> dict[int, int]:

@@ -19,7 +19,7 @@ import dataclasses
 import datetime as dt
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -29,6 +29,7 @@ from airflow_txnlog.engine import properties as props
 from airflow_txnlog.engine import restore as restore_mod
 from airflow_txnlog.engine import vacuum as vacuum_mod
 from airflow_txnlog.engine.actions import Action, CommitInfo, serialize_actions
+from airflow_txnlog.engine.change_data import changes as read_changes
 from airflow_txnlog.engine.checkpoint import DEFAULT_PART_SIZE, write_checkpoint
 from airflow_txnlog.engine.conflicts import SERIALIZABLE, IsolationLevel
 from airflow_txnlog.engine.create_table import version_zero
@@ -427,6 +428,15 @@ class Table:
 
     def health(self, *, small_file_bytes: int | None = None) -> TableHealth:
         return table_health(self, small_file_bytes=small_file_bytes)
+
+    def changes(
+        self, start_version: int, end_version: int | None = None, *, columns: Sequence[str] | None = None
+    ) -> pa.Table:
+        """The rows that changed in versions `start_version`..`end_version` (latest if None), with
+        `_change_type` (insert, delete, update_preimage, update_postimage), `_commit_version` and
+        `_commit_timestamp`: the change data feed, delta-rs's `load_cdf` shape (`engine.change_data`).
+        The table must have `delta.enableChangeDataFeed=true` over the whole range."""
+        return read_changes(self._storage, start_version, end_version, columns=columns)
 
     def set_properties(self, properties: Mapping[str, str]) -> int:
         """Set table properties (merged into the configuration) and upgrade the protocol to the table
