@@ -20,7 +20,15 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the names below load on first use (PEP 562 __getattr__), see the docstring
     from airflow_txnlog.engine import log_reader
-    from airflow_txnlog.engine.actions import AddFile, CommitInfo, Metadata, Protocol, RemoveFile, Txn
+    from airflow_txnlog.engine.actions import (
+        AddCDCFile,
+        AddFile,
+        CommitInfo,
+        Metadata,
+        Protocol,
+        RemoveFile,
+        Txn,
+    )
     from airflow_txnlog.engine.column_mapping import Names as ColumnNames
     from airflow_txnlog.engine.conflicts import IsolationLevel
     from airflow_txnlog.engine.errors import (
@@ -62,7 +70,7 @@ if TYPE_CHECKING:  # the names below load on first use (PEP 562 __getattr__), se
     from airflow_txnlog.engine.log_cleanup import CleanupResult
     from airflow_txnlog.engine.maintenance_table import MaintenanceTable
     from airflow_txnlog.engine.predicates import Predicate, parse_predicate, to_arrow_expression
-    from airflow_txnlog.engine.properties import num_indexed_cols, target_file_size
+    from airflow_txnlog.engine.properties import change_data_feed, num_indexed_cols, target_file_size
 
     # Protocol helpers that airflow_txnlog.spark builds on (documented in docs/spark.md, "Engine names
     # Spark uses"): SQL predicates, schemaString <-> Arrow, partition values' log form, the stats
@@ -98,6 +106,7 @@ if TYPE_CHECKING:  # the names below load on first use (PEP 562 __getattr__), se
 
 # public name -> (engine submodule, attribute in it; None: the submodule itself)
 _LAZY: dict[str, tuple[str, str | None]] = {
+    "AddCDCFile": ("actions", "AddCDCFile"),
     "AddFile": ("actions", "AddFile"),
     "AppendOnlyViolationError": ("errors", "AppendOnlyViolationError"),
     "CleanupResult": ("log_cleanup", "CleanupResult"),
@@ -162,6 +171,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "indexed_leaves": ("stats", "indexed_leaves"),
     "json_bounds": ("stats", "json_bounds"),
     "log_reader": ("log_reader", None),
+    "change_data_feed": ("properties", "change_data_feed"),
     "num_indexed_cols": ("properties", "num_indexed_cols"),
     "parse_partition_value": ("schema", "parse_partition_value"),
     "parse_predicate": ("predicates", "parse_predicate"),
@@ -180,6 +190,7 @@ __all__ = [
     "DEFAULT_CHANNEL",
     "HIVE_NULL",
     "STRING_PREFIX",
+    "AddCDCFile",
     "AddFile",
     "AppendOnlyViolationError",
     "CleanupResult",
@@ -237,6 +248,7 @@ __all__ = [
     "VacuumResult",
     "VersionNotFoundError",
     "WriteMode",
+    "change_data_feed",
     "check_choice",
     "indexed_leaves",
     "json_bounds",

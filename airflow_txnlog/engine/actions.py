@@ -277,6 +277,28 @@ class RemoveFile:
 
 
 @dataclass(frozen=True, slots=True)
+class AddCDCFile:
+    """A change data file (`cdc`): rows with `_change_type` for the change data feed of one commit;
+    never part of the table state (dataChange is always false)."""
+
+    path: str
+    partition_values: Mapping[str, str | None]
+    size: int
+    tags: Mapping[str, str] | None = None
+
+    def to_wire(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "path": encode_path(self.path),
+            "partitionValues": dict(self.partition_values),
+            "size": self.size,
+            "dataChange": False,
+        }
+        if self.tags:
+            out["tags"] = dict(self.tags)
+        return {CDC: out}
+
+
+@dataclass(frozen=True, slots=True)
 class Txn:
     app_id: str
     version: int
@@ -331,7 +353,7 @@ class CommitInfo:
 
 
 FileAction = AddFile | RemoveFile
-Action = Protocol | Metadata | AddFile | RemoveFile | Txn | CommitInfo
+Action = Protocol | Metadata | AddFile | RemoveFile | AddCDCFile | Txn | CommitInfo
 
 
 def serialize_actions(actions: list[Action]) -> bytes:

@@ -144,7 +144,6 @@ def validate(conf: Mapping[str, str]) -> None:
 # writers would ignore it too (delta-rs appends past a CHECK constraint of a (1, 2) table): refuse.
 # key -> (feature, the value that leaves the feature off, if any).
 _FEATURE_SWITCHES: dict[str, tuple[str, str | None]] = {
-    "delta.enableChangeDataFeed": ("changeDataFeed", "false"),
     "delta.enableRowTracking": ("rowTracking", "false"),
 }
 # Properties that turn on a feature the engine honors: key -> (feature, readers need it too, the
@@ -155,6 +154,7 @@ FEATURE_PROPERTIES: dict[str, tuple[str, bool, str]] = {
     "delta.enableDeletionVectors": ("deletionVectors", True, "true"),
     "delta.enableTypeWidening": ("typeWidening", True, "true"),
     "delta.checkpointPolicy": ("v2Checkpoint", True, "v2"),
+    CHANGE_DATA_FEED: ("changeDataFeed", False, "true"),
 }
 
 

@@ -39,6 +39,7 @@ from airflow_txnlog.engine import properties as props
 from airflow_txnlog.engine.actions import (
     IN_COMMIT_TIMESTAMP,
     Action,
+    AddCDCFile,
     AddFile,
     CommitInfo,
     Metadata,
@@ -82,6 +83,9 @@ DEFAULT_MAX_COMMIT_BYTES = 256 * 1024 * 1024
 # rows are read (engine scan, Spark scan); maintenance keeps DV files (vacuum, savepoints, restore).
 # inCommitTimestamp: every commit's commitInfo (first, as always) carries a strictly increasing
 # `inCommitTimestamp`. (Enabling it on an existing table is refused with the property, for now.)
+# changeDataFeed: appends and whole-file removes need nothing (readers infer inserts / deletes); the
+# engine's Spark DML, which rewrites parts of files, writes change files (`add_cdc`); a raw
+# transaction that rewrites part of a file must add them itself.
 # v2Checkpoint: read (engine.checkpoint_v2); our checkpoints of such tables are single classic files.
 # typeWidening: honored by never changing a column's type (schema evolution only adds columns, and
 # keeps every field's metadata, `delta.typeChanges` included) and by reading widened files.
@@ -94,6 +98,7 @@ SUPPORTED_WRITER_FEATURES = frozenset(
         "deletionVectors",
         "inCommitTimestamp",
         "v2Checkpoint",
+        "changeDataFeed",
     }
     | type_widening.FEATURES
 )
@@ -115,7 +120,6 @@ def check_write_supported(protocol: Protocol, metadata: Metadata) -> None:
     conf, schema_text = metadata.configuration, metadata.schema_string  # field metadata is in the JSON
     active = {
         "checkConstraints": any(k.startswith("delta.constraints.") for k in conf),
-        "changeDataFeed": str(conf.get("delta.enableChangeDataFeed", "false")).lower() == "true",
         "generatedColumns": "delta.generationExpression" in schema_text,
         "identityColumns": "delta.identity." in schema_text,
         "invariants": "delta.invariants" in schema_text,
@@ -191,6 +195,7 @@ class Transaction:
         self._adds: dict[str, AddFile] = {}
         self._removes: dict[str, RemoveFile] = {}
         self._txns: list[Txn] = []
+        self._cdc: list[AddCDCFile] = []
         self._metadata: Metadata | None = None
         self._protocol: Protocol | None = None
         self._read_predicates: list[Predicate] = []
@@ -231,6 +236,12 @@ class Transaction:
             raise InvalidArgumentError(f"file {add.path!r} is added twice in one transaction")
         self._adds[key] = add
 
+    def add_cdc(self, cdc: AddCDCFile) -> None:
+        """Stage a change data file (change data feed): with any, the feed of this commit is exactly
+        the change files' rows, so a commit that rewrites part of a file must list them all."""
+        _check_inside_root(cdc.path, self._storage.fs_root)
+        self._cdc.append(cdc)
+
     def remove(self, file: AddFile | RemoveFile, *, data_change: bool = True) -> None:
         if isinstance(file, AddFile):
             file = file.remove(deletion_timestamp=int(time.time() * 1000), data_change=data_change)
@@ -260,34 +271,35 @@ class Transaction:
         self._protocol = protocol
 
     # ------------------------------------------------------------------ commit
+    def _check_new_properties(self, metadata: Metadata) -> None:
+        """Properties this transaction turns on: honored by the engine, and named by the protocol."""
+        before = self.snapshot.metadata.configuration
+        changed = {k: v for k, v in metadata.configuration.items() if before.get(k) != v}
+        props.refuse_unhonored_features(changed)
+        if self.read_version >= 0 and props.in_commit_timestamps(metadata.configuration) > (
+            props.in_commit_timestamps(before)
+        ):
+            raise UnsupportedFeatureError(
+                f"{props.IN_COMMIT_TIMESTAMPS}=true on an existing table needs the protocol upgrade "
+                "and the enablement version / timestamp properties, which this engine does not write "
+                "yet; nothing was written. Help: create the table with the property set",
+                feature="inCommitTimestamp",
+            )
+        readers, writers = props.property_features(changed)
+        implied_readers, implied_writers = implied_features(self._protocol or self.snapshot.protocol)
+        missing = sorted((writers - implied_writers) | (readers - implied_readers))
+        if missing and self.read_version >= 0:
+            raise UnsupportedFeatureError(
+                f"the new properties turn on table feature {missing[0]!r}, which the protocol does not "
+                "name; nothing was written. Help: use Table.set_properties, which upgrades the protocol",
+                feature=missing[0],
+            )
+
     def _validate(self) -> None:
         metadata = self._metadata or self.snapshot.metadata
         check_write_supported(self._protocol or self.snapshot.protocol, metadata)
         if self._metadata is not None:  # a property turned on now must be one the engine honors
-            before = self.snapshot.metadata.configuration
-            props.refuse_unhonored_features(
-                {k: v for k, v in metadata.configuration.items() if before.get(k) != v}
-            )
-            readers, writers = props.property_features(
-                {k: v for k, v in metadata.configuration.items() if before.get(k) != v}
-            )
-            implied_readers, implied_writers = implied_features(self._protocol or self.snapshot.protocol)
-            missing = sorted((writers - implied_writers) | (readers - implied_readers))
-            if missing and self.read_version >= 0:
-                raise UnsupportedFeatureError(
-                    f"the new properties turn on table feature {missing[0]!r}, which the protocol does not "
-                    "name; nothing was written. Help: use Table.set_properties, which upgrades the protocol",
-                    feature=missing[0],
-                )
-            if self.read_version >= 0 and props.in_commit_timestamps(metadata.configuration) > (
-                props.in_commit_timestamps(before)
-            ):
-                raise UnsupportedFeatureError(
-                    f"{props.IN_COMMIT_TIMESTAMPS}=true on an existing table needs the protocol upgrade "
-                    "and the enablement version / timestamp properties, which this engine does not write "
-                    "yet; nothing was written. Help: create the table with the property set",
-                    feature="inCommitTimestamp",
-                )
+            self._check_new_properties(metadata)
         # As Delta's prepareCommit: the table the transaction read decides, so one commit cannot turn
         # appendOnly off and remove data at once (a restore to a version before appendOnly was set
         # is refused the same way when it must remove data, as Spark's RESTORE is).
@@ -347,6 +359,7 @@ class Transaction:
         actions: list[Action] = [info]
         actions += [a for a in (self._protocol, self._metadata) if a is not None]
         actions += self._txns + list(self._removes.values()) + list(self._adds.values())
+        actions += self._cdc
         return serialize_actions(actions)
 
     def commit(

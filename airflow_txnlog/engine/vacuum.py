@@ -4,8 +4,9 @@ Algorithm (Delta's VACUUM, plus savepoints):
 1. cutoff = now - retention (`delta.deletedFileRetentionDuration`, 7 days by default; a shorter
    retention needs `enforce_retention=False`);
 2. list every file under the table root, skipping `_`/`.`-prefixed folders and files except partition
-   folders (`_col=value` of a partition column); never look outside the root (symlinked folders are
-   not entered; a symlinked file is removed as a link, never its target);
+   folders (`_col=value` of a partition column) and `_change_data/` (change data files are never
+   live: like orphans, they go once older than the retention); never look outside the root
+   (symlinked folders are not entered; a symlinked file is removed as a link, never its target);
 3. keep: live files of the latest snapshot, tombstones deleted after the cutoff, every file of every
    unexpired savepoint manifest, every file live at a publication channel's current version
    (engine.publications: readers following the channel read that version, however old), and the
@@ -76,7 +77,12 @@ def retention_ms(snap: Snapshot, retention_hours: float | None, enforce: bool) -
     return wanted
 
 
+CHANGE_DATA_DIR = "_change_data"  # change data files: past the retention, vacuum deletes them too
+
+
 def _hidden(rel: str, partition_columns: set[str]) -> bool:
+    if rel == CHANGE_DATA_DIR or rel.startswith(CHANGE_DATA_DIR + "/"):
+        rel = rel[len(CHANGE_DATA_DIR) + 1 :]
     for part in rel.split("/"):
         if part.startswith("."):
             return True
@@ -112,7 +118,7 @@ def _list_local(root: str, partition_columns: set[str], skip: AbstractSet[str]) 
         with os.scandir(path) as it:
             for e in it:
                 rel = f"{rel_dir}{e.name}"
-                if _hidden(e.name, partition_columns):
+                if rel != CHANGE_DATA_DIR and _hidden(e.name, partition_columns):
                     continue
                 if e.is_dir(follow_symlinks=False):
                     stack.append((rel + "/", e.path))

@@ -15,9 +15,9 @@ MERGE name a missing column the same way.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
-from airflow_txnlog.engine import AddFile, InvalidArgumentError, Transaction
+from airflow_txnlog.engine import AddCDCFile, AddFile, InvalidArgumentError, Transaction
 from airflow_txnlog.spark.results import DmlResult
 from airflow_txnlog.spark.scan import TableContext, TableHandle
 from airflow_txnlog.spark.stage import commit
@@ -51,11 +51,17 @@ def dml_result(
     metrics: dict[str, int],
     scanned: tuple[str, ...],
     data_change: bool = True,
+    cdc: Sequence[AddCDCFile] = (),
 ) -> DmlResult:
-    """Commit removes + adds (nothing when both are empty) and describe the outcome."""
+    """Commit removes + adds (+ change data files; nothing when there are no removes and adds) and
+    describe the outcome."""
     if not removes and not adds:
         return DmlResult(operation, None, metrics, scanned_files=scanned)
-    version = commit(txn, h.table, adds=adds, removes=removes, metrics=metrics, data_change=data_change)
+    if "numAddedChangeFiles" in metrics:
+        metrics["numAddedChangeFiles"] = len(cdc)
+    version = commit(
+        txn, h.table, adds=adds, removes=removes, metrics=metrics, data_change=data_change, cdc=cdc
+    )
     return DmlResult(
         operation,
         version,

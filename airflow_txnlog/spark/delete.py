@@ -21,7 +21,8 @@ from __future__ import annotations
 import json
 import time
 
-from airflow_txnlog.engine import AddFile, Transaction
+from airflow_txnlog.engine import AddCDCFile, AddFile, Transaction
+from airflow_txnlog.spark import change_data
 from airflow_txnlog.spark._arguments import sql_text
 from airflow_txnlog.spark._dml import dml_result, elapsed_ms, file_metrics, output_rows
 from airflow_txnlog.spark.planning import (
@@ -77,9 +78,13 @@ def _delete_rows(
     scan_ms = elapsed_ms(start)
     scanned = tuple(f.path for f in candidates)
     adds: list[AddFile] = []
+    cdc: list[AddCDCFile] = []
     if touched:
         kept = scan(ctx, touched).filter(~is_true(plan.predicate))
         adds = write_files(ctx, h.table, kept, what="DELETE")
+        if change_data.enabled(ctx):
+            deleted = change_data.tagged(scan(ctx, touched).filter(is_true(plan.predicate)), ctx, "delete")
+            cdc = change_data.write_changes(ctx, h.table, deleted, what="DELETE")
     metrics = file_metrics(touched, adds)
     metrics.update(
         numDeletedRows=sum(counts.values()),
@@ -88,4 +93,4 @@ def _delete_rows(
         rewriteTimeMs=elapsed_ms(start) - scan_ms,
         executionTimeMs=elapsed_ms(start),
     )
-    return dml_result("DELETE", h, txn, removes=touched, adds=adds, metrics=metrics, scanned=scanned)
+    return dml_result("DELETE", h, txn, removes=touched, adds=adds, metrics=metrics, scanned=scanned, cdc=cdc)

@@ -32,12 +32,14 @@ import re
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import reduce
 from typing import Any, Literal
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from airflow_txnlog.engine import AddFile, InvalidArgumentError, Transaction
+from airflow_txnlog.engine import AddCDCFile, AddFile, InvalidArgumentError, Transaction
+from airflow_txnlog.spark import change_data
 from airflow_txnlog.spark._arguments import ALL, AllColumns, all_or_sql_mapping, sql_text
 from airflow_txnlog.spark._dml import dml_result, elapsed_ms, resolve_columns
 from airflow_txnlog.spark.errors import MultipleSourceRowsMatchedError
@@ -45,7 +47,7 @@ from airflow_txnlog.spark.planning import is_true, select_files, total_records
 from airflow_txnlog.spark.results import DmlResult
 from airflow_txnlog.spark.scan import FILE_COL, ROW_COL, TableContext, TableHandle, scan
 from airflow_txnlog.spark.schemas import conform, spark_type
-from airflow_txnlog.spark.stage import write_files
+from airflow_txnlog.spark.stage import delete_files, write_files
 
 ClauseKind = Literal["update", "delete", "insert"]
 _ACT = "_txnlog_action"
@@ -306,6 +308,13 @@ def _rewrite(ctx: TableContext, spec: MergeSpec, touched: list[AddFile]) -> Data
     if not touched:  # nothing matched: only inserts, straight from the source
         rows = source.withColumn(_ACT, _tags(_inserts(spec), "n"))
         return rows.filter(keep).select(*_outputs(ctx, spec, with_target=False))
+    joined = _joined(ctx, spec, touched)
+    return joined.filter(keep).select(*_outputs(ctx, spec, with_target=True))
+
+
+def _joined(ctx: TableContext, spec: MergeSpec, touched: list[AddFile]) -> DataFrame:
+    """Touched target rows joined with the source, each pair tagged with its action (`_ACT`)."""
+    source = spec.source.withColumn(_S_PRESENT, F.lit(True)).alias(spec.source_alias)
     target = scan(ctx, touched).withColumn(_T_PRESENT, F.lit(True)).alias(spec.target_alias)
     joined = target.join(source, F.expr(spec.on), "full" if _inserts(spec) else "left")
     both = F.col(_T_PRESENT).isNotNull() & F.col(_S_PRESENT).isNotNull()
@@ -313,7 +322,24 @@ def _rewrite(ctx: TableContext, spec: MergeSpec, touched: list[AddFile]) -> Data
         [(both, _tags(_matched(spec), "c")), (F.col(_T_PRESENT).isNull(), _tags(_inserts(spec), "n"))],
         F.lit("c"),
     )
-    return joined.withColumn(_ACT, action).filter(keep).select(*_outputs(ctx, spec, with_target=True))
+    return joined.withColumn(_ACT, action)
+
+
+def _changes(ctx: TableContext, spec: MergeSpec, touched: list[AddFile]) -> DataFrame:
+    """The change data of a merge that rewrote files: updated rows before and after, deleted rows,
+    inserted rows (copied rows changed nothing)."""
+    joined = _joined(ctx, spec, touched)
+    before = [F.col(f"`{spec.target_alias}`.`{n}`").alias(n) for n in ctx.schema.names]
+    after = _outputs(ctx, spec, with_target=True)
+    act = F.col(_ACT)
+    parts = [
+        (act.startswith("u"), before, "update_preimage"),
+        (act.startswith("u"), after, "update_postimage"),
+        (act.startswith("d"), before, "delete"),
+        (act.startswith("i"), after, "insert"),
+    ]
+    frames = [change_data.tagged(joined.filter(cond).select(*cols), ctx, kind) for cond, cols, kind in parts]
+    return reduce(DataFrame.unionByName, frames)
 
 
 def _insert_only(ctx: TableContext, spec: MergeSpec, candidates: list[AddFile]) -> DataFrame:
@@ -355,9 +381,18 @@ def run_merge(h: TableHandle, spec: MergeSpec) -> DmlResult:
         out = _rewrite(ctx, spec, touched.files) if needed else None
     scan_ms = elapsed_ms(start)
     adds = write_files(ctx, h.table, conform(out, ctx.schema)[0], what="MERGE") if out is not None else []
+    cdc: list[AddCDCFile] = []
+    if touched.files and change_data.enabled(ctx):  # (an insert-only merge's feed is its adds)
+        try:
+            cdc = change_data.write_changes(ctx, h.table, _changes(ctx, spec, touched.files), what="MERGE")
+        except BaseException:
+            delete_files(h.table, adds)
+            raise
     metrics = _metrics(ctx, touched, adds, num_source)
     metrics.update(scanTimeMs=scan_ms, rewriteTimeMs=elapsed_ms(start) - scan_ms)
-    return _finish(h, txn, candidates, removes=touched.files, adds=adds, metrics=metrics, start=start)
+    return _finish(
+        h, txn, candidates, removes=touched.files, adds=adds, metrics=metrics, start=start, cdc=cdc
+    )
 
 
 def _metrics(ctx: TableContext, touched: Touched, adds: list[AddFile], num_source: int) -> dict[str, int]:
@@ -391,7 +426,8 @@ def _finish(
     adds: list[AddFile],
     metrics: dict[str, int],
     start: float,
+    cdc: Sequence[AddCDCFile] = (),
 ) -> DmlResult:
     metrics["executionTimeMs"] = elapsed_ms(start)
     scanned = tuple(f.path for f in candidates)
-    return dml_result("MERGE", h, txn, removes=removes, adds=adds, metrics=metrics, scanned=scanned)
+    return dml_result("MERGE", h, txn, removes=removes, adds=adds, metrics=metrics, scanned=scanned, cdc=cdc)

@@ -37,6 +37,7 @@ import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
 
 from airflow_txnlog.engine import (
+    AddCDCFile,
     AddFile,
     CommitConflictError,
     CommitRetriesExceededError,
@@ -91,17 +92,19 @@ def write_files(
     data_change: bool = True,
     what: str = "the write",
     conf: Mapping[str, str] | None = None,
+    folder: str | None = None,
 ) -> list[AddFile]:
     """Write `df` (already conformed to the table's columns) with Spark; return the adds, not committed.
 
-    `conf`: extra Spark SQL settings for the duration of the write job.
+    `conf`: extra Spark SQL settings for the duration of the write job. `folder`: a folder of the
+    table root to put the files in (change data files go to `_change_data/`).
     """
     staging_rel = f"{STAGING_DIR}/{uuid.uuid4().hex}"
     storage = table.storage
     staging_fs = storage.full_path(staging_rel)
     try:
         _spark_write(ctx, df, f"{ctx.root}/{staging_rel}", what, conf or {})
-        return _publish(ctx, table, staging_fs, data_change)
+        return _publish(ctx, table, staging_fs, data_change, folder)
     finally:
         with contextlib.suppress(OSError):
             if storage.fs.exists(staging_fs):
@@ -133,7 +136,9 @@ def _staged(fs: Any, staging_fs: str) -> list[tuple[str, int]]:
     return out
 
 
-def _publish(ctx: TableContext, table: Table, staging_fs: str, data_change: bool) -> list[AddFile]:
+def _publish(
+    ctx: TableContext, table: Table, staging_fs: str, data_change: bool, folder: str | None
+) -> list[AddFile]:
     storage = table.storage
     staged = _staged(storage.fs, staging_fs)
     session_tz = str(ctx.spark.conf.get(SESSION_TZ_CONF, "UTC") or "UTC")
@@ -149,16 +154,16 @@ def _publish(ctx: TableContext, table: Table, staging_fs: str, data_change: bool
             md = pq.ParquetFile(fh).metadata
         if md.num_rows == 0:
             return None
-        folder = posixpath.dirname(rel)
+        parent = posixpath.dirname(rel)
         add = AddFile(
-            path=rel,
-            partition_values=partition_values_from_dir(folder, ctx.schema, ctx.partition_columns, session_tz),
+            path=f"{folder}/{rel}" if folder else rel,
+            partition_values=partition_values_from_dir(parent, ctx.schema, ctx.partition_columns, session_tz),
             size=size,
             modification_time=int(time.time() * 1000),
             data_change=data_change,
             stats=footer_stats(md, file_schema, num_indexed_cols=n_cols, stats_columns=stats_cols),
         )
-        dst = storage.full_path(rel)
+        dst = storage.full_path(add.path)
         storage.fs.makedirs(posixpath.dirname(dst), exist_ok=True)
         storage.fs.mv(src, dst)
         moved.append(add)
@@ -173,7 +178,7 @@ def _publish(ctx: TableContext, table: Table, staging_fs: str, data_change: bool
     return [a for a in results if a is not None]
 
 
-def delete_files(table: Table, adds: Sequence[AddFile]) -> None:
+def delete_files(table: Table, adds: Sequence[AddFile | AddCDCFile]) -> None:
     """Best-effort removal of files this process wrote but did not commit."""
     for a in adds:
         with contextlib.suppress(OSError):
@@ -188,17 +193,21 @@ def commit(
     removes: Sequence[AddFile],
     metrics: Mapping[str, int],
     data_change: bool = True,
+    cdc: Sequence[AddCDCFile] = (),
 ) -> int:
-    """Stage removes + adds on `txn` and commit; on a certain failure delete the new files."""
+    """Stage removes + adds (+ change data files) on `txn` and commit; on a certain failure delete the
+    new files."""
     try:
         for r in removes:
             txn.remove(r, data_change=data_change)
         for a in adds:
             txn.add(a)
+        for c in cdc:
+            txn.add_cdc(c)
         return txn.commit(metrics=metrics)
     except BaseException as exc:
         # Only when the commit certainly did not happen: an I/O error during the put may hide a
         # commit that landed, and deleting its files would corrupt that version.
         if txn.attempts == 0 or isinstance(exc, CommitConflictError | CommitRetriesExceededError):
-            delete_files(table, adds)
+            delete_files(table, [*adds, *cdc])
         raise

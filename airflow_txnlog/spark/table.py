@@ -128,6 +128,12 @@ class SparkTable:
             snap = self.table.snapshot(version=version, timestamp=timestamp)
         return scan(self._handle.context(snap), snap.files())
 
+    def changes(self, start_version: int, end_version: int | None = None) -> DataFrame:
+        """The change data feed of versions `start_version`..`end_version` (latest if None): the rows
+        that changed, with `_change_type`, `_commit_version` and `_commit_timestamp`
+        (`Table.changes`; read by the engine on the driver, then handed to Spark as Arrow)."""
+        return self.spark.createDataFrame(self.table.changes(start_version, end_version))
+
     # ------------------------------------------------------------------ write
     def write(
         self,

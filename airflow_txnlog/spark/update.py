@@ -22,7 +22,8 @@ from collections.abc import Mapping
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
-from airflow_txnlog.engine import AddFile
+from airflow_txnlog.engine import AddCDCFile, AddFile
+from airflow_txnlog.spark import change_data
 from airflow_txnlog.spark._arguments import sql_mapping, sql_text
 from airflow_txnlog.spark._dml import dml_result, elapsed_ms, file_metrics, output_rows, resolve_columns
 from airflow_txnlog.spark.planning import (
@@ -65,9 +66,17 @@ def update(h: TableHandle, predicate: str | None, assignments: Mapping[str, str]
     touched = select_files(candidates, ctx, counts)
     scan_ms = elapsed_ms(start)
     adds: list[AddFile] = []
+    cdc: list[AddCDCFile] = []
     if touched:
         rewritten, _ = conform(scan(ctx, touched).select(*_projection(ctx, condition, sets)), ctx.schema)
         adds = write_files(ctx, h.table, rewritten, what="UPDATE")
+        if change_data.enabled(ctx):
+            before = scan(ctx, touched).filter(condition)
+            after = conform(before.select(*_projection(ctx, condition, sets)), ctx.schema)[0]
+            changes = change_data.tagged(before, ctx, "update_preimage").unionByName(
+                change_data.tagged(after, ctx, "update_postimage")
+            )
+            cdc = change_data.write_changes(ctx, h.table, changes, what="UPDATE")
     updated = sum(counts.values())
     metrics = file_metrics(touched, adds)
     metrics.update(
@@ -78,4 +87,4 @@ def update(h: TableHandle, predicate: str | None, assignments: Mapping[str, str]
         executionTimeMs=elapsed_ms(start),
     )
     scanned = tuple(f.path for f in candidates)
-    return dml_result("UPDATE", h, txn, removes=touched, adds=adds, metrics=metrics, scanned=scanned)
+    return dml_result("UPDATE", h, txn, removes=touched, adds=adds, metrics=metrics, scanned=scanned, cdc=cdc)

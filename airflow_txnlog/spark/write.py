@@ -27,6 +27,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from airflow_txnlog.engine import (
+    AddCDCFile,
     AddFile,
     ConcurrentTransactionError,
     InvalidArgumentError,
@@ -36,6 +37,7 @@ from airflow_txnlog.engine import (
     check_choice,
     schema_to_json,
 )
+from airflow_txnlog.spark import change_data
 from airflow_txnlog.spark._arguments import app_transaction, column_names, dataframe, flag, sql_text
 from airflow_txnlog.spark.planning import (
     Case,
@@ -152,13 +154,26 @@ def write(
     if replace_where is not None:
         conformed = _check_rows(conformed, replace_where)
     adds = write_files(ctx, h.table, conformed, what="WRITE")
+    cdc: list[AddCDCFile] = []
     try:
         removed, rewritten, extra = _replaced(h, t, ctx, replace_where, mode)
+        if rewritten and replace_where is not None and change_data.enabled(ctx):
+            cdc = _changes(ctx, h.table, removed, adds, replace_where)
     except BaseException:
-        delete_files(h.table, adds)
+        delete_files(h.table, [*adds, *cdc])
         raise
-    change = _Change(adds, removed, rewritten, extra, evolved is not None)
+    change = _Change(adds, removed, rewritten, extra, evolved is not None, cdc)
     return _commit(h, t, txn, change, mode)
+
+
+def _changes(
+    ctx: TableContext, table: Table, touched: list[AddFile], adds: list[AddFile], replace_where: str
+) -> list[AddCDCFile]:
+    """Change data of a replace_where that rewrote part of some files: the rows it replaced
+    (`delete`) and every row written (`insert`); the feed of such a commit is its change files."""
+    deleted = change_data.tagged(scan(ctx, touched).filter(is_true(replace_where)), ctx, "delete")
+    inserted = change_data.tagged(scan(ctx, adds), ctx, "insert")
+    return change_data.write_changes(ctx, table, deleted.unionByName(inserted), what="WRITE")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -168,6 +183,7 @@ class _Change:
     rewritten: list[AddFile]
     extra: dict[str, int]
     evolved: bool
+    cdc: list[AddCDCFile] = dataclasses.field(default_factory=list)
 
     @property
     def empty(self) -> bool:
@@ -188,9 +204,8 @@ def _commit(
     if change.empty and txn is None:
         return WriteResult(None, 0, 0, 0, metrics=metrics)  # an empty append: nothing to commit
     try:
-        version = commit(
-            t, h.table, adds=[*change.adds, *change.rewritten], removes=change.removed, metrics=metrics
-        )
+        adds = [*change.adds, *change.rewritten]
+        version = commit(t, h.table, adds=adds, removes=change.removed, metrics=metrics, cdc=change.cdc)
     except ConcurrentTransactionError:
         done = _done(h.table, txn) if txn is not None else None
         if done is None:

@@ -313,7 +313,6 @@ def test_savepoint_manifest_keeps_domains_and_row_tracking_fields(tmp_path: Path
     ("properties", "feature"),
     [
         ({"delta.constraints.positive": "id > 0"}, "checkConstraints"),
-        ({"delta.enableChangeDataFeed": "true"}, "changeDataFeed"),
         ({"delta.enableRowTracking": "true"}, "rowTracking"),
         ({"delta.feature.domainMetadata": "supported"}, "domainMetadata"),
         ({"delta.columnMapping.mode": "name"}, "columnMapping"),

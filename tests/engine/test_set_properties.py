@@ -96,7 +96,6 @@ def test_the_protocol_is_never_downgraded(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("prop", "feature"),
     [
-        ({"delta.enableChangeDataFeed": "true"}, "changeDataFeed"),
         ({"delta.enableRowTracking": "true"}, "rowTracking"),
         ({"delta.columnMapping.mode": "name"}, "columnMapping"),
         ({"delta.enableInCommitTimestamps": "true"}, "inCommitTimestamp"),
@@ -137,3 +136,13 @@ def test_create_with_a_feature_property(tmp_path: Path) -> None:
     t = Table.create(str(tmp_path / "t"), schema=SCHEMA, properties={"delta.enableDeletionVectors": "true"})
     p = t.snapshot().protocol
     assert (p.min_reader_version, p.min_writer_version, p.reader_features) == (3, 7, ("deletionVectors",))
+
+
+def test_change_data_feed_is_a_writer_feature(tmp_path: Path) -> None:
+    t = _table(tmp_path)
+    t.set_properties({"delta.enableChangeDataFeed": "true"})
+    p = t.snapshot().protocol
+    assert (p.min_reader_version, p.min_writer_version) == (1, 7)
+    assert p.writer_features == ("appendOnly", "changeDataFeed", "invariants")
+    t.write(pa.table({"id": [3]}, schema=SCHEMA))  # an append: its feed is inferred from the add
+    assert [r["id"] for r in t.changes(3).to_pylist()] == [3]
