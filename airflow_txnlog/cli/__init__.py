@@ -35,7 +35,7 @@ from typing import Annotated
 
 import typer
 
-from airflow_txnlog.cli import maintenance, publish, read
+from airflow_txnlog.cli import maintenance, publish, read, schema
 from airflow_txnlog.cli._output import iso_ms, parse_storage_options
 from airflow_txnlog.cli.read import describe_doc, file_doc, history_doc
 from airflow_txnlog.engine import Table
@@ -87,6 +87,9 @@ app.command("cleanup-log")(maintenance.cleanup_log)
 app.command()(maintenance.health)
 app.command()(publish.publish)
 app.command()(publish.published)
+app.command("set-properties")(schema.set_properties)
+app.command("rename-column")(schema.rename_column)
+app.command("drop-columns")(schema.drop_columns)
 
 
 def main() -> None:

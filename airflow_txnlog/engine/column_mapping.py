@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import orjson
 import pyarrow as pa
@@ -209,3 +210,42 @@ def _view_chunks(arr: pa.ChunkedArray, t: pa.DataType) -> pa.ChunkedArray:
 def to_logical(arr: pa.ChunkedArray, logical: pa.DataType) -> pa.ChunkedArray:
     """A column in the table's physical type as the logical type (names only differ)."""
     return _view_chunks(arr, logical)
+
+
+# ----------------------------------------------------------------- turning mapping on
+def _with_meta(f: pa.Field, extra: dict[str, Any]) -> pa.Field:
+    meta = dict(f.metadata or {})
+    meta.update({k.encode(): orjson.dumps(v) for k, v in extra.items()})
+    return f.with_metadata(meta)
+
+
+def _number(f: pa.Field, counter: list[int]) -> pa.Field:
+    counter[0] += 1
+    here = counter[0]
+    t = f.type
+    if pa.types.is_struct(t):
+        t = pa.struct([_number(c, counter) for c in t])
+    elif pa.types.is_list(t) or pa.types.is_large_list(t):
+        inner = _renumber_type(t.value_type, counter)
+        t = pa.list_(t.value_field.with_type(inner)) if pa.types.is_list(t) else pa.large_list(inner)
+    elif pa.types.is_map(t):
+        t = pa.map_(
+            t.key_field.with_type(_renumber_type(t.key_type, counter)),
+            t.item_field.with_type(_renumber_type(t.item_type, counter)),
+        )
+    extra = {FIELD_ID: here, PHYSICAL_NAME: f.name}
+    return _with_meta(f.with_type(t), extra)
+
+
+def _renumber_type(t: pa.DataType, counter: list[int]) -> pa.DataType:
+    if pa.types.is_struct(t):
+        return pa.struct([_number(c, counter) for c in t])
+    return t
+
+
+def mapped_schema(schema: pa.Schema) -> tuple[pa.Schema, int]:
+    """`schema` with column mapping metadata on every field (physical name = current name), and the
+    highest id given."""
+    counter = [0]
+    fields = [_number(f, counter) for f in schema]
+    return pa.schema(fields, metadata=schema.metadata), counter[0]

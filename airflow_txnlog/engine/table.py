@@ -24,7 +24,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from airflow_txnlog.engine import log_cleanup, provenance, publications, savepoints
+from airflow_txnlog.engine import log_cleanup, provenance, publications, savepoints, schema_changes
 from airflow_txnlog.engine import properties as props
 from airflow_txnlog.engine import restore as restore_mod
 from airflow_txnlog.engine import vacuum as vacuum_mod
@@ -437,6 +437,15 @@ class Table:
         `_commit_timestamp`: the change data feed, delta-rs's `load_cdf` shape (`engine.change_data`).
         The table must have `delta.enableChangeDataFeed=true` over the whole range."""
         return read_changes(self._storage, start_version, end_version, columns=columns)
+
+    def rename_column(self, old: str, new: str) -> int:
+        """Rename a column (a dotted path for a nested field) of a column-mapped table: metadata only,
+        no file rewritten (`engine.schema_changes`); the new version."""
+        return schema_changes.rename_column(self.transaction, old, new)
+
+    def drop_columns(self, columns: Sequence[str]) -> int:
+        """Drop columns of a column-mapped table from its schema: metadata only; the new version."""
+        return schema_changes.drop_columns(self.transaction, columns)
 
     def set_properties(self, properties: Mapping[str, str]) -> int:
         """Set table properties (merged into the configuration) and upgrade the protocol to the table

@@ -21,9 +21,11 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from airflow_txnlog.engine import column_mapping
 from airflow_txnlog.engine import properties as props
-from airflow_txnlog.engine.actions import Protocol
+from airflow_txnlog.engine.actions import Metadata, Protocol
 from airflow_txnlog.engine.errors import InvalidArgumentError, UnsupportedFeatureError
+from airflow_txnlog.engine.schema import schema_from_json, schema_to_json
 from airflow_txnlog.engine.transaction import SUPPORTED_WRITER_FEATURES, Transaction, implied_features
 from airflow_txnlog.engine.validate import mapping
 
@@ -39,6 +41,7 @@ READER_WRITER_FEATURES = frozenset(
 )
 _VERSION_KEYS = {"delta.minReaderVersion": 3, "delta.minWriterVersion": 7}
 FEATURE_PREFIX = "delta.feature."
+MAX_COLUMN_ID = "delta.columnMapping.maxColumnId"
 
 
 def features_for(changes: Mapping[str, str]) -> tuple[set[str], set[str]]:
@@ -124,10 +127,35 @@ def set_properties(
         )
     # (delta.feature.* and the version keys change the protocol; Delta does not keep them)
     conf = {k: v for k, v in changes.items() if k not in _VERSION_KEYS and not k.startswith(FEATURE_PREFIX)}
-    merged = {**snap.metadata.configuration, **conf}
-    props.validate(merged)  # values (intervals, sizes, booleans) and features it cannot honor
+    metadata = snap.metadata
+    if props.COLUMN_MAPPING_MODE in conf:
+        metadata, extra = _mapping(metadata, conf.pop(props.COLUMN_MAPPING_MODE))
+        conf.update(extra)
+        if extra:
+            readers.add("columnMapping")
+            writers.add("columnMapping")
+    merged = {**metadata.configuration, **conf}
+    props.validate({k: v for k, v in merged.items() if k != props.COLUMN_MAPPING_MODE})
     protocol = upgraded(snap.protocol, readers, writers, versions)
     if protocol != snap.protocol:
         txn.update_protocol(protocol)
-    txn.update_metadata(dataclasses.replace(snap.metadata, configuration=merged))
+    txn.update_metadata(dataclasses.replace(metadata, configuration=merged))
     return txn.commit()
+
+
+def _mapping(metadata: Metadata, value: str) -> tuple[Metadata, dict[str, str]]:
+    """(metadata with a mapped schema, properties to set) for `delta.columnMapping.mode` = `value`."""
+    new = str(value).strip().lower()
+    current = column_mapping.mode(metadata.configuration)
+    if new == current:
+        return metadata, {}
+    if (current, new) != ("none", "name"):
+        raise UnsupportedFeatureError(
+            f"{props.COLUMN_MAPPING_MODE}: {current!r} -> {new!r} is not supported on an existing table; "
+            "only 'none' -> 'name' is (existing files carry no field ids for 'id', and mapping cannot be "
+            "undone without rewriting files). Nothing was written",
+            feature="columnMapping",
+        )
+    schema, max_id = column_mapping.mapped_schema(schema_from_json(metadata.schema_string))
+    mapped = dataclasses.replace(metadata, schema_string=schema_to_json(schema))
+    return mapped, {props.COLUMN_MAPPING_MODE: "name", MAX_COLUMN_ID: str(max_id)}

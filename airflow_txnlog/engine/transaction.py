@@ -34,8 +34,8 @@ from types import TracebackType
 from typing import Any
 
 from airflow_txnlog import __version__
-from airflow_txnlog.engine import column_mapping, provenance, type_widening
 from airflow_txnlog.engine import properties as props
+from airflow_txnlog.engine import provenance, type_widening
 from airflow_txnlog.engine.actions import (
     IN_COMMIT_TIMESTAMP,
     Action,
@@ -86,6 +86,8 @@ DEFAULT_MAX_COMMIT_BYTES = 256 * 1024 * 1024
 # changeDataFeed: appends and whole-file removes need nothing (readers infer inserts / deletes); the
 # engine's Spark DML, which rewrites parts of files, writes change files (`add_cdc`); a raw
 # transaction that rewrites part of a file must add them itself.
+# columnMapping: read, renamed, dropped (metadata only); the writers refuse new data files
+# (`writer.refuse_mapped_writes`), a raw transaction adding files must have written physical names.
 # v2Checkpoint: read (engine.checkpoint_v2); our checkpoints of such tables are single classic files.
 # typeWidening: honored by never changing a column's type (schema evolution only adds columns, and
 # keeps every field's metadata, `delta.typeChanges` included) and by reading widened files.
@@ -99,6 +101,7 @@ SUPPORTED_WRITER_FEATURES = frozenset(
         "inCommitTimestamp",
         "v2Checkpoint",
         "changeDataFeed",
+        "columnMapping",
     }
     | type_widening.FEATURES
 )
@@ -123,8 +126,6 @@ def check_write_supported(protocol: Protocol, metadata: Metadata) -> None:
         "generatedColumns": "delta.generationExpression" in schema_text,
         "identityColumns": "delta.identity." in schema_text,
         "invariants": "delta.invariants" in schema_text,
-        # (read with logical names; a write would need physical names in files, stats and partitions)
-        "columnMapping": column_mapping.mode(conf) != "none",
     }
     for feature, on in active.items():
         if on:

@@ -36,13 +36,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from airflow_txnlog.engine import column_mapping
 from airflow_txnlog.engine import properties as props
-from airflow_txnlog.engine.actions import AddFile
+from airflow_txnlog.engine.actions import AddFile, Metadata
 from airflow_txnlog.engine.errors import (
     CommitConflictError,
     CommitRetriesExceededError,
     InvalidArgumentError,
     SchemaMismatchError,
+    UnsupportedFeatureError,
 )
 from airflow_txnlog.engine.schema import hive_escape, normalize_schema, serialize_partition_value
 from airflow_txnlog.engine.stats import LeafPath, compute_stats, stats_columns
@@ -297,6 +299,18 @@ def delete_files(storage: Storage, adds: list[AddFile]) -> None:
             storage.delete(a.path)
 
 
+def refuse_mapped_writes(metadata: Metadata) -> None:
+    """Data files of a column-mapped table need physical names (and field ids) this writer does not
+    produce yet: refuse before anything is written (metadata-only changes and restore are fine)."""
+    mode = column_mapping.mode(metadata.configuration)
+    if mode != "none":
+        raise UnsupportedFeatureError(
+            f"writing data to a table with column mapping (mode {mode!r}) is not supported yet; nothing was "
+            "written. Reading, renaming and dropping columns, vacuum, restore and checkpoints are",
+            feature="columnMapping",
+        )
+
+
 def write(
     txn: Transaction,
     storage: Storage,
@@ -308,6 +322,7 @@ def write(
     """Append or overwrite through `txn` (which the caller created); returns the committed version."""
     one_of("mode", mode, WriteMode)
     snap = txn.snapshot
+    refuse_mapped_writes(snap.metadata)
     conformed = conform_to_schema(data, snap.schema)
     adds = write_data_files(
         storage, conformed, snap.partition_columns, snap.properties, max_rows_per_file=max_rows_per_file

@@ -43,6 +43,7 @@ from airflow_txnlog.engine import (
     CommitRetriesExceededError,
     Table,
     Transaction,
+    UnsupportedFeatureError,
     num_indexed_cols,
     stats_columns,
 )
@@ -99,6 +100,11 @@ def write_files(
     `conf`: extra Spark SQL settings for the duration of the write job. `folder`: a folder of the
     table root to put the files in (change data files go to `_change_data/`).
     """
+    if ctx.names is not None:
+        raise UnsupportedFeatureError(
+            f"{what}: writing data to a table with column mapping is not supported yet; nothing was written",
+            feature="columnMapping",
+        )
     staging_rel = f"{STAGING_DIR}/{uuid.uuid4().hex}"
     storage = table.storage
     staging_fs = storage.full_path(staging_rel)

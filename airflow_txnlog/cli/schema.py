@@ -1,0 +1,69 @@
+"""Schema and property commands: `set-properties`, `rename-column`, `drop-columns`.
+
+`txnlog set-properties TABLE delta.columnMapping.mode=name` turns column mapping on (no file is
+rewritten); then `rename-column TABLE old new` and `drop-columns TABLE a b` change only the schema.
+Each commits one version and prints it (`--json`: {"version": N}).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from airflow_txnlog.cli._output import JsonOpt, UriArg, console, emit_json, engine_errors, open_table
+from airflow_txnlog.engine import InvalidArgumentError
+
+
+def _done(what: str, version: int, as_json: bool) -> None:
+    if as_json:
+        emit_json({"version": version})
+    else:
+        console().print(f"{what}: committed version {version}")
+
+
+def _pairs(items: list[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise InvalidArgumentError(f"property {item!r} must be KEY=VALUE")
+        out[key.strip()] = value
+    return out
+
+
+def set_properties(
+    ctx: typer.Context,
+    uri: UriArg,
+    properties: Annotated[list[str], typer.Argument(help="KEY=VALUE pairs, e.g. delta.appendOnly=true.")],
+    as_json: JsonOpt = False,
+) -> None:
+    """Set table properties; the protocol grows to the table features they turn on."""
+    with engine_errors():
+        version = open_table(ctx, uri).set_properties(_pairs(properties))
+    _done("set-properties", version, as_json)
+
+
+def rename_column(
+    ctx: typer.Context,
+    uri: UriArg,
+    old: Annotated[str, typer.Argument(help="The column (a dotted path for a nested field).")],
+    new: Annotated[str, typer.Argument(help="Its new name.")],
+    as_json: JsonOpt = False,
+) -> None:
+    """Rename a column of a column-mapped table (metadata only)."""
+    with engine_errors():
+        version = open_table(ctx, uri).rename_column(old, new)
+    _done("rename-column", version, as_json)
+
+
+def drop_columns(
+    ctx: typer.Context,
+    uri: UriArg,
+    columns: Annotated[list[str], typer.Argument(help="Top-level columns to drop.")],
+    as_json: JsonOpt = False,
+) -> None:
+    """Drop columns of a column-mapped table from its schema (metadata only)."""
+    with engine_errors():
+        version = open_table(ctx, uri).drop_columns(columns)
+    _done("drop-columns", version, as_json)
