@@ -6,6 +6,8 @@ stats are selective), copies it, and on a fresh pair of copies per repetition ru
 - D1 DELETE with a selective predicate (`id` range of 20k rows);
 - M1 MERGE of 10k source rows into a narrow key range (half update existing rows, half insert:
   the table holds even ids only, the source has consecutive ids);
+- D2 DELETE of 0.1% of the rows spread over every file, three ways: ours with deletion vectors,
+  ours rewriting the files, delta-rs (time and bytes written);
 
 through `SparkTable` (Spark local[2], session started and warmed up before any timing) and through
 `deltalake` (`DeltaTable.delete`, `DeltaTable.merge`). Reports medians, the ratio ours / delta-rs,
@@ -48,6 +50,7 @@ from airflow_txnlog.spark import SparkTable  # noqa: E402
 
 START, END = "<!-- spark-dml:start -->", "<!-- spark-dml:end -->"
 TARGET_RATIO = 1.5
+D2_PREDICATE = "id % 2000 = 0"  # ids are even: 1 row in 1000, in every file
 
 
 def _session() -> Any:
@@ -120,6 +123,37 @@ def run_delete(spark: Any, template: Path, work: Path, lo: int, hi: int) -> dict
         "theirs_rewritten": m["num_removed_files"],
         "deleted": r.metrics["numDeletedRows"],
         "theirs_deleted": m["num_deleted_rows"],
+    }
+
+
+def _new_bytes(path: Path, template: Path) -> int:
+    """Bytes of the data and DV files under `path` that the template copy did not have."""
+    total = 0
+    for f in path.rglob("*"):
+        rel = f.relative_to(path)
+        if f.is_file() and rel.parts[0] != "_delta_log" and not (template / rel).exists():
+            total += f.stat().st_size
+    return total
+
+
+def run_delete_scattered(spark: Any, template: Path, work: Path, predicate: str) -> dict[str, Any]:
+    """D2: delete 0.1% of the rows, spread over every file: deletion vectors vs rewrite vs delta-rs."""
+    paths = {k: work / f"d2_{k}" for k in ("rewrite", "dv", "theirs")}
+    for p in paths.values():
+        shutil.rmtree(p, ignore_errors=True)
+        shutil.copytree(template, p)
+    Table.open(str(paths["dv"])).set_properties({"delta.enableDeletionVectors": "true"})
+    t_rw, r_rw = _timed(lambda: SparkTable(spark, str(paths["rewrite"])).delete(predicate))
+    t_dv, r_dv = _timed(lambda: SparkTable(spark, str(paths["dv"])).delete(predicate))
+    t_th, m = _timed(lambda: DeltaTable(str(paths["theirs"])).delete(predicate))
+    assert r_dv.metrics["numDeletedRows"] == r_rw.metrics["numDeletedRows"] == m["num_deleted_rows"]
+    return {
+        "rewrite": t_rw,
+        "dv": t_dv,
+        "theirs": t_th,
+        "deleted": r_dv.metrics["numDeletedRows"],
+        "dv_files": r_dv.metrics["numDeletionVectorsAdded"],
+        **{f"{k}_bytes": _new_bytes(p, template) for k, p in paths.items()},
     }
 
 
@@ -200,6 +234,29 @@ def report(args: argparse.Namespace, results: dict[str, Any], build_s: float) ->
             f"| {label} | {_fmt(theirs)} | {_fmt(ours)} | {ratio:.2f}x | ≤ {TARGET_RATIO}x ({verdict}) | "
             f"{runs[0]['ours_rewritten']} / {runs[0]['theirs_rewritten']} | {results[key + '_matches']} |"
         )
+    d2 = results["delete_dv"]
+    med = {k: _median(d2, k) for k in ("rewrite", "dv", "theirs")}
+    size = {k: _median(d2, f"{k}_bytes") for k in ("rewrite", "dv", "theirs")}
+    lines += [
+        "",
+        f"D2 DELETE of 0.1% of the rows spread over every file (`{D2_PREDICATE}`: "
+        f"{d2[0]['deleted']:,} rows): deletion vectors (`delta.enableDeletionVectors=true`) vs rewriting "
+        "the files vs delta-rs (which rewrites; it cannot write deletion vectors):",
+        "",
+        "| D2 | time | ratio to delta-rs | bytes written |",
+        "|---|---:|---:|---:|",
+        *[
+            f"| {label} | {_fmt(med[k])} | {med[k] / med['theirs']:.2f}x | {size[k] / 1e6:,.1f} MB |"
+            for k, label in (
+                ("dv", "ours, deletion vectors"),
+                ("rewrite", "ours, rewrite"),
+                ("theirs", "delta-rs"),
+            )
+        ],
+        "",
+        f"With deletion vectors {d2[0]['dv_files']} files got a DV, all in one DV file; no data file was "
+        "rewritten.",
+    ]
     d, m = results["delete"][0], results["merge"][0]
     lines += [
         "",
@@ -268,6 +325,10 @@ def main(argv: list[str] | None = None) -> int:
         run_merge(spark, template, work, m_lo, 10_000)
         results["delete"] = [run_delete(spark, template, work, lo, hi) for _ in range(args.reps)]
         results["merge"] = [run_merge(spark, template, work, m_lo, 10_000) for _ in range(args.reps)]
+        run_delete_scattered(spark, template, work, D2_PREDICATE)  # warm-up
+        results["delete_dv"] = [
+            run_delete_scattered(spark, template, work, D2_PREDICATE) for _ in range(args.reps)
+        ]
         results["load_end"] = _load()
         section = report(args, results, build_s)
         print(section)

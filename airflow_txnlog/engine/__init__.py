@@ -31,6 +31,7 @@ if TYPE_CHECKING:  # the names below load on first use (PEP 562 __getattr__), se
     )
     from airflow_txnlog.engine.column_mapping import Names as ColumnNames
     from airflow_txnlog.engine.conflicts import IsolationLevel
+    from airflow_txnlog.engine.deletion_vectors import write_dv_file as write_deletion_vectors
     from airflow_txnlog.engine.errors import (
         AppendOnlyViolationError,
         CommitConflictError,
@@ -184,6 +185,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "target_file_size": ("properties", "target_file_size"),
     "to_arrow_expression": ("predicates", "to_arrow_expression"),
     "type_text": ("schema", "type_text"),
+    "write_deletion_vectors": ("deletion_vectors", "write_dv_file"),
 }
 
 __all__ = [
@@ -265,6 +267,7 @@ __all__ = [
     "target_file_size",
     "to_arrow_expression",
     "type_text",
+    "write_deletion_vectors",
 ]
 
 

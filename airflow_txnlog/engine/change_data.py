@@ -9,8 +9,11 @@ For each commit v in [start, end] (the commits must all exist, and the table mus
                                  remove actions are not read
     otherwise                 -> every add with dataChange=true is `insert` rows, every remove with
                                  dataChange=true is `delete` rows (read from the removed file, through
-                                 the deletion vector it had); dataChange=false commits (OPTIMIZE)
-                                 change nothing
+                                 the deletion vector it had; its partition values from the state when
+                                 the remove lacks them); a remove and an add of the same path (its
+                                 deletion vector changed) give just the rows the new DV deletes
+                                 (`delete`) or gives back (`insert`); dataChange=false commits
+                                 (OPTIMIZE) change nothing
 
 Every row gets `_commit_version` and `_commit_timestamp` (the commit's timestamp: in-commit
 timestamp when the table has them, else the log file's time made monotonic), the shape of
@@ -20,21 +23,24 @@ an older file lacking a column reads it as null.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import dataclasses
+import functools
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from airflow_txnlog.engine import properties as props
-from airflow_txnlog.engine.actions import AddFile, Metadata
+from airflow_txnlog.engine.actions import AddFile, Metadata, decode_path
 from airflow_txnlog.engine.column_mapping import Names
+from airflow_txnlog.engine.deletion_vectors import deleted_rows
 from airflow_txnlog.engine.errors import InvalidArgumentError, LogCorruptedError
 from airflow_txnlog.engine.log_reader import read_commits
 from airflow_txnlog.engine.log_segment import LogListing, list_log
 from airflow_txnlog.engine.scan import read_file
 from airflow_txnlog.engine.schema import schema_from_json
-from airflow_txnlog.engine.snapshot import commit_timestamps, load_snapshot
+from airflow_txnlog.engine.snapshot import Snapshot, commit_timestamps, load_snapshot
 from airflow_txnlog.engine.storage import Storage
 
 CHANGE_TYPE = "_change_type"
@@ -46,7 +52,7 @@ CDF_PROPERTY = props.CHANGE_DATA_FEED
 def _file(d: dict[str, Any]) -> AddFile:
     """A cdc / add / remove action as the `AddFile` the scan reads (path, partition values, DV)."""
     return AddFile(
-        path=d["path"],
+        path=decode_path(d["path"]),
         partition_values=dict(d.get("partitionValues") or {}),
         size=int(d.get("size") or 0),
         modification_time=0,
@@ -62,18 +68,21 @@ class _Reader:
         self.names = Names.of(metadata)
         self.columns = list(columns)
 
-    def rows(self, d: dict[str, Any], kind: str | None) -> pa.Table:
+    def table(self, add: AddFile, version: int) -> pa.Table:
+        try:
+            return read_file(
+                self.storage, add, self.schema, self.parts, columns=self.columns, row_filter=None,
+                names=self.names,
+            )  # fmt: skip
+        except LogCorruptedError as exc:
+            raise InvalidArgumentError(
+                f"the changes of version {version} cannot be read: {exc}. Help: a vacuum may have deleted "
+                "the file; read changes only within the table's deleted-file retention"
+            ) from exc
+
+    def rows(self, add: AddFile, kind: str | None, version: int) -> pa.Table:
         """The rows of one file, with `_change_type` (`kind`, or the cdc file's own column)."""
-        add = _file(d)
-        table = read_file(
-            self.storage,
-            add,
-            self.schema,
-            self.parts,
-            columns=self.columns,
-            row_filter=None,
-            names=self.names,
-        )
+        table = self.table(add, version)
         if kind is None:
             try:
                 with self.storage.fs.open(self.storage.resolve(add.path), "rb") as fh:
@@ -83,18 +92,73 @@ class _Reader:
             return table.append_column(CHANGE_TYPE, types.cast(pa.string()))
         return table.append_column(CHANGE_TYPE, pa.repeat(pa.scalar(kind), table.num_rows))
 
+    def dv_change(self, before: AddFile, after: AddFile, version: int) -> list[pa.Table]:
+        """One file whose deletion vector changed (remove + add of the same path): the rows the new
+        DV deletes are `delete`, the rows it gives back are `insert` (a restore)."""
+        snap_rows = {
+            "old": set(_dv_rows(self.storage, before).tolist()),
+            "new": set(_dv_rows(self.storage, after).tolist()),
+        }
+        whole = self.table(dataclasses.replace(after, deletion_vector=None), version)
+        out = []
+        for kind, rows in (
+            ("delete", snap_rows["new"] - snap_rows["old"]),
+            ("insert", snap_rows["old"] - snap_rows["new"]),
+        ):
+            if rows:
+                picked = whole.take(pa.array(sorted(rows), pa.int64()))
+                out.append(picked.append_column(CHANGE_TYPE, pa.repeat(pa.scalar(kind), picked.num_rows)))
+        return out
 
-def _commit_changes(reader: _Reader, actions: Sequence[dict[str, Any]]) -> list[pa.Table]:
+
+def _dv_rows(storage: Storage, f: AddFile) -> Any:
+    if not f.deletion_vector:
+        return pa.array([], pa.uint64()).to_numpy()
+    return deleted_rows(storage, f.deletion_vector, data_file=f.path)
+
+
+def _commit_changes(
+    reader: _Reader, actions: Sequence[dict[str, Any]], version: int, before: Callable[[], Snapshot]
+) -> list[pa.Table]:
+    """The change rows of one commit (see the module docstring)."""
     cdc = [a["cdc"] for a in actions if isinstance(a.get("cdc"), dict)]
     if cdc:
-        return [reader.rows(d, None) for d in cdc]
-    out = []
-    for a in actions:
-        for key, kind in (("add", "insert"), ("remove", "delete")):
-            d = a.get(key)
-            if isinstance(d, dict) and d.get("dataChange", True):
-                out.append(reader.rows(d, kind))
+        return [reader.rows(_file(d), None, version) for d in cdc]
+    adds = [
+        _file(a["add"])
+        for a in actions
+        if isinstance(a.get("add"), dict) and a["add"].get("dataChange", True)
+    ]
+    removes = [
+        a["remove"]
+        for a in actions
+        if isinstance(a.get("remove"), dict) and a["remove"].get("dataChange", True)
+    ]
+    by_path = {f.path: f for f in adds}
+    out: list[pa.Table] = []
+    for d in removes:
+        gone = _file(d)
+        if reader.parts and d.get("partitionValues") is None:  # optional on removes: from the state
+            gone = _known(before(), gone)
+        again = by_path.pop(gone.path, None)
+        if again is not None:  # the same file with another deletion vector
+            out += reader.dv_change(gone, again, version)
+        else:
+            out.append(reader.rows(gone, "delete", version))
+    out += [reader.rows(f, "insert", version) for f in by_path.values()]
     return out
+
+
+def _known(snap: Snapshot, removed: AddFile) -> AddFile:
+    """`removed` with the partition values (and deletion vector) the table had for it."""
+    for f in snap.files():
+        if f.path == removed.path and (
+            removed.deletion_vector is None or f.deletion_vector == removed.deletion_vector
+        ):
+            return dataclasses.replace(
+                removed, partition_values=f.partition_values, deletion_vector=f.deletion_vector
+            )
+    return removed
 
 
 TIMESTAMP = pa.timestamp("ms", tz="UTC")
@@ -138,19 +202,18 @@ def changes(
         raise InvalidArgumentError(f"unknown columns {unknown}; the table has {final.schema.names}")
     ict = props.in_commit_timestamps(final.metadata.configuration)
     stamps = commit_timestamps(storage, listing, in_commit_timestamps=ict)
-    meta = load_snapshot(storage, start - 1).metadata if start > 0 else None
+    meta = load_snapshot(storage, start).metadata  # (commit `start` may change it again: applied below)
     reader = _Reader(storage, final.metadata, cols)
     parts: list[pa.Table] = []
     for commit in read_commits(storage, listing.run_from(start, end)):
         meta = next((Metadata.from_wire(a["metaData"]) for a in commit.actions if "metaData" in a), meta)
+        before = functools.partial(load_snapshot, storage, commit.version - 1)
         if meta is None or not props.change_data_feed(meta.configuration):
             raise InvalidArgumentError(
                 f"the change data feed is not enabled at version {commit.version}. Help: set "
                 f"{CDF_PROPERTY}=true and read changes from the versions after that"
             )
-        parts += [
-            _stamped(t, commit.version, stamps[commit.version])
-            for t in _commit_changes(reader, commit.actions)
-        ]
+        changed = _commit_changes(reader, commit.actions, commit.version, before)
+        parts += [_stamped(t, commit.version, stamps[commit.version]) for t in changed]
     out = pa.schema([final.schema.field(c) for c in cols] + _META_FIELDS)
     return pa.concat_tables(parts).cast(out) if parts else out.empty_table()

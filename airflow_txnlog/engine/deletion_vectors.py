@@ -227,3 +227,30 @@ def dv_file_paths(descriptors: Iterable[Mapping[str, Any]]) -> set[str]:
         if path is not None:
             paths.add(path)
     return paths
+
+
+def serialize_bitmap(rows: Iterable[int]) -> bytes:
+    """Row positions as a RoaringBitmapArray in the portable format (what `_bitmap_rows` reads)."""
+    return struct.pack("<i", PORTABLE_MAGIC) + BitMap64(rows).serialize()
+
+
+def write_dv_file(storage: Storage, deleted: Mapping[str, Iterable[int]]) -> dict[str, dict[str, Any]]:
+    """Write one DV file holding a deletion vector per key of `deleted` (row positions of that data
+    file); returns each key's `deletionVector` descriptor (storageType 'u', no prefix). The file is
+    new (a fresh UUID): until a commit names it, it is an orphan that vacuum reclaims."""
+    dv_id = uuid.uuid4()
+    blob = bytearray([FILE_FORMAT_VERSION])
+    out: dict[str, dict[str, Any]] = {}
+    for key, rows in deleted.items():
+        bitmap = BitMap64(rows)
+        data = struct.pack("<i", PORTABLE_MAGIC) + bitmap.serialize()
+        out[key] = {
+            "storageType": "u",
+            "pathOrInlineDv": z85_encode(dv_id.bytes),
+            "offset": len(blob),
+            "sizeInBytes": len(data),
+            "cardinality": len(bitmap),
+        }
+        blob += struct.pack(">i", len(data)) + data + struct.pack(">I", zlib.crc32(data))
+    storage.put_if_absent(f"{DV_FILE_PREFIX}{dv_id}.bin", bytes(blob))
+    return out

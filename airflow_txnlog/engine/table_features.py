@@ -37,6 +37,7 @@ READER_WRITER_FEATURES = frozenset(
         "v2Checkpoint",
         "timestampNtz",
         "columnMapping",
+        "vacuumProtocolCheck",
     }
 )
 _VERSION_KEYS = {"delta.minReaderVersion": 3, "delta.minWriterVersion": 7}
@@ -76,6 +77,12 @@ def upgraded(
         return protocol
     want_writer = 7 if new_writers else want_writer
     want_reader = 3 if new_readers else want_reader
+    # reader features only at reader 3 with writer 7; reader 2 (column mapping) needs writer 5
+    if want_reader == 3:
+        want_writer = 7
+    elif want_reader == 2:
+        want_writer = max(want_writer, 5)
+        old_writers = old_writers | {"columnMapping"}
     return Protocol(
         want_reader,
         want_writer,

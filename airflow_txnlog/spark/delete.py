@@ -9,7 +9,9 @@
                                TRUE (`_metadata.file_path`), with their counts;
                                none -> nothing to do: no commit, version None;
                                pass 2 (one Spark job): rewrite only those files, keeping the rows
-                               where `NOT (predicate <=> TRUE)`; commit removes + adds.
+                               where `NOT (predicate <=> TRUE)`; commit removes + adds. With
+                               `delta.enableDeletionVectors=true` the matching rows are marked in a
+                               deletion vector instead (`spark.deletion_vectors`): no rewrite.
 
 Metrics are Delta's: numRemovedFiles, numAddedFiles, numDeletedRows (when known: the stats of the
 removed files in the metadata-only cases), numCopiedRows, numRemovedBytes, numAddedBytes,
@@ -22,7 +24,7 @@ import json
 import time
 
 from airflow_txnlog.engine import AddCDCFile, AddFile, Transaction
-from airflow_txnlog.spark import change_data
+from airflow_txnlog.spark import change_data, deletion_vectors
 from airflow_txnlog.spark._arguments import sql_text
 from airflow_txnlog.spark._dml import dml_result, elapsed_ms, file_metrics, output_rows
 from airflow_txnlog.spark.planning import (
@@ -37,7 +39,7 @@ from airflow_txnlog.spark.planning import (
 )
 from airflow_txnlog.spark.results import DmlResult
 from airflow_txnlog.spark.scan import TableContext, TableHandle, scan
-from airflow_txnlog.spark.stage import write_files
+from airflow_txnlog.spark.stage import delete_files, write_files
 
 
 def delete(h: TableHandle, predicate: str | None) -> DmlResult:
@@ -73,24 +75,35 @@ def _delete_rows(
     plan: Plan,
     start: float,
 ) -> DmlResult:
-    counts = matched_files(ctx, candidates, is_true(plan.predicate))
+    condition = is_true(plan.predicate)
+    counts = matched_files(ctx, candidates, condition)
     touched = select_files(candidates, ctx, counts)
     scan_ms = elapsed_ms(start)
     scanned = tuple(f.path for f in candidates)
-    adds: list[AddFile] = []
+    marked: list[AddFile] = []  # the touched files again, with deletion vectors
+    rewrite = touched
+    if touched and deletion_vectors.enabled(ctx):
+        with_dv, rewrite = deletion_vectors.split(touched)
+        found = deletion_vectors.positions(ctx, with_dv, condition)
+        marked = deletion_vectors.marked(ctx, h.table, with_dv, found)
+    adds = write_files(ctx, h.table, scan(ctx, rewrite).filter(~condition), what="DELETE") if rewrite else []
     cdc: list[AddCDCFile] = []
-    if touched:
-        kept = scan(ctx, touched).filter(~is_true(plan.predicate))
-        adds = write_files(ctx, h.table, kept, what="DELETE")
-        if change_data.enabled(ctx):
-            deleted = change_data.tagged(scan(ctx, touched).filter(is_true(plan.predicate)), ctx, "delete")
+    if touched and change_data.enabled(ctx):
+        deleted = change_data.tagged(scan(ctx, touched).filter(condition), ctx, "delete")
+        try:
             cdc = change_data.write_changes(ctx, h.table, deleted, what="DELETE")
+        except BaseException:
+            delete_files(h.table, adds)  # (a DV file left behind is an orphan vacuum reclaims)
+            raise
     metrics = file_metrics(touched, adds)
     metrics.update(
         numDeletedRows=sum(counts.values()),
         numCopiedRows=output_rows(adds),
+        numDeletionVectorsAdded=len(marked),
         scanTimeMs=scan_ms,
         rewriteTimeMs=elapsed_ms(start) - scan_ms,
         executionTimeMs=elapsed_ms(start),
     )
-    return dml_result("DELETE", h, txn, removes=touched, adds=adds, metrics=metrics, scanned=scanned, cdc=cdc)
+    return dml_result(
+        "DELETE", h, txn, removes=touched, adds=[*marked, *adds], metrics=metrics, scanned=scanned, cdc=cdc
+    )

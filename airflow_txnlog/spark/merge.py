@@ -312,10 +312,14 @@ def _rewrite(ctx: TableContext, spec: MergeSpec, touched: list[AddFile]) -> Data
     return joined.filter(keep).select(*_outputs(ctx, spec, with_target=True))
 
 
-def _joined(ctx: TableContext, spec: MergeSpec, touched: list[AddFile]) -> DataFrame:
-    """Touched target rows joined with the source, each pair tagged with its action (`_ACT`)."""
+def _joined(
+    ctx: TableContext, spec: MergeSpec, touched: list[AddFile], *, with_position: bool = False
+) -> DataFrame:
+    """Touched target rows joined with the source, each pair tagged with its action (`_ACT`);
+    `with_position`: the target row's file and row index too (`FILE_COL`, `ROW_COL`)."""
     source = spec.source.withColumn(_S_PRESENT, F.lit(True)).alias(spec.source_alias)
-    target = scan(ctx, touched).withColumn(_T_PRESENT, F.lit(True)).alias(spec.target_alias)
+    scanned = scan(ctx, touched, with_file=with_position, with_row=with_position)
+    target = scanned.withColumn(_T_PRESENT, F.lit(True)).alias(spec.target_alias)
     joined = target.join(source, F.expr(spec.on), "full" if _inserts(spec) else "left")
     both = F.col(_T_PRESENT).isNotNull() & F.col(_S_PRESENT).isNotNull()
     action = _chain(
@@ -328,7 +332,7 @@ def _joined(ctx: TableContext, spec: MergeSpec, touched: list[AddFile]) -> DataF
 def _changes(ctx: TableContext, spec: MergeSpec, touched: list[AddFile]) -> DataFrame:
     """The change data of a merge that rewrote files: updated rows before and after, deleted rows,
     inserted rows (copied rows changed nothing)."""
-    joined = _joined(ctx, spec, touched)
+    joined = _joined(ctx, spec, touched, with_position=True)
     before = [F.col(f"`{spec.target_alias}`.`{n}`").alias(n) for n in ctx.schema.names]
     after = _outputs(ctx, spec, with_target=True)
     act = F.col(_ACT)
@@ -338,7 +342,17 @@ def _changes(ctx: TableContext, spec: MergeSpec, touched: list[AddFile]) -> Data
         (act.startswith("d"), before, "delete"),
         (act.startswith("i"), after, "insert"),
     ]
-    frames = [change_data.tagged(joined.filter(cond).select(*cols), ctx, kind) for cond, cols, kind in parts]
+    # (an unconditional DELETE may match a target row to several source rows: it is deleted once)
+    frames = [
+        change_data.tagged(
+            joined.filter(cond).dropDuplicates([FILE_COL, ROW_COL]).select(*cols)
+            if kind == "delete"
+            else joined.filter(cond).select(*cols),
+            ctx,
+            kind,
+        )
+        for cond, cols, kind in parts
+    ]
     return reduce(DataFrame.unionByName, frames)
 
 

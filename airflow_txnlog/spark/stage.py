@@ -215,5 +215,8 @@ def commit(
         # Only when the commit certainly did not happen: an I/O error during the put may hide a
         # commit that landed, and deleting its files would corrupt that version.
         if txn.attempts == 0 or isinstance(exc, CommitConflictError | CommitRetriesExceededError):
-            delete_files(table, [*adds, *cdc])
+            # (an add of a path this commit also removes is that file with a new deletion vector:
+            # the file is live, never ours to delete; its orphan DV file is left to vacuum)
+            kept = {r.path for r in removes}
+            delete_files(table, [*(a for a in adds if a.path not in kept), *cdc])
         raise

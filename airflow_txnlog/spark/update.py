@@ -23,7 +23,7 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 
 from airflow_txnlog.engine import AddCDCFile, AddFile
-from airflow_txnlog.spark import change_data
+from airflow_txnlog.spark import change_data, deletion_vectors
 from airflow_txnlog.spark._arguments import sql_mapping, sql_text
 from airflow_txnlog.spark._dml import dml_result, elapsed_ms, file_metrics, output_rows, resolve_columns
 from airflow_txnlog.spark.planning import (
@@ -36,7 +36,7 @@ from airflow_txnlog.spark.planning import (
 from airflow_txnlog.spark.results import DmlResult
 from airflow_txnlog.spark.scan import TableContext, TableHandle, scan
 from airflow_txnlog.spark.schemas import conform, spark_type
-from airflow_txnlog.spark.stage import write_files
+from airflow_txnlog.spark.stage import delete_files, write_files
 
 
 def _projection(ctx: TableContext, condition: Column, assignments: dict[str, str]) -> list[Column]:
@@ -65,26 +65,56 @@ def update(h: TableHandle, predicate: str | None, assignments: Mapping[str, str]
     counts = matched_files(ctx, candidates, condition)
     touched = select_files(candidates, ctx, counts)
     scan_ms = elapsed_ms(start)
-    adds: list[AddFile] = []
-    cdc: list[AddCDCFile] = []
-    if touched:
-        rewritten, _ = conform(scan(ctx, touched).select(*_projection(ctx, condition, sets)), ctx.schema)
-        adds = write_files(ctx, h.table, rewritten, what="UPDATE")
-        if change_data.enabled(ctx):
-            before = scan(ctx, touched).filter(condition)
-            after = conform(before.select(*_projection(ctx, condition, sets)), ctx.schema)[0]
-            changes = change_data.tagged(before, ctx, "update_preimage").unionByName(
-                change_data.tagged(after, ctx, "update_postimage")
-            )
-            cdc = change_data.write_changes(ctx, h.table, changes, what="UPDATE")
+    adds, marked, cdc = _rewrite(h, ctx, touched, condition, sets)
     updated = sum(counts.values())
-    metrics = file_metrics(touched, adds)
+    metrics = file_metrics(touched, [*marked, *adds])
     metrics.update(
         numUpdatedRows=updated,
         numCopiedRows=output_rows(adds) - updated,
+        numDeletionVectorsAdded=len(marked),
         scanTimeMs=scan_ms,
         rewriteTimeMs=elapsed_ms(start) - scan_ms,
         executionTimeMs=elapsed_ms(start),
     )
     scanned = tuple(f.path for f in candidates)
-    return dml_result("UPDATE", h, txn, removes=touched, adds=adds, metrics=metrics, scanned=scanned, cdc=cdc)
+    return dml_result(
+        "UPDATE", h, txn, removes=touched, adds=[*marked, *adds], metrics=metrics, scanned=scanned, cdc=cdc
+    )
+
+
+def _rewrite(
+    h: TableHandle, ctx: TableContext, touched: list[AddFile], condition: Column, sets: dict[str, str]
+) -> tuple[list[AddFile], list[AddFile], list[AddCDCFile]]:
+    """(new files, touched files marked with deletion vectors, change files). With deletion vectors
+    the updated rows are marked deleted in place and only they are written again; otherwise the
+    touched files are rewritten whole."""
+    if not touched:
+        return [], [], []
+    marked: list[AddFile] = []
+    rewrite, updated_only = touched, []
+    if deletion_vectors.enabled(ctx):
+        with_dv, rewrite = deletion_vectors.split(touched)
+        marked = deletion_vectors.marked(
+            ctx, h.table, with_dv, deletion_vectors.positions(ctx, with_dv, condition)
+        )
+        updated_only = with_dv
+    frames = []
+    if rewrite:
+        frames.append(scan(ctx, rewrite).select(*_projection(ctx, condition, sets)))
+    if updated_only:
+        frames.append(scan(ctx, updated_only).filter(condition).select(*_projection(ctx, condition, sets)))
+    out = frames[0] if len(frames) == 1 else frames[0].unionByName(frames[1])
+    adds = write_files(ctx, h.table, conform(out, ctx.schema)[0], what="UPDATE")
+    cdc: list[AddCDCFile] = []
+    if change_data.enabled(ctx):
+        before = scan(ctx, touched).filter(condition)
+        after = conform(before.select(*_projection(ctx, condition, sets)), ctx.schema)[0]
+        changes = change_data.tagged(before, ctx, "update_preimage").unionByName(
+            change_data.tagged(after, ctx, "update_postimage")
+        )
+        try:
+            cdc = change_data.write_changes(ctx, h.table, changes, what="UPDATE")
+        except BaseException:
+            delete_files(h.table, adds)
+            raise
+    return adds, marked, cdc

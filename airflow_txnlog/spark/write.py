@@ -155,12 +155,13 @@ def write(
         conformed = _check_rows(conformed, replace_where)
     adds = write_files(ctx, h.table, conformed, what="WRITE")
     cdc: list[AddCDCFile] = []
+    rewritten: list[AddFile] = []
     try:
         removed, rewritten, extra = _replaced(h, t, ctx, replace_where, mode)
         if rewritten and replace_where is not None and change_data.enabled(ctx):
             cdc = _changes(ctx, h.table, removed, adds, replace_where)
     except BaseException:
-        delete_files(h.table, [*adds, *cdc])
+        delete_files(h.table, [*adds, *rewritten, *cdc])
         raise
     change = _Change(adds, removed, rewritten, extra, evolved is not None, cdc)
     return _commit(h, t, txn, change, mode)

@@ -4,6 +4,7 @@ same table: delta-rs writes it (an append, a delete and an update with `cdc` fil
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from pathlib import Path
 from typing import Any
@@ -11,7 +12,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from airflow_txnlog.engine import InvalidArgumentError, Table
+from airflow_txnlog.engine import InvalidArgumentError, RemoveFile, Table, write_deletion_vectors
 
 deltalake = pytest.importorskip("deltalake")
 
@@ -84,3 +85,28 @@ def test_changes_need_the_feed_enabled(tmp_path: Path) -> None:
         t.changes(0, 5)
     with pytest.raises(InvalidArgumentError, match="non-negative"):
         t.changes(-1)
+
+
+def test_a_deletion_vector_commit_without_change_files(tmp_path: Path) -> None:
+    """Another writer deletes with a DV and writes no cdc files: only the newly deleted rows change.
+    A remove without partitionValues takes them from the table; a percent-encoded path is decoded."""
+    schema = pa.schema([("id", pa.int64()), ("p", pa.string())])
+    props = {**CDF, "delta.enableDeletionVectors": "true"}
+    t = Table.create(str(tmp_path / "t"), schema=schema, partition_by=["p"], properties=props)
+    t.write(pa.table({"id": [1, 2, 3, 4], "p": ["a b"] * 4}, schema=schema))  # a space: %20 in paths
+    (f,) = t.snapshot().files()
+    assert "%20" in f.wire_path
+    dv = write_deletion_vectors(t.storage, {f.path: [1, 3]})[f.path]
+    txn = t.transaction("DELETE")
+    txn.remove(RemoveFile(path=f.path, deletion_timestamp=1, size=f.size))  # no partitionValues
+    txn.add(dataclasses.replace(f, deletion_vector=dv))
+    v = txn.commit()
+    feed = t.changes(v)
+    assert sorted((r["_change_type"], r["id"], r["p"]) for r in feed.to_pylist()) == [
+        ("delete", 2, "a b"),
+        ("delete", 4, "a b"),
+    ]
+    txn = t.transaction("DELETE")  # the whole file now: its remaining rows, with partition values
+    txn.remove(RemoveFile(path=f.path, deletion_timestamp=2, size=f.size, deletion_vector=dv))
+    v = txn.commit()
+    assert sorted((r["id"], r["p"]) for r in t.changes(v).to_pylist()) == [(1, "a b"), (3, "a b")]

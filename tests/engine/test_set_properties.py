@@ -97,7 +97,7 @@ def test_the_protocol_is_never_downgraded(tmp_path: Path) -> None:
     ("prop", "feature"),
     [
         ({"delta.enableRowTracking": "true"}, "rowTracking"),
-        ({"delta.columnMapping.mode": "name"}, "columnMapping"),
+        ({"delta.columnMapping.mode": "id"}, "columnMapping"),
         ({"delta.enableInCommitTimestamps": "true"}, "inCommitTimestamp"),
         ({"delta.feature.identityColumns": "supported"}, "identityColumns"),
         ({"delta.minReaderVersion": "4"}, "delta.minReaderVersion"),
@@ -146,3 +146,24 @@ def test_change_data_feed_is_a_writer_feature(tmp_path: Path) -> None:
     assert p.writer_features == ("appendOnly", "changeDataFeed", "invariants")
     t.write(pa.table({"id": [3]}, schema=SCHEMA))  # an append: its feed is inferred from the add
     assert [r["id"] for r in t.changes(3).to_pylist()] == [3]
+
+
+@pytest.mark.parametrize(
+    ("prop", "expected"),
+    [
+        ({"delta.minReaderVersion": "3"}, (3, 7, (), ("appendOnly", "invariants"))),
+        ({"delta.minReaderVersion": "2"}, (2, 5, None, None)),
+        (
+            {"delta.feature.vacuumProtocolCheck": "supported"},
+            (3, 7, ("vacuumProtocolCheck",), ("appendOnly", "invariants", "vacuumProtocolCheck")),
+        ),
+    ],
+)
+def test_version_properties_keep_the_protocol_rules(
+    tmp_path: Path, prop: dict[str, str], expected: tuple[object, ...]
+) -> None:
+    # reader features live at reader 3 / writer 7 and are writer features too; reader 2 needs writer 5
+    t = _table(tmp_path)
+    t.set_properties(prop)
+    p = t.snapshot().protocol
+    assert (p.min_reader_version, p.min_writer_version, p.reader_features, p.writer_features) == expected

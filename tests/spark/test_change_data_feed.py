@@ -95,3 +95,10 @@ def test_vacuum_reclaims_old_change_files(spark, cdf_table: Path) -> None:
     plan = t.vacuum(dry_run=True, retention_hours=0, enforce_retention=False)
     assert {Path(f).name for f in plan.files} >= {f.name for f in files}
     assert not t.vacuum(dry_run=True).files  # within the 7-day retention they stay
+
+
+def test_a_delete_matched_by_several_source_rows_is_one_change(spark, cdf_table: Path) -> None:
+    src = spark.createDataFrame([(2, "b", 0), (2, "b", 1)], "id long, p string, v long")  # id 2 twice
+    v = SparkTable(spark, str(cdf_table)).merge(src, "t.id = s.id").when_matched_delete().execute().version
+    feed = Table.open(str(cdf_table)).changes(v)
+    assert _feed(feed, v) == [("delete", 2, "b", 20)]

@@ -9,9 +9,10 @@ import json
 import shutil
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 
-from airflow_txnlog.engine import Table
+from airflow_txnlog.engine import Table, Transaction
 from airflow_txnlog.spark import SparkTable
 
 pytestmark = [pytest.mark.spark]
@@ -68,3 +69,83 @@ def test_optimize_purges_deletion_vectors(spark, dv_path: Path) -> None:
     assert result.metrics["numRemovedFiles"] >= 2
     assert _col1(SparkTable(spark, str(dv_path)).to_df()) == EXPECTED
     assert sorted(snap.to_arrow(columns=["col1"]).column("col1").to_pylist()) == EXPECTED
+
+
+# ----------------------------------------------------------------------------- writing DVs
+SCHEMA_W = pa.schema([("id", pa.int64()), ("p", pa.string())])
+
+
+@pytest.fixture
+def dv_on(spark, tmp_path: Path) -> Path:
+    root = tmp_path / "dvw"
+    Table.create(
+        str(root), schema=SCHEMA_W, partition_by=["p"], properties={"delta.enableDeletionVectors": "true"}
+    )
+    df = spark.createDataFrame([(i, "a" if i < 50 else "b") for i in range(100)], "id long, p string")
+    SparkTable(spark, str(root)).write(df.repartition(1))
+    return root
+
+
+def _ids(spark, root: Path) -> list[int]:
+    return sorted(r["id"] for r in SparkTable(spark, str(root)).to_df().collect())
+
+
+def test_delete_marks_rows_in_a_deletion_vector(spark, dv_on: Path) -> None:
+    before = {f.path for f in Table.open(str(dv_on)).snapshot().files()}
+    result = SparkTable(spark, str(dv_on)).delete("id IN (3, 7, 60)")
+    snap = Table.open(str(dv_on)).snapshot()
+    assert {f.path for f in snap.files()} == before  # nothing rewritten
+    assert result.metrics["numDeletionVectorsAdded"] == 2 and result.metrics["numCopiedRows"] == 0
+    cards = sorted(f.deletion_vector["cardinality"] for f in snap.files() if f.deletion_vector)
+    assert cards == [1, 2]
+    assert all(json.loads(f.stats or "{}").get("tightBounds") is False for f in snap.files())
+    expected = [i for i in range(100) if i not in (3, 7, 60)]
+    assert _ids(spark, dv_on) == expected
+    assert sorted(snap.to_arrow(columns=["id"]).column("id").to_pylist()) == expected
+    SparkTable(spark, str(dv_on)).delete("id = 8")  # the same file again: its DV grows
+    snap = Table.open(str(dv_on)).snapshot()
+    assert sorted(f.deletion_vector["cardinality"] for f in snap.files() if f.deletion_vector) == [1, 3]
+    assert _ids(spark, dv_on) == [i for i in expected if i != 8]
+    assert Table.open(str(dv_on)).health().files_with_deletion_vectors == 2
+
+
+def test_update_with_deletion_vectors_writes_only_the_updated_rows(spark, dv_on: Path) -> None:
+    result = SparkTable(spark, str(dv_on)).update("id < 5", {"id": "id + 1000"})
+    snap = Table.open(str(dv_on)).snapshot()
+    assert result.metrics["numDeletionVectorsAdded"] == 1
+    new = [f for f in snap.files() if not f.deletion_vector]
+    assert [f.num_records for f in new if f.partition_values == {"p": "a"}] == [5]
+    assert _ids(spark, dv_on) == sorted([*range(5, 100), *range(1000, 1005)])
+
+
+def test_maintenance_after_dv_deletes(spark, dv_on: Path) -> None:
+    SparkTable(spark, str(dv_on)).delete("id % 10 = 0")
+    t = Table.open(str(dv_on))
+    dv_files = {f.name for f in dv_on.glob("deletion_vector_*.bin")}
+    assert len(dv_files) == 1
+    plan = t.vacuum(dry_run=True, retention_hours=0, enforce_retention=False)
+    assert not dv_files & {Path(p).name for p in plan.files}  # live files need it
+    t.restore(version=1)
+    assert _ids(spark, dv_on) == list(range(100))
+    SparkTable(spark, str(dv_on)).delete("id % 10 = 0")
+    SparkTable(spark, str(dv_on)).optimize()  # 10% deleted > 5%: purged
+    assert not [f for f in Table.open(str(dv_on)).snapshot().files() if f.deletion_vector]
+    assert _ids(spark, dv_on) == [i for i in range(100) if i % 10]
+
+
+def test_a_dv_file_without_its_commit_is_an_orphan(
+    spark, dv_on: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def crash(self: object, **_: object) -> int:
+        raise OSError("killed before the commit")
+
+    monkeypatch.setattr(Transaction, "commit", crash)
+    with pytest.raises(OSError, match="killed"):
+        SparkTable(spark, str(dv_on)).delete("id = 1")
+    monkeypatch.undo()
+    assert len(list(dv_on.glob("deletion_vector_*.bin"))) == 1  # written, never committed
+    t = Table.open(str(dv_on))
+    assert _ids(spark, dv_on) == list(range(100))  # no reader sees it
+    plan = t.vacuum(dry_run=False, retention_hours=0, enforce_retention=False)
+    assert [p for p in plan.files if p.startswith("deletion_vector_")]
+    assert not list(dv_on.glob("deletion_vector_*.bin"))
