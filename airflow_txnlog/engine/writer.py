@@ -305,8 +305,9 @@ def refuse_mapped_writes(metadata: Metadata) -> None:
     mode = column_mapping.mode(metadata.configuration)
     if mode != "none":
         raise UnsupportedFeatureError(
-            f"writing data to a table with column mapping (mode {mode!r}) is not supported yet; nothing was "
-            "written. Reading, renaming and dropping columns, vacuum, restore and checkpoints are",
+            f"writing data to a table with column mapping (mode {mode!r}, table feature columnMapping) "
+            "is not supported yet; nothing was written. Reading, renaming and dropping columns, vacuum, "
+            "restore and checkpoints are",
             feature="columnMapping",
         )
 

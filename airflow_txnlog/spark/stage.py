@@ -102,7 +102,8 @@ def write_files(
     """
     if ctx.names is not None:
         raise UnsupportedFeatureError(
-            f"{what}: writing data to a table with column mapping is not supported yet; nothing was written",
+            f"{what}: writing data to a table with column mapping (table feature columnMapping) is not "
+            "supported yet; nothing was written",
             feature="columnMapping",
         )
     staging_rel = f"{STAGING_DIR}/{uuid.uuid4().hex}"
