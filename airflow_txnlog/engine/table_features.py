@@ -125,13 +125,6 @@ def set_properties(
     snap = txn.snapshot
     versions = _versions(changes, snap.protocol)
     readers, writers = features_for(changes)
-    if props.in_commit_timestamps(changes) and not props.in_commit_timestamps(snap.metadata.configuration):
-        raise UnsupportedFeatureError(
-            f"{props.IN_COMMIT_TIMESTAMPS}=true on an existing table needs the enablement version and "
-            "timestamp properties, which this engine does not write yet; nothing was written. Help: "
-            "create the table with the property set",
-            feature="inCommitTimestamp",
-        )
     # (delta.feature.* and the version keys change the protocol; Delta does not keep them)
     conf = {k: v for k, v in changes.items() if k not in _VERSION_KEYS and not k.startswith(FEATURE_PREFIX)}
     metadata = snap.metadata

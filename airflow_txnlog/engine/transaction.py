@@ -26,6 +26,7 @@ and the run's `owner` tag, so that a restore can tell the run's own commits from
 
 from __future__ import annotations
 
+import dataclasses
 import posixpath
 import time
 import uuid
@@ -82,7 +83,7 @@ DEFAULT_MAX_COMMIT_BYTES = 256 * 1024 * 1024
 # remove carrying the DV of the file it removes (the key is path + DV id) and by reading DVs wherever
 # rows are read (engine scan, Spark scan); maintenance keeps DV files (vacuum, savepoints, restore).
 # inCommitTimestamp: every commit's commitInfo (first, as always) carries a strictly increasing
-# `inCommitTimestamp`. (Enabling it on an existing table is refused with the property, for now.)
+# `inCommitTimestamp`; the commit that turns it on records the enablement version and timestamp.
 # changeDataFeed: appends and whole-file removes need nothing (readers infer inserts / deletes); the
 # engine's Spark DML, which rewrites parts of files, writes change files (`add_cdc`); a raw
 # transaction that rewrites part of a file must add them itself.
@@ -277,15 +278,6 @@ class Transaction:
         before = self.snapshot.metadata.configuration
         changed = {k: v for k, v in metadata.configuration.items() if before.get(k) != v}
         props.refuse_unhonored_features(changed)
-        if self.read_version >= 0 and props.in_commit_timestamps(metadata.configuration) > (
-            props.in_commit_timestamps(before)
-        ):
-            raise UnsupportedFeatureError(
-                f"{props.IN_COMMIT_TIMESTAMPS}=true on an existing table needs the protocol upgrade "
-                "and the enablement version / timestamp properties, which this engine does not write "
-                "yet; nothing was written. Help: create the table with the property set",
-                feature="inCommitTimestamp",
-            )
         readers, writers = props.property_features(changed)
         implied_readers, implied_writers = implied_features(self._protocol or self.snapshot.protocol)
         missing = sorted((writers - implied_writers) | (readers - implied_readers))
@@ -343,8 +335,11 @@ class Transaction:
         self, read_set: ReadSet, metrics: dict[str, Any], extra: dict[str, Any], *, version: int
     ) -> bytes:
         now = int(time.time() * 1000)
+        metadata = self._metadata
         if self._in_commit_timestamps():
-            extra = {**extra, IN_COMMIT_TIMESTAMP: self._next_ict(version, now)}
+            ict = self._next_ict(version, now)
+            extra = {**extra, IN_COMMIT_TIMESTAMP: ict}
+            metadata = self._with_ict_enablement(version, ict)
         info = CommitInfo(
             timestamp=now,
             operation=self.operation,
@@ -358,7 +353,7 @@ class Transaction:
             extra=extra,
         )
         actions: list[Action] = [info]
-        actions += [a for a in (self._protocol, self._metadata) if a is not None]
+        actions += [a for a in (self._protocol, metadata) if a is not None]
         actions += self._txns + list(self._removes.values()) + list(self._adds.values())
         actions += self._cdc
         return serialize_actions(actions)
@@ -406,6 +401,17 @@ class Transaction:
     def _in_commit_timestamps(self) -> bool:
         return props.in_commit_timestamps((self._metadata or self.snapshot.metadata).configuration)
 
+    def _with_ict_enablement(self, version: int, ict: int) -> Metadata | None:
+        """The metadata to commit: when this commit turns in-commit timestamps on for an existing
+        table, with the enablement version and timestamp it must record (PROTOCOL.md "In-Commit
+        Timestamps"; they name this very attempt, so they are set per attempt)."""
+        if self._metadata is None or self.read_version < 0:
+            return self._metadata
+        if props.in_commit_timestamps(self.snapshot.metadata.configuration):
+            return self._metadata
+        extra = {props.ICT_ENABLEMENT_VERSION: str(version), props.ICT_ENABLEMENT_TIMESTAMP: str(ict)}
+        return dataclasses.replace(self._metadata, configuration={**self._metadata.configuration, **extra})
+
     def _next_ict(self, version: int, now: int) -> int:
         """`inCommitTimestamp` of commit `version`: now, but later than the previous commit's
         (PROTOCOL.md "In-Commit Timestamps": strictly increasing, whatever the clocks say)."""
@@ -415,6 +421,8 @@ class Transaction:
         if info is None:
             info = read_commit_info(self._storage, version - 1) or {}
         prev = info.get(IN_COMMIT_TIMESTAMP)
+        if not isinstance(prev, int):  # the commit that turns them on: after the last commit's time
+            prev = info.get("timestamp") if isinstance(info.get("timestamp"), int) else None
         return max(now, int(prev) + 1) if isinstance(prev, int) else now
 
     def _info_fields(

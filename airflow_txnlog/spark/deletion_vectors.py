@@ -11,7 +11,7 @@ rewriting the rest of their file.
                 kept but marked `tightBounds: false` (min / max may now cover deleted rows)
 
 A file without `numRecords` in its stats cannot carry a DV (the protocol requires the count), so it is
-rewritten as without DVs. DELETE and UPDATE use this; MERGE still rewrites files.
+rewritten as without DVs. DELETE, UPDATE and MERGE use this.
 """
 
 from __future__ import annotations

@@ -16,6 +16,8 @@
        copy; source only -> first applicable insert clause or nothing. Written with Spark; commit
        removes of the touched files + adds.
     Insert-only merges skip 1 and 2: source LEFT ANTI JOIN target candidates, appended (no removes).
+    With deletion vectors (`delta.enableDeletionVectors=true`, every touched file has numRecords),
+    step 2 marks the updated and deleted target rows in DVs and writes only updated + inserted rows.
 
 The source is evaluated once per step: it should be deterministic (cache or checkpoint it
 otherwise). Metrics are Delta's (numSourceRows, numTargetRowsInserted / Updated / Deleted /
@@ -39,7 +41,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from airflow_txnlog.engine import AddCDCFile, AddFile, InvalidArgumentError, Transaction
-from airflow_txnlog.spark import change_data
+from airflow_txnlog.spark import change_data, deletion_vectors
 from airflow_txnlog.spark._arguments import ALL, AllColumns, all_or_sql_mapping, sql_text
 from airflow_txnlog.spark._dml import dml_result, elapsed_ms, resolve_columns
 from airflow_txnlog.spark.errors import MultipleSourceRowsMatchedError
@@ -393,6 +395,9 @@ def run_merge(h: TableHandle, spec: MergeSpec) -> DmlResult:
         touched = _find_touched(ctx, spec, candidates) if num_source and candidates else Touched([], 0, 0)
         needed = bool(touched.files) or (bool(_inserts(spec)) and num_source > 0)
         out = _rewrite(ctx, spec, touched.files) if needed else None
+    marked: list[AddFile] = []
+    if touched.files and deletion_vectors.enabled(ctx) and not deletion_vectors.split(touched.files)[1]:
+        out, marked = _with_deletion_vectors(h, ctx, spec, touched.files)
     scan_ms = elapsed_ms(start)
     adds = write_files(ctx, h.table, conform(out, ctx.schema)[0], what="MERGE") if out is not None else []
     cdc: list[AddCDCFile] = []
@@ -402,16 +407,52 @@ def run_merge(h: TableHandle, spec: MergeSpec) -> DmlResult:
         except BaseException:
             delete_files(h.table, adds)
             raise
-    metrics = _metrics(ctx, touched, adds, num_source)
-    metrics.update(scanTimeMs=scan_ms, rewriteTimeMs=elapsed_ms(start) - scan_ms)
+    metrics = _metrics(ctx, touched, adds, num_source, in_place=bool(marked))
+    metrics.update(
+        scanTimeMs=scan_ms, rewriteTimeMs=elapsed_ms(start) - scan_ms, numDeletionVectorsAdded=len(marked)
+    )
     return _finish(
-        h, txn, candidates, removes=touched.files, adds=adds, metrics=metrics, start=start, cdc=cdc
+        h,
+        txn,
+        candidates,
+        removes=touched.files,
+        adds=[*marked, *adds],
+        metrics=metrics,
+        start=start,
+        cdc=cdc,
     )
 
 
-def _metrics(ctx: TableContext, touched: Touched, adds: list[AddFile], num_source: int) -> dict[str, int]:
+def _with_deletion_vectors(
+    h: TableHandle, ctx: TableContext, spec: MergeSpec, touched: list[AddFile]
+) -> tuple[DataFrame, list[AddFile]]:
+    """Deletion-vector MERGE: the updated and deleted target rows are marked in DVs (one Spark job
+    collects their positions), copied rows stay in place; the rows to write are only the updated
+    and inserted ones. Returns (rows to write, the touched files with their new DVs)."""
+    joined = _joined(ctx, spec, touched, with_position=True)
+    act = F.col(_ACT)
+    hits = (
+        joined.filter(act.rlike("^[ud]"))
+        .select(FILE_COL, ROW_COL)
+        .distinct()
+        .groupBy(FILE_COL)
+        .agg(F.collect_list(ROW_COL).alias("rows"))
+        .collect()
+    )
+    by_uri = {ctx.uri(f): f.path for f in touched}
+    found = {by_uri[ctx.file_key(r[FILE_COL])]: list(r["rows"]) for r in hits}
+    marked = deletion_vectors.marked(ctx, h.table, touched, found)
+    return joined.filter(act.rlike("^[ui]")).select(*_outputs(ctx, spec, with_target=True)), marked
+
+
+def _metrics(
+    ctx: TableContext, touched: Touched, adds: list[AddFile], num_source: int, *, in_place: bool = False
+) -> dict[str, int]:
+    """Delta's MERGE metrics; `in_place`: deletion vectors were used, so nothing was copied."""
     out_rows = sum(a.num_records or 0 for a in adds)
-    copied = _touched_rows(ctx, touched.files) - touched.updated - touched.deleted if touched.files else 0
+    copied = 0
+    if touched.files and not in_place:
+        copied = _touched_rows(ctx, touched.files) - touched.updated - touched.deleted
     return {
         "numSourceRows": num_source,
         "numTargetRowsInserted": out_rows - copied - touched.updated,

@@ -86,13 +86,36 @@ def test_time_travel_and_history_use_ict(tmp_path: Path) -> None:
     assert [h["timestamp"] for h in fresh.history()] == icts[::-1]
 
 
-def test_enabling_on_an_existing_table_is_refused(tmp_path: Path) -> None:
+def test_enabling_on_an_existing_table(tmp_path: Path) -> None:
+    root = tmp_path / "t"
+    t = Table.create(str(root), schema=SCHEMA)
+    t.write(pa.table({"id": [1]}, schema=SCHEMA))
+    assert t.set_properties(ICT) == 2
+    t.write(pa.table({"id": [2]}, schema=SCHEMA))
+    infos = _infos(root)
+    assert "inCommitTimestamp" not in infos[1] and infos[2]["inCommitTimestamp"] > infos[1]["timestamp"]
+    assert infos[3]["inCommitTimestamp"] > infos[2]["inCommitTimestamp"]
+    conf = t.snapshot().metadata.configuration
+    # PROTOCOL.md: the enabling commit records its own version and in-commit timestamp
+    assert conf["delta.inCommitTimestampEnablementVersion"] == "2"
+    assert conf["delta.inCommitTimestampEnablementTimestamp"] == str(infos[2]["inCommitTimestamp"])
+    p = t.snapshot().protocol
+    assert (p.min_writer_version, p.writer_features) == (7, ("appendOnly", "inCommitTimestamp", "invariants"))
+    assert deltalake_version_of(root) == 3
+
+
+def deltalake_version_of(root: Path) -> int:
+    deltalake = pytest.importorskip("deltalake")
+    return int(deltalake.DeltaTable(str(root)).version())
+
+
+def test_a_raw_metadata_change_cannot_turn_them_on(tmp_path: Path) -> None:
     root = tmp_path / "t"
     t = Table.create(str(root), schema=SCHEMA)
     txn = t.transaction("SET TBLPROPERTIES")
     meta = t.snapshot().metadata
     txn.update_metadata(dataclasses.replace(meta, configuration={**meta.configuration, **ICT}))
-    with pytest.raises(UnsupportedFeatureError, match="enableInCommitTimestamps") as info:
+    with pytest.raises(UnsupportedFeatureError, match=r"Help: use Table\.set_properties") as info:
         txn.commit()
     assert info.value.feature == "inCommitTimestamp"
     assert len(list((root / "_delta_log").glob("*.json"))) == 1

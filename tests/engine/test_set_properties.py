@@ -98,7 +98,6 @@ def test_the_protocol_is_never_downgraded(tmp_path: Path) -> None:
     [
         ({"delta.enableRowTracking": "true"}, "rowTracking"),
         ({"delta.columnMapping.mode": "id"}, "columnMapping"),
-        ({"delta.enableInCommitTimestamps": "true"}, "inCommitTimestamp"),
         ({"delta.feature.identityColumns": "supported"}, "identityColumns"),
         ({"delta.minReaderVersion": "4"}, "delta.minReaderVersion"),
     ],

@@ -149,3 +149,25 @@ def test_a_dv_file_without_its_commit_is_an_orphan(
     plan = t.vacuum(dry_run=False, retention_hours=0, enforce_retention=False)
     assert [p for p in plan.files if p.startswith("deletion_vector_")]
     assert not list(dv_on.glob("deletion_vector_*.bin"))
+
+
+def test_merge_with_deletion_vectors(spark, dv_on: Path) -> None:
+    before = {f.path for f in Table.open(str(dv_on)).snapshot().files()}
+    src = spark.createDataFrame(
+        [(3, "a", "u"), (5, "a", "d"), (60, "b", "u"), (200, "b", "i")], "id long, p string, op string"
+    )
+    result = (
+        SparkTable(spark, str(dv_on))
+        .merge(src, "t.id = s.id")
+        .when_matched_delete(condition="s.op = 'd'")
+        .when_matched_update(set={"id": "s.id + 1000"})
+        .when_not_matched_insert(values={"id": "s.id", "p": "s.p"})
+        .execute()
+    )
+    snap = Table.open(str(dv_on)).snapshot()
+    assert result.metrics["numDeletionVectorsAdded"] == 2 and result.metrics["numTargetRowsCopied"] == 0
+    assert before < {f.path for f in snap.files()}  # the old files stay, with DVs; one new file
+    assert sorted(f.deletion_vector["cardinality"] for f in snap.files() if f.deletion_vector) == [1, 2]
+    assert (result.metrics["numTargetRowsUpdated"], result.metrics["numTargetRowsInserted"]) == (2, 1)
+    expected = sorted([i for i in range(100) if i not in (3, 5, 60)] + [1003, 1060, 200])
+    assert _ids(spark, dv_on) == expected
