@@ -419,6 +419,7 @@ def test_cleanup_log_dry_run_then_execute(overwritten: Path) -> None:
         "checkpointVersion": 4,
         "oldestVersionKept": 4,
         "tempFiles": [],
+        "sidecarFiles": [],
     }
     out = run_human("cleanup-log", str(overwritten), "--retain-hours", "0", "--dry-run")
     assert "dry run: log cleanup would delete 4 file(s) below checkpoint 4; oldest version kept: 4" in out

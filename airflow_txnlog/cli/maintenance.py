@@ -112,6 +112,7 @@ def cleanup_doc(res: CleanupResult) -> dict[str, Any]:
         "checkpointVersion": res.checkpoint_version,
         "oldestVersionKept": res.oldest_version_kept,
         "tempFiles": list(res.temp_files),
+        "sidecarFiles": list(res.sidecar_files),
     }
 
 

@@ -17,6 +17,9 @@ Savepoints do not hold the log back: each savepoint's manifest holds the full st
 so a restore needs only the manifest and the data files (which vacuum keeps). This avoids Hudi's
 problem of a timeline that grows without bound behind an old savepoint.
 
+Sidecars: a v2 checkpoint's file actions may live in `_delta_log/_sidecars/`; once no remaining
+checkpoint names a sidecar and it is older than the log retention, it is deleted too (`sidecar_files`).
+
 Temp files: the local backend writes each commit/checkpoint to `_delta_log/.tmp/` before linking it
 into place; a writer killed in between leaves its temp file behind. Cleanup deletes temp files older
 than `TEMP_MAX_AGE_MS` (1 hour: a live write holds its temp file for milliseconds, and a temp file is
@@ -30,6 +33,7 @@ import re
 import time
 from dataclasses import dataclass, field
 
+from airflow_txnlog.engine import checkpoint_v2
 from airflow_txnlog.engine import properties as props
 from airflow_txnlog.engine.checkpoint import require_checkpoint_supported
 from airflow_txnlog.engine.log_paths import LOG_DIR, parse_name
@@ -43,6 +47,7 @@ from airflow_txnlog.engine.validate import flag, number
 _CRC_RE = re.compile(r"^(\d{20})\.crc$")
 TEMP_DIR = f"{LOG_DIR}/.tmp"
 TEMP_MAX_AGE_MS = 3_600_000
+SIDECARS = f"{LOG_DIR}/{checkpoint_v2.SIDECAR_DIR}"
 
 
 @dataclass(frozen=True)
@@ -52,6 +57,7 @@ class CleanupResult:
     checkpoint_version: int | None  # the checkpoint everything below was removed for
     oldest_version_kept: int | None
     temp_files: list[str] = field(default_factory=list)  # stale names inside _delta_log/.tmp/
+    sidecar_files: list[str] = field(default_factory=list)  # names inside _delta_log/_sidecars/
 
 
 def cleanup_log(table: MaintenanceTable, *, retention_hours: float | None, dry_run: bool) -> CleanupResult:
@@ -62,7 +68,37 @@ def cleanup_log(table: MaintenanceTable, *, retention_hours: float | None, dry_r
     snap = table.snapshot()
     require_checkpoint_supported(snap.protocol, "clean up the log")
     result = _cleanup_versions(storage, snap, retention_hours=retention_hours, dry_run=dry_run)
-    return dataclasses.replace(result, temp_files=_cleanup_temp(storage, dry_run=dry_run))
+    keep_ms = _retention_ms(snap, retention_hours)
+    return dataclasses.replace(
+        result,
+        temp_files=_cleanup_temp(storage, dry_run=dry_run),
+        sidecar_files=_cleanup_sidecars(storage, set(result.files), keep_ms=keep_ms, dry_run=dry_run),
+    )
+
+
+def _retention_ms(snap: Snapshot, retention_hours: float | None) -> int:
+    if retention_hours is not None:
+        return int(retention_hours * 3_600_000)
+    return props.log_retention_ms(snap.metadata.configuration)
+
+
+def _cleanup_sidecars(storage: Storage, deleted: set[str], *, keep_ms: int, dry_run: bool) -> list[str]:
+    """Sidecars (v2 checkpoints' file actions) no remaining checkpoint names, older than the log
+    retention: a checkpoint being written has its sidecars before its main file, and they are new."""
+    try:
+        sidecars = storage.list_dir(SIDECARS)
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    named: set[str] = set()
+    for f in storage.list_log():
+        if checkpoint_v2.is_v2_name(f.name) and f.name not in deleted:
+            named.update(p.rsplit("/", 1)[-1] for p in checkpoint_v2.plan(storage, f.name)[0][1:])
+    cutoff = int(time.time() * 1000) - keep_ms
+    stale = [f.name for f in sidecars if f.name not in named and f.mtime_ms < cutoff]
+    if not dry_run:
+        for name in stale:
+            storage.delete(f"{SIDECARS}/{name}")
+    return stale
 
 
 def _cleanup_temp(storage: Storage, *, dry_run: bool) -> list[str]:
@@ -81,12 +117,7 @@ def _cleanup_temp(storage: Storage, *, dry_run: bool) -> list[str]:
 def _cleanup_versions(
     storage: Storage, snap: Snapshot, *, retention_hours: float | None, dry_run: bool
 ) -> CleanupResult:
-    keep_ms = (
-        int(retention_hours * 3_600_000)
-        if retention_hours is not None
-        else props.log_retention_ms(snap.metadata.configuration)
-    )
-    cutoff = int(time.time() * 1000) - keep_ms
+    cutoff = int(time.time() * 1000) - _retention_ms(snap, retention_hours)
     files = storage.list_log()  # one listing: it classifies the versions and names what to delete
     listing = LogListing.build(files, complete=True)
     stamps = monotonic_timestamps(listing.commits)

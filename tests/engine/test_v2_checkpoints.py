@@ -83,3 +83,20 @@ def test_write_and_checkpoint_a_v2_table(tmp_path: Path) -> None:
     fresh = Table.open(str(root))
     assert fresh.snapshot().checkpoint_version == 3
     assert _ids(fresh) == list(range(12))
+
+
+def test_log_cleanup_keeps_named_sidecars_and_reclaims_the_rest(tmp_path: Path) -> None:
+    root = _copy(tmp_path, "v2-checkpoint-parquet")  # files dated 2024: all past the retention
+    sidecars = {p.name for p in (root / "_delta_log" / "_sidecars").glob("*.parquet")}
+    t = Table.open(str(root))
+    kept = t.cleanup_log(retention_hours=0)  # the v2 checkpoint at 2 stays: its sidecars too
+    assert kept.checkpoint_version == 2 and kept.sidecar_files == []
+    assert {p.name for p in (root / "_delta_log" / "_sidecars").glob("*.parquet")} == sidecars
+    t.write(pa.table({"id": [10]}))
+    t.checkpoint()  # classic, at 3: the v2 checkpoint can go, and its sidecars with it
+    plan = t.cleanup_log(retention_hours=0, dry_run=True)
+    assert set(plan.sidecar_files) == sidecars and (root / "_delta_log" / "_sidecars").exists()
+    done = t.cleanup_log(retention_hours=0)
+    assert set(done.sidecar_files) == sidecars
+    assert not list((root / "_delta_log" / "_sidecars").glob("*.parquet"))
+    assert _ids(Table.open(str(root))) == [*range(10), 10]
