@@ -33,13 +33,10 @@ import pyarrow.parquet as pq
 
 from airflow_txnlog.engine import properties as props
 from airflow_txnlog.engine.actions import AddFile, Metadata, decode_path
-from airflow_txnlog.engine.column_mapping import Names
-from airflow_txnlog.engine.deletion_vectors import deleted_rows
 from airflow_txnlog.engine.errors import InvalidArgumentError, LogCorruptedError
 from airflow_txnlog.engine.log_reader import read_commits
 from airflow_txnlog.engine.log_segment import LogListing, list_log
 from airflow_txnlog.engine.scan import read_file
-from airflow_txnlog.engine.schema import schema_from_json
 from airflow_txnlog.engine.snapshot import Snapshot, commit_timestamps, load_snapshot
 from airflow_txnlog.engine.storage import Storage
 
@@ -61,11 +58,12 @@ def _file(d: dict[str, Any]) -> AddFile:
 
 
 class _Reader:
-    def __init__(self, storage: Storage, metadata: Metadata, columns: Sequence[str]):
-        self.storage = storage
-        self.schema = schema_from_json(metadata.schema_string)
-        self.parts = list(metadata.partition_columns)
-        self.names = Names.of(metadata)
+    def __init__(self, snapshot: Snapshot, columns: Sequence[str]):
+        self.storage = snapshot.storage
+        self.schema = snapshot.schema
+        self.parts = snapshot.partition_columns
+        self.names = snapshot.column_names
+        self.deleted_rows = snapshot.deleted_rows
         self.columns = list(columns)
 
     def table(self, add: AddFile, version: int) -> pa.Table:
@@ -95,26 +93,15 @@ class _Reader:
     def dv_change(self, before: AddFile, after: AddFile, version: int) -> list[pa.Table]:
         """One file whose deletion vector changed (remove + add of the same path): the rows the new
         DV deletes are `delete`, the rows it gives back are `insert` (a restore)."""
-        snap_rows = {
-            "old": set(_dv_rows(self.storage, before).tolist()),
-            "new": set(_dv_rows(self.storage, after).tolist()),
-        }
+        old = set(self.deleted_rows(before).tolist())
+        new = set(self.deleted_rows(after).tolist())
         whole = self.table(dataclasses.replace(after, deletion_vector=None), version)
         out = []
-        for kind, rows in (
-            ("delete", snap_rows["new"] - snap_rows["old"]),
-            ("insert", snap_rows["old"] - snap_rows["new"]),
-        ):
+        for kind, rows in (("delete", new - old), ("insert", old - new)):
             if rows:
                 picked = whole.take(pa.array(sorted(rows), pa.int64()))
                 out.append(picked.append_column(CHANGE_TYPE, pa.repeat(pa.scalar(kind), picked.num_rows)))
         return out
-
-
-def _dv_rows(storage: Storage, f: AddFile) -> Any:
-    if not f.deletion_vector:
-        return pa.array([], pa.uint64()).to_numpy()
-    return deleted_rows(storage, f.deletion_vector, data_file=f.path)
 
 
 def _commit_changes(
@@ -124,19 +111,9 @@ def _commit_changes(
     cdc = [a["cdc"] for a in actions if isinstance(a.get("cdc"), dict)]
     if cdc:
         return [reader.rows(_file(d), None, version) for d in cdc]
-    adds = [
-        _file(a["add"])
-        for a in actions
-        if isinstance(a.get("add"), dict) and a["add"].get("dataChange", True)
-    ]
-    removes = [
-        a["remove"]
-        for a in actions
-        if isinstance(a.get("remove"), dict) and a["remove"].get("dataChange", True)
-    ]
-    by_path = {f.path: f for f in adds}
+    by_path = {f.path: f for f in (_file(d) for d in _changing(actions, "add"))}
     out: list[pa.Table] = []
-    for d in removes:
+    for d in _changing(actions, "remove"):
         gone = _file(d)
         if reader.parts and d.get("partitionValues") is None:  # optional on removes: from the state
             gone = _known(before(), gone)
@@ -149,12 +126,16 @@ def _commit_changes(
     return out
 
 
+def _changing(actions: Sequence[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
+    """The `kind` (add / remove) actions of a commit that change data."""
+    return [a[kind] for a in actions if isinstance(a.get(kind), dict) and a[kind].get("dataChange", True)]
+
+
 def _known(snap: Snapshot, removed: AddFile) -> AddFile:
     """`removed` with the partition values (and deletion vector) the table had for it."""
     for f in snap.files():
-        if f.path == removed.path and (
-            removed.deletion_vector is None or f.deletion_vector == removed.deletion_vector
-        ):
+        same_dv = removed.deletion_vector is None or f.deletion_vector == removed.deletion_vector
+        if f.path == removed.path and same_dv:
             return dataclasses.replace(
                 removed, partition_values=f.partition_values, deletion_vector=f.deletion_vector
             )
@@ -203,11 +184,12 @@ def changes(
     ict = props.in_commit_timestamps(final.metadata.configuration)
     stamps = commit_timestamps(storage, listing, in_commit_timestamps=ict)
     meta = load_snapshot(storage, start).metadata  # (commit `start` may change it again: applied below)
-    reader = _Reader(storage, final.metadata, cols)
+    reader = _Reader(final, cols)
     parts: list[pa.Table] = []
     for commit in read_commits(storage, listing.run_from(start, end)):
         meta = next((Metadata.from_wire(a["metaData"]) for a in commit.actions if "metaData" in a), meta)
-        before = functools.partial(load_snapshot, storage, commit.version - 1)
+        # (loaded once, and only when a remove lacks its partition values)
+        before = functools.cache(functools.partial(load_snapshot, storage, commit.version - 1))
         if meta is None or not props.change_data_feed(meta.configuration):
             raise InvalidArgumentError(
                 f"the change data feed is not enabled at version {commit.version}. Help: set "

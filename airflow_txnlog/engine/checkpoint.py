@@ -105,8 +105,8 @@ DEFAULT_PART_SIZE = 1_000_000
 # properties, schema metadata, column types, domainMetadata rows and the add fields of row tracking
 # and clustering, and the deletion vector descriptors of adds and removes (deletionVectors; a part
 # may hold an add and a tombstone of one path with different DVs: rows are keyed by (path, DV id)).
-# Anything else (v2Checkpoint: checkpointMetadata and sidecars; features not yet known) is refused
-# rather than written lossily.
+# v2Checkpoint tables get classic single-file checkpoints (allowed; multi-part is not). Anything else
+# (features not yet known) is refused rather than written lossily.
 CHECKPOINT_WRITER_FEATURES = frozenset(
     {
         "appendOnly",

@@ -151,4 +151,4 @@ def _protocol(conf: Mapping[str, str], *, ntz: bool) -> Protocol:
             Protocol(3, 7, ("timestampNtz",), tuple(writer)) if ntz else Protocol(1, 7, None, tuple(writer))
         )
     readers, writers = props.property_features(conf)  # deletion vectors, type widening, v2 checkpoints
-    return upgraded(base, readers, writers - {"inCommitTimestamp"}, {})
+    return upgraded(base, readers, writers, {})

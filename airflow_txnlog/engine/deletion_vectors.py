@@ -229,11 +229,6 @@ def dv_file_paths(descriptors: Iterable[Mapping[str, Any]]) -> set[str]:
     return paths
 
 
-def serialize_bitmap(rows: Iterable[int]) -> bytes:
-    """Row positions as a RoaringBitmapArray in the portable format (what `_bitmap_rows` reads)."""
-    return struct.pack("<i", PORTABLE_MAGIC) + BitMap64(rows).serialize()
-
-
 def write_dv_file(storage: Storage, deleted: Mapping[str, Iterable[int]]) -> dict[str, dict[str, Any]]:
     """Write one DV file holding a deletion vector per key of `deleted` (row positions of that data
     file); returns each key's `deletionVector` descriptor (storageType 'u', no prefix). The file is

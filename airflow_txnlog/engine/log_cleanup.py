@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from airflow_txnlog.engine import checkpoint_v2
 from airflow_txnlog.engine import properties as props
 from airflow_txnlog.engine.checkpoint import require_checkpoint_supported
-from airflow_txnlog.engine.log_paths import LOG_DIR, parse_name
+from airflow_txnlog.engine.log_paths import LOG_DIR, LogFile, parse_name
 from airflow_txnlog.engine.log_segment import LogListing, monotonic_timestamps
 from airflow_txnlog.engine.maintenance_table import MaintenanceTable
 from airflow_txnlog.engine.publications import protected_versions
@@ -67,12 +67,15 @@ def cleanup_log(table: MaintenanceTable, *, retention_hours: float | None, dry_r
     storage = table.storage
     snap = table.snapshot()
     require_checkpoint_supported(snap.protocol, "clean up the log")
-    result = _cleanup_versions(storage, snap, retention_hours=retention_hours, dry_run=dry_run)
+    files = storage.list_log()  # one listing: it classifies the versions and names what to delete
     keep_ms = _retention_ms(snap, retention_hours)
+    result = _cleanup_versions(storage, snap, files, keep_ms=keep_ms, dry_run=dry_run)
+    gone = set(result.files)
+    kept = [f.name for f in files if f.name not in gone]
     return dataclasses.replace(
         result,
         temp_files=_cleanup_temp(storage, dry_run=dry_run),
-        sidecar_files=_cleanup_sidecars(storage, set(result.files), keep_ms=keep_ms, dry_run=dry_run),
+        sidecar_files=_cleanup_sidecars(storage, kept, keep_ms=keep_ms, dry_run=dry_run),
     )
 
 
@@ -82,7 +85,7 @@ def _retention_ms(snap: Snapshot, retention_hours: float | None) -> int:
     return props.log_retention_ms(snap.metadata.configuration)
 
 
-def _cleanup_sidecars(storage: Storage, deleted: set[str], *, keep_ms: int, dry_run: bool) -> list[str]:
+def _cleanup_sidecars(storage: Storage, kept: list[str], *, keep_ms: int, dry_run: bool) -> list[str]:
     """Sidecars (v2 checkpoints' file actions) no remaining checkpoint names, older than the log
     retention: a checkpoint being written has its sidecars before its main file, and they are new."""
     try:
@@ -90,9 +93,9 @@ def _cleanup_sidecars(storage: Storage, deleted: set[str], *, keep_ms: int, dry_
     except (FileNotFoundError, NotADirectoryError):
         return []
     named: set[str] = set()
-    for f in storage.list_log():
-        if checkpoint_v2.is_v2_name(f.name) and f.name not in deleted:
-            named.update(p.rsplit("/", 1)[-1] for p in checkpoint_v2.plan(storage, f.name)[0][1:])
+    for name in kept:  # the log files that stay: their v2 checkpoints name the sidecars to keep
+        if checkpoint_v2.is_v2_name(name):
+            named.update(p.rsplit("/", 1)[-1] for p in checkpoint_v2.plan(storage, name)[0][1:])
     cutoff = int(time.time() * 1000) - keep_ms
     stale = [f.name for f in sidecars if f.name not in named and f.mtime_ms < cutoff]
     if not dry_run:
@@ -115,10 +118,9 @@ def _cleanup_temp(storage: Storage, *, dry_run: bool) -> list[str]:
 
 
 def _cleanup_versions(
-    storage: Storage, snap: Snapshot, *, retention_hours: float | None, dry_run: bool
+    storage: Storage, snap: Snapshot, files: list[LogFile], *, keep_ms: int, dry_run: bool
 ) -> CleanupResult:
-    cutoff = int(time.time() * 1000) - _retention_ms(snap, retention_hours)
-    files = storage.list_log()  # one listing: it classifies the versions and names what to delete
+    cutoff = int(time.time() * 1000) - keep_ms
     listing = LogListing.build(files, complete=True)
     stamps = monotonic_timestamps(listing.commits)
     old_enough = [v for v in listing.checkpoints if v in stamps and stamps[v] <= cutoff]

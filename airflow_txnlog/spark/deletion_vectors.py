@@ -20,7 +20,7 @@ import dataclasses
 import json
 from collections.abc import Sequence
 
-from pyspark.sql import Column
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from airflow_txnlog.engine import AddFile, Table, write_deletion_vectors
@@ -43,15 +43,21 @@ def positions(ctx: TableContext, files: Sequence[AddFile], condition: Column) ->
     """{file path: row positions where `condition` holds} (one Spark job)."""
     if not files:
         return {}
+    return collect_positions(ctx, files, scan(ctx, files, with_file=True, with_row=True).filter(condition))
+
+
+def collect_positions(ctx: TableContext, files: Sequence[AddFile], rows: DataFrame) -> dict[str, list[int]]:
+    """{file path: row positions} of `rows` (rows of `files` with `FILE_COL` and `ROW_COL`; a row
+    listed twice counts once)."""
     by_uri = {ctx.uri(f): f.path for f in files}
-    rows = (
-        scan(ctx, files, with_file=True, with_row=True)
-        .filter(condition)
+    grouped = (
+        rows.select(FILE_COL, ROW_COL)
+        .distinct()
         .groupBy(FILE_COL)
         .agg(F.collect_list(ROW_COL).alias("rows"))
         .collect()
     )
-    return {by_uri[ctx.file_key(r[FILE_COL])]: list(r["rows"]) for r in rows}
+    return {by_uri[ctx.file_key(r[FILE_COL])]: list(r["rows"]) for r in grouped}
 
 
 def _loose(stats: str | None) -> str | None:

@@ -431,16 +431,7 @@ def _with_deletion_vectors(
     and inserted ones. Returns (rows to write, the touched files with their new DVs)."""
     joined = _joined(ctx, spec, touched, with_position=True)
     act = F.col(_ACT)
-    hits = (
-        joined.filter(act.rlike("^[ud]"))
-        .select(FILE_COL, ROW_COL)
-        .distinct()
-        .groupBy(FILE_COL)
-        .agg(F.collect_list(ROW_COL).alias("rows"))
-        .collect()
-    )
-    by_uri = {ctx.uri(f): f.path for f in touched}
-    found = {by_uri[ctx.file_key(r[FILE_COL])]: list(r["rows"]) for r in hits}
+    found = deletion_vectors.collect_positions(ctx, touched, joined.filter(act.rlike("^[ud]")))
     marked = deletion_vectors.marked(ctx, h.table, touched, found)
     return joined.filter(act.rlike("^[ui]")).select(*_outputs(ctx, spec, with_target=True)), marked
 
