@@ -30,6 +30,7 @@ if TYPE_CHECKING:  # the names below load on first use (PEP 562 __getattr__), se
         Txn,
     )
     from airflow_txnlog.engine.column_mapping import Names as ColumnNames
+    from airflow_txnlog.engine.column_mapping import with_new_fields
     from airflow_txnlog.engine.conflicts import IsolationLevel
     from airflow_txnlog.engine.deletion_vectors import write_dv_file as write_deletion_vectors
     from airflow_txnlog.engine.errors import (
@@ -112,6 +113,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "AppendOnlyViolationError": ("errors", "AppendOnlyViolationError"),
     "CleanupResult": ("log_cleanup", "CleanupResult"),
     "ColumnNames": ("column_mapping", "Names"),
+    "with_new_fields": ("column_mapping", "with_new_fields"),
     "CommitConflictError": ("errors", "CommitConflictError"),
     "CommitInfo": ("actions", "CommitInfo"),
     "CommitOutcomeUnknownError": ("errors", "CommitOutcomeUnknownError"),
@@ -267,6 +269,7 @@ __all__ = [
     "target_file_size",
     "to_arrow_expression",
     "type_text",
+    "with_new_fields",
     "write_deletion_vectors",
 ]
 

@@ -15,14 +15,17 @@ Write path (classic checkpoint, optionally split into parts):
    `add.partitionValues_parsed` holds the partition values in their column types). A file whose stats
    another writer left only in `stats_parsed` gets its JSON rendered from that struct first, so stats
    never fall out of a checkpoint; the struct is parsed from the JSON in bulk by Arrow's JSON reader;
-4. write `%020d.checkpoint.parquet`, or, with more than `part_size` rows, the parts
+4. on a table with `v2Checkpoint`: a UUID-named V2 checkpoint, its file actions in a sidecar
+   (`checkpoint_v2.write`, never multi-part). Otherwise:
+   write `%020d.checkpoint.parquet`, or, with more than `part_size` rows, the parts
    `%020d.checkpoint.%010d.%010d.parquet`. Parts are clustered as the protocol requires, by Spark's
    hash partitioning of the file path: part = pmod(murmur3_32(path, seed 42), parts) + 1, with Spark's
    variant of murmur3 (trailing bytes mixed one by one); a non-file action has no path and lands where
    Spark puts a null key, part pmod(42, parts) + 1. So every action of a path is in one part, and two
    writers that race to write the same parts write the same content into each. Each file is written
    whole (temp + rename, or one object put);
-5. only then overwrite `_last_checkpoint` with {version, size, parts?, sizeInBytes, numOfAddFiles}.
+5. only then overwrite `_last_checkpoint` with {version, size, parts?, sizeInBytes, numOfAddFiles,
+   v2Checkpoint?}.
 A crash between 4 and 5 leaves a stale hint, which readers tolerate; a crash during 4 leaves an
 incomplete multi-part set, which readers ignore.
 
@@ -105,7 +108,7 @@ DEFAULT_PART_SIZE = 1_000_000
 # properties, schema metadata, column types, domainMetadata rows and the add fields of row tracking
 # and clustering, and the deletion vector descriptors of adds and removes (deletionVectors; a part
 # may hold an add and a tombstone of one path with different DVs: rows are keyed by (path, DV id)).
-# v2Checkpoint tables get classic single-file checkpoints (allowed; multi-part is not). Anything else
+# v2Checkpoint tables get UUID-named V2 checkpoints with a sidecar (checkpoint_v2.write). Anything else
 # (features not yet known) is refused rather than written lossily.
 CHECKPOINT_WRITER_FEATURES = frozenset(
     {
@@ -126,7 +129,7 @@ CHECKPOINT_WRITER_FEATURES = frozenset(
         "deletionVectors",
         "typeWidening",
         "typeWidening-preview",
-        "v2Checkpoint",  # written as a classic single-file checkpoint, which v2 tables allow
+        "v2Checkpoint",  # written as a UUID-named V2 checkpoint (checkpoint_v2.write)
     }
 )
 MAX_WRITER_VERSION = 7
@@ -422,26 +425,36 @@ def parquet_bytes(table: pa.Table) -> bytes:
     return buf.getvalue()
 
 
+def _write_classic(
+    storage: Storage, version: int, table: pa.Table, num_adds: int, part_size: int
+) -> dict[str, Any]:
+    n_parts = max(1, -(-table.num_rows // max(1, part_size)))
+    total = 0
+    for i, chunk in enumerate(_split(table, n_parts)):
+        data = parquet_bytes(chunk)
+        name = checkpoint_name(version, i + 1, n_parts) if n_parts > 1 else checkpoint_name(version)
+        storage.write(f"{LOG_DIR}/{name}", data)
+        total += len(data)
+    hint: dict[str, Any] = {"version": version, "size": table.num_rows}
+    if n_parts > 1:
+        hint["parts"] = n_parts
+    hint.update({"sizeInBytes": total, "numOfAddFiles": num_adds})
+    return hint
+
+
 def write_checkpoint(
     storage: Storage, state: LogState, *, min_tombstone_ts: int, part_size: int = DEFAULT_PART_SIZE
 ) -> dict[str, Any]:
     """Write the checkpoint of `state` and then `_last_checkpoint`; returns the hint written."""
     table, num_adds = checkpoint_table(state, min_tombstone_ts=min_tombstone_ts)
-    n_parts = max(1, -(-table.num_rows // max(1, part_size)))
     if state.protocol is not None and "v2Checkpoint" in (state.protocol.writer_features or ()):
-        n_parts = 1  # the feature forbids multi-part checkpoints; a classic single file is allowed
-    total = 0
-    for i, chunk in enumerate(_split(table, n_parts)):
-        data = parquet_bytes(chunk)
-        name = (
-            checkpoint_name(state.version, i + 1, n_parts) if n_parts > 1 else checkpoint_name(state.version)
-        )
-        storage.write(f"{LOG_DIR}/{name}", data)
-        total += len(data)
-    hint: dict[str, Any] = {"version": state.version, "size": table.num_rows}
-    if n_parts > 1:
-        hint["parts"] = n_parts
-    hint.update({"sizeInBytes": total, "numOfAddFiles": num_adds})
+        v2 = checkpoint_v2.write(storage, state.version, table)
+        size = sum(s["sizeInBytes"] for s in v2["sidecarFiles"]) + v2["sizeInBytes"]
+        rows = table.num_rows + 1 + len(v2["sidecarFiles"])  # + checkpointMetadata + sidecar actions
+        hint = {"version": state.version, "size": rows, "sizeInBytes": size, "numOfAddFiles": num_adds}
+        hint["v2Checkpoint"] = v2
+    else:
+        hint = _write_classic(storage, state.version, table, num_adds, part_size)
     current = read_last_checkpoint(storage)
     if current is None or current.version <= state.version:  # the hint never moves backwards
         storage.write(f"{LOG_DIR}/{LAST_CHECKPOINT}", orjson.dumps(hint))

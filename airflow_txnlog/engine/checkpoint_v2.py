@@ -12,19 +12,35 @@ and either the file actions themselves or `sidecar` actions naming parquet files
 
 The state is built exactly as for a classic checkpoint: the sidecars are its parts; file actions a
 JSON main file holds inline are applied after them (a checkpoint has one action per file key, so the
-order does not matter). Writing stays classic (one V1 file, never multi-part, which the feature
-forbids): the protocol allows classic checkpoints on v2 tables, and every v2 reader reads them.
+order does not matter).
+
+Writing one (`write`, for tables whose protocol has `v2Checkpoint`; multi-part checkpoints are
+forbidden there):
+    1. the file actions (add / remove rows, the same columns a classic checkpoint has) go to one
+       sidecar `_delta_log/_sidecars/<uuid>.parquet` (none when there are no file actions);
+    2. then the main file `n.checkpoint.<uuid>.parquet`: the non-file actions, one `checkpointMetadata`
+       {version} and one `sidecar` action {path (the file name only), sizeInBytes, modificationTime}
+       per sidecar;
+    3. the caller then points `_last_checkpoint` at it, with `v2Checkpoint` {path, sizeInBytes,
+       modificationTime, sidecarFiles} (`nonFileActions` is optional and left out).
+Both names are new UUIDs, so two writers racing never overwrite each other: each complete main file
+is a valid checkpoint, and a sidecar whose main file was never written is an orphan that log cleanup
+reclaims once it is past the log retention (a main file is written only after its sidecars).
 """
 
 from __future__ import annotations
 
+import io
+import time
+import uuid
 from typing import Any
 
 import orjson
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from airflow_txnlog.engine.actions import decode_path, has_scheme
+from airflow_txnlog.engine.actions import ADD, REMOVE, decode_path, has_scheme
 from airflow_txnlog.engine.errors import LogCorruptedError
 from airflow_txnlog.engine.log_paths import LOG_DIR
 from airflow_txnlog.engine.storage import Storage
@@ -93,3 +109,53 @@ def plan(storage: Storage, name: str) -> tuple[list[str], list[dict[str, Any]]]:
 def _check_metadata(name: str, found: list[Any]) -> None:
     if len(found) != 1 or not isinstance(found[0], dict):
         raise LogCorruptedError(f"checkpoint {name} must hold exactly one checkpointMetadata action")
+
+
+# ----------------------------------------------------------------------------- write
+CHECKPOINT_METADATA_TYPE = pa.struct([("version", pa.int64()), ("tags", pa.map_(pa.string(), pa.string()))])
+SIDECAR_TYPE = pa.struct(
+    [
+        ("path", pa.string()),
+        ("sizeInBytes", pa.int64()),
+        ("modificationTime", pa.int64()),
+        ("tags", pa.map_(pa.string(), pa.string())),
+    ]
+)
+
+
+def _parquet(table: pa.Table) -> bytes:
+    buf = io.BytesIO()
+    pq.write_table(table, buf, compression="snappy")
+    return buf.getvalue()
+
+
+def _one_column_rows(table: pa.Table, column: str, rows: list[dict[str, Any]], t: pa.DataType) -> pa.Table:
+    """`table` (whose other columns are null for these rows) plus a column holding `rows`."""
+    extra = pa.table({f.name: pa.nulls(len(rows), f.type) for f in table.schema})
+    values = pa.concat_arrays([pa.nulls(table.num_rows, t), pa.array(rows, t)])
+    return pa.concat_tables([table, extra]).append_column(column, values)
+
+
+def write(storage: Storage, version: int, table: pa.Table) -> dict[str, Any]:
+    """Write `table` (a classic checkpoint's rows) as a UUID-named V2 checkpoint with one sidecar;
+    returns the `v2Checkpoint` entry for `_last_checkpoint`."""
+    is_file = pc.or_(pc.is_valid(table[ADD]), pc.is_valid(table[REMOVE]))
+    files = table.filter(is_file).select([ADD, REMOVE])
+    sidecars: list[dict[str, Any]] = []
+    if files.num_rows:
+        name = f"{uuid.uuid4()}.parquet"
+        data = _parquet(files)
+        storage.write(f"{LOG_DIR}/{SIDECAR_DIR}/{name}", data)
+        sidecars.append({"path": name, "sizeInBytes": len(data), "modificationTime": int(time.time() * 1000)})
+    small = table.filter(pc.invert(is_file)).drop_columns([ADD, REMOVE])
+    small = _one_column_rows(small, CHECKPOINT_METADATA, [{"version": version}], CHECKPOINT_METADATA_TYPE)
+    main = _one_column_rows(small, SIDECAR, sidecars, SIDECAR_TYPE)
+    main_name = f"{version:020d}.checkpoint.{uuid.uuid4()}.parquet"
+    data = _parquet(main)
+    storage.write(f"{LOG_DIR}/{main_name}", data)
+    return {
+        "path": main_name,
+        "sizeInBytes": len(data),
+        "modificationTime": int(time.time() * 1000),
+        "sidecarFiles": sidecars,
+    }

@@ -19,6 +19,7 @@ types) with only the names changed, so a view between the two is always valid.
 from __future__ import annotations
 
 import dataclasses
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -34,7 +35,9 @@ from airflow_txnlog.engine.schema import schema_from_json, schema_to_json
 MODE = "delta.columnMapping.mode"
 PHYSICAL_NAME = "delta.columnMapping.physicalName"
 FIELD_ID = "delta.columnMapping.id"
-PARQUET_FIELD_ID = b"PARQUET:field_id"
+MAX_COLUMN_ID = "delta.columnMapping.maxColumnId"
+PARQUET_FIELD_ID = b"PARQUET:field_id"  # pyarrow's metadata key for a parquet field id
+SPARK_FIELD_ID = b"parquet.field.id"  # Spark's (a StructField metadata key)
 
 
 def mode(conf: Mapping[str, str]) -> str:
@@ -202,6 +205,66 @@ class Names:
         arrays = [_view_chunks(table.column(i), f.type) for i, f in enumerate(fields)]
         return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
 
+    def file_schema(self, id_key: bytes = PARQUET_FIELD_ID) -> pa.Schema:
+        """The physical schema with parquet field ids under `id_key` (see `field_id_schema`)."""
+        return field_id_schema(self.physical, id_key)
+
+    def to_files(self, table: pa.Table) -> pa.Table:
+        """`table` (columns in logical names and the table's types) as a data file stores it: physical
+        names and parquet field ids at every level, without copying. Columns the schema does not
+        have (a change file's `_change_type`) are kept as they are."""
+        ids = self.file_schema()
+        fields, arrays = [], []
+        for name, col in zip(table.column_names, table.columns, strict=True):
+            i = self.logical.get_field_index(name)
+            f = table.schema.field(name) if i < 0 else ids.field(i)
+            fields.append(f)
+            arrays.append(_view_chunks(col, f.type))
+        return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+
+    def physical_path(self, path: tuple[str, ...]) -> tuple[str, ...]:
+        """A leaf path in logical names (`delta.dataSkippingStatsColumns`) in physical names; `()`
+        (which names no leaf) for a path the schema does not have."""
+        logical: Any = self.logical
+        physical: Any = self.physical
+        out = []
+        for part in path:
+            if not isinstance(logical, pa.Schema | pa.StructType):
+                return ()
+            lowered = [f.name.lower() for f in logical]
+            if part.lower() not in lowered:
+                return ()
+            i = lowered.index(part.lower())  # stats columns are matched ignoring case
+            out.append(str(physical.field(i).name))
+            logical, physical = logical.field(i).type, physical.field(i).type
+        return tuple(out)
+
+
+def _with_ids(f: pa.Field, key: bytes) -> pa.Field:
+    fid = _meta(f, FIELD_ID)
+    return pa.field(
+        f.name, _ids_type(f.type, key), f.nullable, {key: str(fid).encode()} if isinstance(fid, int) else None
+    )
+
+
+def _ids_type(t: pa.DataType, key: bytes) -> pa.DataType:
+    if pa.types.is_struct(t):
+        return pa.struct([_with_ids(f, key) for f in t])
+    if pa.types.is_list(t):
+        return pa.list_(_with_ids(t.value_field, key))
+    if pa.types.is_large_list(t):
+        return pa.large_list(_with_ids(t.value_field, key))
+    if pa.types.is_map(t):
+        return pa.map_(_with_ids(t.key_field, key), _with_ids(t.item_field, key))
+    return t
+
+
+def field_id_schema(physical: pa.Schema, key: bytes = PARQUET_FIELD_ID) -> pa.Schema:
+    """The physical schema as data files are written: every field's only metadata is its parquet
+    field id (under `key`: pyarrow's or Spark's), at every level. Delta writes the ids in both
+    modes; `id` mode readers match columns by them."""
+    return pa.schema([_with_ids(f, key) for f in physical])
+
 
 def _view_chunks(arr: pa.ChunkedArray, t: pa.DataType) -> pa.ChunkedArray:
     return arr if arr.type == t else pa.chunked_array([c.view(t) for c in arr.chunks], t)
@@ -212,40 +275,76 @@ def to_logical(arr: pa.ChunkedArray, logical: pa.DataType) -> pa.ChunkedArray:
     return _view_chunks(arr, logical)
 
 
-# ----------------------------------------------------------------- turning mapping on
-def _with_meta(f: pa.Field, extra: dict[str, Any]) -> pa.Field:
-    meta = dict(f.metadata or {})
-    meta.update({k.encode(): orjson.dumps(v) for k, v in extra.items()})
-    return f.with_metadata(meta)
-
-
-def _number(f: pa.Field, counter: list[int]) -> pa.Field:
-    counter[0] += 1
-    here = counter[0]
+# ----------------------------------------------------------------- giving fields ids and names
+def _number(f: pa.Field, counter: list[int], fresh: bool) -> pa.Field:
+    """`f` and its nested struct fields with an id and a physical name where they have none (ids from
+    `counter`; physical name `col-<uuid>` when `fresh`, else the field's own name)."""
+    extra: dict[str, Any] = {}
+    if not isinstance(_meta(f, FIELD_ID), int):  # a parent's id comes before its children's, as Delta's
+        counter[0] += 1
+        extra[FIELD_ID] = counter[0]
+    if not isinstance(_meta(f, PHYSICAL_NAME), str):
+        extra[PHYSICAL_NAME] = f"col-{uuid.uuid4()}" if fresh else f.name
     t = f.type
     if pa.types.is_struct(t):
-        t = pa.struct([_number(c, counter) for c in t])
+        t = pa.struct([_number(c, counter, fresh) for c in t])
     elif pa.types.is_list(t) or pa.types.is_large_list(t):
-        inner = _renumber_type(t.value_type, counter)
-        t = pa.list_(t.value_field.with_type(inner)) if pa.types.is_list(t) else pa.large_list(inner)
+        inner = t.value_field.with_type(_renumber_type(t.value_type, counter, fresh))
+        t = pa.list_(inner) if pa.types.is_list(t) else pa.large_list(inner)
     elif pa.types.is_map(t):
         t = pa.map_(
-            t.key_field.with_type(_renumber_type(t.key_type, counter)),
-            t.item_field.with_type(_renumber_type(t.item_type, counter)),
+            t.key_field.with_type(_renumber_type(t.key_type, counter, fresh)),
+            t.item_field.with_type(_renumber_type(t.item_type, counter, fresh)),
         )
-    extra = {FIELD_ID: here, PHYSICAL_NAME: f.name}
-    return _with_meta(f.with_type(t), extra)
+    meta = dict(f.metadata or {})
+    meta.update({k.encode(): orjson.dumps(v) for k, v in extra.items()})
+    return pa.field(f.name, t, f.nullable, meta)
 
 
-def _renumber_type(t: pa.DataType, counter: list[int]) -> pa.DataType:
+def _renumber_type(t: pa.DataType, counter: list[int], fresh: bool) -> pa.DataType:
     if pa.types.is_struct(t):
-        return pa.struct([_number(c, counter) for c in t])
+        return pa.struct([_number(c, counter, fresh) for c in t])
     return t
 
 
-def mapped_schema(schema: pa.Schema) -> tuple[pa.Schema, int]:
-    """`schema` with column mapping metadata on every field (physical name = current name), and the
-    highest id given."""
-    counter = [0]
-    fields = [_number(f, counter) for f in schema]
+def mapped_schema(schema: pa.Schema, *, start: int = 0, fresh: bool = False) -> tuple[pa.Schema, int]:
+    """`schema` with column mapping metadata on every field that lacks it (ids after `start`;
+    physical names `col-<uuid>` when `fresh`, as Delta gives new tables and new columns, else the
+    current name, as when mapping is turned on for existing files), and the highest id given."""
+    counter = [start]
+    fields = [_number(f, counter, fresh) for f in schema]
     return pa.schema(fields, metadata=schema.metadata), counter[0]
+
+
+def _children(t: pa.DataType) -> list[pa.Field]:
+    if pa.types.is_struct(t):
+        return list(t)
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return [t.value_field]
+    if pa.types.is_map(t):
+        return [t.key_field, t.item_field]
+    return []
+
+
+def _max_id(fields: list[pa.Field]) -> int:
+    best = 0
+    for f in fields:
+        fid = _meta(f, FIELD_ID)
+        best = max(best, fid if isinstance(fid, int) else 0, _max_id(_children(f.type)))
+    return best
+
+
+def with_new_fields(metadata: Metadata, schema: pa.Schema) -> Metadata:
+    """`metadata` with `schema` (the table's schema plus new fields, as schema evolution adds them):
+    on a column-mapped table the new fields get fresh ids and physical names, and
+    `delta.columnMapping.maxColumnId` grows (ids are never reused, even of dropped columns)."""
+    if mode(metadata.configuration) == "none":
+        return dataclasses.replace(metadata, schema_string=schema_to_json(schema))
+    try:
+        start = int(metadata.configuration.get(MAX_COLUMN_ID, 0))
+    except ValueError:
+        start = 0
+    start = max(start, _max_id(list(schema)))
+    mapped, top = mapped_schema(schema, start=start, fresh=True)
+    conf = {**metadata.configuration, MAX_COLUMN_ID: str(top)}
+    return dataclasses.replace(metadata, schema_string=schema_to_json(mapped), configuration=conf)

@@ -9,7 +9,9 @@ Every argument is checked before the storage is touched, so a refused create wri
 - name, description: strings or None.
 Version 0 holds commitInfo, protocol and metaData. The protocol is (1, 2), or (3, 7) with the
 `timestampNtz` feature when the schema has timezone-less timestamps (`appendOnly` then becomes a
-writer feature too, when the table is append-only).
+writer feature too, when the table is append-only). With `delta.columnMapping.mode` = `name` or `id`
+every field (nested ones too) gets an id and a physical name `col-<uuid>`, as Delta's CREATE gives
+them, and the protocol is (2, 5) -- or `columnMapping` is listed when table features are needed anyway.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from collections.abc import Mapping, Sequence
 import orjson
 import pyarrow as pa
 
+from airflow_txnlog.engine import column_mapping
 from airflow_txnlog.engine import properties as props
 from airflow_txnlog.engine.actions import IN_COMMIT_TIMESTAMP, Action, CommitInfo, Metadata, Protocol
 from airflow_txnlog.engine.errors import InvalidArgumentError, UnsupportedFeatureError
@@ -110,6 +113,9 @@ def version_zero(
     stats_columns(conf)  # malformed quoting in delta.dataSkippingStatsColumns: InvalidArgumentError
     text("name", name)
     text("description", description)
+    if column_mapping.mode(conf) != "none":  # Delta's CREATE: every field gets an id and a new name
+        schema, top = column_mapping.mapped_schema(norm, fresh=True)
+        conf[column_mapping.MAX_COLUMN_ID] = str(top)
     protocol = _protocol(conf, ntz=uses_timestamp_ntz(norm))
     now = int(time.time() * 1000)
     metadata = Metadata(
@@ -151,4 +157,10 @@ def _protocol(conf: Mapping[str, str], *, ntz: bool) -> Protocol:
             Protocol(3, 7, ("timestampNtz",), tuple(writer)) if ntz else Protocol(1, 7, None, tuple(writer))
         )
     readers, writers = props.property_features(conf)  # deletion vectors, type widening, v2 checkpoints
-    return upgraded(base, readers, writers, {})
+    versions: dict[str, int] = {}
+    if column_mapping.mode(conf) != "none":
+        if readers or writers or base.min_writer_version == 7:
+            readers.add("columnMapping")
+        else:  # on its own: the legacy (2, 5), which every reader of column mapping knows
+            versions = {"delta.minReaderVersion": 2, "delta.minWriterVersion": 5}
+    return upgraded(base, readers, writers, versions)

@@ -113,7 +113,7 @@ def num_indexed_cols(conf: Mapping[str, str]) -> int:
 
 
 def column_mapping_mode(conf: Mapping[str, str]) -> str:
-    """`delta.columnMapping.mode`; this engine reads and writes only tables whose mode is "none"."""
+    """`delta.columnMapping.mode`: `none`, `name` or `id` (InvalidArgumentError for anything else)."""
     mode = str(conf.get(COLUMN_MAPPING_MODE, "none"))
     if mode not in COLUMN_MAPPING_MODES:
         raise InvalidArgumentError(
@@ -133,12 +133,7 @@ def validate(conf: Mapping[str, str]) -> None:
         if key in conf and str(conf[key]).lower() not in ("true", "false"):
             raise InvalidArgumentError(f"{key} must be 'true' or 'false', got {conf[key]!r}")
     refuse_unhonored_features(conf)
-    if column_mapping_mode(conf) != "none":
-        raise UnsupportedFeatureError(
-            f"{COLUMN_MAPPING_MODE}={conf[COLUMN_MAPPING_MODE]!r}: this engine supports only 'none' "
-            "(columns are stored under their own names)",
-            feature="columnMapping",
-        )
+    column_mapping_mode(conf)
 
 
 # Properties that turn on a table feature this engine does not (yet) honor when it writes. Creating a

@@ -42,7 +42,6 @@ READER_WRITER_FEATURES = frozenset(
 )
 _VERSION_KEYS = {"delta.minReaderVersion": 3, "delta.minWriterVersion": 7}
 FEATURE_PREFIX = "delta.feature."
-MAX_COLUMN_ID = "delta.columnMapping.maxColumnId"
 
 
 def features_for(changes: Mapping[str, str]) -> tuple[set[str], set[str]]:
@@ -158,4 +157,4 @@ def _mapping(metadata: Metadata, value: str) -> tuple[Metadata, dict[str, str]]:
         )
     schema, max_id = column_mapping.mapped_schema(schema_from_json(metadata.schema_string))
     mapped = dataclasses.replace(metadata, schema_string=schema_to_json(schema))
-    return mapped, {props.COLUMN_MAPPING_MODE: "name", MAX_COLUMN_ID: str(max_id)}
+    return mapped, {props.COLUMN_MAPPING_MODE: "name", column_mapping.MAX_COLUMN_ID: str(max_id)}

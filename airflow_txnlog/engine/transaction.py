@@ -87,8 +87,8 @@ DEFAULT_MAX_COMMIT_BYTES = 256 * 1024 * 1024
 # changeDataFeed: appends and whole-file removes need nothing (readers infer inserts / deletes); the
 # engine's Spark DML, which rewrites parts of files, writes change files (`add_cdc`); a raw
 # transaction that rewrites part of a file must add them itself.
-# columnMapping: read, renamed, dropped (metadata only); the writers refuse new data files
-# (`writer.refuse_mapped_writes`), a raw transaction adding files must have written physical names.
+# columnMapping: read, renamed, dropped (metadata only); the writers write physical names and field
+# ids (`column_mapping.Names.to_files`); a raw transaction adding files must have written them too.
 # v2Checkpoint: read (engine.checkpoint_v2); our checkpoints of such tables are single classic files.
 # typeWidening: honored by never changing a column's type (schema evolution only adds columns, and
 # keeps every field's metadata, `delta.typeChanges` included) and by reading widened files.

@@ -17,7 +17,9 @@
    one parquet file per partition (split every `max_rows_per_file` rows) under `col=value/` folders
    escaped as Spark does, partition columns left out of the files; collect size and stats for each
    file from the data in memory (leaves chosen by `delta.dataSkippingStatsColumns`, else
-   `delta.dataSkippingNumIndexedCols`, both parsed before anything is written);
+   `delta.dataSkippingNumIndexedCols`, both parsed before anything is written). On a column-mapped
+   table the files, folders, partition values and stats use the physical names, and the parquet
+   schema carries every field's id (`column_mapping.Names.to_files`);
 3. commit adds (and, for overwrite, removes of every live file) in one transaction. If the commit
    fails, the files written are deleted again (best effort: vacuum reclaims leftovers).
 """
@@ -38,13 +40,12 @@ import pyarrow.parquet as pq
 
 from airflow_txnlog.engine import column_mapping
 from airflow_txnlog.engine import properties as props
-from airflow_txnlog.engine.actions import AddFile, Metadata
+from airflow_txnlog.engine.actions import AddFile
 from airflow_txnlog.engine.errors import (
     CommitConflictError,
     CommitRetriesExceededError,
     InvalidArgumentError,
     SchemaMismatchError,
-    UnsupportedFeatureError,
 )
 from airflow_txnlog.engine.schema import hive_escape, normalize_schema, serialize_partition_value
 from airflow_txnlog.engine.stats import LeafPath, compute_stats, stats_columns
@@ -236,11 +237,24 @@ def _partition_groups(data: pa.Table, parts: list[str]) -> list[tuple[tuple[Any,
 
 
 def write_data_files(
-    storage: Storage, data: pa.Table, parts: list[str], conf: dict[str, str], *, max_rows_per_file: int
+    storage: Storage,
+    data: pa.Table,
+    parts: list[str],
+    conf: dict[str, str],
+    *,
+    max_rows_per_file: int,
+    names: column_mapping.Names | None = None,
 ) -> list[AddFile]:
-    """Write `data` (already conformed) as parquet files; return their add actions (not committed)."""
+    """Write `data` (already conformed) as parquet files; return their add actions (not committed).
+
+    `names`: the table's column mapping; files, partition values and stats then use physical names
+    and the files carry parquet field ids."""
     n_cols = props.num_indexed_cols(conf)
     chosen = stats_columns(conf)
+    if names is not None:
+        data = names.to_files(data)
+        parts = [names.physical_of(c) for c in parts]
+        chosen = None if chosen is None else [names.physical_path(p) for p in chosen]
     schema = data.schema
     # Every partition value is serialized before the first file: a value without a log form must
     # leave the table folder untouched.
@@ -299,19 +313,6 @@ def delete_files(storage: Storage, adds: list[AddFile]) -> None:
             storage.delete(a.path)
 
 
-def refuse_mapped_writes(metadata: Metadata) -> None:
-    """Data files of a column-mapped table need physical names (and field ids) this writer does not
-    produce yet: refuse before anything is written (metadata-only changes and restore are fine)."""
-    mode = column_mapping.mode(metadata.configuration)
-    if mode != "none":
-        raise UnsupportedFeatureError(
-            f"writing data to a table with column mapping (mode {mode!r}, table feature columnMapping) "
-            "is not supported yet; nothing was written. Reading, renaming and dropping columns, vacuum, "
-            "restore and checkpoints are",
-            feature="columnMapping",
-        )
-
-
 def write(
     txn: Transaction,
     storage: Storage,
@@ -323,10 +324,14 @@ def write(
     """Append or overwrite through `txn` (which the caller created); returns the committed version."""
     one_of("mode", mode, WriteMode)
     snap = txn.snapshot
-    refuse_mapped_writes(snap.metadata)
     conformed = conform_to_schema(data, snap.schema)
     adds = write_data_files(
-        storage, conformed, snap.partition_columns, snap.properties, max_rows_per_file=max_rows_per_file
+        storage,
+        conformed,
+        snap.partition_columns,
+        snap.properties,
+        max_rows_per_file=max_rows_per_file,
+        names=snap.column_names,
     )
     try:
         removed = txn.read_files() if mode == "overwrite" else []

@@ -13,6 +13,10 @@
        Spark job's UUID, so they never collide. Empty files are dropped.
     4. The operation commits adds (and removes) through one engine transaction.
 
+On a column-mapped table the DataFrame is first renamed to the physical names, with parquet field
+ids (`schemas.to_physical`), and everything after works in physical names (`TableContext.as_files`):
+folders, partition values and stats, as Delta writes them.
+
 Failure anywhere before the commit leaves the table at its old version: the staging folder is
 removed, files already moved are deleted (best effort: leftovers are unreferenced orphans that
 vacuum reclaims). A commit that fails with a conflict deletes its new files too; an I/O error during
@@ -41,9 +45,9 @@ from airflow_txnlog.engine import (
     AddFile,
     CommitConflictError,
     CommitRetriesExceededError,
+    LeafPath,
     Table,
     Transaction,
-    UnsupportedFeatureError,
     num_indexed_cols,
     stats_columns,
 )
@@ -51,7 +55,7 @@ from airflow_txnlog.spark.errors import ConstraintViolationError, SparkJobError
 from airflow_txnlog.spark.footers import footer_stats
 from airflow_txnlog.spark.partitions import partition_values_from_dir
 from airflow_txnlog.spark.scan import TableContext
-from airflow_txnlog.spark.schemas import CHECK_MARKER
+from airflow_txnlog.spark.schemas import CHECK_MARKER, to_physical
 
 STAGING_DIR = "_txnlog_staging"
 TIMESTAMP_TYPE_CONF = "spark.sql.parquet.outputTimestampType"
@@ -100,18 +104,16 @@ def write_files(
     `conf`: extra Spark SQL settings for the duration of the write job. `folder`: a folder of the
     table root to put the files in (change data files go to `_change_data/`).
     """
-    if ctx.names is not None:
-        raise UnsupportedFeatureError(
-            f"{what}: writing data to a table with column mapping (table feature columnMapping) is not "
-            "supported yet; nothing was written",
-            feature="columnMapping",
-        )
+    chosen = stats_columns(ctx.properties)
+    if ctx.names is not None:  # column mapping: physical names and field ids in the files and the log
+        chosen = None if chosen is None else [ctx.names.physical_path(p) for p in chosen]
+        df, ctx = to_physical(df, ctx.names), ctx.as_files()
     staging_rel = f"{STAGING_DIR}/{uuid.uuid4().hex}"
     storage = table.storage
     staging_fs = storage.full_path(staging_rel)
     try:
         _spark_write(ctx, df, f"{ctx.root}/{staging_rel}", what, conf or {})
-        return _publish(ctx, table, staging_fs, data_change, folder)
+        return _publish(ctx, table, staging_fs, data_change, folder, stats_cols=chosen)
     finally:
         with contextlib.suppress(OSError):
             if storage.fs.exists(staging_fs):
@@ -144,14 +146,19 @@ def _staged(fs: Any, staging_fs: str) -> list[tuple[str, int]]:
 
 
 def _publish(
-    ctx: TableContext, table: Table, staging_fs: str, data_change: bool, folder: str | None
+    ctx: TableContext,
+    table: Table,
+    staging_fs: str,
+    data_change: bool,
+    folder: str | None,
+    *,
+    stats_cols: list[LeafPath] | None,
 ) -> list[AddFile]:
     storage = table.storage
     staged = _staged(storage.fs, staging_fs)
     session_tz = str(ctx.spark.conf.get(SESSION_TZ_CONF, "UTC") or "UTC")
     file_schema = pa.schema([f for f in ctx.schema if f.name not in ctx.partition_columns])
     n_cols = num_indexed_cols(ctx.properties)
-    stats_cols = stats_columns(ctx.properties)
     moved: list[AddFile] = []
 
     def one(item: tuple[str, int]) -> AddFile | None:

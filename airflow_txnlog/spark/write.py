@@ -29,13 +29,15 @@ from pyspark.sql import functions as F
 from airflow_txnlog.engine import (
     AddCDCFile,
     AddFile,
+    ColumnNames,
     ConcurrentTransactionError,
     InvalidArgumentError,
     Table,
     Transaction,
     WriteMode,
     check_choice,
-    schema_to_json,
+    schema_from_json,
+    with_new_fields,
 )
 from airflow_txnlog.spark import change_data
 from airflow_txnlog.spark._arguments import app_transaction, column_names, dataframe, flag, sql_text
@@ -145,12 +147,14 @@ def write(
         return WriteResult(version=done, skipped=True)
     t = h.table.transaction("WRITE", _parameters(mode, snap.partition_columns, replace_where))
     conformed, evolved = conform(df, t.snapshot.schema, merge_schema=merge_schema)
-    if evolved is not None:
-        meta = dataclasses.replace(t.snapshot.metadata, schema_string=schema_to_json(evolved))
+    ctx = h.context(t.snapshot)
+    if evolved is not None:  # (new columns of a column-mapped table get ids and physical names)
+        meta = with_new_fields(t.snapshot.metadata, evolved)
         t.update_metadata(meta)
+        schema = schema_from_json(meta.schema_string)
+        ctx = dataclasses.replace(ctx, schema=schema, names=ColumnNames.of(meta))
     if txn is not None:
         t.set_app_transaction(*txn)
-    ctx = dataclasses.replace(h.context(t.snapshot), schema=evolved or t.snapshot.schema)
     if replace_where is not None:
         conformed = _check_rows(conformed, replace_where)
     adds = write_files(ctx, h.table, conformed, what="WRITE")

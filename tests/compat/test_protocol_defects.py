@@ -315,7 +315,6 @@ def test_savepoint_manifest_keeps_domains_and_row_tracking_fields(tmp_path: Path
         ({"delta.constraints.positive": "id > 0"}, "checkConstraints"),
         ({"delta.enableRowTracking": "true"}, "rowTracking"),
         ({"delta.feature.domainMetadata": "supported"}, "domainMetadata"),
-        ({"delta.columnMapping.mode": "name"}, "columnMapping"),
     ],
 )
 def test_create_refuses_feature_properties_it_cannot_honor(

@@ -1,5 +1,6 @@
 """Column mapping on read (engine.column_mapping): Spark-written reference tables in modes name and id,
-checkpoints of such tables, the id-mode rule (match by parquet field id, not name), and writes refused.
+checkpoints of such tables, the id-mode rule (match by parquet field id, not name), and our appends
+to them (physical names and field ids, read back by delta-rs).
 
 Expected rows: Delta's DeltaTableReadsSuite answers (tests/compat/test_golden.py); the physical
 names are read from the tables' own schemaString, never assumed."""
@@ -14,8 +15,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from airflow_txnlog.engine import Table, UnsupportedFeatureError
+from airflow_txnlog.engine import Table
 from airflow_txnlog.engine.column_mapping import Names, physical_name
+from tests.deltars import deltars_rows
 
 GOLDEN = Path(__file__).parents[1] / "compat" / "golden"
 STATS = "data-skipping-basic-stats-all-types-columnmapping-{}"
@@ -73,11 +75,22 @@ def test_names_resolve_nested_physical_names() -> None:
 
 
 @pytest.mark.parametrize("mode", ["name", "id"])
-def test_writes_to_a_mapped_table_are_refused(tmp_path: Path, mode: str) -> None:
+def test_append_to_a_spark_written_mapped_table(tmp_path: Path, mode: str) -> None:
+    """Our files in a table Delta on Spark created: its physical names and field ids, read back by
+    us (in `id` mode by field id) and by delta-rs."""
     root = _copy(tmp_path, STATS.format(mode))
     t = Table.open(str(root))
-    before = sorted(p.name for p in (root / "_delta_log").iterdir())
-    with pytest.raises(UnsupportedFeatureError, match="columnMapping") as info:
-        t.write(t.snapshot().to_arrow())
-    assert info.value.feature == "columnMapping"
-    assert sorted(p.name for p in (root / "_delta_log").iterdir()) == before
+    before = t.snapshot().to_arrow()
+    theirs = {f.path for f in t.snapshot().files()}
+    t.write(before, mode="append")
+    snap = t.snapshot()
+    assert snap.to_arrow().to_pylist() == before.to_pylist() * 2
+    names = Names.of(snap.metadata)
+    assert names is not None
+    (new,) = [f for f in snap.files() if f.path not in theirs]
+    file_schema = pq.read_schema(root / new.path)
+    assert file_schema.names == names.physical.names
+    ids = [int(f.metadata[b"PARQUET:field_id"]) for f in file_schema]
+    assert ids == [json.loads(f.metadata[b"delta.columnMapping.id"]) for f in snap.schema]
+    assert set(json.loads(new.stats or "{}")["minValues"]) <= set(names.physical.names)
+    assert deltars_rows(root) == sorted(before.to_pylist() * 2, key=repr)

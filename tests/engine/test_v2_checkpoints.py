@@ -1,7 +1,7 @@
 """V2 checkpoints (engine.checkpoint_v2): the Spark-written reference tables (a JSON and a parquet
 UUID-named checkpoint, each with two sidecars), a JSON checkpoint holding its file actions inline,
-a missing sidecar, and writing to such a table (our checkpoints stay classic single files, which the
-protocol allows on v2 tables and forbids as multi-part).
+a missing sidecar, and writing to such a table (our checkpoints of it are UUID-named V2 checkpoints
+with a sidecar, never multi-part, which the feature forbids).
 
 Expected rows: the tables hold range(10) (commit 2: numOutputRows 10, ids 0..9), as
 tests/compat/test_golden.py checks; here the same rows must come back through each path."""
@@ -72,17 +72,63 @@ def test_a_missing_sidecar_is_a_clear_error(tmp_path: Path) -> None:
 
 
 def test_write_and_checkpoint_a_v2_table(tmp_path: Path) -> None:
+    """Our checkpoint of a v2 table is a UUID-named V2 checkpoint: non-file actions, one
+    checkpointMetadata and a sidecar action in the main file, the file actions in the sidecar, and
+    `_last_checkpoint` pointing at it. Read back with every commit deleted, so only it can answer."""
     root = _copy(tmp_path, "v2-checkpoint-parquet")
     t = Table.open(str(root))
     t.checkpoint_part_size = 2  # would be multi-part on another table
     t.write(pa.table({"id": [10, 11]}))
     t.checkpoint()
     log = root / "_delta_log"
-    assert (log / f"{3:020d}.checkpoint.parquet").exists()
-    assert not list(log.glob(f"{3:020d}.checkpoint.0*.parquet"))
+    assert not (log / f"{3:020d}.checkpoint.parquet").exists()
+    assert not list(log.glob(f"{3:020d}.checkpoint.0000000001.*.parquet"))  # no multi-part set
+    hint = json.loads((log / "_last_checkpoint").read_text())
+    main = hint["v2Checkpoint"]["path"]
+    assert (
+        main.startswith(f"{3:020d}.checkpoint.") and main.endswith(".parquet") and len(main.split(".")) == 4
+    )
+    rows = pq.read_table(log / main).to_pylist()
+    assert [r["checkpointMetadata"] for r in rows if r["checkpointMetadata"]] == [
+        {"version": 3, "tags": None}
+    ]
+    (sidecar,) = [r["sidecar"] for r in rows if r["sidecar"]]
+    assert hint["v2Checkpoint"]["sidecarFiles"] == [
+        {k: sidecar[k] for k in ("path", "sizeInBytes", "modificationTime")}
+    ]
+    assert (log / "_sidecars" / sidecar["path"]).stat().st_size == sidecar["sizeInBytes"]
+    assert not any(r.get("add") or r.get("remove") for r in rows)  # file actions only in the sidecar
+    side = pq.read_table(log / "_sidecars" / sidecar["path"])
+    assert side.column_names == ["add", "remove"]
+    assert (
+        sum(1 for a in side.column("add").to_pylist() if a)
+        == hint["numOfAddFiles"]
+        == len(t.snapshot().files())
+    )
+    assert {"protocol", "metaData"} <= {k for r in rows for k, v in r.items() if v}
+    for commit in log.glob("*.json"):
+        commit.unlink()
     fresh = Table.open(str(root))
     assert fresh.snapshot().checkpoint_version == 3
     assert _ids(fresh) == list(range(12))
+
+
+def test_a_sidecar_without_its_main_file_is_no_checkpoint(tmp_path: Path) -> None:
+    """A crash between the sidecar and the main file: readers never see the sidecar (no main file
+    names it), and log cleanup reclaims it past the retention."""
+    root = _copy(tmp_path, "v2-checkpoint-parquet")
+    t = Table.open(str(root))
+    t.write(pa.table({"id": [10]}))
+    t.checkpoint()
+    log = root / "_delta_log"
+    (main,) = log.glob(f"{3:020d}.checkpoint.*.parquet")
+    main.unlink()  # as if the writer died before writing it
+    (log / "_last_checkpoint").unlink()
+    assert _ids(Table.open(str(root))) == [*range(10), 10]
+    assert Table.open(str(root)).snapshot().checkpoint_version == 2
+    t.checkpoint()  # a second try writes a new pair; the orphan is not named by it
+    orphans = t.cleanup_log(retention_hours=0, dry_run=True).sidecar_files
+    assert len(orphans) >= 1 and all((log / "_sidecars" / o).exists() for o in orphans)
 
 
 def test_log_cleanup_keeps_named_sidecars_and_reclaims_the_rest(tmp_path: Path) -> None:
@@ -93,10 +139,30 @@ def test_log_cleanup_keeps_named_sidecars_and_reclaims_the_rest(tmp_path: Path) 
     assert kept.checkpoint_version == 2 and kept.sidecar_files == []
     assert {p.name for p in (root / "_delta_log" / "_sidecars").glob("*.parquet")} == sidecars
     t.write(pa.table({"id": [10]}))
-    t.checkpoint()  # classic, at 3: the v2 checkpoint can go, and its sidecars with it
+    t.checkpoint()  # ours, at 3: the v2 checkpoint at 2 can go, and its sidecars with it
+    ours = {p.name for p in (root / "_delta_log" / "_sidecars").glob("*.parquet")} - sidecars
     plan = t.cleanup_log(retention_hours=0, dry_run=True)
     assert set(plan.sidecar_files) == sidecars and (root / "_delta_log" / "_sidecars").exists()
     done = t.cleanup_log(retention_hours=0)
-    assert set(done.sidecar_files) == sidecars
-    assert not list((root / "_delta_log" / "_sidecars").glob("*.parquet"))
+    assert set(done.sidecar_files) == sidecars and len(ours) == 1
+    assert {p.name for p in (root / "_delta_log" / "_sidecars").glob("*.parquet")} == ours
     assert _ids(Table.open(str(root))) == [*range(10), 10]
+
+
+def test_a_table_we_create_with_the_v2_policy_checkpoints_itself_in_v2(tmp_path: Path) -> None:
+    props = {
+        "delta.checkpointPolicy": "v2",
+        "delta.checkpointInterval": "2",
+        "delta.columnMapping.mode": "id",
+    }
+    t = Table.create(str(tmp_path / "t"), schema=pa.schema([("id", pa.int64())]), properties=props)
+    assert "v2Checkpoint" in (t.snapshot().protocol.reader_features or ())
+    for i in range(4):
+        t.write(pa.table({"id": [i]}))
+    log = tmp_path / "t" / "_delta_log"
+    mains = sorted(p.name for p in log.glob("*.checkpoint.*.parquet"))
+    assert [int(n.split(".")[0]) for n in mains] == [2, 4]  # every 2 commits, UUID-named
+    assert not list(log.glob("*.checkpoint.parquet"))
+    assert len(list((log / "_sidecars").glob("*.parquet"))) == 2
+    assert Table.open(str(tmp_path / "t")).snapshot().checkpoint_version == 4
+    assert _ids(Table.open(str(tmp_path / "t"))) == [0, 1, 2, 3]
