@@ -27,7 +27,7 @@ from airflow_txnlog.engine import column_mapping
 from airflow_txnlog.engine import properties as props
 from airflow_txnlog.engine.actions import IN_COMMIT_TIMESTAMP, Action, CommitInfo, Metadata, Protocol
 from airflow_txnlog.engine.errors import InvalidArgumentError, UnsupportedFeatureError
-from airflow_txnlog.engine.schema import normalize_schema, schema_to_json, uses_timestamp_ntz
+from airflow_txnlog.engine.schema import normalize_schema, schema_to_json, uses_timestamp_ntz, uses_variant
 from airflow_txnlog.engine.stats import stats_columns
 from airflow_txnlog.engine.table_features import upgraded
 from airflow_txnlog.engine.transaction import ENGINE_INFO
@@ -116,6 +116,12 @@ def version_zero(
     if column_mapping.mode(conf) != "none":  # Delta's CREATE: every field gets an id and a new name
         schema, top = column_mapping.mapped_schema(norm, fresh=True)
         conf[column_mapping.MAX_COLUMN_ID] = str(top)
+    if uses_variant(schema_to_json(schema)):
+        raise UnsupportedFeatureError(
+            "the schema has a variant column (table feature variantType), which this engine reads but "
+            "does not write; nothing was created",
+            feature="variantType",
+        )
     protocol = _protocol(conf, ntz=uses_timestamp_ntz(norm))
     now = int(time.time() * 1000)
     metadata = Metadata(

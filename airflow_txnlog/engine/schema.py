@@ -3,7 +3,11 @@
 Delta types map to Arrow as: string->string, long->int64, integer->int32, short->int16, byte->int8,
 float->float32, double->float64, boolean->bool, binary->binary, date->date32,
 timestamp->timestamp[us, UTC], timestamp_ntz->timestamp[us], decimal(p,s)->decimal128(p,s),
-array/map/struct recursively. Partition values are strings in the log (null = JSON null or "");
+array/map/struct recursively. `variant` (reader / writer feature `variantType`) becomes what delta-rs
+gives: struct<metadata: binary NOT NULL, value: binary NOT NULL>, the two binary encodings of Spark's
+Variant format as the parquet group holds them (`VARIANT`); its fields carry the marker
+`delta.variant`, so the type goes back to `variant` in a schemaString and a user's own struct of two
+binaries never does. Partition values are strings in the log (null = JSON null or "");
 `serialize_partition_value` / `parse_partition_value` convert them for every primitive type, in the
 forms Spark's cast to string gives (the one every Delta reader parses):
 
@@ -45,6 +49,28 @@ _PRIMITIVES: dict[str, pa.DataType] = {
     "timestamp": pa.timestamp("us", tz="UTC"),
     "timestamp_ntz": pa.timestamp("us"),
 }
+VARIANT_MARK = {b"delta.variant": b"true"}
+VARIANT = pa.struct(
+    [
+        pa.field("metadata", pa.binary(), False, VARIANT_MARK),
+        pa.field("value", pa.binary(), False, VARIANT_MARK),
+    ]
+)
+
+
+_VARIANT_TYPE_RE = re.compile(r'"(?:type|elementType|keyType|valueType)"\s*:\s*"variant"')
+
+
+def uses_variant(schema_string: str) -> bool:
+    """Whether a schemaString has a `variant` column (at any depth)."""
+    return bool(_VARIANT_TYPE_RE.search(schema_string))
+
+
+def is_variant(t: pa.DataType) -> bool:
+    """Whether `t` is the Arrow form of Delta's `variant` (see `VARIANT`)."""
+    return bool(pa.types.is_struct(t) and t.num_fields == 2 and t.field(0).metadata == VARIANT_MARK)
+
+
 _DECIMAL_RE = re.compile(r"^decimal\(\s*(\d+)\s*,\s*(\d+)\s*\)$")
 HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
 _SHORT_YEAR_RE = re.compile(r"^(\d{1,3})-")
@@ -61,6 +87,8 @@ def _delta_type_to_arrow(t: Any) -> pa.DataType:
             return pa.decimal128(int(m.group(1)), int(m.group(2)))
         if t == "decimal":
             return pa.decimal128(10, 0)
+        if t == "variant":
+            return VARIANT
         raise UnsupportedFeatureError(f"column type {t!r} is not supported", feature=t)
     kind = t.get("type")
     if kind == "array":
@@ -132,6 +160,8 @@ def _arrow_type_to_delta(t: pa.DataType, name: str) -> Any:
             "valueType": _arrow_type_to_delta(t.item_type, name),
             "valueContainsNull": t.item_field.nullable,
         }
+    if is_variant(t):
+        return "variant"
     if pa.types.is_struct(t):
         return {"type": "struct", "fields": [_arrow_field_to_delta(t.field(i)) for i in range(t.num_fields)]}
     raise InvalidArgumentError(f"column {name!r}: Arrow type {t} has no Delta equivalent")

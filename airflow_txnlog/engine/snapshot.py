@@ -61,8 +61,17 @@ from airflow_txnlog.engine.storage import Storage
 from airflow_txnlog.engine.validate import names
 
 # columnMapping: modes name and id (engine.column_mapping), read with logical names.
+# variantType: read as delta-rs does (engine.schema.VARIANT); writers refuse such tables.
 SUPPORTED_READER_FEATURES = frozenset(
-    {"timestampNtz", "vacuumProtocolCheck", "columnMapping", "deletionVectors", "v2Checkpoint"}
+    {
+        "timestampNtz",
+        "vacuumProtocolCheck",
+        "columnMapping",
+        "deletionVectors",
+        "v2Checkpoint",
+        "variantType",
+        "variantType-preview",
+    }
     | type_widening.FEATURES
 )
 MAX_READER_VERSION = 3

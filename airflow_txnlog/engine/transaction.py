@@ -70,6 +70,7 @@ from airflow_txnlog.engine.log_paths import LOG_DIR, commit_name
 from airflow_txnlog.engine.log_reader import list_after, read_commit_info, read_commits
 from airflow_txnlog.engine.predicates import Predicate, Range, parse_predicate
 from airflow_txnlog.engine.replay import file_key
+from airflow_txnlog.engine.schema import uses_variant
 from airflow_txnlog.engine.snapshot import Snapshot, check_read_supported
 from airflow_txnlog.engine.storage import Storage
 from airflow_txnlog.engine.validate import json_mapping, mapping, number, one_of, text
@@ -127,6 +128,7 @@ def check_write_supported(protocol: Protocol, metadata: Metadata) -> None:
         "generatedColumns": "delta.generationExpression" in schema_text,
         "identityColumns": "delta.identity." in schema_text,
         "invariants": "delta.invariants" in schema_text,
+        "variantType": uses_variant(schema_text),  # read only: writing Variant data is not supported
     }
     for feature, on in active.items():
         if on:

@@ -41,11 +41,11 @@ from airflow_txnlog.engine import (
     LogCorruptedError,
     Table,
     TableNotFoundError,
-    TxnLogError,
     UnsupportedFeatureError,
     VersionNotFoundError,
 )
 from tests.compat.conftest import GOLDEN_ROOT
+from tests.deltars import deltars_rows
 
 pytestmark = pytest.mark.compat
 
@@ -557,6 +557,35 @@ def _stats_all_types_rows() -> list[dict[str, Any]]:
 UNSET: Any = object()
 
 
+def _variant_key(n: int) -> dict[str, bytes]:
+    """The Variant of `{"key": n}` (0 <= n < 128) in Spark's binary encoding (common/variant/README.md):
+    metadata = header (version 1), dictionary size 1, offsets [0, 3], "key"; value = object header
+    (basic type 2, one-byte sizes), 1 field, field id 0, offsets [0, 2], then the int8 primitive
+    (header 3 << 2) and its byte. parse_json gives the smallest integer type, int8 here."""
+    return {"metadata": b"\x01\x01\x00\x03key", "value": b"\x02\x01\x00\x00\x02\x0c" + bytes([n])}
+
+
+def _variant_rows() -> list[dict[str, Any]]:
+    # The query that wrote version 0 (Delta's generator of this table's twin, variant-stats-no-checkpoint:
+    # "the SAME table structure as spark-variant-checkpoint") over range(0, 100); versions 1 and 2 add one
+    # row each, ids 0 and 1 by their own stats, with the same columns
+    rows = []
+    for i in [*range(100), 0, 1]:
+        v = _variant_key(i)
+        rows.append(
+            {
+                "id": i,
+                "v": v,
+                "array_of_variants": [v, None, v, None, v],
+                "struct_of_variants": {"v": v},
+                "map_of_variants": [(str(i), v), ("nullKey", None)],
+                "array_of_struct_of_variants": [{"v": v}, {"v": None}, None, {"v": v}, None, {"v": v}],
+                "struct_of_array_of_variants": {"v": [None, v]},
+            }
+        )
+    return rows
+
+
 @dataclass(frozen=True)
 class Golden:
     kind: str  # "load" | "unsupported" | "corrupt" | "not_found"
@@ -1003,7 +1032,14 @@ GOLDEN: dict[str, Golden] = {
         _snapshot_files("snapshot-vacuumed"),
         lambda: _snapshot_rows((3, 20)),
     ),
-    "spark-variant-checkpoint": unsupported("protocol readerFeatures [variantType-preview]", "variantType"),
+    "spark-variant-checkpoint": load(
+        "GT / Delta's variant-stats-no-checkpoint generator (v0 = 100 rows of parse_json('{\"key\": id}')); "
+        "Kernel: 4 files at the latest version, checkpoint at 2",
+        2,
+        4,
+        _variant_rows,
+        checkpoint_version=2,
+    ),
     "table-with-columnmapping-mode-id": load(
         "DTRS 'table with `id` column mapping mode'", 0, 2, _column_mapping_rows
     ),
@@ -1317,28 +1353,22 @@ def test_invalid_protocol_version_error_names_the_version() -> None:
         _open_snapshot(GOLDEN_ROOT / "deltalog-invalid-protocol-version")
 
 
-@pytest.mark.parametrize(
-    ("name", "version"), [("spark-variant-checkpoint", 0), ("spark-variant-checkpoint", 2)]
-)
-def test_unsupported_error_for_snapshot_at_explicit_version(name: str, version: int) -> None:
-    # the protocol of every one of these versions already lists the unsupported reader feature
-    with pytest.raises(UnsupportedFeatureError):
-        Table.open(str(GOLDEN_ROOT / name)).snapshot(version=version)
-
-
-@pytest.mark.parametrize(
-    ("name", "feature"),
-    [
-        ("spark-variant-checkpoint", "variantType-preview"),
-    ],
-)
-def test_unsupported_error_names_the_exact_feature(name: str, feature: str) -> None:
-    with pytest.raises(UnsupportedFeatureError) as info:
-        _open_snapshot(GOLDEN_ROOT / name)
-    assert isinstance(info.value, TxnLogError)
-    assert _squash(feature) in _squash(str(info.value))
-    # errors.py: UnsupportedFeatureError(message, *, feature=...)
-    assert feature.lower() in str(getattr(info.value, "feature", "")).lower()
+def test_variant_table_reads_at_each_version_and_refuses_writes(tmp_path: Path) -> None:
+    """Variant is read as delta-rs reads it (struct<metadata, value> of binaries) at every version;
+    writing is refused naming the exact feature, before anything is written."""
+    t = Table.open(str(GOLDEN_ROOT / "spark-variant-checkpoint"))
+    assert canon_rows(t.snapshot(version=0).to_arrow().to_pylist()) == canon_rows(_variant_rows()[:100])
+    assert t.snapshot(version=1).to_arrow().num_rows == 101
+    assert canon_rows(deltars_rows(GOLDEN_ROOT / "spark-variant-checkpoint")) == canon_rows(_variant_rows())
+    root = tmp_path / "t"
+    shutil.copytree(GOLDEN_ROOT / "spark-variant-checkpoint", root)
+    copy = Table.open(str(root))
+    before = sorted(p.name for p in root.rglob("*"))
+    for call in (lambda: copy.write(copy.snapshot().to_arrow()), copy.checkpoint):
+        with pytest.raises(UnsupportedFeatureError) as info:
+            call()
+        assert info.value.feature == "variantType-preview" and "variantType-preview" in str(info.value)
+    assert sorted(p.name for p in root.rglob("*")) == before
 
 
 # ----------------------------------------------------------------------------------------------------------

@@ -119,14 +119,14 @@ def test_unsupported_reader_feature_is_named(table_uri: str) -> None:
         "protocol": {
             "minReaderVersion": 3,
             "minWriterVersion": 7,
-            "readerFeatures": ["variantType"],
-            "writerFeatures": ["variantType"],
+            "readerFeatures": ["collations-preview"],
+            "writerFeatures": ["collations-preview"],
         }
     }
     t.storage.put_if_absent(f"{LOG_DIR}/{2:020d}.json", orjson.dumps(proto) + b"\n")
-    with pytest.raises(UnsupportedFeatureError, match="variantType") as err:
+    with pytest.raises(UnsupportedFeatureError, match="collations-preview") as err:
         Table.open(table_uri).snapshot()
-    assert err.value.feature == "variantType"
+    assert err.value.feature == "collations-preview"
     assert _ids(t, version=1) == [0]  # older versions stay readable
 
 
