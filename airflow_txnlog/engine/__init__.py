@@ -30,7 +30,7 @@ if TYPE_CHECKING:  # the names below load on first use (PEP 562 __getattr__), se
         Txn,
     )
     from airflow_txnlog.engine.column_mapping import Names as ColumnNames
-    from airflow_txnlog.engine.column_mapping import with_new_fields
+    from airflow_txnlog.engine.column_mapping import with_new_fields, without_mapping
     from airflow_txnlog.engine.conflicts import IsolationLevel
     from airflow_txnlog.engine.deletion_vectors import write_dv_file as write_deletion_vectors
     from airflow_txnlog.engine.errors import (
@@ -82,6 +82,7 @@ if TYPE_CHECKING:  # the names below load on first use (PEP 562 __getattr__), se
     from airflow_txnlog.engine.publication_records import DEFAULT_CHANNEL, Publication
     from airflow_txnlog.engine.restore import ForeignCommitsPolicy, RestoreResult
     from airflow_txnlog.engine.savepoints import Savepoint
+    from airflow_txnlog.engine.scan import FileScan
     from airflow_txnlog.engine.schema import (
         HIVE_NULL,
         parse_partition_value,
@@ -89,6 +90,7 @@ if TYPE_CHECKING:  # the names below load on first use (PEP 562 __getattr__), se
         schema_to_json,
         serialize_partition_value,
         type_text,
+        uses_variant,
     )
     from airflow_txnlog.engine.snapshot import Snapshot
     from airflow_txnlog.engine.stats import (
@@ -114,6 +116,9 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "CleanupResult": ("log_cleanup", "CleanupResult"),
     "ColumnNames": ("column_mapping", "Names"),
     "with_new_fields": ("column_mapping", "with_new_fields"),
+    "without_mapping": ("column_mapping", "without_mapping"),
+    "FileScan": ("scan", "FileScan"),
+    "uses_variant": ("schema", "uses_variant"),
     "CommitConflictError": ("errors", "CommitConflictError"),
     "CommitInfo": ("actions", "CommitInfo"),
     "CommitOutcomeUnknownError": ("errors", "CommitOutcomeUnknownError"),
@@ -208,6 +213,7 @@ __all__ = [
     "ConcurrentDeleteDeleteError",
     "ConcurrentDeleteReadError",
     "ConcurrentTransactionError",
+    "FileScan",
     "FilesMissingError",
     "ForeignCommitsError",
     "ForeignCommitsPolicy",
@@ -269,7 +275,9 @@ __all__ = [
     "target_file_size",
     "to_arrow_expression",
     "type_text",
+    "uses_variant",
     "with_new_fields",
+    "without_mapping",
     "write_deletion_vectors",
 ]
 

@@ -30,7 +30,7 @@ import pyarrow.compute as pc
 
 from airflow_txnlog.engine.actions import Metadata
 from airflow_txnlog.engine.errors import LogCorruptedError
-from airflow_txnlog.engine.schema import schema_from_json, schema_to_json
+from airflow_txnlog.engine.schema import is_variant, schema_from_json, schema_to_json
 
 MODE = "delta.columnMapping.mode"
 PHYSICAL_NAME = "delta.columnMapping.physicalName"
@@ -58,6 +58,8 @@ def physical_name(f: pa.Field) -> str:
 
 
 def _physical_type(t: pa.DataType) -> pa.DataType:
+    if is_variant(t):  # a primitive in Delta's schema: its two fields have no names to map
+        return t
     if pa.types.is_struct(t):
         return pa.struct([physical_field(f) for f in t])
     if pa.types.is_large_list(t):
@@ -121,6 +123,8 @@ def rename_map_keys(values: pa.MapArray, renames: Mapping[str, str]) -> pa.MapAr
 
 def _ids(t: pa.DataType, path: tuple[str, ...], out: dict[int, tuple[str, ...]]) -> None:
     """Field id -> path of physical names, for every struct field below `t`."""
+    if is_variant(t):
+        return
     if pa.types.is_struct(t):
         for f in t:
             _collect(f, path, out)
@@ -248,6 +252,8 @@ def _with_ids(f: pa.Field, key: bytes) -> pa.Field:
 
 
 def _ids_type(t: pa.DataType, key: bytes) -> pa.DataType:
+    if is_variant(t):
+        return t
     if pa.types.is_struct(t):
         return pa.struct([_with_ids(f, key) for f in t])
     if pa.types.is_list(t):
@@ -285,25 +291,27 @@ def _number(f: pa.Field, counter: list[int], fresh: bool) -> pa.Field:
         extra[FIELD_ID] = counter[0]
     if not isinstance(_meta(f, PHYSICAL_NAME), str):
         extra[PHYSICAL_NAME] = f"col-{uuid.uuid4()}" if fresh else f.name
-    t = f.type
-    if pa.types.is_struct(t):
-        t = pa.struct([_number(c, counter, fresh) for c in t])
-    elif pa.types.is_list(t) or pa.types.is_large_list(t):
-        inner = t.value_field.with_type(_renumber_type(t.value_type, counter, fresh))
-        t = pa.list_(inner) if pa.types.is_list(t) else pa.large_list(inner)
-    elif pa.types.is_map(t):
-        t = pa.map_(
-            t.key_field.with_type(_renumber_type(t.key_type, counter, fresh)),
-            t.item_field.with_type(_renumber_type(t.item_type, counter, fresh)),
-        )
     meta = dict(f.metadata or {})
     meta.update({k.encode(): orjson.dumps(v) for k, v in extra.items()})
-    return pa.field(f.name, t, f.nullable, meta)
+    return pa.field(f.name, _number_type(f.type, counter, fresh), f.nullable, meta)
 
 
-def _renumber_type(t: pa.DataType, counter: list[int], fresh: bool) -> pa.DataType:
+def _number_type(t: pa.DataType, counter: list[int], fresh: bool) -> pa.DataType:
+    """`t` with the struct fields at any depth below it numbered (through lists and maps too; a
+    list's element and a map's key / value are not fields of their own here, only `nested.ids` of
+    icebergCompat would number them)."""
+    if is_variant(t):
+        return t
     if pa.types.is_struct(t):
         return pa.struct([_number(c, counter, fresh) for c in t])
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        inner = t.value_field.with_type(_number_type(t.value_type, counter, fresh))
+        return pa.list_(inner) if pa.types.is_list(t) else pa.large_list(inner)
+    if pa.types.is_map(t):
+        return pa.map_(
+            t.key_field.with_type(_number_type(t.key_type, counter, fresh)),
+            t.item_field.with_type(_number_type(t.item_type, counter, fresh)),
+        )
     return t
 
 
@@ -317,6 +325,8 @@ def mapped_schema(schema: pa.Schema, *, start: int = 0, fresh: bool = False) -> 
 
 
 def _children(t: pa.DataType) -> list[pa.Field]:
+    if is_variant(t):
+        return []
     if pa.types.is_struct(t):
         return list(t)
     if pa.types.is_list(t) or pa.types.is_large_list(t):
@@ -334,6 +344,33 @@ def _max_id(fields: list[pa.Field]) -> int:
     return best
 
 
+_MAPPING_KEYS = (FIELD_ID.encode(), PHYSICAL_NAME.encode(), b"delta.columnMapping.nested.ids")
+
+
+def _unmapped_field(f: pa.Field) -> pa.Field:
+    meta = {k: v for k, v in (f.metadata or {}).items() if k not in _MAPPING_KEYS}
+    return pa.field(f.name, _unmapped_type(f.type), f.nullable, meta or None)
+
+
+def _unmapped_type(t: pa.DataType) -> pa.DataType:
+    if is_variant(t):
+        return t
+    if pa.types.is_struct(t):
+        return pa.struct([_unmapped_field(c) for c in t])
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        inner = _unmapped_field(t.value_field)
+        return pa.list_(inner) if pa.types.is_list(t) else pa.large_list(inner)
+    if pa.types.is_map(t):
+        return pa.map_(_unmapped_field(t.key_field), _unmapped_field(t.item_field))
+    return t
+
+
+def without_mapping(schema: pa.Schema) -> pa.Schema:
+    """`schema` without any column mapping metadata, at every depth: what users see (and what a
+    DataFrame read from a mapped table must not carry back into a new column's definition)."""
+    return pa.schema([_unmapped_field(f) for f in schema], metadata=schema.metadata)
+
+
 def with_new_fields(metadata: Metadata, schema: pa.Schema) -> Metadata:
     """`metadata` with `schema` (the table's schema plus new fields, as schema evolution adds them):
     on a column-mapped table the new fields get fresh ids and physical names, and
@@ -344,6 +381,12 @@ def with_new_fields(metadata: Metadata, schema: pa.Schema) -> Metadata:
         start = int(metadata.configuration.get(MAX_COLUMN_ID, 0))
     except ValueError:
         start = 0
+    current = set(schema_from_json(metadata.schema_string).names)
+    # a new column never keeps ids or names it brought along (a copy of a mapped column would
+    # otherwise reuse that column's ids and physical names)
+    schema = pa.schema(
+        [f if f.name in current else _unmapped_field(f) for f in schema], metadata=schema.metadata
+    )
     start = max(start, _max_id(list(schema)))
     mapped, top = mapped_schema(schema, start=start, fresh=True)
     conf = {**metadata.configuration, MAX_COLUMN_ID: str(top)}

@@ -88,9 +88,17 @@ def _refuse_column_features(schema: pa.Schema) -> None:
                         "this engine does not honor it when writing, so nothing was created",
                         feature=feature,
                     )
-        if pa.types.is_struct(field.type):
-            for i in range(field.type.num_fields):
-                walk(field.type.field(i), f"{path}.{field.type.field(i).name}")
+        t = field.type
+        if pa.types.is_struct(t):
+            children = [(c, f"{path}.{c.name}") for c in t]
+        elif pa.types.is_list(t) or pa.types.is_large_list(t):
+            children = [(t.value_field, f"{path}.element")]
+        elif pa.types.is_map(t):
+            children = [(t.key_field, f"{path}.key"), (t.item_field, f"{path}.value")]
+        else:
+            children = []
+        for child, child_path in children:
+            walk(child, child_path)
 
     for f in schema:
         walk(f, f.name)
@@ -113,15 +121,15 @@ def version_zero(
     stats_columns(conf)  # malformed quoting in delta.dataSkippingStatsColumns: InvalidArgumentError
     text("name", name)
     text("description", description)
-    if column_mapping.mode(conf) != "none":  # Delta's CREATE: every field gets an id and a new name
-        schema, top = column_mapping.mapped_schema(norm, fresh=True)
-        conf[column_mapping.MAX_COLUMN_ID] = str(top)
-    if uses_variant(schema_to_json(schema)):
+    if uses_variant(schema_to_json(norm)):
         raise UnsupportedFeatureError(
             "the schema has a variant column (table feature variantType), which this engine reads but "
             "does not write; nothing was created",
             feature="variantType",
         )
+    if column_mapping.mode(conf) != "none":  # Delta's CREATE: every field gets an id and a new name
+        schema, top = column_mapping.mapped_schema(norm, fresh=True)
+        conf[column_mapping.MAX_COLUMN_ID] = str(top)
     protocol = _protocol(conf, ntz=uses_timestamp_ntz(norm))
     now = int(time.time() * 1000)
     metadata = Metadata(

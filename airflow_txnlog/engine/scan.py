@@ -10,12 +10,17 @@ else is done to it.
 The row filter is evaluated on the conformed columns, i.e. in the table schema's types, which is
 what the predicate's literals were fitted to (see `predicates`); anything pyarrow still cannot
 evaluate is a `PredicateError`, never a raw Arrow error.
+
+`FileScan` carries what reading needs without the log (schema, partition columns, column mapping,
+the storage's URI and options), so files chosen on one machine can be read on another.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -26,7 +31,7 @@ from airflow_txnlog.engine.column_mapping import Names, to_logical
 from airflow_txnlog.engine.errors import LogCorruptedError, PredicateError, SchemaMismatchError
 from airflow_txnlog.engine.predicates import Node, to_arrow_expression
 from airflow_txnlog.engine.schema import parse_partition_value
-from airflow_txnlog.engine.storage import Storage
+from airflow_txnlog.engine.storage import Storage, storage_for
 
 
 def _conform_column(arr: pa.ChunkedArray, target: pa.DataType, name: str) -> pa.ChunkedArray:
@@ -145,3 +150,34 @@ def read_files(
             )
         )
     return pa.concat_tables(parts).cast(out_schema)
+
+
+@dataclass(frozen=True)
+class FileScan:
+    """What reading some of a version's data files needs, without its log: picklable, so a planner
+    (a Spark data source on the driver) chooses the files and workers (executors) read them.
+
+    :param uri: the table URI; :param storage_options: its fsspec options (never logged).
+    """
+
+    uri: str
+    storage_options: Mapping[str, Any] | None
+    schema: pa.Schema
+    partition_columns: tuple[str, ...]
+    names: Names | None = None
+
+    def read(self, files: Sequence[AddFile], columns: Sequence[str] | None = None) -> Iterator[pa.Table]:
+        """The rows of each file in turn (deletion vectors applied, partition columns attached,
+        logical names, table types), one table per file."""
+        storage = storage_for(self.uri, self.storage_options)
+        cols = list(columns) if columns is not None else list(self.schema.names)
+        for add in files:
+            yield read_file(
+                storage,
+                add,
+                self.schema,
+                self.partition_columns,
+                columns=cols,
+                row_filter=None,
+                names=self.names,
+            )

@@ -68,7 +68,9 @@ def uses_variant(schema_string: str) -> bool:
 
 def is_variant(t: pa.DataType) -> bool:
     """Whether `t` is the Arrow form of Delta's `variant` (see `VARIANT`)."""
-    return bool(pa.types.is_struct(t) and t.num_fields == 2 and t.field(0).metadata == VARIANT_MARK)
+    if not (pa.types.is_struct(t) and t.num_fields == 2):
+        return False
+    return all((f.metadata or {}).get(b"delta.variant") == b"true" for f in t)
 
 
 _DECIMAL_RE = re.compile(r"^decimal\(\s*(\d+)\s*,\s*(\d+)\s*\)$")

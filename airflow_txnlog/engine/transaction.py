@@ -90,7 +90,7 @@ DEFAULT_MAX_COMMIT_BYTES = 256 * 1024 * 1024
 # transaction that rewrites part of a file must add them itself.
 # columnMapping: read, renamed, dropped (metadata only); the writers write physical names and field
 # ids (`column_mapping.Names.to_files`); a raw transaction adding files must have written them too.
-# v2Checkpoint: read (engine.checkpoint_v2); our checkpoints of such tables are single classic files.
+# v2Checkpoint: read and written as UUID-named V2 checkpoints with a sidecar (engine.checkpoint_v2).
 # typeWidening: honored by never changing a column's type (schema evolution only adds columns, and
 # keeps every field's metadata, `delta.typeChanges` included) and by reading widened files.
 SUPPORTED_WRITER_FEATURES = frozenset(

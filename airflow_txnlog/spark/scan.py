@@ -35,6 +35,7 @@ from airflow_txnlog.engine import (
     Table,
     UnsupportedFeatureError,
     parse_partition_value,
+    without_mapping,
 )
 from airflow_txnlog.spark.schemas import CHECK_MARKER, data_schema, to_spark_schema
 from airflow_txnlog.spark.uris import decode_spark_path, file_uri
@@ -147,7 +148,7 @@ def _read_data(ctx: TableContext, paths: list[str]) -> DataFrame:
     parts = {ctx.physical(c) for c in ctx.partition_columns}
     physical = data_schema(ctx.names.physical, sorted(parts))
     df = ctx.spark.read.schema(physical).parquet(*paths)
-    logical = {f.name: f for f in to_spark_schema(ctx.schema).fields}
+    logical = {f.name: f for f in to_spark_schema(without_mapping(ctx.schema)).fields}  # users' view
     renamed = [
         F.col(f"`{p.name}`").cast(logical[lf.name].dataType).alias(lf.name)
         for lf, p in zip(ctx.schema, ctx.names.physical, strict=True)

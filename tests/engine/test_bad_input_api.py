@@ -242,9 +242,13 @@ def test_create_with_a_column_mapping_property_and_a_mapped_schema_is_refused(ne
     """A schema that already carries mapping metadata is not the user's to give: ids and physical
     names are assigned by the engine (a clash would corrupt the table)."""
     meta = {b"delta.columnMapping.physicalName": b'"x"'}
-    schema = pa.schema([pa.field("id", pa.int64(), metadata=meta)])
-    call = lambda: Table.create(new_uri, schema=schema, properties={"delta.columnMapping.mode": "name"})  # noqa: E731
-    _refused(call, "columnMapping", "id", error=UnsupportedFeatureError)
+    deep = pa.list_(pa.struct([pa.field("z", pa.int32(), metadata={b"delta.columnMapping.id": b"1"})]))
+    for schema, named in [
+        (pa.schema([pa.field("id", pa.int64(), metadata=meta)]), "id"),
+        (pa.schema([("id", pa.int64()), ("l", deep)]), "l.element.z"),  # inside a list too
+    ]:
+        call = lambda s=schema: Table.create(new_uri, schema=s, properties={"delta.columnMapping.mode": "id"})  # noqa: E731
+        _refused(call, "columnMapping", named, error=UnsupportedFeatureError)
 
 
 def test_valid_values_still_accepted(table_uri: str) -> None:

@@ -122,3 +122,43 @@ def test_dml_on_a_mapped_table_writes_physical_names(spark, tmp_path: Path, mode
         ids = {f.name: int(f.metadata[b"PARQUET:field_id"]) for f in file_schema}
         assert ids[names.physical_of("id")] == 1 and ids[names.physical_of("s")] == 2
         assert set(json.loads(add.stats or "")["nullCount"]) <= set(file_schema.names)
+
+
+def _ids_depth_first(t: pa.DataType, key: bytes) -> list[int]:
+    out: list[int] = []
+    if pa.types.is_struct(t):
+        for f in t:
+            raw = (f.metadata or {}).get(key)
+            out.append(int(json.loads(raw)) if raw is not None else -1)
+            out += _ids_depth_first(f.type, key)
+    elif pa.types.is_list(t):
+        out += _ids_depth_first(t.value_type, key)
+    elif pa.types.is_map(t):
+        out += _ids_depth_first(t.item_type, key)
+    return out
+
+
+def test_spark_files_carry_every_nested_id_and_copies_get_fresh_ones(spark, tmp_path: Path) -> None:
+    """Structs in lists and maps get their field ids in Spark's files; a DataFrame read from the table
+    shows no mapping metadata, so a copied column added by merge_schema gets new ids and names."""
+    root = str(tmp_path / "t")
+    spark_schema = "id long, s struct<x:int>, l array<struct<z:int>>, m map<string,struct<a:int>>"
+    df = spark.createDataFrame([(1, (1,), [(2,)], {"k": (3,)})], spark_schema)
+    st = SparkTable.create(spark, root, df, properties={"delta.columnMapping.mode": "id"})
+    st.write(df)
+    read = st.to_df()
+    assert "delta.columnMapping" not in read.schema.json()
+    st.write(read.withColumn("s2", read["s"]), merge_schema=True)
+    snap = Table.open(root).snapshot()
+    table_ids = _ids_depth_first(pa.struct(list(snap.schema)), b"delta.columnMapping.id")
+    assert sorted(table_ids) == list(range(1, 10))  # s2 and s2.x: 8 and 9, none reused
+    assert snap.metadata.configuration["delta.columnMapping.maxColumnId"] == "9"
+    for add in snap.files():
+        file_schema = pq.read_schema(f"{root}/{add.path}")
+        want = _ids_depth_first(
+            pa.struct([f for f in snap.schema if snap.column_names.physical_of(f.name) in file_schema.names]),
+            b"delta.columnMapping.id",
+        )  # type: ignore[union-attr]
+        assert _ids_depth_first(pa.struct(list(file_schema)), b"PARQUET:field_id") == want
+    rows = [{"id": 1, "s": {"x": 1}, "l": [{"z": 2}], "m": [("k", {"a": 3})]}]
+    assert deltars_rows(root) == sorted([{**rows[0], "s2": None}, {**rows[0], "s2": {"x": 1}}], key=repr)
