@@ -26,6 +26,7 @@ from airflow_txnlog.spark.errors import (
 )
 from airflow_txnlog.spark.merge import MergeBuilder
 from airflow_txnlog.spark.results import DmlResult, WriteResult
+from airflow_txnlog.spark.source import register
 from airflow_txnlog.spark.table import SparkTable
 from airflow_txnlog.spark.uris import DEFAULT_SCHEME_MAP, to_hadoop_uri
 
@@ -39,5 +40,6 @@ __all__ = [
     "SparkTable",
     "WriteMode",
     "WriteResult",
+    "register",
     "to_hadoop_uri",
 ]

@@ -13,6 +13,7 @@ import datetime as dt
 import decimal
 import os
 import shutil
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,8 @@ from pyspark.sql import SparkSession
 from airflow_txnlog.spark import SparkTable
 
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+# Python workers (the txnlog data source, Python UDFs) run this interpreter, with the package on it
+os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
 SCHEMA = pa.schema(
     [
@@ -67,6 +70,7 @@ def spark() -> Iterator[Any]:
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.driver.host", "127.0.0.1")
+        .config("spark.sql.python.filterPushdown.enabled", "true")
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")
