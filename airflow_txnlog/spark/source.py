@@ -23,11 +23,11 @@ the executors inside the partitions (pickled, as Spark ships every task) and nev
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
 import pyarrow as pa
 from pyspark.sql import SparkSession
 from pyspark.sql.datasource import DataSource, DataSourceReader, Filter, InputPartition
@@ -123,8 +123,8 @@ def _int_option(name: str, raw: str | None, *, minimum: int) -> int | None:
 
 def _json_object(name: str, raw: str) -> dict[str, Any]:
     try:
-        value = orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
+        value = json.loads(raw)
+    except ValueError as exc:
         raise InvalidArgumentError(f"txnlog: {name} must be a JSON object: {exc}") from exc
     if not isinstance(value, dict):
         raise InvalidArgumentError(f"txnlog: {name} must be a JSON object, got {type(value).__name__}")

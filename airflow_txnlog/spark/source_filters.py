@@ -13,10 +13,10 @@ What goes back to Spark (it evaluates those on the rows):
 A filter on partition columns only is not returned: the kept files' partition values satisfy it
 exactly, so every row read does.
 
-Literals are rendered, never interpolated raw: strings are quoted with `\\` and `'` backslash-escaped
-(the engine parses Spark SQL, where a doubled `''` would join two strings), binary as X'..', dates as DATE '...',
-decimals in plain notation; the rendered text is parsed again by the engine, so an unexpected
-value is refused there rather than misread.
+Literals are rendered, never interpolated raw: strings are quoted with `\\` and `'` backslash-
+escaped (the engine parses Spark SQL, where a doubled `''` would join two strings), binary as X'..',
+dates as DATE '...', decimals in plain notation; the rendered text is parsed again by the engine,
+so an unexpected value is refused there rather than misread.
 """
 
 from __future__ import annotations
