@@ -102,11 +102,12 @@ if TYPE_CHECKING:  # the names below load on first use (PEP 562 __getattr__), se
         stats_columns,
         stats_json,
     )
+    from airflow_txnlog.engine.storage import storage_for
     from airflow_txnlog.engine.table import Table
     from airflow_txnlog.engine.transaction import Transaction
     from airflow_txnlog.engine.vacuum import VacuumResult
     from airflow_txnlog.engine.validate import one_of as check_choice
-    from airflow_txnlog.engine.writer import WriteMode
+    from airflow_txnlog.engine.writer import WriteMode, conform_to_schema, write_data_files
 
 # public name -> (engine submodule, attribute in it; None: the submodule itself)
 _LAZY: dict[str, tuple[str, str | None]] = {
@@ -118,6 +119,9 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "with_new_fields": ("column_mapping", "with_new_fields"),
     "without_mapping": ("column_mapping", "without_mapping"),
     "FileScan": ("scan", "FileScan"),
+    "storage_for": ("storage", "storage_for"),
+    "conform_to_schema": ("writer", "conform_to_schema"),
+    "write_data_files": ("writer", "write_data_files"),
     "uses_variant": ("schema", "uses_variant"),
     "CommitConflictError": ("errors", "CommitConflictError"),
     "CommitInfo": ("actions", "CommitInfo"),
@@ -260,6 +264,7 @@ __all__ = [
     "WriteMode",
     "change_data_feed",
     "check_choice",
+    "conform_to_schema",
     "indexed_leaves",
     "json_bounds",
     "log_reader",
@@ -272,12 +277,14 @@ __all__ = [
     "serialize_partition_value",
     "stats_columns",
     "stats_json",
+    "storage_for",
     "target_file_size",
     "to_arrow_expression",
     "type_text",
     "uses_variant",
     "with_new_fields",
     "without_mapping",
+    "write_data_files",
     "write_deletion_vectors",
 ]
 

@@ -60,6 +60,7 @@ from airflow_txnlog.engine.transaction import (
     DEFAULT_MAX_COMMIT_BYTES,
     TAGS_EXAMPLE,
     Transaction,
+    check_write_supported,
 )
 from airflow_txnlog.engine.vacuum import VacuumResult
 from airflow_txnlog.engine.validate import mapping, number, one_of, text
@@ -313,6 +314,12 @@ class Table:
         if seen is None or seen < version:
             return None
         return self._find_txn_commit(app_id, version) or snap.version
+
+    def check_writable(self) -> None:
+        """`UnsupportedFeatureError` unless this engine can write the latest version (its protocol's
+        writer features, and the features its metadata uses): call it before writing data files."""
+        snap = self._refresh()
+        check_write_supported(snap.protocol, snap.metadata)
 
     def txn_commit_version(self, app_id: str, version: int) -> int | None:
         """The version whose commit recorded txn `app_id` at `version` or later (None if not in the log)."""

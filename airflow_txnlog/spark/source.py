@@ -23,112 +23,42 @@ the executors inside the partitions (pickled, as Spark ships every task) and nev
 from __future__ import annotations
 
 import dataclasses
-import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
 from pyspark.sql import SparkSession
-from pyspark.sql.datasource import DataSource, DataSourceReader, Filter, InputPartition
+from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceWriter, Filter, InputPartition
 from pyspark.sql.types import StructType
 
 from airflow_txnlog.engine import (
     AddFile,
     FileScan,
-    InvalidArgumentError,
     Snapshot,
-    Table,
     UnsupportedFeatureError,
     uses_variant,
     without_mapping,
 )
 from airflow_txnlog.spark.schemas import to_spark_schema
 from airflow_txnlog.spark.source_filters import plan
+from airflow_txnlog.spark.source_options import ReadOptions, WriteOptions
+from airflow_txnlog.spark.source_write import TxnlogWriter
 
 NAME = "txnlog"
-STORAGE_PREFIX = "storage."
-SESSION_STORAGE_PREFIX = "spark.txnlog.storage."
-DEFAULT_PARTITION_BYTES = 128 * 1024 * 1024
-READ_OPTIONS = frozenset({"path", "versionasof", "timestampasof", "maxpartitionbytes", "storageoptions"})
 _BATCH_ROWS = 64 * 1024
 
 
+FILTER_PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
+
+
 def register(spark: SparkSession) -> None:
-    """Make `format("txnlog")` known to `spark` (idempotent: registering again replaces it)."""
+    """Make `format("txnlog")` known to `spark` (idempotent: registering again replaces it).
+
+    Also turns on Python filter pushdown for the session: Spark refuses to read a Python source that
+    implements `pushFilters` while the setting is off (its default)."""
     spark.dataSource.register(TxnlogDataSource)
-
-
-def _session_storage_options() -> dict[str, str]:
-    spark = SparkSession.getActiveSession()
-    if spark is None:
-        return {}
-    try:
-        conf = spark.conf.getAll
-    except Exception:
-        return {}
-    items = conf.items() if isinstance(conf, Mapping) else []
-    return {
-        k[len(SESSION_STORAGE_PREFIX) :]: str(v) for k, v in items if k.startswith(SESSION_STORAGE_PREFIX)
-    }
-
-
-@dataclass(frozen=True)
-class ReadOptions:
-    """The options of a read, checked."""
-
-    path: str
-    version: int | None
-    timestamp: str | None
-    partition_bytes: int
-    storage_options: dict[str, Any]
-
-    @classmethod
-    def parse(cls, options: Mapping[str, str]) -> ReadOptions:
-        opts = {str(k).lower(): str(v) for k, v in options.items()}
-        storage = _session_storage_options()
-        storage.update({k[len(STORAGE_PREFIX) :]: v for k, v in opts.items() if k.startswith(STORAGE_PREFIX)})
-        unknown = sorted(k for k in opts if k not in READ_OPTIONS and not k.startswith(STORAGE_PREFIX))
-        if unknown:
-            raise InvalidArgumentError(
-                f"txnlog: unknown read options {unknown}; known: path, versionAsOf, timestampAsOf, "
-                "maxPartitionBytes, storageOptions, storage.<fsspec option>"
-            )
-        if not opts.get("path"):
-            raise InvalidArgumentError('txnlog: no table path; use spark.read.format("txnlog").load(path)')
-        if "storageoptions" in opts:
-            storage.update(_json_object("storageOptions", opts["storageoptions"]))
-        version = _int_option("versionAsOf", opts.get("versionasof"), minimum=0)
-        if version is not None and opts.get("timestampasof"):
-            raise InvalidArgumentError("txnlog: give versionAsOf or timestampAsOf, not both")
-        size = _int_option("maxPartitionBytes", opts.get("maxpartitionbytes"), minimum=1)
-        return cls(opts["path"], version, opts.get("timestampasof"), size or DEFAULT_PARTITION_BYTES, storage)
-
-    def snapshot(self) -> tuple[Table, Snapshot]:
-        table = Table.open(self.path, storage_options=self.storage_options or None)
-        return table, table.snapshot(version=self.version, timestamp=self.timestamp)
-
-
-def _int_option(name: str, raw: str | None, *, minimum: int) -> int | None:
-    if raw is None:
-        return None
-    try:
-        value = int(raw.strip())
-    except ValueError:
-        value = minimum - 1
-    if value < minimum:
-        raise InvalidArgumentError(f"txnlog: {name} must be an integer >= {minimum}, got {raw!r}")
-    return value
-
-
-def _json_object(name: str, raw: str) -> dict[str, Any]:
-    try:
-        value = json.loads(raw)
-    except ValueError as exc:
-        raise InvalidArgumentError(f"txnlog: {name} must be a JSON object: {exc}") from exc
-    if not isinstance(value, dict):
-        raise InvalidArgumentError(f"txnlog: {name} must be a JSON object, got {type(value).__name__}")
-    return value
+    spark.conf.set(FILTER_PUSHDOWN_CONF, "true")
 
 
 def spark_schema(snapshot: Snapshot) -> StructType:
@@ -149,6 +79,9 @@ class TxnlogDataSource(DataSource):
 
     def schema(self) -> StructType:
         return spark_schema(ReadOptions.parse(self.options).snapshot()[1])
+
+    def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        return TxnlogWriter(WriteOptions.parse(self.options), schema, overwrite)
 
     def reader(self, schema: StructType) -> DataSourceReader:
         # the version is pinned here: planning and every task read the same one, whatever commits next

@@ -1,0 +1,299 @@
+"""`df.write.format("txnlog")`: executors write the files, the driver makes one commit.
+
+    driver (`TxnlogWriter.__init__`, before any task): the options are checked; the table (if it
+        exists) is opened and must be writable by this engine; the DataFrame's schema is matched to
+        the table's (case-insensitive names; `mergeSchema` adds new columns, `overwriteSchema` with
+        mode overwrite replaces the schema); `replaceWhere` must name partition columns only; a
+        `txnAppId` / `txnVersion` pair the table already holds turns the whole write into a no-op
+    executors (`write`): the Arrow batches are conformed to the table schema (the engine's
+        `conform_to_schema`), checked against `replaceWhere`, and written as parquet straight to
+        their final `col=value/part-....parquet` paths by the engine's writer (`write_data_files`:
+        stats from the batches, physical names on column-mapped tables), in runs of at most
+        `maxRowsPerFile` rows; the task returns its `add` actions. A task that fails deletes the
+        files it wrote.
+    driver (`commit`): ONE engine transaction: the adds, the removes (mode overwrite: every live file,
+        or with `replaceWhere` the files of the matching partitions), the new metadata, the txn id;
+        a table that does not exist yet is created first (version 0), from the DataFrame's schema
+        and `partitionBy`. A failed commit deletes the new files unless it may have landed.
+    driver (`abort`): every file the successful tasks wrote is deleted.
+
+No staging folder, no footer reads, no moves: the only storage calls on the driver are the log's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
+from pyspark.sql.types import StructType
+
+from airflow_txnlog.engine import (
+    AddFile,
+    ColumnNames,
+    CommitConflictError,
+    CommitRetriesExceededError,
+    ConcurrentTransactionError,
+    InvalidArgumentError,
+    Metadata,
+    SchemaMismatchError,
+    Table,
+    TableNotFoundError,
+    conform_to_schema,
+    parse_predicate,
+    schema_from_json,
+    schema_to_json,
+    storage_for,
+    to_arrow_expression,
+    with_new_fields,
+    write_data_files,
+)
+from airflow_txnlog.spark.schemas import CHECK_MARKER, to_arrow_schema
+from airflow_txnlog.spark.source_options import WriteOptions
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What every task needs to write (picklable)."""
+
+    uri: str
+    storage_options: Mapping[str, Any] | None
+    schema: pa.Schema  # the table schema after this write (logical names)
+    partition_columns: tuple[str, ...]
+    configuration: Mapping[str, str]
+    names: ColumnNames | None
+    renames: Mapping[str, str]  # DataFrame column -> table column (case differs)
+    replace_where: str | None
+    max_rows: int
+
+
+@dataclass(frozen=True)
+class Written(WriterCommitMessage):
+    adds: tuple[AddFile, ...]
+
+
+def _evolved(
+    current: pa.Schema, incoming: pa.Schema, options: WriteOptions
+) -> tuple[pa.Schema, dict[str, str]]:
+    """(the table schema after the write, DataFrame column -> table column renames)."""
+    by_lower = {n.lower(): n for n in current.names}
+    renames = {
+        n: by_lower[n.lower()] for n in incoming.names if n.lower() in by_lower and by_lower[n.lower()] != n
+    }
+    extra = [f for f in incoming if f.name.lower() not in by_lower]
+    if extra and not options.merge_schema:
+        raise SchemaMismatchError(
+            f"txnlog: columns {[f.name for f in extra]} are not in the table schema {current.names}. "
+            'Help: .option("mergeSchema", "true") adds them'
+        )
+    target = pa.schema(list(current) + [f.with_nullable(True) for f in extra])
+    probe = incoming.empty_table().rename_columns([renames.get(n, n) for n in incoming.names])
+    conform_to_schema(probe, target)  # a type or NOT NULL mismatch fails here, before any task
+    return target, renames
+
+
+class TxnlogWriter(DataSourceArrowWriter):
+    """See the module docstring."""
+
+    def __init__(self, options: WriteOptions, schema: StructType, overwrite: bool) -> None:
+        self.options = options
+        self.overwrite = overwrite
+        self.skip = False
+        incoming = to_arrow_schema(schema)
+        try:
+            table: Table | None = Table.open(options.path, storage_options=options.storage_options or None)
+        except TableNotFoundError:
+            table = None
+        self.exists = table is not None
+        self.metadata: Metadata | None = None
+        if table is None:
+            self.plan = self._new_table_plan(incoming)
+            return
+        snap = table.snapshot()
+        table.check_writable()
+        seen = snap.txn_version(options.txn[0]) if options.txn is not None else None
+        if options.txn is not None and seen is not None and seen >= options.txn[1]:
+            self.skip = True  # this write already committed: tasks write nothing, commit is a no-op
+        self.read_version = snap.version
+        self.metadata = snap.metadata
+        self.plan = self._existing_table_plan(snap, incoming)
+
+    def _new_table_plan(self, incoming: pa.Schema) -> Plan:
+        parts = tuple(self.options.partition_by or ())
+        missing = [c for c in parts if c not in incoming.names]
+        if missing:
+            raise InvalidArgumentError(
+                f"txnlog: partitionBy columns {missing} are not in the data {incoming.names}"
+            )
+        self._check_replace_where(incoming, parts)
+        return Plan(
+            self.options.path, self.options.storage_options or None, incoming, parts, {}, None, {},
+            self.options.replace_where, self.options.max_rows,
+        )  # fmt: skip
+
+    def _existing_table_plan(self, snap: Any, incoming: pa.Schema) -> Plan:
+        parts = tuple(snap.partition_columns)
+        if self.options.partition_by is not None and list(self.options.partition_by) != list(parts):
+            raise InvalidArgumentError(
+                f"txnlog: partitionBy {list(self.options.partition_by)} differs from the table's partition "
+                f"columns {list(parts)}; a table's partitioning cannot change"
+            )
+        if self.options.overwrite_schema:
+            if not self.overwrite or snap.column_names is not None:
+                raise InvalidArgumentError(
+                    "txnlog: overwriteSchema needs mode('overwrite') and a table without column mapping"
+                )
+            schema, renames = incoming, dict[str, str]()
+            self.metadata = dataclasses.replace(snap.metadata, schema_string=_schema_json(incoming))
+        else:
+            schema, renames = _evolved(snap.schema, incoming, self.options)
+            if schema != snap.schema:
+                self.metadata = with_new_fields(snap.metadata, schema)
+                schema = schema_from_json(self.metadata.schema_string)
+        self._check_replace_where(schema, parts)
+        names = ColumnNames.of(self.metadata) if self.metadata is not None else snap.column_names
+        return Plan(
+            self.options.path, self.options.storage_options or None, schema, parts,
+            dict(snap.properties), names, renames, self.options.replace_where, self.options.max_rows,
+        )  # fmt: skip
+
+    def _check_replace_where(self, schema: pa.Schema, parts: Sequence[str]) -> None:
+        rw = self.options.replace_where
+        if rw is None:
+            return
+        if not self.overwrite:
+            raise InvalidArgumentError('txnlog: replaceWhere needs mode("overwrite")')
+        columns = parse_predicate(rw, schema).columns
+        if not columns <= set(parts):
+            raise InvalidArgumentError(
+                f"txnlog: replaceWhere {rw!r} names data columns {sorted(columns - set(parts))}; the data "
+                "source replaces whole partitions only. Help: SparkTable.write(replace_where=...) "
+                "rewrites files for a predicate on data columns"
+            )
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> Written:
+        if self.skip:
+            return Written(())
+        return Written(tuple(write_task(self.plan, iterator)))
+
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        adds = [a for m in messages if isinstance(m, Written) for a in m.adds]
+        if not self.skip:
+            commit_write(self, adds)
+
+    def abort(self, messages: list[WriterCommitMessage | None]) -> None:
+        delete_files(self.plan, [a for m in messages if isinstance(m, Written) for a in m.adds])
+
+
+def _schema_json(schema: pa.Schema) -> str:
+    return schema_to_json(schema)
+
+
+def write_task(plan: Plan, batches: Iterator[pa.RecordBatch]) -> list[AddFile]:
+    """Write one task's rows (see the module docstring); on failure, delete what it wrote."""
+    storage = storage_for(plan.uri, plan.storage_options)
+    conf = dict(plan.configuration)
+    written: list[AddFile] = []
+    pending: list[pa.RecordBatch] = []
+    rows = 0
+    try:
+        for batch in batches:
+            if batch.num_rows:
+                pending.append(batch)
+                rows += batch.num_rows
+            if rows >= plan.max_rows:
+                written += _flush(plan, storage, conf, pending)
+                pending, rows = [], 0
+        if pending:
+            written += _flush(plan, storage, conf, pending)
+    except BaseException:
+        for a in written:
+            with contextlib.suppress(OSError):
+                storage.delete(a.path)
+        raise
+    return written
+
+
+def _flush(plan: Plan, storage: Any, conf: dict[str, str], batches: list[pa.RecordBatch]) -> list[AddFile]:
+    data = pa.Table.from_batches(batches)
+    if plan.renames:
+        data = data.rename_columns([plan.renames.get(n, n) for n in data.column_names])
+    data = conform_to_schema(data, plan.schema)
+    if plan.replace_where is not None:
+        tree = parse_predicate(plan.replace_where, plan.schema).tree
+        # (a NULL result is not TRUE: such a row does not satisfy the predicate either)
+        if data.filter(to_arrow_expression(tree, plan.schema)).num_rows != data.num_rows:
+            raise InvalidArgumentError(
+                f"{CHECK_MARKER} a written row does not satisfy replaceWhere {plan.replace_where!r}; "
+                "nothing was committed"
+            )
+    return write_data_files(
+        storage, data, list(plan.partition_columns), conf, max_rows_per_file=plan.max_rows, names=plan.names
+    )
+
+
+def delete_files(plan: Plan, adds: Sequence[AddFile]) -> None:
+    storage = storage_for(plan.uri, plan.storage_options)
+    for a in adds:
+        with contextlib.suppress(OSError):
+            storage.delete(a.path)
+
+
+def commit_write(writer: TxnlogWriter, adds: list[AddFile]) -> None:
+    """The one commit of a data source write (see the module docstring)."""
+    plan, options = writer.plan, writer.options
+    if not writer.exists:
+        Table.create(
+            plan.uri, schema=plan.schema, partition_by=plan.partition_columns,
+            storage_options=plan.storage_options,
+        )  # fmt: skip
+        if not adds:
+            return
+    table = Table.open(plan.uri, storage_options=plan.storage_options)
+    mode = "Overwrite" if writer.overwrite else "Append"
+    params = {"mode": mode, "partitionBy": json.dumps(list(plan.partition_columns))}
+    if plan.replace_where is not None:
+        params["predicate"] = json.dumps([plan.replace_where])
+    snapshot = table.snapshot(version=writer.read_version) if writer.exists else None
+    t = table.transaction("WRITE", params, snapshot=snapshot)
+    if writer.exists and writer.metadata is not None and writer.metadata != t.snapshot.metadata:
+        t.update_metadata(writer.metadata)
+    removed = t.read_files(plan.replace_where) if writer.overwrite and writer.exists else []
+    for f in removed:
+        t.remove(f)
+    for a in adds:
+        t.add(a)
+    if options.txn is not None:
+        t.set_app_transaction(*options.txn)
+    try:
+        _commit(t, writer, adds, removed)
+    except ConcurrentTransactionError:
+        fresh = Table.open(plan.uri, storage_options=plan.storage_options).snapshot()
+        seen = fresh.txn_version(options.txn[0]) if options.txn is not None else None
+        if options.txn is not None and seen is not None and seen >= options.txn[1]:
+            delete_files(plan, adds)  # the same idempotent write won concurrently: ours stays out
+            return
+        delete_files(plan, adds)
+        raise
+    except BaseException as exc:
+        # only when the commit certainly did not happen: an I/O error during the put may hide a
+        # commit that landed, and deleting its files would corrupt that version
+        if t.attempts == 0 or isinstance(exc, CommitConflictError | CommitRetriesExceededError):
+            delete_files(plan, adds)
+        raise
+
+
+def _commit(t: Any, writer: TxnlogWriter, adds: list[AddFile], removed: list[AddFile]) -> None:
+    metrics = {
+        "numFiles": len(adds),
+        "numOutputRows": sum(a.num_records or 0 for a in adds),
+        "numOutputBytes": sum(a.size for a in adds),
+    }
+    if writer.overwrite:
+        metrics["numRemovedFiles"] = len(removed)
+    t.commit(metrics=metrics)
