@@ -31,6 +31,7 @@ if TYPE_CHECKING:  # the names below load on first use (PEP 562 __getattr__), se
     )
     from airflow_txnlog.engine.column_mapping import Names as ColumnNames
     from airflow_txnlog.engine.column_mapping import with_new_fields, without_mapping
+    from airflow_txnlog.engine.commit_files import CommitFiles
     from airflow_txnlog.engine.conflicts import IsolationLevel
     from airflow_txnlog.engine.deletion_vectors import write_dv_file as write_deletion_vectors
     from airflow_txnlog.engine.errors import (
@@ -119,6 +120,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "with_new_fields": ("column_mapping", "with_new_fields"),
     "without_mapping": ("column_mapping", "without_mapping"),
     "FileScan": ("scan", "FileScan"),
+    "CommitFiles": ("commit_files", "CommitFiles"),
     "storage_for": ("storage", "storage_for"),
     "conform_to_schema": ("writer", "conform_to_schema"),
     "write_data_files": ("writer", "write_data_files"),
@@ -209,6 +211,7 @@ __all__ = [
     "CleanupResult",
     "ColumnNames",
     "CommitConflictError",
+    "CommitFiles",
     "CommitInfo",
     "CommitOutcomeUnknownError",
     "CommitRetriesExceededError",

@@ -31,6 +31,7 @@ from airflow_txnlog.engine import vacuum as vacuum_mod
 from airflow_txnlog.engine.actions import Action, CommitInfo, serialize_actions
 from airflow_txnlog.engine.change_data import changes as read_changes
 from airflow_txnlog.engine.checkpoint import DEFAULT_PART_SIZE, write_checkpoint
+from airflow_txnlog.engine.commit_files import CommitFiles, commit_files
 from airflow_txnlog.engine.conflicts import SERIALIZABLE, IsolationLevel
 from airflow_txnlog.engine.create_table import version_zero
 from airflow_txnlog.engine.errors import (
@@ -314,6 +315,12 @@ class Table:
         if seen is None or seen < version:
             return None
         return self._find_txn_commit(app_id, version) or snap.version
+
+    def commit_files(self, start: int, end: int) -> list[CommitFiles]:
+        """The data files commits `start`..`end` add and remove (engine.commit_files), for streams."""
+        number("start", start, minimum=0, integer=True)
+        number("end", end, minimum=0, integer=True)
+        return commit_files(self._storage, start, end)
 
     def check_writable(self) -> None:
         """`UnsupportedFeatureError` unless this engine can write the latest version (its protocol's

@@ -23,32 +23,29 @@ the executors inside the partitions (pickled, as Spark ships every task) and nev
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Mapping
 
-import pyarrow as pa
 from pyspark.sql import SparkSession
-from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceWriter, Filter, InputPartition
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    DataSourceStreamReader,
+    DataSourceStreamWriter,
+    DataSourceWriter,
+)
 from pyspark.sql.types import StructType
 
-from airflow_txnlog.engine import (
-    AddFile,
-    FileScan,
-    Snapshot,
-    UnsupportedFeatureError,
-    uses_variant,
-    without_mapping,
+from airflow_txnlog.spark.source_options import READ_OPTIONS, ReadOptions, WriteOptions
+from airflow_txnlog.spark.source_read import TxnlogReader, spark_schema
+from airflow_txnlog.spark.source_stream import (
+    STREAM_READ_OPTIONS,
+    StreamOptions,
+    TxnlogStreamReader,
+    TxnlogStreamWriter,
 )
-from airflow_txnlog.spark.schemas import to_spark_schema
-from airflow_txnlog.spark.source_filters import plan
-from airflow_txnlog.spark.source_options import ReadOptions, WriteOptions
 from airflow_txnlog.spark.source_write import TxnlogWriter
 
 NAME = "txnlog"
-_BATCH_ROWS = 64 * 1024
-
-
 FILTER_PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
 
 
@@ -61,13 +58,11 @@ def register(spark: SparkSession) -> None:
     spark.conf.set(FILTER_PUSHDOWN_CONF, "true")
 
 
-def spark_schema(snapshot: Snapshot) -> StructType:
-    if uses_variant(snapshot.metadata.schema_string):
-        raise UnsupportedFeatureError(
-            "txnlog: the data source does not read variant columns yet; use SparkTable(...).to_df()",
-            feature="variantType",
-        )
-    return to_spark_schema(without_mapping(snapshot.schema))
+def _for_schema(options: Mapping[str, str]) -> ReadOptions:
+    """The read options that decide the schema (a streaming read's own options are allowed here)."""
+    lowered = {str(k).lower(): v for k, v in options.items()}
+    known = READ_OPTIONS | STREAM_READ_OPTIONS
+    return ReadOptions.parse({k: v for k, v in lowered.items() if k in READ_OPTIONS or k not in known})
 
 
 class TxnlogDataSource(DataSource):
@@ -78,7 +73,7 @@ class TxnlogDataSource(DataSource):
         return NAME
 
     def schema(self) -> StructType:
-        return spark_schema(ReadOptions.parse(self.options).snapshot()[1])
+        return spark_schema(_for_schema(self.options).snapshot()[1])
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         return TxnlogWriter(WriteOptions.parse(self.options), schema, overwrite)
@@ -89,66 +84,10 @@ class TxnlogDataSource(DataSource):
         _, snap = options.snapshot()
         return TxnlogReader(dataclasses.replace(options, version=snap.version, timestamp=None), snap)
 
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        return TxnlogStreamReader(StreamOptions.parse(self.options), schema)
 
-@dataclass(frozen=True)
-class FilesPartition(InputPartition):
-    """One task's share of the files."""
-
-    files: tuple[AddFile, ...]
-    scan: FileScan
-
-
-def pack(files: Sequence[AddFile], target: int) -> list[tuple[AddFile, ...]]:
-    """Files in order, cut into runs of about `target` bytes (a file larger than it is a run alone)."""
-    runs: list[tuple[AddFile, ...]] = []
-    current: list[AddFile] = []
-    size = 0
-    for f in files:
-        if current and size + f.size > target:
-            runs.append(tuple(current))
-            current, size = [], 0
-        current.append(f)
-        size += f.size
-    if current:
-        runs.append(tuple(current))
-    return runs
-
-
-class TxnlogReader(DataSourceReader):
-    """Plans on the driver side (filters, partitions), reads on the executors."""
-
-    def __init__(self, options: ReadOptions, snapshot: Snapshot | None = None) -> None:
-        self.options = options
-        self.predicate: str | None = None
-        self._snapshot = snapshot
-
-    def __getstate__(self) -> dict[str, Any]:
-        return {**self.__dict__, "_snapshot": None}  # a snapshot is not shipped: the options pin it
-
-    def _snap(self) -> Snapshot:
-        if self._snapshot is None:
-            self._snapshot = self.options.snapshot()[1]
-        return self._snapshot
-
-    def pushFilters(self, filters: list[Filter]) -> Iterator[Filter]:
-        snap = self._snap()
-        self.predicate, back = plan(filters, snap.schema, snap.partition_columns)
-        yield from back
-
-    def partitions(self) -> Sequence[InputPartition]:
-        snap = self._snap()
-        files = snap.files(filter=self.predicate)
-        scan = FileScan(
-            self.options.path,
-            self.options.storage_options or None,
-            snap.schema,
-            tuple(snap.partition_columns),
-            snap.column_names,
-        )
-        runs = pack(files, self.options.partition_bytes)
-        return [FilesPartition(run, scan) for run in runs] or [FilesPartition((), scan)]
-
-    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        assert isinstance(partition, FilesPartition)
-        for table in partition.scan.read(partition.files):
-            yield from table.to_batches(max_chunksize=_BATCH_ROWS)
+    def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
+        if overwrite:
+            raise ValueError("txnlog: a streaming write appends; outputMode('complete') is not supported")
+        return TxnlogStreamWriter(self.options, schema)

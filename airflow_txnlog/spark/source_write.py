@@ -184,7 +184,7 @@ class TxnlogWriter(DataSourceArrowWriter):
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         adds = [a for m in messages if isinstance(m, Written) for a in m.adds]
         if not self.skip:
-            commit_write(self, adds)
+            commit_write(self, adds, self.options.txn)
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
         delete_files(self.plan, [a for m in messages if isinstance(m, Written) for a in m.adds])
@@ -244,9 +244,19 @@ def delete_files(plan: Plan, adds: Sequence[AddFile]) -> None:
             storage.delete(a.path)
 
 
-def commit_write(writer: TxnlogWriter, adds: list[AddFile]) -> None:
+def committed(plan: Plan, txn: tuple[str, int]) -> bool:
+    """Whether the table already holds txn `txn` (this write, or a later one of the same app)."""
+    try:
+        snap = Table.open(plan.uri, storage_options=plan.storage_options).snapshot()
+    except TableNotFoundError:
+        return False
+    seen = snap.txn_version(txn[0])
+    return seen is not None and seen >= txn[1]
+
+
+def commit_write(writer: TxnlogWriter, adds: list[AddFile], txn: tuple[str, int] | None) -> None:
     """The one commit of a data source write (see the module docstring)."""
-    plan, options = writer.plan, writer.options
+    plan = writer.plan
     if not writer.exists:
         Table.create(
             plan.uri, schema=plan.schema, partition_by=plan.partition_columns,
@@ -268,17 +278,14 @@ def commit_write(writer: TxnlogWriter, adds: list[AddFile]) -> None:
         t.remove(f)
     for a in adds:
         t.add(a)
-    if options.txn is not None:
-        t.set_app_transaction(*options.txn)
+    if txn is not None:
+        t.set_app_transaction(*txn)
     try:
         _commit(t, writer, adds, removed)
     except ConcurrentTransactionError:
-        fresh = Table.open(plan.uri, storage_options=plan.storage_options).snapshot()
-        seen = fresh.txn_version(options.txn[0]) if options.txn is not None else None
-        if options.txn is not None and seen is not None and seen >= options.txn[1]:
-            delete_files(plan, adds)  # the same idempotent write won concurrently: ours stays out
-            return
         delete_files(plan, adds)
+        if txn is not None and committed(plan, txn):
+            return  # the same idempotent write won concurrently: ours stays out
         raise
     except BaseException as exc:
         # only when the commit certainly did not happen: an I/O error during the put may hide a

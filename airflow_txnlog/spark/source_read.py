@@ -1,0 +1,105 @@
+"""The batch reader of the `txnlog` data source (see `spark.source` for the whole picture).
+
+Planning beside the driver: the snapshot of the pinned version, the filters Spark pushes turned into
+the engine's pruning (`source_filters.plan`), the kept files packed into input partitions of about
+`maxPartitionBytes`. Reading on the executors: each file through the engine (`FileScan`), as Arrow
+record batches. The reader is pickled to the executors without its snapshot: its options pin the
+version.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSourceReader, Filter, InputPartition
+from pyspark.sql.types import StructType
+
+from airflow_txnlog.engine import (
+    AddFile,
+    FileScan,
+    Snapshot,
+    UnsupportedFeatureError,
+    uses_variant,
+    without_mapping,
+)
+from airflow_txnlog.spark.schemas import to_spark_schema
+from airflow_txnlog.spark.source_filters import plan
+from airflow_txnlog.spark.source_options import ReadOptions
+
+_BATCH_ROWS = 64 * 1024
+
+
+def spark_schema(snapshot: Snapshot) -> StructType:
+    if uses_variant(snapshot.metadata.schema_string):
+        raise UnsupportedFeatureError(
+            "txnlog: the data source does not read variant columns yet; use SparkTable(...).to_df()",
+            feature="variantType",
+        )
+    return to_spark_schema(without_mapping(snapshot.schema))
+
+
+@dataclass(frozen=True)
+class FilesPartition(InputPartition):
+    """One task's share of the files."""
+
+    files: tuple[AddFile, ...]
+    scan: FileScan
+
+
+def pack(files: Sequence[AddFile], target: int) -> list[tuple[AddFile, ...]]:
+    """Files in order, cut into runs of about `target` bytes (a file larger than it is a run alone)."""
+    runs: list[tuple[AddFile, ...]] = []
+    current: list[AddFile] = []
+    size = 0
+    for f in files:
+        if current and size + f.size > target:
+            runs.append(tuple(current))
+            current, size = [], 0
+        current.append(f)
+        size += f.size
+    if current:
+        runs.append(tuple(current))
+    return runs
+
+
+class TxnlogReader(DataSourceReader):
+    """Plans on the driver side (filters, partitions), reads on the executors."""
+
+    def __init__(self, options: ReadOptions, snapshot: Snapshot | None = None) -> None:
+        self.options = options
+        self.predicate: str | None = None
+        self._snapshot = snapshot
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_snapshot": None}  # a snapshot is not shipped: the options pin it
+
+    def _snap(self) -> Snapshot:
+        if self._snapshot is None:
+            self._snapshot = self.options.snapshot()[1]
+        return self._snapshot
+
+    def pushFilters(self, filters: list[Filter]) -> Iterator[Filter]:
+        snap = self._snap()
+        self.predicate, back = plan(filters, snap.schema, snap.partition_columns)
+        yield from back
+
+    def partitions(self) -> Sequence[InputPartition]:
+        snap = self._snap()
+        files = snap.files(filter=self.predicate)
+        scan = FileScan(
+            self.options.path,
+            self.options.storage_options or None,
+            snap.schema,
+            tuple(snap.partition_columns),
+            snap.column_names,
+        )
+        runs = pack(files, self.options.partition_bytes)
+        return [FilesPartition(run, scan) for run in runs] or [FilesPartition((), scan)]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        assert isinstance(partition, FilesPartition)
+        for table in partition.scan.read(partition.files):
+            yield from table.to_batches(max_chunksize=_BATCH_ROWS)
