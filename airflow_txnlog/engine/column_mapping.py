@@ -37,7 +37,6 @@ PHYSICAL_NAME = "delta.columnMapping.physicalName"
 FIELD_ID = "delta.columnMapping.id"
 MAX_COLUMN_ID = "delta.columnMapping.maxColumnId"
 PARQUET_FIELD_ID = b"PARQUET:field_id"  # pyarrow's metadata key for a parquet field id
-SPARK_FIELD_ID = b"parquet.field.id"  # Spark's (a StructField metadata key)
 
 
 def mode(conf: Mapping[str, str]) -> str:

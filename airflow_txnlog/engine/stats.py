@@ -20,8 +20,8 @@ timestamps and strings (`json_bounds`), in the forms Spark writes and every Delt
   misreads and then skips the file);
 - no bounds for a float column holding NaN (Spark orders NaN above every number).
 
-`compute_stats` (data in memory) and the Spark footer reader (`airflow_txnlog.spark.footers`) both
-build on `indexed_leaves`, `json_bounds` and `stats_json`, so the two write the same stats.
+`compute_stats` builds on `indexed_leaves`, `json_bounds` and `stats_json`; every writer of the
+project (the engine's, and Spark's through the `txnlog` data source) computes stats with it.
 """
 
 from __future__ import annotations

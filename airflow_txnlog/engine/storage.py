@@ -51,6 +51,8 @@ _SCHEME_ALIASES = {"s3a": "s3", "s3n": "s3", "gcs": "gs"}
 class Storage(ABC):
     """Files of one table, addressed by keys relative to the table root (`_delta_log/...`)."""
 
+    options: Mapping[str, Any] = {}  # the fsspec options it was opened with (none for local disks)
+
     def __init__(self, root: str, fs: Any, fs_root: str) -> None:
         self.root = root  # the URI the user gave, normalised
         self.fs = fs  # an fsspec filesystem, for data files (pyarrow reads through it)
@@ -343,4 +345,6 @@ def storage_for(
     if scheme == "memory":
         return MemoryStorage(uri, fs, fs_root)
     cls = S3Storage if scheme == "s3" and hasattr(fs, "call_s3") else FsspecStorage
-    return cls(uri, fs, fs_root, atomic=scheme in ATOMIC_PROTOCOLS, single_writer=single_writer)
+    storage = cls(uri, fs, fs_root, atomic=scheme in ATOMIC_PROTOCOLS, single_writer=single_writer)
+    storage.options = dict(storage_options or {})  # (what another process needs to open it again)
+    return storage

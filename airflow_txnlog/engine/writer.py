@@ -244,11 +244,13 @@ def write_data_files(
     *,
     max_rows_per_file: int,
     names: column_mapping.Names | None = None,
+    prefix: str = "",
 ) -> list[AddFile]:
     """Write `data` (already conformed) as parquet files; return their add actions (not committed).
 
     `names`: the table's column mapping; files, partition values and stats then use physical names
-    and the files carry parquet field ids."""
+    and the files carry parquet field ids. `prefix`: a folder of the table for the files (change
+    data files go under `_change_data/`), ending with `/`."""
     n_cols = props.num_indexed_cols(conf)
     chosen = stats_columns(conf)
     if names is not None:
@@ -271,7 +273,7 @@ def write_data_files(
     adds: list[AddFile] = []
     try:
         for pvals, group in planned:
-            folder = "".join(f"{c}={hive_escape(pvals[c])}/" for c in parts)
+            folder = prefix + "".join(f"{c}={hive_escape(pvals[c])}/" for c in parts)
             body = group.drop_columns(parts)
             for offset in range(0, group.num_rows, max_rows_per_file):
                 chunk = body.slice(offset, max_rows_per_file)

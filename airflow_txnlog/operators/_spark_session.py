@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
@@ -102,6 +103,10 @@ def spark_session(conn_id: str | None, spark_conf: Mapping[str, str], app_name: 
         if not conf.get("spark.master"):
             conf.set("spark.master", url)
         conf.setIfMissing("spark.ui.showConsoleProgress", "false")  # a progress bar in a task log
+        if str(conf.get("spark.master")).startswith("local"):
+            # the txnlog data source runs Python on the executors: here, this interpreter (which has
+            # the provider); a cluster's executors need it installed and `spark.pyspark.python` set
+            conf.setIfMissing("spark.pyspark.python", sys.executable)
         _launch_jvm(conf)
     _quiet_py4j()
     session = SparkSession.builder.config(conf=conf).getOrCreate()

@@ -18,7 +18,6 @@ reports it; `file_key()` maps it back to the table-relative path on the driver.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -80,14 +79,6 @@ class TableContext:
             snapshot.deleted_rows,
             snapshot.column_names,
         )
-
-    def as_files(self) -> TableContext:
-        """This context in the files' names (physical schema and partition columns, nothing mapped):
-        what a writer of new files of a column-mapped table works with."""
-        if self.names is None:
-            return self
-        parts = tuple(self.physical(c) for c in self.partition_columns)
-        return dataclasses.replace(self, schema=self.names.physical, partition_columns=parts, names=None)
 
     def physical(self, column: str) -> str:
         """The name `column` has in the files and in `partitionValues`."""

@@ -24,12 +24,10 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import DataType, StructField, StructType
 
-from airflow_txnlog.engine import ColumnNames, SchemaMismatchError, schema_from_json, schema_to_json
+from airflow_txnlog.engine import SchemaMismatchError, schema_from_json, schema_to_json
 
 #: Marker put in the messages of checks raised inside Spark jobs, to recognise them afterwards.
 CHECK_MARKER = "[TXNLOG_CHECK]"
-#: The StructField metadata key Spark's parquet writer turns into a parquet field id.
-SPARK_FIELD_ID = b"parquet.field.id"
 
 
 def to_spark_schema(schema: pa.Schema) -> StructType:
@@ -103,20 +101,3 @@ def _column(by_lower: dict[str, StructField], field: StructField, problems: list
         msg = f"{CHECK_MARKER} NULL value in NOT NULL column {field.name!r}"
         col = F.when(col.isNull(), F.raise_error(F.lit(msg))).otherwise(col)
     return col.alias(field.name)
-
-
-def to_physical(df: DataFrame, names: ColumnNames) -> DataFrame:
-    """`df` (the table's columns under logical names, plus any others, e.g. `_change_type`) as the
-    files of a column-mapped table store it: physical names and parquet field ids at every level.
-    A cast between structs goes by position, so it renames nested fields; the target type carries
-    the ids of the nested fields, an alias those of the top-level ones."""
-    physical = to_spark_schema(names.file_schema(SPARK_FIELD_ID)).fields
-    by_logical = dict(zip(names.logical.names, physical, strict=True))
-    cols = []
-    for c in df.columns:
-        target = by_logical.get(c)
-        col = F.col(f"`{c}`")
-        cols.append(
-            col if target is None else col.cast(target.dataType).alias(target.name, metadata=target.metadata)
-        )
-    return df.select(*cols)

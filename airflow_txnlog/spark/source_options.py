@@ -40,6 +40,8 @@ WRITE_OPTIONS = _COMMON | {
     "txnappid",
     "txnversion",
     "maxrowsperfile",
+    "__txnlog_plan",  # internal: SparkTable's file writes (see source_write.files_only)
+    "__txnlog_manifest",
 }
 
 
@@ -160,6 +162,8 @@ class WriteOptions:
     txn: tuple[str, int] | None
     max_rows: int
     storage_options: dict[str, Any]
+    files_plan: str | None = None  # internal: write files only, as this plan says (JSON)
+    manifest: str | None = None  # internal: where to put their add actions instead of committing
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> WriteOptions:
@@ -179,4 +183,6 @@ class WriteOptions:
             (app, version) if app is not None and version is not None else None,
             rows or DEFAULT_MAX_ROWS,
             storage,
+            opts.get("__txnlog_plan"),
+            opts.get("__txnlog_manifest"),
         )

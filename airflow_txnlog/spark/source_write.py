@@ -70,6 +70,7 @@ class Plan:
     renames: Mapping[str, str]  # DataFrame column -> table column (case differs)
     replace_where: str | None
     max_rows: int
+    prefix: str = ""  # a folder of the table for the files (`_change_data/`)
 
 
 @dataclass(frozen=True)
@@ -104,13 +105,18 @@ class TxnlogWriter(DataSourceArrowWriter):
         self.options = options
         self.overwrite = overwrite
         self.skip = False
+        self.read_version = -1
+        self.metadata: Metadata | None = None
         incoming = to_arrow_schema(schema)
+        if options.manifest is not None:  # SparkTable's own file writes: no table, no commit here
+            self.exists = True
+            self.plan = files_plan(options)
+            return
         try:
             table: Table | None = Table.open(options.path, storage_options=options.storage_options or None)
         except TableNotFoundError:
             table = None
         self.exists = table is not None
-        self.metadata: Metadata | None = None
         if table is None:
             self.plan = self._new_table_plan(incoming)
             return
@@ -183,11 +189,31 @@ class TxnlogWriter(DataSourceArrowWriter):
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         adds = [a for m in messages if isinstance(m, Written) for a in m.adds]
-        if not self.skip:
+        if self.options.manifest is not None:
+            lines = b"".join(json.dumps(a.to_wire()).encode() + b"\n" for a in adds)
+            storage_for(self.plan.uri, self.plan.storage_options).write(self.options.manifest, lines)
+        elif not self.skip:
             commit_write(self, adds, self.options.txn)
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
         delete_files(self.plan, [a for m in messages if isinstance(m, Written) for a in m.adds])
+
+
+def files_plan(options: WriteOptions) -> Plan:
+    """The plan of a files-only write, as `spark.stage.write_files` describes it: the table schema
+    (mapping metadata included) plus any extra columns (a change file's `_change_type`), the
+    partition columns, the properties that choose the stats, and the folder prefix."""
+    raw = json.loads(options.files_plan or "{}")
+    meta = Metadata(
+        id="", schema_string=raw["schema"], partition_columns=tuple(raw["partitionColumns"]),
+        configuration=dict(raw["configuration"]),
+    )  # fmt: skip
+    extra = schema_from_json(raw["extra"]) if raw.get("extra") else pa.schema([])
+    schema = pa.schema(list(schema_from_json(raw["schema"])) + list(extra))
+    return Plan(
+        options.path, options.storage_options or None, schema, meta.partition_columns,
+        meta.configuration, ColumnNames.of(meta), {}, None, options.max_rows, raw.get("prefix", ""),
+    )  # fmt: skip
 
 
 def _schema_json(schema: pa.Schema) -> str:
@@ -233,7 +259,13 @@ def _flush(plan: Plan, storage: Any, conf: dict[str, str], batches: list[pa.Reco
                 "nothing was committed"
             )
     return write_data_files(
-        storage, data, list(plan.partition_columns), conf, max_rows_per_file=plan.max_rows, names=plan.names
+        storage,
+        data,
+        list(plan.partition_columns),
+        conf,
+        max_rows_per_file=plan.max_rows,
+        names=plan.names,
+        prefix=plan.prefix,
     )
 
 

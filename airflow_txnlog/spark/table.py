@@ -40,7 +40,8 @@ class SparkTable:
 
     :param spark: any SparkSession (classic or Connect) whose cluster can reach the table's storage.
     :param uri: the table as fsspec names it (local path, `s3://`, `gs://`, `abfss://`, `file://`).
-    :param storage_options: fsspec options for the driver's access (commits, footers, moves).
+    :param storage_options: fsspec options of the table (the log, and the files the executors write
+        through the `txnlog` data source: they travel with the tasks).
     :param scheme_map: fsspec -> Hadoop scheme overrides (default `uris.DEFAULT_SCHEME_MAP`:
         `s3` -> `s3a`; `gs`, `abfss` unchanged; local paths -> `file:`).
     :param table: an already open engine `Table` for `uri` (optional).
