@@ -9,7 +9,10 @@
                                TRUE (`_metadata.file_path`), with their counts;
                                none -> nothing to do: no commit, version None;
                                pass 2 (one Spark job): rewrite only those files, keeping the rows
-                               where `NOT (predicate <=> TRUE)`; commit removes + adds. With
+                               where `NOT (predicate <=> TRUE)`; commit removes + adds.
+                               Few, small candidates and a predicate with an exact Arrow form:
+                               both passes run in-process on the driver, no Spark job
+                               (`delete_local`). With
                                `delta.enableDeletionVectors=true` the matching rows are marked in a
                                deletion vector instead (`spark.deletion_vectors`): no rewrite.
 
@@ -24,7 +27,7 @@ import json
 import time
 
 from airflow_txnlog.engine import AddCDCFile, AddFile, Transaction
-from airflow_txnlog.spark import change_data, deletion_vectors
+from airflow_txnlog.spark import change_data, delete_local, deletion_vectors
 from airflow_txnlog.spark._arguments import sql_text
 from airflow_txnlog.spark._dml import dml_result, elapsed_ms, file_metrics, output_rows
 from airflow_txnlog.spark.planning import (
@@ -66,6 +69,30 @@ def _delete_files(h: TableHandle, txn: Transaction, files: list[AddFile], start:
     return dml_result("DELETE", h, txn, removes=files, adds=[], metrics=metrics, scanned=())
 
 
+def _delete_in_process(
+    h: TableHandle,
+    txn: Transaction,
+    ctx: TableContext,
+    candidates: list[AddFile],
+    *,
+    plan: Plan,
+    start: float,
+) -> DmlResult:
+    assert plan.parsed is not None
+    counts, touched, adds = delete_local.delete_in_process(ctx, h.table, candidates, plan.parsed)
+    metrics = file_metrics(touched, adds)
+    metrics.update(
+        numDeletedRows=sum(counts.values()),
+        numCopiedRows=output_rows(adds),
+        numDeletionVectorsAdded=0,
+        scanTimeMs=0,
+        rewriteTimeMs=elapsed_ms(start),
+        executionTimeMs=elapsed_ms(start),
+    )
+    scanned = tuple(f.path for f in candidates)
+    return dml_result("DELETE", h, txn, removes=touched, adds=adds, metrics=metrics, scanned=scanned)
+
+
 def _delete_rows(
     h: TableHandle,
     txn: Transaction,
@@ -75,6 +102,8 @@ def _delete_rows(
     plan: Plan,
     start: float,
 ) -> DmlResult:
+    if plan.parsed is not None and delete_local.applies(ctx, plan.parsed, candidates):
+        return _delete_in_process(h, txn, ctx, candidates, plan=plan, start=start)
     condition = is_true(plan.predicate)
     counts = matched_files(ctx, candidates, condition)
     touched = select_files(candidates, ctx, counts)

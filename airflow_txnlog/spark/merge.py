@@ -3,7 +3,10 @@
     0. source probe (one Spark job over the source): row count, and min/max of every source column
        compared by equality with a target column in ON (`t.k = s.k` conjuncts) -> target filter
        `k >= min AND k <= max`; `read_files(filter)` prunes by partition values / stats and records
-       the filter for conflict detection (no usable key: the whole table is read).
+       the filter for conflict detection (no usable key: the whole table is read). When ON is only
+       such equalities and the WHEN MATCHED clause (if any) has no condition, the job collects the
+       source's keys instead, and step 1 runs on the driver for few, small candidates
+       (`merge_local`: an Arrow join of the candidates' key columns with the source keys).
     1. touched files (one Spark job): target candidates INNER JOIN source ON <on>, one row per
        (target row, source row) pair, each tagged with the first WHEN MATCHED clause whose condition
        holds. Grouped by target row (`_metadata.file_path`, `_metadata.row_index`): a target row
@@ -27,10 +30,7 @@ Copied, numOutputRows, numTargetFilesAdded / Removed, ...). Nothing to change ->
 from __future__ import annotations
 
 import dataclasses
-import datetime as dt
-import decimal
 import json
-import re
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -41,10 +41,11 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from airflow_txnlog.engine import AddCDCFile, AddFile, InvalidArgumentError, Transaction
-from airflow_txnlog.spark import change_data, deletion_vectors
+from airflow_txnlog.spark import change_data, deletion_vectors, merge_local
 from airflow_txnlog.spark._arguments import ALL, AllColumns, all_or_sql_mapping, sql_text
 from airflow_txnlog.spark._dml import dml_result, elapsed_ms, resolve_columns
 from airflow_txnlog.spark.errors import MultipleSourceRowsMatchedError
+from airflow_txnlog.spark.merge_keys import equality_keys, probe, probe_keys
 from airflow_txnlog.spark.planning import is_true, select_files, total_records
 from airflow_txnlog.spark.results import DmlResult
 from airflow_txnlog.spark.scan import FILE_COL, ROW_COL, TableContext, TableHandle, scan
@@ -55,8 +56,6 @@ ClauseKind = Literal["update", "delete", "insert"]
 _ACT = "_txnlog_action"
 _T_PRESENT = "_txnlog_target"
 _S_PRESENT = "_txnlog_source"
-_IDENT = r"`[^`]+`|[A-Za-z_][A-Za-z0-9_]*"
-_EQ = re.compile(rf"^\s*({_IDENT})\s*\.\s*({_IDENT})\s*=\s*({_IDENT})\s*\.\s*({_IDENT})\s*$")
 
 
 @dataclass(frozen=True)
@@ -205,62 +204,6 @@ def _inserts(spec: MergeSpec) -> list[Clause]:
     return [c for c in spec.clauses if not c.matched]
 
 
-# --------------------------------------------------------------------------- step 0: source probe
-def _sql_literal(value: Any) -> str | None:
-    """A literal the engine's predicate parser reads back exactly (None if there is none)."""
-    if isinstance(value, bool) or value is None:
-        return None
-    if isinstance(value, int | decimal.Decimal):
-        return str(value)
-    if isinstance(value, dt.datetime):
-        return None  # zone semantics differ between sources; not worth the risk for a pruning hint
-    if isinstance(value, dt.date):
-        return f"DATE '{value.isoformat()}'"
-    if isinstance(value, str) and "'" not in value and "\\" not in value:
-        return f"'{value}'"
-    return None
-
-
-def equality_keys(ctx: TableContext, spec: MergeSpec) -> list[tuple[str, str]]:
-    """(target column, source column) of each `t.x = s.y` conjunct of a simple ON condition."""
-    if re.search(r"\bor\b|[()'\"]", spec.on, flags=re.IGNORECASE):
-        return []
-    by_lower = {n.lower(): n for n in ctx.schema.names}
-    src_types = {f.name.lower(): f.dataType for f in spec.source.schema.fields}
-    keys = []
-    for part in re.split(r"\s+and\s+", spec.on, flags=re.IGNORECASE):
-        m = _EQ.match(part)
-        if not m:
-            continue
-        a1, c1, a2, c2 = (x.strip("`") for x in m.groups())
-        if (a1, a2) == (spec.source_alias, spec.target_alias):
-            a1, c1, a2, c2 = a2, c2, a1, c1
-        if (a1, a2) != (spec.target_alias, spec.source_alias) or c1.lower() not in by_lower:
-            continue
-        target = by_lower[c1.lower()]
-        s_type = src_types.get(c2.lower())
-        if s_type is not None and s_type.simpleString() == spark_type(ctx.schema, target).simpleString():
-            keys.append((target, c2))
-    return keys
-
-
-def _probe(ctx: TableContext, spec: MergeSpec) -> tuple[int, str | None]:
-    """(source rows, target filter admitting every target row a source row can match)."""
-    keys = equality_keys(ctx, spec)
-    src = spec.source.alias(spec.source_alias)
-    aggs = [F.count(F.lit(1)).alias("n")]
-    for i, (_, s) in enumerate(keys):
-        col = F.col(f"`{spec.source_alias}`.`{s}`")
-        aggs += [F.min(col).alias(f"lo{i}"), F.max(col).alias(f"hi{i}")]
-    row = src.agg(*aggs).collect()[0]
-    terms = []
-    for i, (t, _) in enumerate(keys):
-        lo, hi = _sql_literal(row[f"lo{i}"]), _sql_literal(row[f"hi{i}"])
-        if lo is not None and hi is not None:
-            terms.append(f"`{t}` >= {lo} AND `{t}` <= {hi}")
-    return int(row["n"]), (" AND ".join(terms) or None)
-
-
 # --------------------------------------------------------------------------- step 1: touched files
 @dataclass(frozen=True)
 class Touched:
@@ -273,6 +216,32 @@ def _unambiguous(spec: MergeSpec) -> bool:
     """Several source rows per target row are fine only for a lone unconditional DELETE (Delta's rule)."""
     matched = _matched(spec)
     return len(matched) == 1 and matched[0].kind == "delete" and matched[0].condition is None
+
+
+def _ambiguous(spec: MergeSpec, multi: int) -> None:
+    if multi and not _unambiguous(spec):
+        raise MultipleSourceRowsMatchedError(
+            f"MERGE: {multi} target row(s) matched more than one source row, so the update or delete "
+            "is ambiguous; nothing was committed. Help: deduplicate the source on the merge keys "
+            "or make the ON condition more specific."
+        )
+
+
+def _touched_in_process(
+    h: TableHandle,
+    ctx: TableContext,
+    spec: MergeSpec,
+    candidates: list[AddFile],
+    *,
+    keys: list[tuple[str, str]],
+    src: Any,
+) -> Touched:
+    found = merge_local.touched(ctx, h.table, candidates, keys, src)
+    _ambiguous(spec, found.ambiguous)
+    kind = _matched(spec)[0].kind  # (one unconditional matched clause: it applies to every match)
+    return Touched(
+        found.files, found.matched if kind == "update" else 0, found.matched if kind == "delete" else 0
+    )
 
 
 def _find_touched(ctx: TableContext, spec: MergeSpec, candidates: list[AddFile]) -> Touched:
@@ -288,13 +257,7 @@ def _find_touched(ctx: TableContext, spec: MergeSpec, candidates: list[AddFile])
         F.sum(F.when(F.col("a").startswith("d"), 1).otherwise(0)).alias("del"),
     )
     rows = per_file.collect()
-    multi = sum(int(r["multi"]) for r in rows)
-    if multi and not _unambiguous(spec):
-        raise MultipleSourceRowsMatchedError(
-            f"MERGE: {multi} target row(s) matched more than one source row, so the update or delete "
-            "is ambiguous; nothing was committed. Help: deduplicate the source on the merge keys "
-            "or make the ON condition more specific."
-        )
+    _ambiguous(spec, sum(int(r["multi"]) for r in rows))
     keys = {ctx.file_key(r[FILE_COL]): 1 for r in rows}
     return Touched(
         select_files(candidates, ctx, keys),
@@ -386,13 +349,28 @@ def run_merge(h: TableHandle, spec: MergeSpec) -> DmlResult:
     txn = h.table.transaction("MERGE", _parameters(spec))
     ctx = h.context(txn.snapshot)
     spec = resolved(ctx, spec)
-    num_source, target_filter = _probe(ctx, spec)
+    keys = equality_keys(ctx, spec.on, spec.source, spec.source_alias, spec.target_alias)
+    conditions = [c.condition for c in _matched(spec)]
+    src_keys = (
+        merge_local.source_keys(spec.source, keys)
+        if merge_local.eligible(ctx, spec.on, keys, conditions)
+        else None
+    )
+    if src_keys is None:
+        num_source, target_filter = probe(spec.source, spec.source_alias, keys)
+    else:
+        num_source, target_filter = probe_keys(keys, src_keys)
     candidates = txn.read_files(target_filter) if target_filter else txn.read_files()
     if not _matched(spec):
         touched = Touched([], 0, 0)
         out = _insert_only(ctx, spec, candidates) if num_source else None
     else:
-        touched = _find_touched(ctx, spec, candidates) if num_source and candidates else Touched([], 0, 0)
+        if not (num_source and candidates):
+            touched = Touched([], 0, 0)
+        elif src_keys is not None and merge_local.small(candidates):
+            touched = _touched_in_process(h, ctx, spec, candidates, keys=keys, src=src_keys)
+        else:
+            touched = _find_touched(ctx, spec, candidates)
         needed = bool(touched.files) or (bool(_inserts(spec)) and num_source > 0)
         out = _rewrite(ctx, spec, touched.files) if needed else None
     marked: list[AddFile] = []

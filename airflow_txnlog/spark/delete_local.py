@@ -1,0 +1,104 @@
+"""DELETE without Spark, when the files to look at are few and small: the in-process lever.
+
+A selective DELETE (D1 in docs/benchmarks.md: a 20k-row id range of a 5M-row table, one file
+touched) spends its time in Spark's fixed cost per job, not in data. When the engine's pruning
+leaves candidate files of at most `MAX_BYTES` in total and the predicate has an exact Arrow form,
+the driver does the work itself:
+
+    each candidate file -> read through the engine (deletion vectors applied, column mapping,
+                           partition values) -> rows where the predicate is TRUE counted
+    files with matches  -> rewritten with the rows where it is not TRUE (NULL keeps a row, as in
+                           Spark's DELETE) by the engine's writer (stats, physical names), in the
+                           file's partition
+    then the same commit as the Spark path (removes + adds, Delta's metrics).
+
+"Exact" means the engine's row filter gives Spark SQL's answer for this predicate, so the lever is
+taken only when (otherwise Spark runs, as before -- never a different answer):
+- the engine parses the predicate (comparisons, IN, BETWEEN, IS NULL, AND / OR / NOT, literals);
+- every column it names is an integer, decimal, double, string, boolean or date column, or a
+  timestamp column while the session time zone is UTC (a zone-less timestamp literal means the
+  session zone to Spark and UTC to the engine); float32 is left to Spark (Spark compares it as a
+  double, the engine's row filter in float32);
+- the table writes neither deletion vectors nor change data (those paths stay on Spark).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+
+import pyarrow as pa
+
+from airflow_txnlog.engine import (
+    AddFile,
+    FileScan,
+    Predicate,
+    Table,
+    to_arrow_expression,
+    write_data_files,
+)
+from airflow_txnlog.spark import change_data, deletion_vectors
+from airflow_txnlog.spark.scan import TableContext
+
+MAX_BYTES = 256 * 1024 * 1024
+MAX_FILES = 64
+_UTC = frozenset({"UTC", "ETC/UTC", "Z", "GMT", "+00:00", "UTC+0", "ETC/GMT"})
+
+
+def _exact_type(t: pa.DataType, utc_session: bool) -> bool:
+    if pa.types.is_timestamp(t):
+        return utc_session
+    return bool(
+        pa.types.is_integer(t)
+        or pa.types.is_decimal(t)
+        or pa.types.is_float64(t)
+        or pa.types.is_string(t)
+        or pa.types.is_large_string(t)
+        or pa.types.is_boolean(t)
+        or pa.types.is_date(t)
+    )
+
+
+def applies(ctx: TableContext, parsed: Predicate | None, candidates: Sequence[AddFile]) -> bool:
+    """Whether this DELETE may run in-process (see the module docstring)."""
+    if parsed is None or not candidates or deletion_vectors.enabled(ctx) or change_data.enabled(ctx):
+        return False
+    if len(candidates) > MAX_FILES or sum(f.size for f in candidates) > MAX_BYTES:
+        return False
+    zone = str(ctx.spark.conf.get("spark.sql.session.timeZone", "UTC") or "UTC").strip().upper()
+    return all(_exact_type(ctx.schema.field(c).type, zone in _UTC) for c in parsed.columns)
+
+
+def delete_in_process(
+    ctx: TableContext, table: Table, candidates: Sequence[AddFile], parsed: Predicate
+) -> tuple[dict[str, int], list[AddFile], list[AddFile]]:
+    """({path: deleted rows} of the files with matches, those files, the files replacing them)."""
+    scan = FileScan(table.uri, table.storage.options or None, ctx.schema, ctx.partition_columns, ctx.names)
+    expr = to_arrow_expression(parsed.tree, ctx.schema)
+
+    def one(add: AddFile) -> tuple[AddFile, int, pa.Table]:
+        rows = next(iter(scan.read([add])))
+        matched = rows.filter(expr).num_rows
+        kept = rows.filter(~expr | expr.is_null()) if matched else rows
+        return add, matched, kept
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        results = list(pool.map(one, candidates))
+    touched = [(add, n, kept) for add, n, kept in results if n]
+    adds: list[AddFile] = []
+    try:
+        for _, _, kept in touched:
+            if kept.num_rows:
+                adds += write_data_files(
+                    table.storage,
+                    kept,
+                    list(ctx.partition_columns),
+                    dict(ctx.properties),
+                    max_rows_per_file=max(kept.num_rows, 1),
+                    names=ctx.names,
+                )
+    except BaseException:
+        for a in adds:
+            table.storage.delete(a.path)
+        raise
+    return {a.path: n for a, n, _ in touched}, [a for a, _, _ in touched], adds

@@ -1,0 +1,72 @@
+"""DELETE's in-process lever (spark.delete_local): taken only where the engine's answer is Spark's,
+and then equal to delta-rs's DELETE on an identical copy; Spark runs otherwise."""
+
+from __future__ import annotations
+
+import pytest
+from deltalake import DeltaTable
+
+from airflow_txnlog.spark import SparkTable, delete, delete_local, planning
+from tests.spark.helpers import assert_same_as_deltalake
+
+pytestmark = [pytest.mark.spark]
+
+
+def _no_spark_job(*_: object, **__: object) -> dict[str, int]:
+    raise AssertionError("the Spark path ran")
+
+
+def _no_local(*_: object, **__: object) -> object:
+    raise AssertionError("the in-process path ran")
+
+
+@pytest.mark.parametrize(
+    "predicate",
+    [
+        "id >= 100 AND id < 130",
+        "name = 'name-007' OR value > 1190.5",  # NULL names: not TRUE, kept (as Spark and delta-rs)
+        "id IN (1, 2, 3, 2399) AND NOT (part = 'b')",
+        "day = DATE '2024-01-05' AND amount >= 100",
+        "amount > 200 AND ts < '2024-01-01T20:00:00Z'",  # session zone UTC: exact
+    ],
+)
+def test_in_process_delete_equals_deltalake(spark, pair, monkeypatch, predicate: str) -> None:
+    ours, theirs = pair(True)
+    monkeypatch.setattr(delete, "matched_files", _no_spark_job)
+    monkeypatch.setattr(planning, "matched_files", _no_spark_job)
+    result = SparkTable(spark, str(ours)).delete(predicate)
+    theirs_metrics = DeltaTable(str(theirs)).delete(predicate)
+    assert_same_as_deltalake(ours, theirs)
+    assert result.metrics["numDeletedRows"] == theirs_metrics["num_deleted_rows"] > 0
+    assert result.metrics["numCopiedRows"] == theirs_metrics["num_copied_rows"]
+
+
+@pytest.mark.parametrize(
+    ("predicate", "setting"),
+    [
+        ("value / 2 > 500", None),  # arithmetic: not an engine predicate
+        ("ts < TIMESTAMP '2024-01-01 01:00:00'", "America/New_York"),  # zone-dependent literal
+    ],
+)
+def test_spark_runs_where_the_engine_might_differ(
+    spark, pair, monkeypatch, predicate: str, setting: str | None
+) -> None:
+    ours, theirs = pair(False)
+    monkeypatch.setattr(delete_local, "delete_in_process", _no_local)
+    old = spark.conf.get("spark.sql.session.timeZone")
+    if setting:
+        spark.conf.set("spark.sql.session.timeZone", setting)
+    try:
+        SparkTable(spark, str(ours)).delete(predicate)
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", old)
+    if setting is None:  # (delta-rs reads the zone-less literal as UTC: compare only the other case)
+        DeltaTable(str(theirs)).delete(predicate)
+        assert_same_as_deltalake(ours, theirs)
+
+
+def test_big_candidates_go_to_spark(spark, pair, monkeypatch) -> None:
+    ours, _ = pair(False)
+    monkeypatch.setattr(delete_local, "MAX_BYTES", 1)
+    monkeypatch.setattr(delete_local, "delete_in_process", _no_local)
+    assert SparkTable(spark, str(ours)).delete("id < 50").metrics["numDeletedRows"] == 50
