@@ -69,6 +69,22 @@ def _delete_files(h: TableHandle, txn: Transaction, files: list[AddFile], start:
     return dml_result("DELETE", h, txn, removes=files, adds=[], metrics=metrics, scanned=())
 
 
+def _row_metrics(
+    deleted: int, touched: list[AddFile], adds: list[AddFile], *, marked: int, scan_ms: int, start: float
+) -> dict[str, int]:
+    """Delta's metrics of a DELETE that read data (in-process or on Spark)."""
+    metrics = file_metrics(touched, adds)
+    metrics.update(
+        numDeletedRows=deleted,
+        numCopiedRows=output_rows(adds),
+        numDeletionVectorsAdded=marked,
+        scanTimeMs=scan_ms,
+        rewriteTimeMs=elapsed_ms(start) - scan_ms,
+        executionTimeMs=elapsed_ms(start),
+    )
+    return metrics
+
+
 def _delete_in_process(
     h: TableHandle,
     txn: Transaction,
@@ -80,15 +96,7 @@ def _delete_in_process(
 ) -> DmlResult:
     assert plan.parsed is not None
     counts, touched, adds = delete_local.delete_in_process(ctx, h.table, candidates, plan.parsed)
-    metrics = file_metrics(touched, adds)
-    metrics.update(
-        numDeletedRows=sum(counts.values()),
-        numCopiedRows=output_rows(adds),
-        numDeletionVectorsAdded=0,
-        scanTimeMs=0,
-        rewriteTimeMs=elapsed_ms(start),
-        executionTimeMs=elapsed_ms(start),
-    )
+    metrics = _row_metrics(sum(counts.values()), touched, adds, marked=0, scan_ms=0, start=start)
     scanned = tuple(f.path for f in candidates)
     return dml_result("DELETE", h, txn, removes=touched, adds=adds, metrics=metrics, scanned=scanned)
 
@@ -124,14 +132,8 @@ def _delete_rows(
         except BaseException:
             delete_files(h.table, adds)  # (a DV file left behind is an orphan vacuum reclaims)
             raise
-    metrics = file_metrics(touched, adds)
-    metrics.update(
-        numDeletedRows=sum(counts.values()),
-        numCopiedRows=output_rows(adds),
-        numDeletionVectorsAdded=len(marked),
-        scanTimeMs=scan_ms,
-        rewriteTimeMs=elapsed_ms(start) - scan_ms,
-        executionTimeMs=elapsed_ms(start),
+    metrics = _row_metrics(
+        sum(counts.values()), touched, adds, marked=len(marked), scan_ms=scan_ms, start=start
     )
     return dml_result(
         "DELETE", h, txn, removes=touched, adds=[*marked, *adds], metrics=metrics, scanned=scanned, cdc=cdc

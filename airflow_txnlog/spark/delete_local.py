@@ -38,25 +38,12 @@ from airflow_txnlog.engine import (
     write_data_files,
 )
 from airflow_txnlog.spark import change_data, deletion_vectors
+from airflow_txnlog.spark.planning import exact_in_arrow
 from airflow_txnlog.spark.scan import TableContext
 
 MAX_BYTES = 256 * 1024 * 1024
 MAX_FILES = 64
 _UTC = frozenset({"UTC", "ETC/UTC", "Z", "GMT", "+00:00", "UTC+0", "ETC/GMT"})
-
-
-def _exact_type(t: pa.DataType, utc_session: bool) -> bool:
-    if pa.types.is_timestamp(t):
-        return utc_session
-    return bool(
-        pa.types.is_integer(t)
-        or pa.types.is_decimal(t)
-        or pa.types.is_float64(t)
-        or pa.types.is_string(t)
-        or pa.types.is_large_string(t)
-        or pa.types.is_boolean(t)
-        or pa.types.is_date(t)
-    )
 
 
 def applies(ctx: TableContext, parsed: Predicate | None, candidates: Sequence[AddFile]) -> bool:
@@ -66,7 +53,10 @@ def applies(ctx: TableContext, parsed: Predicate | None, candidates: Sequence[Ad
     if len(candidates) > MAX_FILES or sum(f.size for f in candidates) > MAX_BYTES:
         return False
     zone = str(ctx.spark.conf.get("spark.sql.session.timeZone", "UTC") or "UTC").strip().upper()
-    return all(_exact_type(ctx.schema.field(c).type, zone in _UTC) for c in parsed.columns)
+    return all(
+        exact_in_arrow(ctx.schema.field(c).type, doubles=True, timestamps=zone in _UTC)
+        for c in parsed.columns
+    )
 
 
 def delete_in_process(

@@ -34,24 +34,13 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from airflow_txnlog.engine import AddFile, FileScan, Table
+from airflow_txnlog.spark.planning import exact_in_arrow
 from airflow_txnlog.spark.scan import TableContext
 
 MAX_SOURCE_ROWS = 1_000_000
 MAX_FILES = 64
 MAX_BYTES = 256 * 1024 * 1024
 _COUNT = "count_all"
-
-
-def _exact(t: pa.DataType) -> bool:
-    return bool(
-        pa.types.is_integer(t)
-        or pa.types.is_string(t)
-        or pa.types.is_large_string(t)
-        or pa.types.is_date(t)
-        or pa.types.is_decimal(t)
-        or pa.types.is_boolean(t)
-        or pa.types.is_timestamp(t)
-    )
 
 
 def eligible(
@@ -63,7 +52,7 @@ def eligible(
         return False
     if len(matched_conditions) > 1 or any(c is not None for c in matched_conditions):
         return False
-    return all(_exact(ctx.schema.field(t).type) for t, _ in keys)
+    return all(exact_in_arrow(ctx.schema.field(t).type, doubles=False, timestamps=True) for t, _ in keys)
 
 
 def source_keys(source: DataFrame, keys: Sequence[tuple[str, str]]) -> pa.Table | None:

@@ -123,3 +123,22 @@ def total_records(files: Sequence[AddFile]) -> int | None:
             return None
         total += n - int((f.deletion_vector or {}).get("cardinality") or 0)
     return total
+
+
+def exact_in_arrow(t: pa.DataType, *, doubles: bool, timestamps: bool) -> bool:
+    """Whether Arrow compares values of type `t` as Spark SQL does (the in-process levers' test):
+    integers, decimals, strings, booleans and dates always; doubles and timestamps when the caller
+    allows them (an order comparison of doubles matches; equality joins do not treat -0.0 and NaN as
+    Spark does; a timestamp literal depends on the session zone)."""
+    if pa.types.is_timestamp(t):
+        return timestamps
+    if pa.types.is_float64(t):
+        return doubles
+    return bool(
+        pa.types.is_integer(t)
+        or pa.types.is_decimal(t)
+        or pa.types.is_string(t)
+        or pa.types.is_large_string(t)
+        or pa.types.is_boolean(t)
+        or pa.types.is_date(t)
+    )
