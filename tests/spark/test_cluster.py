@@ -1,0 +1,127 @@
+"""The `txnlog` data source and SparkTable on a standalone Spark cluster: a master and a worker, each
+in its own JVM (started from pyspark's own `spark-class`), the executors in the worker's JVM with
+their Python workers on this interpreter. What only a cluster shows: the reader, the writer and
+their partitions are pickled to other processes and work there; the driver commits once.
+
+Runs in a fresh interpreter (a session with another master cannot share the suite's JVM)."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.deltars import deltars_rows
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+SCRIPT = """
+import json, sys
+from pyspark.sql import SparkSession
+from airflow_txnlog.engine import Table
+from airflow_txnlog.spark import SparkTable, register
+master, root = sys.argv[1], sys.argv[2]
+spark = (SparkSession.builder.master(master).appName("txnlog-cluster-test")
+         .config("spark.executor.memory", "1g").config("spark.sql.shuffle.partitions", "2")
+         .config("spark.driver.host", "127.0.0.1").config("spark.sql.session.timeZone", "UTC").getOrCreate())
+register(spark)
+df = spark.range(0, 3000, numPartitions=3).selectExpr("id", "cast(id % 3 as string) as part", "id * 0.5 as v")
+df.write.format("txnlog").mode("append").option("partitionBy", "part").save(root)
+for _ in range(2):  # a retried Airflow task: the second commits nothing
+    w = df.filter("id < 10").write.format("txnlog").mode("append").option("txnAppId", "dag.task")
+    w.option("txnVersion", 1).save(root)
+out = {"executors": spark.sparkContext.getConf().get("spark.master")}
+out["version"] = Table.open(root).latest_version()
+read = spark.read.format("txnlog").load(root)
+out["rows"] = read.count()
+out["filtered"] = read.filter("part = '1' AND id >= 2990").count()
+out["v1"] = spark.read.format("txnlog").option("versionAsOf", 1).load(root).count()
+st = SparkTable(spark, root)
+out["deleted"] = st.delete("part = '2' AND v / 2 > 50").metrics["numDeletedRows"]  # (arithmetic: on Spark)
+out["final"] = Table.open(root).snapshot().to_arrow().num_rows
+spark.stop()
+print("RESULT " + json.dumps(out))
+"""
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _spark_class() -> Path:
+    import pyspark  # noqa: PLC0415
+
+    return Path(pyspark.__file__).parent / "bin" / "spark-class"
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """spark://127.0.0.1:<port> with one worker (1 core, 1 GiB); both JVMs stopped afterwards."""
+    logs = tmp_path_factory.mktemp("cluster")
+    port = _free_port()
+    env = {
+        **os.environ,
+        "SPARK_HOME": str(_spark_class().parents[1]),
+        "SPARK_LOCAL_IP": "127.0.0.1",
+        "PYSPARK_PYTHON": sys.executable,
+        "SPARK_WORKER_DIR": str(logs / "work"),
+    }
+    master_log, worker_log = (logs / "master.log").open("w"), (logs / "worker.log").open("w")
+    master = subprocess.Popen(
+        [str(_spark_class()), "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port",
+         str(port), "--webui-port", str(_free_port())],
+        stdout=master_log, stderr=subprocess.STDOUT, env=env,
+    )  # fmt: skip
+    url = f"spark://127.0.0.1:{port}"
+    worker = subprocess.Popen(
+        [str(_spark_class()), "org.apache.spark.deploy.worker.Worker", url, "--host", "127.0.0.1",
+         "--cores", "1", "--memory", "1g", "--webui-port", str(_free_port())],
+        stdout=worker_log, stderr=subprocess.STDOUT, env=env,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        while "Successfully registered with master" not in (logs / "worker.log").read_text():
+            if time.monotonic() > deadline or worker.poll() is not None:
+                raise RuntimeError(
+                    "the Spark worker did not register: " + (logs / "worker.log").read_text()[-2000:]
+                )
+            time.sleep(0.5)
+        yield url
+    finally:
+        for proc in (worker, master):
+            proc.terminate()
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        master_log.close()
+        worker_log.close()
+
+
+def test_data_source_and_dml_on_a_standalone_cluster(cluster: str, tmp_path: Path) -> None:
+    root = tmp_path / "t"
+    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable}
+    proc = subprocess.run(
+        [sys.executable, "-c", SCRIPT, cluster, str(root)],
+        capture_output=True, text=True, timeout=900, env=env, check=False,
+    )  # fmt: skip
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
+    assert lines, proc.stdout[-3000:] + proc.stderr[-5000:]
+    out = json.loads(lines[-1][len("RESULT ") :])
+    assert out["executors"] == cluster
+    assert out["version"] == 2  # create, the append, the first txn write; the retry committed nothing
+    assert out["rows"] == 3010 and out["v1"] == 3000
+    assert out["filtered"] == len([i for i in range(2990, 3000) if i % 3 == 1])
+    deleted = len([i for i in range(3000) if i % 3 == 2 and i * 0.5 > 100])
+    assert out["deleted"] == deleted and out["final"] == 3010 - deleted
+    rows = deltars_rows(root)
+    assert len(rows) == 3010 - deleted and {r["part"] for r in rows} == {"0", "1", "2"}
