@@ -46,6 +46,11 @@ out["v1"] = spark.read.format("txnlog").option("versionAsOf", 1).load(root).coun
 st = SparkTable(spark, root)
 out["deleted"] = st.delete("part = '2' AND v / 2 > 50").metrics["numDeletedRows"]  # (arithmetic: on Spark)
 out["final"] = Table.open(root).snapshot().to_arrow().num_rows
+q = (spark.readStream.format("txnlog").option("maxFilesPerTrigger", 4).load(root)
+     .writeStream.format("txnlog").option("checkpointLocation", root + "_ck").trigger(availableNow=True)
+     .start(root + "_copy"))
+q.awaitTermination()
+out["streamed"] = Table.open(root + "_copy").snapshot().to_arrow().num_rows
 spark.stop()
 print("RESULT " + json.dumps(out))
 """
@@ -125,3 +130,4 @@ def test_data_source_and_dml_on_a_standalone_cluster(cluster: str, tmp_path: Pat
     assert out["deleted"] == deleted and out["final"] == 3010 - deleted
     rows = deltars_rows(root)
     assert len(rows) == 3010 - deleted and {r["part"] for r in rows} == {"0", "1", "2"}
+    assert out["streamed"] == 3010 - deleted == len(deltars_rows(f"{root}_copy"))  # the snapshot, streamed
