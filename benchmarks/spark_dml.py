@@ -292,7 +292,9 @@ def report(args: argparse.Namespace, results: dict[str, Any], build_s: float) ->
         " small and the predicate has an exact Arrow form, so the driver reads, filters and rewrites them"
         " itself (`spark.delete_local`, no Spark job). With the lever off, Spark runs one job to find the"
         " files holding matches and one to rewrite them through the txnlog data source (executors write the"
-        " final files: no staging, footer reads or moves). MERGE always runs on Spark (a join). Files"
+        " final files: no staging, footer reads or moves). MERGE (equality-only ON, unconditional WHEN"
+        " MATCHED) collects the source keys in one Spark job, finds the touched file on the driver with an"
+        " Arrow join (`spark.merge_local`) and rewrites it on Spark: two jobs instead of three. Files"
         " rewritten equal the files holding matches in both engines.",
         END,
     ]
