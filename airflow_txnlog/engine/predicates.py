@@ -62,6 +62,9 @@ class Predicate:
     text: str
     tree: Node
     columns: frozenset[str]
+    # a number was compared with a string column: this tree compares text ('011' < '10'), Spark SQL
+    # casts the column to a number (11 > 10); a Spark caller must neither prune nor filter with it
+    loose: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,6 +131,7 @@ class _Parser:
         self.schema = schema
         self.by_lower = {f.name.lower(): f for f in schema}
         self.columns: set[str] = set()
+        self.loose = False
 
     def fail(self, what: str) -> PredicateError:
         return PredicateError(f"predicate {self.text!r}: {what}")
@@ -173,6 +177,7 @@ class _Parser:
         t = self.schema.field(column).type
         try:
             if pa.types.is_string(t) or pa.types.is_large_string(t):
+                self.loose = self.loose or not isinstance(value, str)
                 return value if isinstance(value, str) else str(value)
             if isinstance(value, str):
                 return parse_partition_value(value, t)
@@ -267,7 +272,8 @@ def parse_predicate(text: str, schema: pa.Schema) -> Predicate:
     parser = _Parser(text, schema)
     if not isinstance(tree, exp.Expression):
         raise PredicateError(f"predicate {text!r} is not an expression")
-    return Predicate(text, parser.node(tree), frozenset(parser.columns))
+    node = parser.node(tree)
+    return Predicate(text, node, frozenset(parser.columns), loose=parser.loose)
 
 
 # ----------------------------------------------------------------------------- rows

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
@@ -161,7 +161,7 @@ class FileScan:
     """
 
     uri: str
-    storage_options: Mapping[str, Any] | None
+    storage_options: Mapping[str, Any] | None = field(repr=False)
     schema: pa.Schema
     partition_columns: tuple[str, ...]
     names: Names | None = None

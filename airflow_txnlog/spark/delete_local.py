@@ -15,15 +15,17 @@ the driver does the work itself:
 "Exact" means the engine's row filter gives Spark SQL's answer for this predicate, so the lever is
 taken only when (otherwise Spark runs, as before -- never a different answer):
 - the engine parses the predicate (comparisons, IN, BETWEEN, IS NULL, AND / OR / NOT, literals);
-- every column it names is an integer, decimal, double, string, boolean or date column, or a
-  timestamp column while the session time zone is UTC (a zone-less timestamp literal means the
-  session zone to Spark and UTC to the engine); float32 is left to Spark (Spark compares it as a
-  double, the engine's row filter in float32);
+- every column it names is an integer, decimal, string, boolean or date column, or a timestamp
+  column while the session time zone is UTC (a zone-less timestamp literal means the session zone to
+  Spark and UTC to the engine); float columns are left to Spark (Spark orders NaN above every number
+  and NaN = NaN; Arrow follows IEEE); a number compared with a string column too (Spark compares
+  numbers, the engine text);
 - the table writes neither deletion vectors nor change data (those paths stay on Spark).
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
@@ -48,15 +50,14 @@ _UTC = frozenset({"UTC", "ETC/UTC", "Z", "GMT", "+00:00", "UTC+0", "ETC/GMT"})
 
 def applies(ctx: TableContext, parsed: Predicate | None, candidates: Sequence[AddFile]) -> bool:
     """Whether this DELETE may run in-process (see the module docstring)."""
-    if parsed is None or not candidates or deletion_vectors.enabled(ctx) or change_data.enabled(ctx):
+    if parsed is None or parsed.loose or not candidates:
+        return False
+    if deletion_vectors.enabled(ctx) or change_data.enabled(ctx):
         return False
     if len(candidates) > MAX_FILES or sum(f.size for f in candidates) > MAX_BYTES:
         return False
     zone = str(ctx.spark.conf.get("spark.sql.session.timeZone", "UTC") or "UTC").strip().upper()
-    return all(
-        exact_in_arrow(ctx.schema.field(c).type, doubles=True, timestamps=zone in _UTC)
-        for c in parsed.columns
-    )
+    return all(exact_in_arrow(ctx.schema.field(c).type, timestamps=zone in _UTC) for c in parsed.columns)
 
 
 def delete_in_process(
@@ -89,6 +90,7 @@ def delete_in_process(
                 )
     except BaseException:
         for a in adds:
-            table.storage.delete(a.path)
+            with contextlib.suppress(OSError):
+                table.storage.delete(a.path)
         raise
     return {a.path: n for a, n, _ in touched}, [a for a, _, _ in touched], adds

@@ -52,7 +52,7 @@ def eligible(
         return False
     if len(matched_conditions) > 1 or any(c is not None for c in matched_conditions):
         return False
-    return all(exact_in_arrow(ctx.schema.field(t).type, doubles=False, timestamps=True) for t, _ in keys)
+    return all(exact_in_arrow(ctx.schema.field(t).type, timestamps=True) for t, _ in keys)
 
 
 def source_keys(source: DataFrame, keys: Sequence[tuple[str, str]]) -> pa.Table | None:

@@ -61,6 +61,8 @@ def classify(predicate: str | None, ctx: TableContext) -> Plan:
         parsed = parse_predicate(predicate, ctx.schema)
     except PredicateError:
         return Plan(Case.DATA, predicate, None)
+    if parsed.loose:  # (a number against a string column: Spark's answer differs from the engine's)
+        return Plan(Case.DATA, predicate, None)
     if parsed.columns and parsed.columns <= set(ctx.partition_columns):
         return Plan(Case.PARTITION, predicate, parsed)
     return Plan(Case.DATA, predicate, parsed)
@@ -125,15 +127,13 @@ def total_records(files: Sequence[AddFile]) -> int | None:
     return total
 
 
-def exact_in_arrow(t: pa.DataType, *, doubles: bool, timestamps: bool) -> bool:
+def exact_in_arrow(t: pa.DataType, *, timestamps: bool) -> bool:
     """Whether Arrow compares values of type `t` as Spark SQL does (the in-process levers' test):
-    integers, decimals, strings, booleans and dates always; doubles and timestamps when the caller
-    allows them (an order comparison of doubles matches; equality joins do not treat -0.0 and NaN as
-    Spark does; a timestamp literal depends on the session zone)."""
+    integers, decimals, strings, booleans and dates; timestamps when the caller allows them (a
+    zone-less timestamp literal depends on the session zone). Never floats: Spark orders NaN above
+    every number and has NaN = NaN, Arrow follows IEEE."""
     if pa.types.is_timestamp(t):
         return timestamps
-    if pa.types.is_float64(t):
-        return doubles
     return bool(
         pa.types.is_integer(t)
         or pa.types.is_decimal(t)

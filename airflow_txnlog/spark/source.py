@@ -4,12 +4,12 @@ PySpark 4's Python data sources (`pyspark.sql.datasource`) run this code in Pyth
 planning steps (`schema`, `pushFilters`, `partitions`) beside the driver, `read` on the executors.
 
     options -> the table (path), the version (`versionAsOf` / `timestampAsOf`, Delta's names),
-               the storage options (`storage.<key>`, or `storageOptions` as a JSON object;
-               session settings `spark.txnlog.storage.<key>` as defaults)
+               the storage options (`storage.<key>`, or `storageOptions` as a JSON object)
     schema  -> the table schema at that version (logical names, partition columns included),
                as `SparkTable.to_df` gives it
     filters -> `source_filters.plan`: the engine prunes files by partition values and stats; filters
-               on partition columns are decided exactly and not evaluated again
+               on partition columns are decided exactly and not evaluated again (writes and streams:
+               `source_write`, `source_stream`)
     partitions -> the kept files packed into input partitions of about `maxPartitionBytes` (default
                128 MB) each, in file order; each carries the `AddFile`s and an engine `FileScan`
     read    -> on an executor: each file read by the engine (deletion vectors, column mapping,

@@ -9,7 +9,9 @@ values (exact) and by min / max / null-count stats (a file that may hold a match
 What goes back to Spark (it evaluates those on the rows):
 - every filter on a data column (stats only prune, they do not filter rows), and
 - every filter the engine cannot take: nested columns, string matching, timestamps (their Python
-  values carry no reliable zone here), NaN / infinities, types without a literal form.
+  values carry no reliable zone here), float columns (Spark orders NaN above every number, the
+  engine's pruning follows IEEE), a number against a string column (Spark compares numbers, the
+  engine text), an IN list holding NULL, types without a literal form.
 A filter on partition columns only is not returned: the kept files' partition values satisfy it
 exactly, so every row read does.
 
@@ -61,6 +63,8 @@ _OPS: dict[type, str] = {
 def _column(path: Sequence[str], schema: pa.Schema) -> str | None:
     if len(path) != 1 or path[0] not in schema.names:
         return None  # nested fields are not predicates the engine takes
+    if pa.types.is_floating(schema.field(path[0]).type):
+        return None  # Spark orders NaN above every number; the engine's pruning is IEEE's
     return "`" + path[0].replace("`", "``") + "`"
 
 
@@ -96,11 +100,16 @@ def to_sql(f: Filter, schema: pa.Schema) -> str | None:
     if isinstance(f, IsNull | IsNotNull):
         return f"{col} IS {'' if isinstance(f, IsNull) else 'NOT '}NULL"
     if isinstance(f, EqualNullSafe):
-        # `a <=> v`: TRUE where a = v, FALSE elsewhere, NULL never; for v NULL it is `a IS NULL`
+        # `a <=> v`: TRUE where a = v, FALSE elsewhere (NULL rows too), never NULL; `a IS NULL` for v NULL
         lit = _literal(f.value)
-        return f"{col} IS NULL" if f.value is None else (None if lit is None else f"{col} = {lit}")
+        return (
+            f"{col} IS NULL"
+            if f.value is None
+            else (None if lit is None else f"({col} IS NOT NULL AND {col} = {lit})")
+        )
     if isinstance(f, In):
-        lits = [_literal(v) for v in f.value if v is not None]
+        # (a NULL in the list makes `NOT IN` NULL for every other value: not pushed)
+        lits = [_literal(v) for v in f.value]
         if not lits or any(v is None for v in lits):
             return None
         return f"{col} IN ({', '.join(str(v) for v in lits)})"
@@ -125,7 +134,7 @@ def plan(
         text = to_sql(f, schema)
         if text is not None:
             try:
-                parse_predicate(text, schema)
+                text = None if parse_predicate(text, schema).loose else text
             except (PredicateError, SchemaMismatchError, UnsupportedFeatureError):
                 text = None
         if text is not None:

@@ -6,8 +6,8 @@ Delta's option names, matched case-insensitively as Spark does:
     write  path, replaceWhere, mergeSchema, overwriteSchema, partitionBy (a JSON list or
            comma-separated names, as DataFrameWriter.partitionBy passes them), txnAppId + txnVersion,
            maxRowsPerFile
-    both   storage.<fsspec option> (one option each), storageOptions (a JSON object); session
-           settings `spark.txnlog.storage.<fsspec option>` are the defaults
+    both   storage.<fsspec option> (one option each; Spark lowercases option names, so give names
+           with capitals in storageOptions), storageOptions (a JSON object)
 
 An unknown option, a malformed value, or two options that exclude each other is an
 `InvalidArgumentError` naming it. Storage options travel to the executors with the tasks (Spark
@@ -18,15 +18,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
-
-from pyspark.sql import SparkSession
 
 from airflow_txnlog.engine import InvalidArgumentError, Snapshot, Table
 
 STORAGE_PREFIX = "storage."
-SESSION_STORAGE_PREFIX = "spark.txnlog.storage."
 DEFAULT_PARTITION_BYTES = 128 * 1024 * 1024
 DEFAULT_MAX_ROWS = 1_000_000
 _COMMON = frozenset({"path", "storageoptions"})
@@ -45,18 +42,14 @@ WRITE_OPTIONS = _COMMON | {
 }
 
 
-def _session_storage_options() -> dict[str, Any]:
-    spark = SparkSession.getActiveSession()
-    if spark is None:
-        return {}
+def _option_value(raw: str) -> Any:
+    """A `storage.<key>` value: `true` / `false` / numbers as such (fsspec takes `anon=False`, not
+    the truthy text "false"), anything else as text."""
     try:
-        conf = spark.conf.getAll
-    except Exception:
-        return {}
-    items = conf.items() if isinstance(conf, Mapping) else []
-    return {
-        k[len(SESSION_STORAGE_PREFIX) :]: str(v) for k, v in items if k.startswith(SESSION_STORAGE_PREFIX)
-    }
+        value = json.loads(raw)
+    except ValueError:
+        return raw
+    return value if isinstance(value, bool | int | float) else raw
 
 
 def _common(
@@ -73,8 +66,9 @@ def _common(
         raise InvalidArgumentError(
             f"txnlog: no table path; use .{'load' if what == 'read' else 'save'}(path)"
         )
-    storage = _session_storage_options()
-    storage.update({k[len(STORAGE_PREFIX) :]: v for k, v in opts.items() if k.startswith(STORAGE_PREFIX)})
+    storage = {
+        k[len(STORAGE_PREFIX) :]: _option_value(v) for k, v in opts.items() if k.startswith(STORAGE_PREFIX)
+    }
     if "storageoptions" in opts:
         storage.update(_json_object("storageOptions", opts["storageoptions"]))
     return opts, storage
@@ -118,7 +112,7 @@ class ReadOptions:
     version: int | None
     timestamp: str | None
     partition_bytes: int
-    storage_options: dict[str, Any]
+    storage_options: dict[str, Any] = field(repr=False)
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> ReadOptions:
@@ -161,7 +155,7 @@ class WriteOptions:
     partition_by: tuple[str, ...] | None
     txn: tuple[str, int] | None
     max_rows: int
-    storage_options: dict[str, Any]
+    storage_options: dict[str, Any] = field(repr=False)
     files_plan: str | None = None  # internal: write files only, as this plan says (JSON)
     manifest: str | None = None  # internal: where to put their add actions instead of committing
 

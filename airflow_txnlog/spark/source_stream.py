@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
@@ -51,7 +51,14 @@ from airflow_txnlog.spark.source_options import (
     _int_option,
 )
 from airflow_txnlog.spark.source_read import FilesPartition, pack
-from airflow_txnlog.spark.source_write import TxnlogWriter, Written, commit_write, committed, delete_files
+from airflow_txnlog.spark.source_write import (
+    TxnlogWriter,
+    Written,
+    abort_files,
+    commit_write,
+    delete_files,
+    txn_version,
+)
 
 STREAM_READ_OPTIONS = frozenset(
     {
@@ -73,7 +80,7 @@ class StreamOptions:
     max_files: int | None
     skip_change_commits: bool
     partition_bytes: int
-    storage_options: dict[str, Any]
+    storage_options: dict[str, Any] = field(repr=False)
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> StreamOptions:
@@ -238,10 +245,21 @@ class TxnlogStreamWriter(DataSourceStreamArrowWriter):
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         adds = [a for m in messages if isinstance(m, Written) for a in m.adds]
         txn = (self.app_id, int(batchId))
-        if committed(self.batch.plan, txn):
+        seen = txn_version(self.batch.plan, self.app_id)
+        if seen is not None and seen > txn[1]:
+            # Spark replays only its last batch (seen == batchId): a higher one means the checkpoint
+            # was reset under the same location, and committing nothing would drop this data
+            delete_files(self.batch.plan, adds)
+            raise InvalidArgumentError(
+                f"txnlog: the table already holds batch {seen} of streaming app {self.app_id!r}, and Spark "
+                f"now writes batch {batchId}: the query's checkpoint was reset. Nothing was written. Help: "
+                "give the restarted query a new .option('txnAppId', ...)"
+            )
+        if seen is not None and seen == txn[1]:
             delete_files(self.batch.plan, adds)  # a replayed batch: its rows are already in the table
             return
         commit_write(self.batch, adds, txn)
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
-        delete_files(self.batch.plan, [a for m in messages if isinstance(m, Written) for a in m.adds])
+        # (also after a commit whose outcome is unknown: files a landed version holds stay)
+        abort_files(self.batch.plan, [a for m in messages if isinstance(m, Written) for a in m.adds])

@@ -26,7 +26,7 @@ import contextlib
 import dataclasses
 import json
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
@@ -62,7 +62,7 @@ class Plan:
     """What every task needs to write (picklable)."""
 
     uri: str
-    storage_options: Mapping[str, Any] | None
+    storage_options: Mapping[str, Any] | None = field(repr=False)
     schema: pa.Schema  # the table schema after this write (logical names)
     partition_columns: tuple[str, ...]
     configuration: Mapping[str, str]
@@ -130,6 +130,7 @@ class TxnlogWriter(DataSourceArrowWriter):
         self.plan = self._existing_table_plan(snap, incoming)
 
     def _new_table_plan(self, incoming: pa.Schema) -> Plan:
+        incoming = _nullable(incoming)  # (Delta creates tables from DataFrames as nullable too)
         parts = tuple(self.options.partition_by or ())
         missing = [c for c in parts if c not in incoming.names]
         if missing:
@@ -196,7 +197,9 @@ class TxnlogWriter(DataSourceArrowWriter):
             commit_write(self, adds, self.options.txn)
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
-        delete_files(self.plan, [a for m in messages if isinstance(m, Written) for a in m.adds])
+        # Spark also aborts when commit() raised, even after a put whose outcome is unknown: the
+        # files are deleted only when no version of the table holds them
+        abort_files(self.plan, [a for m in messages if isinstance(m, Written) for a in m.adds])
 
 
 def files_plan(options: WriteOptions) -> Plan:
@@ -214,6 +217,23 @@ def files_plan(options: WriteOptions) -> Plan:
         options.path, options.storage_options or None, schema, meta.partition_columns,
         meta.configuration, ColumnNames.of(meta), {}, None, options.max_rows, raw.get("prefix", ""),
     )  # fmt: skip
+
+
+def _nullable_type(t: pa.DataType) -> pa.DataType:
+    if pa.types.is_struct(t):
+        return pa.struct([f.with_type(_nullable_type(f.type)).with_nullable(True) for f in t])
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        inner = t.value_field.with_type(_nullable_type(t.value_type)).with_nullable(True)
+        return pa.list_(inner) if pa.types.is_list(t) else pa.large_list(inner)
+    if pa.types.is_map(t):
+        item = t.item_field.with_type(_nullable_type(t.item_type)).with_nullable(True)
+        return pa.map_(t.key_field, item)
+    return t
+
+
+def _nullable(schema: pa.Schema) -> pa.Schema:
+    """`schema` with every field nullable (a map's keys stay NOT NULL, as Spark requires)."""
+    return pa.schema([f.with_type(_nullable_type(f.type)).with_nullable(True) for f in schema])
 
 
 def _schema_json(schema: pa.Schema) -> str:
@@ -276,13 +296,34 @@ def delete_files(plan: Plan, adds: Sequence[AddFile]) -> None:
             storage.delete(a.path)
 
 
-def committed(plan: Plan, txn: tuple[str, int]) -> bool:
-    """Whether the table already holds txn `txn` (this write, or a later one of the same app)."""
+def landed(plan: Plan, adds: Sequence[AddFile]) -> bool:
+    """Whether the latest version of the table holds any of `adds` (a commit of them landed)."""
+    if not adds:
+        return False
     try:
-        snap = Table.open(plan.uri, storage_options=plan.storage_options).snapshot()
+        live = set(Table.open(plan.uri, storage_options=plan.storage_options).snapshot().file_paths())
     except TableNotFoundError:
         return False
-    seen = snap.txn_version(txn[0])
+    return any(a.path in live for a in adds)
+
+
+def abort_files(plan: Plan, adds: Sequence[AddFile]) -> None:
+    """Delete a failed write's files, unless a commit of them landed after all."""
+    if not landed(plan, adds):
+        delete_files(plan, adds)
+
+
+def txn_version(plan: Plan, app_id: str) -> int | None:
+    """The latest txn version the table holds for `app_id` (None: none, or no table yet)."""
+    try:
+        return Table.open(plan.uri, storage_options=plan.storage_options).snapshot().txn_version(app_id)
+    except TableNotFoundError:
+        return None
+
+
+def committed(plan: Plan, txn: tuple[str, int]) -> bool:
+    """Whether the table already holds txn `txn` (this write, or a later one of the same app)."""
+    seen = txn_version(plan, txn[0])
     return seen is not None and seen >= txn[1]
 
 
@@ -315,7 +356,7 @@ def commit_write(writer: TxnlogWriter, adds: list[AddFile], txn: tuple[str, int]
     try:
         _commit(t, writer, adds, removed)
     except ConcurrentTransactionError:
-        delete_files(plan, adds)
+        abort_files(plan, adds)  # (kept if our own put landed and was reported as a lost race)
         if txn is not None and committed(plan, txn):
             return  # the same idempotent write won concurrently: ours stays out
         raise

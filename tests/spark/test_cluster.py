@@ -43,6 +43,18 @@ read = spark.read.format("txnlog").load(root)
 out["rows"] = read.count()
 out["filtered"] = read.filter("part = '1' AND id >= 2990").count()
 out["v1"] = spark.read.format("txnlog").option("versionAsOf", 1).load(root).count()
+import datetime as dt
+at = dt.datetime.fromtimestamp(Table.open(root).history()[-2]["timestamp"] / 1000, dt.UTC).isoformat()
+out["t1"] = spark.read.format("txnlog").option("timestampAsOf", at).load(root).count()  # version 1
+one_per_file = spark.read.format("txnlog").option("maxPartitionBytes", 1).load(root)
+out["files"] = [one_per_file.rdd.getNumPartitions(), one_per_file.filter("part = '1'").rdd.getNumPartitions()]
+before = Table.open(root).latest_version()
+try:
+    bad = df.selectExpr("id", "part", "if(id = 2999, raise_error('boom'), v) as v")
+    bad.write.format("txnlog").mode("append").save(root)
+except Exception as exc:
+    out["failed"] = "boom" in str(exc)
+out["after_failure"] = Table.open(root).latest_version() - before
 st = SparkTable(spark, root)
 out["deleted"] = st.delete("part = '2' AND v / 2 > 50").metrics["numDeletedRows"]  # (arithmetic: on Spark)
 out["final"] = Table.open(root).snapshot().to_arrow().num_rows
@@ -51,6 +63,13 @@ q = (spark.readStream.format("txnlog").option("maxFilesPerTrigger", 4).load(root
      .start(root + "_copy"))
 q.awaitTermination()
 out["streamed"] = Table.open(root + "_copy").snapshot().to_arrow().num_rows
+one = spark.range(5000, 5001).selectExpr("id", "'1' as part", "id * 0.5 as v")
+one.write.format("txnlog").mode("append").save(root)
+q = (spark.readStream.format("txnlog").option("maxFilesPerTrigger", 4).load(root)
+     .writeStream.format("txnlog").option("checkpointLocation", root + "_ck").trigger(availableNow=True)
+     .start(root + "_copy"))  # the restarted query: only the new row, no duplicates
+q.awaitTermination()
+out["restarted"] = Table.open(root + "_copy").snapshot().to_arrow().num_rows
 spark.stop()
 print("RESULT " + json.dumps(out))
 """
@@ -124,10 +143,14 @@ def test_data_source_and_dml_on_a_standalone_cluster(cluster: str, tmp_path: Pat
     out = json.loads(lines[-1][len("RESULT ") :])
     assert out["executors"] == cluster
     assert out["version"] == 2  # create, the append, the first txn write; the retry committed nothing
-    assert out["rows"] == 3010 and out["v1"] == 3000
+    assert out["rows"] == 3010 and out["v1"] == 3000 and out["t1"] == 3000
+    files, part_1 = out["files"]
+    assert 0 < part_1 < files  # the partition filter pushed: fewer input partitions (one per file)
+    assert out["failed"] and out["after_failure"] == 0
     assert out["filtered"] == len([i for i in range(2990, 3000) if i % 3 == 1])
     deleted = len([i for i in range(3000) if i % 3 == 2 and i * 0.5 > 100])
     assert out["deleted"] == deleted and out["final"] == 3010 - deleted
     rows = deltars_rows(root)
-    assert len(rows) == 3010 - deleted and {r["part"] for r in rows} == {"0", "1", "2"}
-    assert out["streamed"] == 3010 - deleted == len(deltars_rows(f"{root}_copy"))  # the snapshot, streamed
+    assert len(rows) == 3011 - deleted and {r["part"] for r in rows} == {"0", "1", "2"}  # (+ the row 5000)
+    assert out["streamed"] == 3010 - deleted  # the snapshot, streamed
+    assert out["restarted"] == 3011 - deleted == len(deltars_rows(f"{root}_copy"))

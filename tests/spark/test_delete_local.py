@@ -24,7 +24,7 @@ def _no_local(*_: object, **__: object) -> object:
     "predicate",
     [
         "id >= 100 AND id < 130",
-        "name = 'name-007' OR value > 1190.5",  # NULL names: not TRUE, kept (as Spark and delta-rs)
+        "name = 'name-007' OR id > 2390",  # NULL names: not TRUE, kept (as Spark and delta-rs)
         "id IN (1, 2, 3, 2399) AND NOT (part = 'b')",
         "day = DATE '2024-01-05' AND amount >= 100",
         "amount > 200 AND ts < '2024-01-01T20:00:00Z'",  # session zone UTC: exact
@@ -45,6 +45,7 @@ def test_in_process_delete_equals_deltalake(spark, pair, monkeypatch, predicate:
     ("predicate", "setting"),
     [
         ("value / 2 > 500", None),  # arithmetic: not an engine predicate
+        ("value > 1190.5", None),  # a double: Spark orders NaN above every number, Arrow does not
         ("ts < TIMESTAMP '2024-01-01 01:00:00'", "America/New_York"),  # zone-dependent literal
     ],
 )
@@ -70,3 +71,14 @@ def test_big_candidates_go_to_spark(spark, pair, monkeypatch) -> None:
     monkeypatch.setattr(delete_local, "MAX_BYTES", 1)
     monkeypatch.setattr(delete_local, "delete_in_process", _no_local)
     assert SparkTable(spark, str(ours)).delete("id < 50").metrics["numDeletedRows"] == 50
+
+
+def test_a_number_against_a_string_column_is_neither_pruned_nor_filtered_by_the_engine() -> None:
+    """Spark casts the string column to a number ('011' > 10); the engine's tree compares text."""
+    from airflow_txnlog.engine import parse_predicate  # noqa: PLC0415
+    from tests.spark.conftest import SCHEMA  # noqa: PLC0415
+
+    assert parse_predicate("name > 10", SCHEMA).loose
+    assert not parse_predicate("name > '10'", SCHEMA).loose
+    plan = planning.classify("name > 10", type("Ctx", (), {"schema": SCHEMA, "partition_columns": ()})())  # type: ignore[arg-type]
+    assert plan.case is planning.Case.DATA and plan.parsed is None  # no pruning, no in-process lever

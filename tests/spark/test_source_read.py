@@ -12,7 +12,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from pyspark.sql.datasource import EqualTo, GreaterThan, In, IsNull, Not, StringStartsWith
+from pyspark.sql.datasource import EqualNullSafe, EqualTo, GreaterThan, In, IsNull, Not, StringStartsWith
 
 from airflow_txnlog.engine import InvalidArgumentError, Table
 from airflow_txnlog.spark import SparkTable, register
@@ -68,17 +68,21 @@ def test_partition_filters_are_decided_by_the_source() -> None:
     filters = [
         EqualTo(("part",), "b"),
         GreaterThan(("id",), 10),
-        In(("part",), ("a", "b", None)),
+        In(("part",), ("a", "b")),
         Not(IsNull(("part",))),
         StringStartsWith(("name",), "x"),
         EqualTo(("part",), "it's \\ odd"),
+        Not(EqualNullSafe(("part",), "c")),
+        Not(In(("part",), ("a", None))),  # NOT IN with a NULL: NULL for every other value
+        GreaterThan(("value",), 1.0),  # a double: NaN orders above every number in Spark
+        GreaterThan(("name",), 5),  # a number against a string column: Spark compares numbers
     ]
     predicate, back = plan(filters, schema, ["part"])
-    # partition-only filters are not handed back; data filters and string matching are
-    assert back == [filters[1], filters[4]]
+    # partition-only filters are decided here and not handed back; everything else is
+    assert back == [filters[1], filters[4], filters[7], filters[8], filters[9]]
     assert predicate == (
         "(`part` = 'b') AND (`id` > 10) AND (`part` IN ('a', 'b')) AND (NOT (`part` IS NULL)) "
-        "AND (`part` = 'it\\'s \\\\ odd')"
+        "AND (`part` = 'it\\'s \\\\ odd') AND (NOT ((`part` IS NOT NULL AND `part` = 'c')))"
     )
 
 

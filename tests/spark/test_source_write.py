@@ -160,3 +160,14 @@ def test_write_options_parse() -> None:
     assert WriteOptions.parse({"path": "/t", "partitionBy": "a, b"}).partition_by == ("a", "b")
     with pytest.raises(InvalidArgumentError, match="txnVersion must be an integer >= 0"):
         WriteOptions.parse({"path": "/t", "txnAppId": "j", "txnVersion": "-1"})
+
+
+def test_a_writer_feature_we_do_not_honor_is_refused_before_any_job(spark, tmp_path: Path) -> None:
+    import shutil  # noqa: PLC0415
+
+    root = tmp_path / "variant"
+    shutil.copytree(Path(__file__).parents[1] / "compat" / "golden" / "spark-variant-checkpoint", root)
+    before = sorted(p.name for p in root.rglob("*"))
+    with pytest.raises(Exception, match="variantType"):
+        _save(spark.createDataFrame([(1,)], "id long"), root)
+    assert sorted(p.name for p in root.rglob("*")) == before
