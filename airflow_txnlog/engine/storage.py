@@ -15,6 +15,11 @@ How each backend meets it:
   do this refuse to commit with `StorageError` unless the table was opened with `single_writer=True`,
   in which case the caller promises no other writer exists and a check-then-write is used.
   Empty objects are never written: s3fs does not make a zero-byte exclusive create exclusive.
+  Before its first exclusive create, a store is **probed** (once per process and bucket): a probe
+  object under `_delta_log/_txnlog_probe/` is created twice; the second create must fail. A store
+  that accepts it (some S3-compatible servers take `If-None-Match: *` and ignore it) would let two
+  writers both "win" a version, so it is refused with `StorageError` naming the remedies (a store
+  that honors conditional writes, or `single_writer=True`); the probe objects are deleted.
 - `MemoryStorage`: fsspec's in-memory filesystem, with a process-wide lock; for tests.
 
 Listing: `list_dir(dir, start_after)` returns only names after `start_after`. On S3 (`S3Storage`) the
@@ -187,6 +192,12 @@ def _mtime_ms(info: dict[str, Any]) -> int:
     return 0
 
 
+PROBE_DIR = f"{LOG_DIR}/_txnlog_probe"
+# Stores whose conditional create was probed in this process: (protocol, bucket or host, endpoint).
+_PROBED: dict[tuple[str, str, str], bool] = {}
+_PROBE_LOCK = threading.Lock()
+
+
 class FsspecStorage(Storage):
     """A table on any fsspec filesystem (object stores, HDFS, ...)."""
 
@@ -194,6 +205,40 @@ class FsspecStorage(Storage):
         super().__init__(root, fs, fs_root)
         self.atomic = atomic
         self.single_writer = single_writer
+
+    def _store_key(self) -> tuple[str, str, str]:
+        protocol = self.fs.protocol if isinstance(self.fs.protocol, str) else self.fs.protocol[0]
+        endpoint = str(getattr(self.fs, "endpoint_url", "") or getattr(self.fs, "client_kwargs", "") or "")
+        return (str(protocol), self.fs_root.strip("/").split("/", 1)[0], endpoint)
+
+    def check_conditional_writes(self) -> None:
+        """Probe that this store refuses a second exclusive create of one object (see the module
+        docstring); `StorageError` when it does not. Done once per process and store."""
+        key = self._store_key()
+        with _PROBE_LOCK:
+            if _PROBED.get(key):
+                return
+            path = self.full_path(f"{PROBE_DIR}/{uuid.uuid4().hex}")
+            try:
+                for attempt in (1, 2):
+                    try:
+                        with self.fs.open(path, "xb") as f:
+                            f.write(b"probe")
+                    except FileExistsError:
+                        if attempt == 2:
+                            _PROBED[key] = True
+                            return
+                        raise
+                raise StorageError(
+                    f"the store behind {self.root!r} accepted a second exclusive create of the same "
+                    "object: it ignores conditional writes (If-None-Match), so two writers could both "
+                    "commit the same version and one commit would be lost. Nothing was written. Help: use "
+                    "a store that honors conditional writes (AWS S3, GCS, Azure, a current MinIO), or "
+                    "open the table with single_writer=True if only one process ever writes to it"
+                )
+            finally:
+                with contextlib.suppress(OSError):
+                    self.fs.rm_file(path)
 
     @override
     def read(self, key: str) -> bytes:
@@ -212,6 +257,8 @@ class FsspecStorage(Storage):
         if not data:
             raise StorageError(f"refusing to create empty object {key!r} (not exclusive on s3fs)")
         path = self.full_path(key)
+        if self.atomic and not self.single_writer:
+            self.check_conditional_writes()
         if self.atomic:
             with self.fs.open(path, "xb") as f:
                 f.write(data)
