@@ -42,7 +42,15 @@ from pyspark.sql.datasource import (
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxFiles
 from pyspark.sql.types import StructType
 
-from airflow_txnlog.engine import AddFile, FileScan, InvalidArgumentError, Table
+from airflow_txnlog.engine import (
+    AddFile,
+    FileScan,
+    InvalidArgumentError,
+    Table,
+    schema_from_json,
+    without_mapping,
+)
+from airflow_txnlog.spark.schemas import to_spark_schema
 from airflow_txnlog.spark.source_options import (
     DEFAULT_PARTITION_BYTES,
     WriteOptions,
@@ -207,9 +215,6 @@ class TxnlogStreamReader(DataSourceStreamReader):
 
 
 def _schema_changed(schema_string: str, spark_schema_json: str) -> bool:
-    from airflow_txnlog.engine import schema_from_json, without_mapping  # noqa: PLC0415
-    from airflow_txnlog.spark.schemas import to_spark_schema  # noqa: PLC0415
-
     return to_spark_schema(without_mapping(schema_from_json(schema_string))).json() != spark_schema_json
 
 

@@ -156,7 +156,7 @@ class TxnlogWriter(DataSourceArrowWriter):
                     "txnlog: overwriteSchema needs mode('overwrite') and a table without column mapping"
                 )
             schema, renames = incoming, dict[str, str]()
-            self.metadata = dataclasses.replace(snap.metadata, schema_string=_schema_json(incoming))
+            self.metadata = dataclasses.replace(snap.metadata, schema_string=schema_to_json(incoming))
         else:
             schema, renames = _evolved(snap.schema, incoming, self.options)
             if schema != snap.schema:
@@ -234,10 +234,6 @@ def _nullable_type(t: pa.DataType) -> pa.DataType:
 def _nullable(schema: pa.Schema) -> pa.Schema:
     """`schema` with every field nullable (a map's keys stay NOT NULL, as Spark requires)."""
     return pa.schema([f.with_type(_nullable_type(f.type)).with_nullable(True) for f in schema])
-
-
-def _schema_json(schema: pa.Schema) -> str:
-    return schema_to_json(schema)
 
 
 def write_task(plan: Plan, batches: Iterator[pa.RecordBatch]) -> list[AddFile]:
