@@ -8,6 +8,11 @@ import fsspec
 import pyarrow as pa
 import pytest
 
+# Azure Blob Storage (Azurite) fixtures, for every suite that runs on Azure.
+from tests.azurite import azure_container, azurite
+
+__all__ = ["azure_container", "azurite"]
+
 SCHEMA = pa.schema([("id", pa.int64()), ("value", pa.float64()), ("part", pa.string())])
 
 

@@ -22,6 +22,13 @@ How each backend meets it:
   that honors conditional writes, or `single_writer=True`); the probe objects are deleted.
 - `MemoryStorage`: fsspec's in-memory filesystem, with a process-wide lock; for tests.
 
+Errors: every failure of a store is an `OSError` (`FileNotFoundError`, `FileExistsError`, ...), which
+is what the engine's callers classify (a commit whose PUT failed is "outcome unknown"; a checkpoint
+that failed after its commit is only logged). s3fs and gcsfs raise OSErrors already; adlfs wraps a
+failed upload in `RuntimeError` and lets the Azure SDK's own errors through, so `FsspecStorage`
+turns an error that comes from a store client (its cause chain holds an exception of the Azure,
+Google or botocore SDKs, or aiohttp) into an `OSError` naming the object, with the cause chained.
+
 Listing: `list_dir(dir, start_after)` returns only names after `start_after`. On S3 (`S3Storage`) the
 server does the filtering (ListObjectsV2 `StartAfter`), so polling a long log costs one small
 request instead of one per 1,000 commits; other fsspec backends list the folder and filter here.
@@ -30,13 +37,14 @@ request instead of one per 1,000 commits; other fsspec backends list the folder 
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import threading
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, TypeVar
 from urllib.parse import urlsplit
 
 import fsspec
@@ -192,6 +200,49 @@ def _mtime_ms(info: dict[str, Any]) -> int:
     return 0
 
 
+_CLIENT_MODULES = ("azure.", "adlfs.", "google.", "gcsfs.", "botocore.", "aiobotocore.", "aiohttp.")
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _from_store_client(exc: BaseException) -> bool:
+    """True when `exc` or an exception it was raised from comes from an object store's client."""
+    seen: BaseException | None = exc
+    for _ in range(8):  # a cause chain is short; a cycle must not loop forever
+        if seen is None:
+            return False
+        if any(c.__module__.startswith(_CLIENT_MODULES) for c in type(seen).__mro__):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def _os_errors(method: _F) -> _F:
+    """Make a store client's own exceptions `OSError`s (see "Errors" in the module docstring)."""
+
+    @functools.wraps(method)
+    def wrapper(self: FsspecStorage, key: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, key, *args, **kwargs)
+        except OSError:
+            raise
+        except Exception as exc:
+            translated = as_os_error(self.root, str(key), exc)
+            if translated is None:
+                raise
+            raise translated from exc
+
+    return wrapper  # type: ignore[return-value]
+
+
+def as_os_error(root: str, key: str, exc: Exception) -> OSError | None:
+    """The OSError for a store client's exception about `key` (None: not a store client's)."""
+    if not _from_store_client(exc):
+        return None
+    text = str(exc).strip()
+    first_line = text.splitlines()[0] if text else ""  # Azure appends request ids and an XML body
+    return OSError(f"{root}: {key}: {type(exc).__name__}: {first_line}")
+
+
 PROBE_DIR = f"{LOG_DIR}/_txnlog_probe"
 # Stores whose conditional create was probed in this process: (protocol, bucket or host, endpoint).
 _PROBED: dict[tuple[str, str, str], bool] = {}
@@ -237,9 +288,10 @@ class FsspecStorage(Storage):
                     "open the table with single_writer=True if only one process ever writes to it"
                 )
             finally:
-                with contextlib.suppress(OSError):
+                with contextlib.suppress(Exception):  # best effort: never hide the probe's own error
                     self.fs.rm_file(path)
 
+    @_os_errors
     @override
     def read(self, key: str) -> bytes:
         return self.fs.cat_file(self.full_path(key))  # type: ignore[no-any-return]
@@ -252,6 +304,7 @@ class FsspecStorage(Storage):
         with ThreadPoolExecutor(max_workers=min(16, len(keys))) as pool:
             return list(pool.map(self.read, keys))
 
+    @_os_errors
     @override
     def put_if_absent(self, key: str, data: bytes) -> None:
         if not data:
@@ -273,10 +326,12 @@ class FsspecStorage(Storage):
             raise FileExistsError(path)
         self.fs.pipe_file(path, data)
 
+    @_os_errors
     @override
     def write(self, key: str, data: bytes) -> None:
         self.fs.pipe_file(self.full_path(key), data)
 
+    @_os_errors
     @override
     def list_dir(self, key_dir: str, start_after: str | None = None) -> list[LogFile]:
         base = self.full_path(key_dir)
@@ -294,10 +349,21 @@ class FsspecStorage(Storage):
         out.sort(key=lambda f: f.name)
         return out
 
+    @_os_errors
     @override
     def delete(self, key: str) -> None:
         with contextlib.suppress(FileNotFoundError):
             self.fs.rm_file(self.full_path(key))
+
+    @_os_errors
+    @override
+    def exists(self, key: str) -> bool:
+        return super().exists(key)
+
+    @_os_errors
+    @override
+    def open_input(self, key: str) -> BinaryIO:
+        return super().open_input(key)
 
 
 class S3Storage(FsspecStorage):

@@ -49,7 +49,7 @@ from airflow_txnlog.engine.errors import (
 )
 from airflow_txnlog.engine.schema import hive_escape, normalize_schema, serialize_partition_value
 from airflow_txnlog.engine.stats import LeafPath, compute_stats, stats_columns
-from airflow_txnlog.engine.storage import Storage
+from airflow_txnlog.engine.storage import Storage, as_os_error
 from airflow_txnlog.engine.transaction import Transaction
 from airflow_txnlog.engine.validate import one_of
 
@@ -296,13 +296,22 @@ def _write_one(
 ) -> AddFile:
     path = storage.full_path(rel)
     parent = path.rsplit("/", 1)[0]
-    storage.fs.makedirs(parent, exist_ok=True)
-    with storage.fs.open(path, "wb") as f:
-        pq.write_table(chunk, f, compression="snappy")
+    try:
+        storage.fs.makedirs(parent, exist_ok=True)
+        with storage.fs.open(path, "wb") as f:
+            pq.write_table(chunk, f, compression="snappy")
+        size = int(storage.fs.size(path))
+    except OSError:
+        raise
+    except Exception as exc:  # adlfs: RuntimeError from an Azure error; make it the OSError it is
+        translated = as_os_error(storage.root, rel, exc)
+        if translated is None:
+            raise
+        raise translated from exc
     return AddFile(
         path=rel,
         partition_values=pvals,
-        size=int(storage.fs.size(path)),
+        size=size,
         modification_time=int(time.time() * 1000),
         data_change=True,
         stats=compute_stats(chunk, num_indexed_cols=n_cols, stats_columns=chosen),

@@ -3,13 +3,21 @@
 Connection type `txnlog`:
 - `host` (optional): a base location; relative table URIs are resolved against it
   (e.g. host `s3://lake/warehouse` + table `sales/orders` -> `s3://lake/warehouse/sales/orders`);
-- `login` / `password` (optional): object-store key id and secret (S3 style), passed to fsspec as
-  `key` / `secret`;
+- `login` / `password` (optional): the store's key pair. For S3 and other stores they go to fsspec
+  as `key` / `secret`; for Azure (`abfs://`, `abfss://`, `az://` tables) as the storage account
+  name and account key (`account_name` / `account_key`, adlfs's names);
 - `extra` (a JSON object): every other fsspec storage option (`endpoint_url`, `client_kwargs`, `anon`,
-  `token`, `account_name`, ...), plus `single_writer` (true/false) for stores without atomic creates.
+  `token`, ...), plus `single_writer` (true/false) for stores without atomic creates. Azure's other
+  credentials are extras too: `sas_token` (with the account as login), `connection_string`, or a
+  service principal (`tenant_id`, `client_id`, `client_secret`); with none of them adlfs uses
+  Azure's default credential chain (managed identity, environment, CLI login).
   Anything but a JSON object, or a `single_writer` that is not a boolean, is an `InvalidArgumentError`.
+Which mapping applies follows the table URI's scheme (`storage_options_for(uri)`); `storage_options`
+is the mapping for the connection's base location.
 Without a connection (or when `txnlog_default` is not defined) local paths work as they are.
-Secrets are never logged: `describe()` masks them and `storage_options` is not templated.
+Secrets are never logged: `describe()` masks them, `secret_values` lists them for masking messages
+(the account key and signature inside a connection string too), and `storage_options` is not
+templated.
 
 The connection form (hidden and relabelled fields, and the `endpoint_url` / `single_writer` fields,
 whose names are the extra keys read here) is declared in `airflow_txnlog.get_provider_info`, as
@@ -20,6 +28,7 @@ from __future__ import annotations
 
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from airflow.sdk import BaseHook
 from airflow.sdk.exceptions import AirflowNotFoundException
@@ -31,7 +40,27 @@ if TYPE_CHECKING:  # the engine (pyarrow) loads when a table is opened, not when
     from airflow_txnlog.engine.storage import Storage
 
 SINGLE_WRITER = "single_writer"  # the extra (and connection-form field) that is not a storage option
-SECRET_KEYS = frozenset({"secret", "password", "token", "key", "account_key", "sas_token", "client_secret"})
+SECRET_KEYS = frozenset(
+    {"secret", "password", "token", "key", "account_key", "sas_token", "client_secret", "connection_string"}
+)
+AZURE_SCHEMES = frozenset({"abfs", "abfss", "az"})
+# The parts of an Azure connection string that are credentials (the rest names endpoints).
+_CONNECTION_STRING_SECRETS = ("accountkey", "sharedaccesssignature")
+
+
+def secret_values(options: dict[str, Any]) -> tuple[str, ...]:
+    """Every secret value in storage options, for masking messages (short values are not secrets)."""
+    found: list[str] = []
+    for key, value in options.items():
+        if key not in SECRET_KEYS or not isinstance(value, str):
+            continue
+        found.append(value)
+        if key == "connection_string":
+            for part in value.split(";"):
+                name, _, secret = part.partition("=")
+                if name.strip().lower() in _CONNECTION_STRING_SECRETS:
+                    found.append(secret.strip())
+    return tuple(v for v in found if len(v) >= 4)
 
 
 class TxnLogHook(BaseHook):
@@ -73,15 +102,22 @@ class TxnLogHook(BaseHook):
 
     @cached_property
     def storage_options(self) -> dict[str, Any]:
-        """fsspec storage options from the connection (login/password as key/secret, then extras)."""
+        """fsspec storage options for the connection's base location (see `storage_options_for`)."""
+        return self.storage_options_for(self.base_location or "")
+
+    def storage_options_for(self, table_uri: str) -> dict[str, Any]:
+        """fsspec storage options from the connection for a table: login/password as the key pair of
+        the URI's store (Azure: account name / key; others: key / secret), then the extras."""
         conn = self._connection
         if conn is None:
             return {}
+        scheme = urlsplit(self.resolve_uri(table_uri)).scheme.lower()
+        user, secret = ("account_name", "account_key") if scheme in AZURE_SCHEMES else ("key", "secret")
         options: dict[str, Any] = {}
         if conn.login:
-            options["key"] = conn.login
+            options[user] = conn.login
         if conn.password:
-            options["secret"] = conn.password
+            options[secret] = conn.password
         options.update({k: v for k, v in self._extras.items() if k != SINGLE_WRITER})
         return options
 
@@ -109,7 +145,7 @@ class TxnLogHook(BaseHook):
 
         return Table.open(
             self.resolve_uri(table_uri),
-            storage_options=self.storage_options or None,
+            storage_options=self.storage_options_for(table_uri) or None,
             single_writer=self.single_writer,
         )
 
@@ -117,9 +153,8 @@ class TxnLogHook(BaseHook):
         """The table's files only: no listing, no snapshot (e.g. to read one commit file)."""
         from airflow_txnlog.engine.storage import storage_for  # noqa: PLC0415 - light, but not at parse time
 
-        return storage_for(
-            self.resolve_uri(table_uri), self.storage_options or None, single_writer=self.single_writer
-        )
+        uri = self.resolve_uri(table_uri)
+        return storage_for(uri, self.storage_options_for(uri) or None, single_writer=self.single_writer)
 
     def create_table(self, table_uri: str, **kwargs: Any) -> Table:
         """Create a table (see `Table.create` for the keyword arguments)."""
@@ -127,7 +162,7 @@ class TxnLogHook(BaseHook):
 
         return Table.create(
             self.resolve_uri(table_uri),
-            storage_options=self.storage_options or None,
+            storage_options=self.storage_options_for(table_uri) or None,
             single_writer=self.single_writer,
             **kwargs,
         )

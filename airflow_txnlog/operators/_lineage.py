@@ -148,7 +148,7 @@ def _name(operator: TxnLogBaseOperator, uri: str) -> tuple[str, str]:
     """
     parts = urlsplit(uri)
     azure = parts.scheme.lower() in _AZURE_DFS | _AZURE_BLOB and "@" not in parts.netloc
-    return dataset_name(uri, operator.hook.storage_options if azure else None)
+    return dataset_name(uri, operator.hook.storage_options_for(uri) if azure else None)
 
 
 def _commit(table: Table, version: int) -> tuple[dict[str, Any], int | None]:

@@ -173,9 +173,8 @@ class TxnLogOptimizeOperator(TxnLogBaseOperator):
         from airflow_txnlog.spark import SparkTable  # noqa: PLC0415 - keeps pyspark out of DAG parsing
 
         with spark_session(self.spark_conn_id, self.spark_conf, f"{self.dag_id}-{self.task_id}") as spark:
-            st = SparkTable(
-                spark, self.hook.resolve_uri(self.table_uri), storage_options=self.hook.storage_options
-            )
+            uri = self.hook.resolve_uri(self.table_uri)
+            st = SparkTable(spark, uri, storage_options=self.hook.storage_options_for(uri))
             result = st.optimize(where=self.where, target_file_size=self.target_file_size)
         self.emit(context, result.version, "OPTIMIZE")
         return {"operation": result.operation, "version": result.version, "metrics": dict(result.metrics)}

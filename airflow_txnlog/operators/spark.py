@@ -93,7 +93,8 @@ class _SparkOperator(TxnLogBaseOperator):
 
         table = self.hook.get_table(self.table_uri)
         table.default_tags = {"owner": run_owner(context)}
-        return SparkTable(spark, table.uri, storage_options=self.hook.storage_options or None, table=table)
+        options = self.hook.storage_options_for(table.uri) or None
+        return SparkTable(spark, table.uri, storage_options=options, table=table)
 
     def _session(self) -> Any:
         return spark_session(self.spark_conn_id, self.spark_conf, f"{self.dag_id}-{self.task_id}")
@@ -185,7 +186,7 @@ class TxnLogSparkWriteOperator(_SourceMixin, _SparkOperator):
                 st = self._open(spark, context)
             except TableNotFoundError:
                 uri = self.hook.resolve_uri(self.table_uri)
-                opts = self.hook.storage_options or None
+                opts = self.hook.storage_options_for(uri) or None
                 SparkTable.create(spark, uri, df, partition_by=self.partition_by, storage_options=opts)
                 st = self._open(spark, context)
             txn = idempotency_txn(context, f"{self.dag_id}.{self.task_id}")

@@ -36,7 +36,7 @@ from airflow_txnlog.engine import log_reader
 from airflow_txnlog.engine import publication_records as publications
 from airflow_txnlog.engine.errors import StorageError
 from airflow_txnlog.engine.storage import Storage, storage_for
-from airflow_txnlog.hooks.txnlog import SECRET_KEYS, TxnLogHook
+from airflow_txnlog.hooks.txnlog import TxnLogHook, secret_values
 
 log = logging.getLogger(__name__)
 
@@ -64,12 +64,11 @@ class OpenedTable:
 def open_table(table_uri: str, txnlog_conn_id: str | None) -> OpenedTable:
     """The table's storage through `TxnLogHook` (reads the connection; touches no table file)."""
     hook = TxnLogHook(txnlog_conn_id=txnlog_conn_id)
-    options = hook.storage_options
-    secrets = tuple(
-        str(v) for k, v in options.items() if k in SECRET_KEYS and isinstance(v, str) and len(v) >= 4
-    )
+    uri = hook.resolve_uri(table_uri)
+    options = hook.storage_options_for(uri)
+    secrets = secret_values(options)
     try:
-        storage = storage_for(hook.resolve_uri(table_uri), options or None, single_writer=hook.single_writer)
+        storage = storage_for(uri, options or None, single_writer=hook.single_writer)
     except Exception as exc:  # a backend may echo its options: re-raise with the secrets masked
         raise StorageError(f"cannot open {table_uri!r}: {safe_message(exc, secrets)}") from None
     return OpenedTable(storage, secrets)

@@ -1,10 +1,13 @@
-"""Fixtures for the reliability suite: a loopback S3 server (moto), backends, sizes and figures.
+"""Fixtures for the reliability suite: loopback S3 (moto) and Azure (Azurite) servers, backends,
+sizes and figures.
 
 - `s3_server` (session): `moto.server.ThreadedMotoServer` on 127.0.0.1 and a free port, with one
   bucket; `s3_options` are the s3fs `storage_options` that reach it (dummy credentials). No
   outside network is used.
+- `azurite` (session, tests/azurite.py): the Azure Storage emulator as a real server on a free port;
+  `azure_container` (module) is a fresh container for each test module.
 - `backend` / `table_uri`-style factories: every reliability scenario that is about storage runs on
-  `local` and on `s3`; new scenarios (vacuum, restore, savepoints) are added as new cases.
+  `local`, `s3` and `azure`; new scenarios (vacuum, restore, savepoints) are added as new cases.
 - Sizes: a CI size by default, the full size of issue 6 with `TXNLOG_FULL=1` (see docs/reliability.md).
 - Figures: tests attach measured counts with `report_figures(...)` (stored as the report's
   `user_properties`, which pytest-xdist ships to the controller); `pytest_terminal_summary` prints them
@@ -23,6 +26,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+
+from tests.azurite import AzureContainer
 
 FULL = os.environ.get("TXNLOG_FULL", "") not in ("", "0", "false", "no")
 BUCKET = "txnlog-reliability"
@@ -122,11 +127,17 @@ class Backend:
     options: dict[str, Any] | None
 
 
-@pytest.fixture(params=["local", "s3"])
+@pytest.fixture(params=["local", "s3", "azure"])
 def backend(request: pytest.FixtureRequest, tmp_path: Any) -> Backend:
-    """Run the test on the local filesystem and on S3 (moto)."""
+    """Run the test on the local filesystem, on S3 (moto) and on Azure Blob Storage (Azurite)."""
     if request.param == "local":
         return Backend("local", lambda name: str(tmp_path / f"{name}-{uuid.uuid4().hex[:8]}"), None)
+    if request.param == "azure":
+        container: AzureContainer = request.getfixturevalue("azure_container")
+        prefix = uuid.uuid4().hex
+        return Backend(
+            "azure", lambda name: container.uri(f"{prefix}/{name}-{uuid.uuid4().hex[:8]}"), container.options
+        )
     server: S3Server = request.getfixturevalue("s3_server")
     prefix = uuid.uuid4().hex
     return Backend(

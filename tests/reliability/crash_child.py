@@ -15,7 +15,7 @@ local (`LocalStorage`: temp file + fsync + `os.link` / `os.replace`)
   checkpoint_part       first part of a multi-part checkpoint in place, later parts missing
   last_checkpoint_temp  checkpoint complete, `_last_checkpoint` temp file torn
   last_checkpoint_replace  checkpoint complete, `_last_checkpoint` not yet replaced
-s3 (`FsspecStorage`: one exclusive PUT per commit, one PUT per checkpoint file)
+object stores, S3 and Azure (`FsspecStorage`: one exclusive PUT per commit, one PUT per checkpoint file)
   data_write, commit_before_put, commit_after_put, after_commit, checkpoint_put, checkpoint_part,
   last_checkpoint_put
 any backend (maintenance, hooked on the table's storage object and the restore module)
@@ -76,7 +76,7 @@ LOCAL_POINTS = (
     *MAINTENANCE_POINTS,
     "random_delay",
 )
-S3_POINTS = (
+OBJECT_STORE_POINTS = (
     "data_write",
     "commit_before_put",
     "commit_after_put",
@@ -161,7 +161,7 @@ def install_local(trap: Trap) -> None:
     os.fsync, os.link, os.replace = fsync, link, replace  # type: ignore[assignment]
 
 
-def install_s3(trap: Trap) -> None:
+def install_object_store(trap: Trap) -> None:
     real_put, real_write = FsspecStorage.put_if_absent, FsspecStorage.write
 
     def put_if_absent(self: FsspecStorage, key: str, data: bytes) -> None:
@@ -295,7 +295,7 @@ def main(config: dict[str, Any]) -> None:
     if config["backend"] == "local":
         install_local(trap)
     else:
-        install_s3(trap)
+        install_object_store(trap)
     install_common(trap)
     report = os.open(config["report"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
 

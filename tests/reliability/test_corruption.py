@@ -1,12 +1,12 @@
 """Corruption: every damaged log gives, for every version, the twin's snapshot or a LogCorruptedError
-that names the damaged file; never wrong data. Local and S3.
+that names the damaged file; never wrong data. Local, S3 and Azure.
 
 A 24-commit table (checkpoints at 10 and 20, a partition delete at version 15 so the checkpoint at 20
 holds tombstones) is copied to an uncorrupted twin; the original is damaged; then each probed version
 is loaded by a fresh handle and compared with the twin (version, live files, rows, schema, properties,
 protocol, txns). `MUST_BE_CORRECT` says which versions have a fallback and must load correctly; the
 others may instead raise `LogCorruptedError` naming the file. tests/engine/test_snapshot.py has the
-single-backend basics; these add the twin comparison across versions and the S3 backend.
+single-backend basics; these add the twin comparison across versions and the object stores.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import pytest
 
 from airflow_txnlog.engine import LogCorruptedError, Table
 from airflow_txnlog.engine.log_paths import LOG_DIR
-from airflow_txnlog.engine.storage import Storage
+from airflow_txnlog.engine.storage import Storage, storage_for
 from tests.conftest import SCHEMA, rows
 from tests.reliability._util import fingerprint
 from tests.reliability.conftest import Backend
@@ -160,7 +160,7 @@ def _copy(backend: Backend, src: str) -> str:
     if backend.name == "local":
         shutil.copytree(src, dst)
     else:
-        s.fs.copy(s.fs_root, dst.removeprefix("s3://"), recursive=True)
+        s.fs.copy(s.fs_root, storage_for(dst, backend.options).fs_root, recursive=True)
     return dst
 
 

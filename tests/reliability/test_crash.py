@@ -14,7 +14,7 @@ After every kill the test checks, in this process:
   in-flight operation exactly when its commit landed), all live files are readable;
 - the snapshot built from the newest checkpoint has the same live files as a full JSON replay;
 - a new writer can commit (the next version, readable at once).
-Sizes: CI by default; `TXNLOG_FULL=1` runs >= 1,000 kills (local + S3).
+Sizes: CI by default; `TXNLOG_FULL=1` runs >= 1,000 kills (local + S3 + Azure).
 """
 
 from __future__ import annotations
@@ -36,10 +36,14 @@ from airflow_txnlog.engine import Table
 from tests.conftest import SCHEMA, rows
 from tests.reliability._util import commit_versions, full_replay_paths, row_multiset
 from tests.reliability.conftest import FULL, Backend, report_figures
-from tests.reliability.crash_child import LOCAL_POINTS, MAINTENANCE_POINTS, S3_POINTS
+from tests.reliability.crash_child import LOCAL_POINTS, MAINTENANCE_POINTS, OBJECT_STORE_POINTS
 
 REPO = Path(__file__).resolve().parents[2]
-RUNS = {"local": 840 if FULL else 20, "s3": 240 if FULL else 12}  # CI: every point at least once
+RUNS = {
+    "local": 840 if FULL else 20,
+    "s3": 240 if FULL else 12,
+    "azure": 240 if FULL else 12,
+}  # CI: every point at least once
 SHARDS = 6 if FULL else 1  # independent tables per shard, so pytest-xdist can spread a full run
 RUNS_PER_TABLE = 20
 PROPERTIES = {"delta.checkpointInterval": "3"}
@@ -176,7 +180,7 @@ def _crash_once(
 def test_crash_injection(
     backend: Backend, shard: int, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
-    points = LOCAL_POINTS if backend.name == "local" else S3_POINTS
+    points = LOCAL_POINTS if backend.name == "local" else OBJECT_STORE_POINTS
     per_shard = RUNS[backend.name] // SHARDS
     first = shard * per_shard
     rng = random.Random(6 + shard)

@@ -1,4 +1,4 @@
-"""Savepoint + restore while other writers keep committing (local and S3).
+"""Savepoint + restore while other writers keep committing (local, S3 and Azure).
 
 Writers append to their own partitions while a guardian repeatedly savepoints the table and restores
 it (`on_foreign_commits="force"`). A restore reads the whole table, so concurrent appends make it
@@ -10,7 +10,7 @@ conflict and re-plan against the new latest version. Checked afterwards:
   the `discardedVersions` in its commitInfo, and its `foreign_versions`);
 - every writer commit added exactly that writer's new rows (its add actions' files);
 - the final rows = the rows of the last restore + everything the writers appended after it.
-Sizes: CI 3 writers x 30 commits + 8 restores locally, 2 x 12 + 4 on S3; TXNLOG_FULL=1: 8 x 50 + 25.
+Sizes: CI 3 writers x 30 commits + 8 restores locally, 2 x 12 + 4 on S3 and Azure; TXNLOG_FULL=1: 8 x 50 + 25.
 """
 
 from __future__ import annotations
@@ -31,7 +31,11 @@ from tests.reliability._util import commit_versions, read_commit, row_multiset
 from tests.reliability.conftest import FULL, Backend, report_figures
 from tests.reliability.restore_worker import run_guardian, run_writer
 
-SIZES = {"local": (8, 50, 25) if FULL else (3, 30, 8), "s3": (8, 50, 25) if FULL else (2, 12, 4)}
+SIZES = {
+    "local": (8, 50, 25) if FULL else (3, 30, 8),
+    "s3": (8, 50, 25) if FULL else (2, 12, 4),
+    "azure": (8, 50, 25) if FULL else (2, 12, 4),
+}
 
 
 def _file_ids(t: Table, paths: list[str]) -> Counter[int]:

@@ -3,10 +3,11 @@
 - The package source has no `eval` / `exec` / `compile` / `__import__`, no pickle-family
   deserialisation, no shell-outs (AST scan plus a plain grep); a planted sample proves the scan can
   fail.
-- With an S3 secret key in `storage_options`, provoked errors (missing table, missing bucket,
-  future version, corrupt log, commit conflict, a checkpoint that fails after its commit) never carry
-  the secret (or the access key id) in exception messages, chained causes or tracebacks, in
-  `repr()`s, in commitInfo / history, or in any log record (all loggers at DEBUG, botocore included).
+- With an S3 secret key, or an Azure account key inside a connection string, in `storage_options`,
+  provoked errors (missing table, missing bucket / container, future version, corrupt log, commit
+  conflict, a checkpoint that fails after its commit) never carry the secret (or the access key id,
+  or the connection string) in exception messages, chained causes or tracebacks, in `repr()`s, in
+  commitInfo / history, or in any log record (all loggers at DEBUG, botocore and azure included).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import ast
 import logging
 import re
 import traceback
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +31,7 @@ from airflow_txnlog.engine import (
     VersionNotFoundError,
 )
 from airflow_txnlog.engine.log_paths import LOG_DIR
+from tests.azurite import ACCOUNT_KEY, AzureContainer
 from tests.conftest import SCHEMA, rows
 from tests.reliability.conftest import S3_KEY, S3_SECRET, S3Server
 
@@ -87,20 +90,52 @@ def _texts(exc: BaseException) -> list[str]:
     return [str(exc), repr(exc), "".join(traceback.format_exception(exc))]
 
 
-def _leaks(text: str, *, key_too: bool) -> list[str]:
-    return [s for s in ((S3_SECRET, S3_KEY) if key_too else (S3_SECRET,)) if s in text]
+@dataclass(frozen=True)
+class Store:
+    base: str  # a folder for this test's tables
+    options: dict[str, Any]
+    missing: str  # a table URI in a bucket / container that does not exist
+    missing_root: str  # that bucket / container, as the store's filesystem path
+    secret: str  # must never appear anywhere
+    key: str  # must not appear in messages or the engine's logs (a client may log it)
+
+
+@pytest.fixture(params=["s3", "azure"])
+def store(request: pytest.FixtureRequest) -> Store:
+    if request.param == "azure":
+        container: AzureContainer = request.getfixturevalue("azure_container")
+        options = container.options
+        return Store(
+            container.uri("security"),
+            options,
+            "abfs://no-such-container-txnlog/t",
+            "no-such-container-txnlog",
+            ACCOUNT_KEY,
+            options["connection_string"],
+        )
+    server: S3Server = request.getfixturevalue("s3_server")
+    return Store(
+        f"s3://{server.bucket}/security",
+        server.options,
+        "s3://no-such-bucket-txnlog/t",
+        "no-such-bucket-txnlog",
+        S3_SECRET,
+        S3_KEY,
+    )
+
+
+def _leaks(text: str, store: Store, *, key_too: bool) -> list[str]:
+    return [s for s in ((store.secret, store.key) if key_too else (store.secret,)) if s in text]
 
 
 @pytest.fixture
 def all_logs(caplog: pytest.LogCaptureFixture) -> pytest.LogCaptureFixture:
-    caplog.set_level(logging.DEBUG)  # root at DEBUG: engine, s3fs, aiobotocore, botocore, urllib3
+    caplog.set_level(logging.DEBUG)  # root at DEBUG: engine, s3fs, botocore, adlfs, azure, urllib3
     return caplog
 
 
-def test_s3_secrets_never_in_errors_logs_or_history(
-    s3_server: S3Server, s3_options: dict[str, Any], all_logs: pytest.LogCaptureFixture
-) -> None:
-    base = f"s3://{s3_server.bucket}/security"
+def test_secrets_never_in_errors_logs_or_history(store: Store, all_logs: pytest.LogCaptureFixture) -> None:
+    base, options = store.base, store.options
     errors: list[BaseException] = []
 
     def provoke(fn: Any) -> None:
@@ -111,45 +146,50 @@ def test_s3_secrets_never_in_errors_logs_or_history(
         else:
             pytest.fail(f"{fn} did not raise")
 
-    provoke(lambda: Table.open(f"{base}/missing", storage_options=s3_options))
-    provoke(lambda: Table.create("s3://no-such-bucket-txnlog/t", schema=SCHEMA, storage_options=s3_options))
-    t = Table.create(f"{base}/t", schema=SCHEMA, partition_by=["part"], storage_options=s3_options)
+    provoke(lambda: Table.open(f"{base}/missing", storage_options=options))
+    provoke(lambda: Table.create(store.missing, schema=SCHEMA, storage_options=options))
+    t = Table.create(f"{base}/t", schema=SCHEMA, partition_by=["part"], storage_options=options)
     t.write(rows([1], "a"))
     provoke(lambda: t.snapshot(version=99))
-    other = Table.open(f"{base}/t", storage_options=s3_options)
+    other = Table.open(f"{base}/t", storage_options=options)
     txn = t.transaction("DELETE")
     for f in txn.read_files("part = 'a'"):
         txn.remove(f)
     other.write(rows([2], "a"))
     provoke(txn.commit)
-    # A checkpoint that fails after its commit (real botocore error, logged as a warning).
-    real_fs = t.storage.fs
-    t.storage.write = lambda key, data: real_fs.pipe_file(f"no-such-bucket-txnlog/{key}", data)  # type: ignore[method-assign]
+    # A checkpoint that fails after its commit (the client's real error, logged as a warning).
+    real_path = t.storage.full_path
+
+    def checkpoints_elsewhere(key: str) -> str:  # the storage's own write, to a missing bucket
+        return f"{store.missing_root}/{key}" if ".checkpoint." in key else real_path(key)
+
+    t.storage.full_path = checkpoints_elsewhere  # type: ignore[method-assign]
     for i in range(8):
         t.write(rows([10 + i], "b"))
     assert t.latest_version() == 10
     assert any("checkpoint after commit 10 failed" in r.getMessage() for r in all_logs.records)
-    history = repr(Table.open(f"{base}/t", storage_options=s3_options).history())
-    assert _leaks(history, key_too=True) == []
+    history = repr(Table.open(f"{base}/t", storage_options=options).history())
+    assert _leaks(history, store, key_too=True) == []
     # A corrupt log.
     t.storage.put_if_absent(f"{LOG_DIR}/{11:020d}.json", b"{not json")
-    provoke(lambda: Table.open(f"{base}/t", storage_options=s3_options).snapshot())
+    provoke(lambda: Table.open(f"{base}/t", storage_options=options).snapshot())
 
     kinds = [type(e) for e in errors]
     assert kinds[0] is TableNotFoundError and kinds[2] is VersionNotFoundError
+    assert issubclass(kinds[1], TxnLogError)  # the missing bucket / container
     assert issubclass(kinds[3], CommitConflictError) and kinds[4] is LogCorruptedError
     for exc in errors:
         for text in _texts(exc):
-            assert _leaks(text, key_too=True) == [], f"{type(exc).__name__} leaks a credential"
+            assert _leaks(text, store, key_too=True) == [], f"{type(exc).__name__} leaks a credential"
     for record in all_logs.records:
         text = record.getMessage() + (
             "".join(traceback.format_exception(*record.exc_info)) if record.exc_info else ""
         )
         engine_record = record.name.startswith("airflow_txnlog")
-        assert _leaks(text, key_too=engine_record) == [], f"log record of {record.name} leaks a credential"
-    assert len(all_logs.records) > 20  # botocore really logged at DEBUG: the check above saw traffic
+        assert _leaks(text, store, key_too=engine_record) == [], f"log record of {record.name} leaks"
+    assert len(all_logs.records) > 20  # the client really logged at DEBUG: the check above saw traffic
     for obj in (t, t.storage, t.snapshot(version=10)):
-        assert _leaks(repr(obj), key_too=True) == []
+        assert _leaks(repr(obj), store, key_too=True) == []
 
 
 def test_errors_derive_from_the_root(s3_server: S3Server, s3_options: dict[str, Any]) -> None:

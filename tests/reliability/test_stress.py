@@ -1,4 +1,4 @@
-"""Multi-writer stress: N processes x M commits on one table, local and S3 (issue 6).
+"""Multi-writer stress: N processes x M commits on one table, local, S3 and Azure (issues 6, 16).
 
 Operations are mixed (see stress_worker.py): blind appends to shared and own partitions,
 read-then-append to a contended partition, deletes of one contended file, deletes of a worker's own
@@ -36,10 +36,14 @@ from tests.reliability._util import commit_versions, full_replay_paths, read_com
 from tests.reliability.conftest import FULL, Backend, report_figures
 from tests.reliability.stress_worker import run_worker
 
-SIZES = {"local": (16, 50) if FULL else (6, 12), "s3": (16, 50) if FULL else (4, 10)}
+SIZES = {
+    "local": (16, 50) if FULL else (6, 12),
+    "s3": (16, 50) if FULL else (4, 10),
+    "azure": (16, 50) if FULL else (4, 10),
+}
 if os.environ.get("TXNLOG_STRESS"):  # e.g. TXNLOG_STRESS=8x25: writers x commits, both backends
     _w, _c = (int(x) for x in os.environ["TXNLOG_STRESS"].lower().split("x"))
-    SIZES = {"local": (_w, _c), "s3": (_w, _c)}
+    SIZES = {"local": (_w, _c), "s3": (_w, _c), "azure": (_w, _c)}
 NEVER_CONFLICT = {"blind_shared", "blind_own", "delete_own", "compact"}
 
 

@@ -1,14 +1,20 @@
-"""The engine suite on `s3://` URIs against a loopback S3 server (moto), through s3fs.
+"""The engine suite on object stores: `s3://` against a loopback S3 server (moto, through s3fs) and
+`abfs://` against Azurite (the Azure Storage emulator, through adlfs).
 
 Covers what the log engine does on an object store: create, appends, overwrite, checkpoints
 (every 10 commits and multi-part), time travel by version and timestamp, history, conflicts between
-two handles, idempotent writes, the exclusive create behind every commit, and the FsspecStorage
-details that differ from a local disk (listing, modification times, bulk reads, `xb` mode).
+two handles, idempotent writes, the exclusive create behind every commit (also under racing
+writers), and the FsspecStorage details that differ from a local disk (listing order, modification
+times, bulk reads, missing files, `xb` mode). Each test runs on both stores (`store`), except the
+ones about one client's behaviour (s3fs's StartAfter listing and caches, multipart uploads, Azure's
+block uploads), which name their store.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import orjson
@@ -16,6 +22,7 @@ import pytest
 
 from airflow_txnlog.engine import (
     AddFile,
+    CommitOutcomeUnknownError,
     ConcurrentAppendError,
     ConcurrentDeleteReadError,
     InvalidArgumentError,
@@ -26,20 +33,45 @@ from airflow_txnlog.engine import (
 )
 from airflow_txnlog.engine.log_paths import LOG_DIR
 from airflow_txnlog.engine.storage import FsspecStorage
+from tests.azurite import AzureContainer
 from tests.conftest import SCHEMA, rows
 from tests.reliability._util import build_table, commit_versions, ids, log_names
 from tests.reliability.conftest import S3Server
 
+FS_CLASS = {"s3": "S3FileSystem", "azure": "AzureBlobFileSystem"}
+
+
+@pytest.fixture(params=["s3", "azure"])
+def store(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+def _test_name(request: pytest.FixtureRequest) -> str:
+    return request.node.name.replace("[", "-").replace("]", "").replace("_", "-")
+
 
 @pytest.fixture
-def s3_uri(s3_server: S3Server, request: pytest.FixtureRequest) -> str:
-    return f"s3://{s3_server.bucket}/suite/{request.node.name.replace('[', '_').replace(']', '_')}"
+def s3_uri(store: str, request: pytest.FixtureRequest) -> str:
+    """A fresh table location on the test's store (the name is historical: S3 came first)."""
+    if store == "azure":
+        container: AzureContainer = request.getfixturevalue("azure_container")
+        return container.uri(f"suite/{_test_name(request)}")
+    server: S3Server = request.getfixturevalue("s3_server")
+    return f"s3://{server.bucket}/suite/{_test_name(request)}"
 
 
-def test_storage_is_the_atomic_fsspec_backend(s3_uri: str, s3_options: dict[str, Any]) -> None:
+@pytest.fixture
+def s3_options(store: str, request: pytest.FixtureRequest) -> dict[str, Any]:
+    """The store's storage_options (overrides the S3-only fixture of the same name in conftest)."""
+    if store == "azure":
+        return dict(request.getfixturevalue("azure_container").options)
+    return dict(request.getfixturevalue("s3_server").options)
+
+
+def test_storage_is_the_atomic_fsspec_backend(s3_uri: str, s3_options: dict[str, Any], store: str) -> None:
     t = Table.create(s3_uri, schema=SCHEMA, storage_options=s3_options)
     assert isinstance(t.storage, FsspecStorage) and t.storage.atomic
-    assert type(t.storage.fs).__name__ == "S3FileSystem"
+    assert type(t.storage.fs).__name__ == FS_CLASS[store]
 
 
 def test_create_append_overwrite(s3_uri: str, s3_options: dict[str, Any]) -> None:
@@ -112,6 +144,7 @@ def test_listing_sizes_and_mtimes_come_from_s3(s3_uri: str, s3_options: dict[str
     assert [f.name for f in t.storage.list_log(f"{1:020d}.json")] == [f"{2:020d}.json"]
 
 
+@pytest.mark.parametrize("store", ["s3"])  # s3fs behaviour
 def test_listing_after_a_version_is_filtered_by_the_server(
     s3_uri: str, s3_options: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -138,6 +171,7 @@ def test_listing_after_a_version_is_filtered_by_the_server(
     assert after == full and returned == [5]
 
 
+@pytest.mark.parametrize("store", ["s3"])  # s3fs behaviour
 @pytest.mark.parametrize("cache", [None, True], ids=["default", "listings_cache_on"])
 def test_a_commit_written_after_a_full_listing_is_readable(
     s3_uri: str, s3_options: dict[str, Any], cache: bool | None
@@ -177,12 +211,19 @@ def test_second_put_if_absent_raises_and_keeps_the_first(s3_uri: str, s3_options
         t.storage.put_if_absent(f"{LOG_DIR}/{0:020d}.json", b"x\n")
 
 
-def test_large_commit_uses_multipart_upload_and_stays_exclusive(
-    s3_uri: str, s3_options: dict[str, Any]
+# A block size each client takes, below the commit's size: s3fs (multipart upload) and adlfs (blocks).
+BLOCK_OPTION = {"s3": {"default_block_size": 5 * 2**20}, "azure": {"blocksize": 4 * 2**20}}
+
+
+# adlfs hands aiohttp each block as bytes, and aiohttp warns about large bodies (harmless; not ours).
+@pytest.mark.filterwarnings("ignore:Sending a large body directly:ResourceWarning")
+def test_large_commit_is_uploaded_in_parts_and_stays_exclusive(
+    s3_uri: str, s3_options: dict[str, Any], store: str
 ) -> None:
-    """Commits above s3fs's block size are multipart uploads; `If-None-Match` is on the completion."""
-    opts = {**s3_options, "default_block_size": 5 * 2**20}
-    t = Table.create(s3_uri, schema=SCHEMA, storage_options=opts)
+    """Commits above the client's block size are multipart uploads (S3) or staged blocks (Azure);
+    the condition (`If-None-Match: *`) is on the completion / block-list commit that makes the
+    object, so a second writer's parts never become it."""
+    t = Table.create(s3_uri, schema=SCHEMA, storage_options={**s3_options, **BLOCK_OPTION[store]})
     key = f"{LOG_DIR}/{1:020d}.json"
     big = b'{"commitInfo":{"pad":"' + b"x" * (11 * 2**20) + b'"}}\n'
     t.storage.put_if_absent(key, big)
@@ -200,6 +241,7 @@ def test_empty_commit_object_is_refused_and_never_written(s3_uri: str, s3_option
     assert not t.storage.exists(f"{LOG_DIR}/{1:020d}.json")
 
 
+@pytest.mark.parametrize("store", ["s3"])  # s3fs behaviour
 def test_zero_byte_exclusive_create_trap_is_real_here(
     s3_server: S3Server, s3_options: dict[str, Any]
 ) -> None:
@@ -277,17 +319,15 @@ def test_idempotent_writes_across_handles(s3_uri: str, s3_options: dict[str, Any
     assert commit_versions(a) == [0, 1, 2]
 
 
-def test_bulk_read_glob_characters(s3_server: S3Server, s3_options: dict[str, Any]) -> None:
-    """Keys may contain `[`/`]` (legal S3 keys); the bulk read must not treat them as a glob pattern."""
-    uri = f"s3://{s3_server.bucket}/glob/tbl[1]"
+def test_bulk_read_glob_characters(s3_uri: str, s3_options: dict[str, Any]) -> None:
+    """Keys may contain `[`/`]` (legal keys); the bulk read must not treat them as a glob pattern."""
+    uri = f"{s3_uri}/tbl[1]"
     build_table(uri, 2, s3_options)  # today: LogCorruptedError "a commit file disappeared"
     assert ids(Table.open(uri, storage_options=s3_options).snapshot()) == [0, 1]
 
 
-def test_query_or_fragment_in_uri_is_not_silently_dropped(
-    s3_server: S3Server, s3_options: dict[str, Any]
-) -> None:
-    base = f"s3://{s3_server.bucket}/qmark/t"
+def test_query_or_fragment_in_uri_is_not_silently_dropped(s3_uri: str, s3_options: dict[str, Any]) -> None:
+    base = f"{s3_uri}/t"
     Table.create(base, schema=SCHEMA, storage_options=s3_options)
     # A different location must either be refused or be a different (empty) location.
     try:
@@ -299,8 +339,143 @@ def test_query_or_fragment_in_uri_is_not_silently_dropped(
     assert other.storage.fs_root != Table.open(base, storage_options=s3_options).storage.fs_root
 
 
-def test_create_in_a_missing_bucket_is_a_txnlog_error(s3_options: dict[str, Any]) -> None:
+def test_create_in_a_missing_bucket_is_a_txnlog_error(s3_options: dict[str, Any], store: str) -> None:
     from airflow_txnlog.engine import TxnLogError  # noqa: PLC0415
 
+    uri = {"s3": "s3://no-such-bucket-txnlog/t", "azure": "abfs://no-such-container-txnlog/t"}[store]
     with pytest.raises(TxnLogError):
-        Table.create("s3://no-such-bucket-txnlog/t", schema=SCHEMA, storage_options=s3_options)
+        Table.create(uri, schema=SCHEMA, storage_options=s3_options)
+
+
+def test_racing_exclusive_creates_have_one_winner_per_key(s3_uri: str, s3_options: dict[str, Any]) -> None:
+    """8 threads race to create each of 25 keys at once: exactly one create per key succeeds, the
+    others get FileExistsError, and the object holds the winner's bytes."""
+    t = Table.create(s3_uri, schema=SCHEMA, storage_options=s3_options)
+    writers, keys = 8, [f"{LOG_DIR}/race/{k:020d}.json" for k in range(25)]
+    barrier = threading.Barrier(writers)
+
+    def race(w: int) -> list[str]:
+        won = []
+        for key in keys:
+            barrier.wait()
+            try:
+                t.storage.put_if_absent(key, f'{{"writer":{w}}}\n'.encode())
+                won.append(key)
+            except FileExistsError:
+                pass
+        return won
+
+    with ThreadPoolExecutor(writers) as pool:
+        wins = list(pool.map(race, range(writers)))
+    winners = {key: w for w, won in enumerate(wins) for key in won}
+    assert sorted(k for won in wins for k in won) == keys  # one winner per key, none twice
+    for key, w in winners.items():
+        assert orjson.loads(t.storage.read(key)) == {"writer": w}
+
+
+def test_missing_files_and_listing_order(s3_uri: str, s3_options: dict[str, Any]) -> None:
+    """A missing object reads as FileNotFoundError and `exists` is False; a folder lists in name
+    order whatever the order of the writes; a missing folder is FileNotFoundError (as on a local
+    disk; `list_log` turns it into an empty log); deleting twice is fine."""
+    t = Table.create(s3_uri, schema=SCHEMA, storage_options=s3_options)
+    with pytest.raises(FileNotFoundError):
+        t.storage.read(f"{LOG_DIR}/{7:020d}.json")
+    assert not t.storage.exists(f"{LOG_DIR}/{7:020d}.json")
+    for v in (3, 1, 12, 2):
+        t.storage.write(f"x/{v:020d}.json", b"{}")
+    assert [f.name for f in t.storage.list_dir("x")] == [f"{v:020d}.json" for v in (1, 2, 3, 12)]
+    with pytest.raises(FileNotFoundError):
+        t.storage.list_dir("no-such-folder")
+    assert Table.open(s3_uri, storage_options=s3_options).storage.list_log()  # the log itself lists
+    t.storage.delete(f"x/{1:020d}.json")
+    t.storage.delete(f"x/{1:020d}.json")
+    assert [f.name for f in t.storage.list_dir("x", f"{2:020d}.json")] == [f"{v:020d}.json" for v in (3, 12)]
+
+
+@pytest.mark.parametrize("store", ["azure"])  # adlfs behaviour
+def test_a_failed_azure_upload_is_an_unknown_commit_outcome(
+    s3_uri: str, s3_options: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """adlfs wraps a failed upload in RuntimeError (the Azure SDK error as its cause). The storage
+    makes it an OSError, so a commit whose PUT failed is CommitOutcomeUnknownError (the caller must
+    check, not blindly retry), while an error of our own making still surfaces as it is."""
+    import adlfs.spec  # noqa: PLC0415
+    from azure.core.exceptions import ServiceRequestError  # noqa: PLC0415
+
+    t = Table.create(s3_uri, schema=SCHEMA, partition_by=["part"], storage_options=s3_options)
+    t.write(rows([1], "a"))
+
+    def reset(self: Any, final: bool = False) -> None:
+        try:
+            raise ServiceRequestError("connection reset by peer")
+        except ServiceRequestError as exc:
+            raise RuntimeError(f"Failed to upload block: {exc}!") from exc
+
+    real_upload = adlfs.spec.AzureBlobFile._upload_chunk
+    monkeypatch.setattr(adlfs.spec.AzureBlobFile, "_upload_chunk", reset)
+    with pytest.raises(OSError, match="connection reset"):  # a data file: nothing committed
+        t.write(rows([2], "a"))
+    txn = t.transaction("WRITE")
+    monkeypatch.setattr(adlfs.spec.AzureBlobFile, "_upload_chunk", real_upload)
+    txn.add(_extra_file(t, "a"))  # written before the failure starts
+    monkeypatch.setattr(adlfs.spec.AzureBlobFile, "_upload_chunk", reset)
+    with pytest.raises(CommitOutcomeUnknownError) as err:
+        txn.commit()
+    assert isinstance(err.value.__cause__, OSError) and "connection reset" in str(err.value.__cause__)
+    monkeypatch.undo()
+    assert ids(Table.open(s3_uri, storage_options=s3_options).snapshot()) == [1]
+    with pytest.raises(RuntimeError, match="ours"):  # not from a store client: not translated
+        t.storage.put_if_absent(f"{LOG_DIR}/{2:020d}.json", _Ours())  # type: ignore[arg-type]
+
+
+class _Ours(bytes):
+    """Data whose use raises a plain RuntimeError, as a bug in our code would."""
+
+    def __len__(self) -> int:
+        raise RuntimeError("ours")
+
+
+def _deltars_options(store: str, request: pytest.FixtureRequest) -> dict[str, str]:
+    if store == "azure":
+        return dict(request.getfixturevalue("azurite").deltars_options)
+    server: S3Server = request.getfixturevalue("s3_server")
+    opts = server.options
+    return {
+        "AWS_ENDPOINT_URL": server.endpoint,
+        "AWS_ACCESS_KEY_ID": opts["key"],
+        "AWS_SECRET_ACCESS_KEY": opts["secret"],
+        "AWS_REGION": "us-east-1",
+        "AWS_ALLOW_HTTP": "true",
+        "AWS_S3_ALLOW_UNSAFE_RENAME": "true",  # delta-rs's own S3 commits: one writer in this test
+    }
+
+
+def test_deltars_reads_our_tables_and_we_read_its_commits(
+    s3_uri: str, s3_options: dict[str, Any], store: str, request: pytest.FixtureRequest
+) -> None:
+    """On the store itself: delta-rs reads what we wrote (partitions, a delete, a checkpoint at 10
+    and commits after it), then appends and deletes through its own object-store client; we read
+    every version it made, and the rows match at each one."""
+    deltalake = pytest.importorskip("deltalake")
+    ours = build_table(s3_uri, 12, s3_options)  # 13 commits: one row each, partitions p0..p2
+    txn = ours.transaction("DELETE")
+    for f in txn.read_files("part = 'p1'"):
+        txn.remove(f)
+    txn.commit()
+    expected = ids(ours.snapshot())
+    dl_opts = _deltars_options(store, request)
+    theirs = deltalake.DeltaTable(s3_uri, storage_options=dl_opts)
+    assert theirs.version() == 13
+    assert sorted(theirs.to_pyarrow_table().column("id").to_pylist()) == expected
+    deltalake.write_deltalake(s3_uri, rows([500, 501], "p9"), mode="append", storage_options=dl_opts)
+    theirs = deltalake.DeltaTable(s3_uri, storage_options=dl_opts)
+    theirs.delete("id = 500")
+    again = Table.open(s3_uri, storage_options=s3_options)
+    assert again.snapshot().version == 15
+    for v in (13, 14, 15):
+        theirs.load_as_version(v)
+        want = sorted(theirs.to_pyarrow_table().column("id").to_pylist())
+        assert ids(again.snapshot(version=v)) == want
+    assert ids(again.snapshot()) == [*expected, 501]
+    assert again.write(rows([600], "p0")) == 16  # and we go on committing after delta-rs
+    assert deltalake.DeltaTable(s3_uri, storage_options=dl_opts).version() == 16
