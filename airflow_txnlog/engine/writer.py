@@ -46,6 +46,7 @@ from airflow_txnlog.engine.errors import (
     CommitRetriesExceededError,
     InvalidArgumentError,
     SchemaMismatchError,
+    StorageError,
 )
 from airflow_txnlog.engine.schema import hive_escape, normalize_schema, serialize_partition_value
 from airflow_txnlog.engine.stats import LeafPath, compute_stats, stats_columns
@@ -301,13 +302,11 @@ def _write_one(
         with storage.fs.open(path, "wb") as f:
             pq.write_table(chunk, f, compression="snappy")
         size = int(storage.fs.size(path))
-    except OSError:
-        raise
-    except Exception as exc:  # adlfs: RuntimeError from an Azure error; make it the OSError it is
-        translated = as_os_error(storage.root, rel, exc)
-        if translated is None:
+    except Exception as exc:  # adlfs raises RuntimeError from an Azure error: a store error too
+        cause = exc if isinstance(exc, OSError) else as_os_error(storage.root, rel, exc)
+        if cause is None:
             raise
-        raise translated from exc
+        raise StorageError(f"cannot write data file {rel!r} of {storage.root!r}: {cause}") from exc
     return AddFile(
         path=rel,
         partition_values=pvals,

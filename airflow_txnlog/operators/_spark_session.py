@@ -105,8 +105,11 @@ def spark_session(conn_id: str | None, spark_conf: Mapping[str, str], app_name: 
         conf.setIfMissing("spark.ui.showConsoleProgress", "false")  # a progress bar in a task log
         if str(conf.get("spark.master")).startswith("local"):
             # the txnlog data source runs Python on the executors: here, this interpreter (which has
-            # the provider); a cluster's executors need it installed and `spark.pyspark.python` set
+            # the provider); a cluster's executors need it installed and `spark.pyspark.python` set.
+            # pyspark takes its workers' interpreter from PYSPARK_PYTHON (else `python3` on PATH,
+            # often without pyarrow), not from the conf, when the session is made in-process.
             conf.setIfMissing("spark.pyspark.python", sys.executable)
+            os.environ.setdefault("PYSPARK_PYTHON", str(conf.get("spark.pyspark.python")))
         _launch_jvm(conf)
     _quiet_py4j()
     session = SparkSession.builder.config(conf=conf).getOrCreate()

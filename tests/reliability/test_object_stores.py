@@ -413,7 +413,7 @@ def test_a_failed_azure_upload_is_an_unknown_commit_outcome(
 
     real_upload = adlfs.spec.AzureBlobFile._upload_chunk
     monkeypatch.setattr(adlfs.spec.AzureBlobFile, "_upload_chunk", reset)
-    with pytest.raises(OSError, match="connection reset"):  # a data file: nothing committed
+    with pytest.raises(StorageError, match="connection reset"):  # a data file: nothing committed
         t.write(rows([2], "a"))
     txn = t.transaction("WRITE")
     monkeypatch.setattr(adlfs.spec.AzureBlobFile, "_upload_chunk", real_upload)
