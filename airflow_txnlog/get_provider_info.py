@@ -40,6 +40,13 @@ def get_provider_info() -> dict[str, Any]:
             {"integration-name": _INTEGRATION, "python-modules": ["airflow_txnlog.triggers.version"]}
         ],
         "connection-types": [_connection_type()],
+        # The Tables view (docs/ui.md): an Airflow 3 plugin with a FastAPI app and a nav entry.
+        "plugins": [
+            {
+                "name": "txnlog_tables",
+                "plugin-class": "airflow_txnlog.plugins.tables_plugin.TxnLogTablesPlugin",
+            }
+        ],
     }
 
 

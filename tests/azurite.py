@@ -28,6 +28,8 @@ from typing import Any
 
 import pytest
 
+from tests.processes import stop
+
 ROOT = Path(__file__).resolve().parents[1]
 ACCOUNT = "devstoreaccount1"
 # Azurite's fixed development key (documented by Microsoft; the emulator accepts no other).
@@ -137,11 +139,7 @@ def azurite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Azurite]:
         os.environ["AZURITE_BLOB_STORAGE_URL"] = f"http://127.0.0.1:{port}"
         yield Azurite(port)
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop(proc, timeout=10)
 
 
 @pytest.fixture(scope="module")

@@ -193,7 +193,7 @@ class TxnLogBaseOperator(BaseOperator):
     :param emit_asset_event: emit an event for the table's asset with the new version.
     """
 
-    template_fields: Sequence[str] = ("table_uri",)
+    template_fields: Sequence[str] = ("table_uri", "txnlog_conn_id")
     operation = "UNKNOWN"
     emits_by_default = True
     # What `execute` read / committed, for OpenLineage (see _lineage.py): `emit` records the

@@ -47,7 +47,7 @@ class TxnLogVacuumOperator(TxnLogBaseOperator):
     """
 
     emits_by_default = False
-    template_fields: Sequence[str] = ("table_uri", "retention_hours")
+    template_fields: Sequence[str] = ("table_uri", "txnlog_conn_id", "retention_hours")
 
     def __init__(
         self,
@@ -89,7 +89,7 @@ class TxnLogCleanupLogOperator(TxnLogBaseOperator):
     """Delete log files older than the log retention, below a checkpoint that stays."""
 
     emits_by_default = False
-    template_fields: Sequence[str] = ("table_uri", "retention_hours")
+    template_fields: Sequence[str] = ("table_uri", "txnlog_conn_id", "retention_hours")
 
     def __init__(self, *, retention_hours: float | None = None, dry_run: bool = False, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -152,7 +152,7 @@ class TxnLogOptimizeOperator(TxnLogBaseOperator):
     """
 
     emits_by_default = False
-    template_fields: Sequence[str] = ("table_uri", "where")
+    template_fields: Sequence[str] = ("table_uri", "txnlog_conn_id", "where")
 
     def __init__(
         self,

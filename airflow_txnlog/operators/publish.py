@@ -58,7 +58,7 @@ class TxnLogPublishOperator(TxnLogBaseOperator):
     Returns the published version (XCom ``return_value``).
     """
 
-    template_fields: Sequence[str] = ("table_uri", "version", "channel")
+    template_fields: Sequence[str] = ("table_uri", "txnlog_conn_id", "version", "channel")
     operation = "PUBLISH"
     ui_color = "#d4f4dd"
 

@@ -30,7 +30,7 @@ class TxnLogSavepointOperator(TxnLogBaseOperator):
     :param expires_after: the savepoint stops protecting files this long after its creation.
     """
 
-    template_fields: Sequence[str] = ("table_uri", "savepoint_name", "reason")
+    template_fields: Sequence[str] = ("table_uri", "txnlog_conn_id", "savepoint_name", "reason")
     emits_by_default = False
 
     def __init__(
@@ -77,7 +77,7 @@ class TxnLogRestoreOperator(TxnLogBaseOperator):
     :param dry_run: only report the plan.
     """
 
-    template_fields: Sequence[str] = ("table_uri", "savepoint_name", "version", "timestamp")
+    template_fields: Sequence[str] = ("table_uri", "txnlog_conn_id", "savepoint_name", "version", "timestamp")
 
     def __init__(
         self,

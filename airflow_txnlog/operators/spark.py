@@ -145,7 +145,7 @@ class TxnLogSparkWriteOperator(_SourceMixin, _SparkOperator):
     :param merge_schema: add new nullable columns of the source to the table.
     """
 
-    template_fields: Sequence[str] = ("table_uri", "source_path", "replace_where", "mode")
+    template_fields: Sequence[str] = ("table_uri", "txnlog_conn_id", "source_path", "replace_where", "mode")
 
     def __init__(
         self,
@@ -210,7 +210,7 @@ class TxnLogSparkWriteOperator(_SourceMixin, _SparkOperator):
 class TxnLogSparkDeleteOperator(_SparkOperator):
     """Delete rows matching `predicate` (Spark SQL; all rows when None). No match: no new version."""
 
-    template_fields: Sequence[str] = ("table_uri", "predicate")
+    template_fields: Sequence[str] = ("table_uri", "txnlog_conn_id", "predicate")
 
     def __init__(self, *, predicate: str | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -226,7 +226,7 @@ class TxnLogSparkDeleteOperator(_SparkOperator):
 class TxnLogSparkUpdateOperator(_SparkOperator):
     """Set columns (`{"col": "<SQL expression>"}`) on rows matching `predicate`."""
 
-    template_fields: Sequence[str] = ("table_uri", "predicate", "set")
+    template_fields: Sequence[str] = ("table_uri", "txnlog_conn_id", "predicate", "set")
 
     def __init__(self, *, set: Mapping[str, str], predicate: str | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -250,7 +250,7 @@ class TxnLogSparkMergeOperator(_SourceMixin, _SparkOperator):
     :param when_not_matched_insert: {"col": "s.col", ...} or "*".
     """
 
-    template_fields: Sequence[str] = ("table_uri", "source_path", "on")
+    template_fields: Sequence[str] = ("table_uri", "txnlog_conn_id", "source_path", "on")
 
     def __init__(
         self,

@@ -62,7 +62,7 @@ class TxnLogVersionSensor(BaseSensorOperator):
         `poke_interval`.
     """
 
-    template_fields: Sequence[str] = ("table_uri", "after_version", "operations", "channel")
+    template_fields: Sequence[str] = ("table_uri", "txnlog_conn_id", "after_version", "operations", "channel")
     ui_color = "#cfe8fc"
 
     def __init__(

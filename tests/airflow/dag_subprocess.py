@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+from tests.processes import run_python
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULT_MARKER = "RESULT="
@@ -43,15 +43,7 @@ def run_dag_script(
             **env,
         }
     )
-    proc = subprocess.run(
-        [sys.executable, "-c", script, *args],
-        check=False,
-        capture_output=True,
-        text=True,
-        env=full,
-        timeout=timeout,
-        cwd=ROOT,
-    )
+    proc = run_python(["-c", script, *args], full, timeout)
     output = proc.stdout + proc.stderr
     assert proc.returncode == 0, output[-4000:]
     line = next(ln for ln in proc.stdout.splitlines() if ln.startswith(RESULT_MARKER))

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,7 @@ from typing import Any
 import pytest
 
 from airflow_txnlog.engine import Table
+from tests.processes import run_python
 
 pytestmark = [pytest.mark.airflow, pytest.mark.spark, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[2]
@@ -85,15 +85,7 @@ def ran(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
             "TXNLOG_SPARK_LOG_TABLE": str(table),
         }
     )
-    proc = subprocess.run(
-        [sys.executable, "-c", RUNNER, str(dags)],
-        check=False,
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=600,
-        cwd=ROOT,
-    )
+    proc = run_python(["-c", RUNNER, str(dags)], env)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     states = json.loads(proc.stdout.strip().splitlines()[-1])
     return {"states": states, "stdout": proc.stdout, "stderr": proc.stderr, "table": table}

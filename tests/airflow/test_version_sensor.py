@@ -41,7 +41,7 @@ def sensor(uri: str, **kwargs: Any) -> TxnLogVersionSensor:
 
 def test_template_fields_and_defaults() -> None:
     s = sensor("/t")
-    assert s.template_fields == ("table_uri", "after_version", "operations", "channel")
+    assert s.template_fields == ("table_uri", "txnlog_conn_id", "after_version", "operations", "channel")
     assert (s.after_version, s.operations, s.txnlog_conn_id, s.deferrable) == (
         None,
         None,

@@ -1,0 +1,1 @@
+"""Airflow plugins of the provider: the Tables view (`tables_plugin.TxnLogTablesPlugin`)."""

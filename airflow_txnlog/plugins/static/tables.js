@@ -1,0 +1,140 @@
+// The Tables view: a list of tables and one table's timeline, from the plugin's JSON API.
+// Every URL is relative to the page (/txnlog/ on the api-server), so the view works behind a
+// reverse proxy; values from tables are put in the page as text, never as HTML.
+"use strict";
+
+const main = document.getElementById("main");
+const crumb = document.getElementById("crumb");
+
+function el(tag, attrs, ...children) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v !== null && v !== undefined) node.setAttribute(k, v);
+  }
+  for (const c of children) {
+    if (c === null || c === undefined) continue;
+    node.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return node;
+}
+
+async function getJson(url) {
+  const response = await fetch(url, { credentials: "same-origin", headers: { Accept: "application/json" } });
+  if (!response.ok) throw new Error(`${response.status} ${response.statusText}`);
+  return response.json();
+}
+
+const fmtTime = (ms) => (ms ? new Date(ms).toISOString().replace("T", " ").slice(0, 19) + " UTC" : "");
+const fmtBytes = (n) => {
+  if (n === null || n === undefined) return "";
+  const units = ["B", "KiB", "MiB", "GiB", "TiB"];
+  let i = 0;
+  while (n >= 1024 && i < units.length - 1) { n /= 1024; i += 1; }
+  return `${n.toFixed(i ? 1 : 0)} ${units[i]}`;
+};
+const writerText = (w) => (w ? `${w.dagId} / ${w.taskId} / ${w.runId}` : "");
+
+function badges(list) {
+  const cell = el("td", { class: "badges" });
+  if (!list || !list.length) cell.append(el("span", { class: "badge ok" }, "healthy"));
+  for (const b of list || []) cell.append(el("span", { class: "badge" }, b));
+  return cell;
+}
+
+async function showList() {
+  crumb.textContent = "";
+  const data = await getJson("api/tables");
+  const rows = data.tables.map((t) =>
+    t.error
+      ? el("tr", { "data-table": t.id }, el("td", {}, t.uri), el("td", { colspan: 6, class: "error" }, `cannot read: ${t.error}`))
+      : el(
+          "tr",
+          { "data-table": t.id },
+          el("td", {}, el("a", { href: `#table=${t.id}`, class: "table-link" }, t.uri)),
+          el("td", {}, t.version),
+          el("td", {}, fmtTime(t.lastCommit.timestamp), el("br"), t.lastCommit.operation || ""),
+          el("td", {}, writerText(t.lastCommit.writer)),
+          el("td", {}, t.numFiles),
+          el("td", {}, fmtBytes(t.sizeBytes)),
+          badges(t.badges),
+        ),
+  );
+  const head = el("tr", {}, ...["table", "version", "last commit", "written by (DAG / task / run)", "files", "size", "health"].map((h) => el("th", {}, h)));
+  main.replaceChildren(
+    rows.length ? el("table", { id: "tables" }, head, ...rows) : el("p", { class: "muted" }, "No table you may read is known to Airflow."),
+  );
+}
+
+function timelineRows(entries) {
+  return entries.map((e) => {
+    const marks = el("td", {});
+    if (e.restore) marks.append(el("span", { class: "mark restore" }, "restore"));
+    if (e.schemaChange) marks.append(el("span", { class: "mark schema" }, "schema"));
+    for (const s of e.savepoints) marks.append(el("span", { class: "mark pin" }, `savepoint ${s}`));
+    const run = e.runLink ? el("a", { href: e.runLink, target: "_top" }, writerText(e.writer)) : writerText(e.writer);
+    return el(
+      "tr",
+      { class: "version", "data-version": e.version },
+      el("td", {}, e.version),
+      el("td", {}, fmtTime(e.timestamp)),
+      el("td", {}, e.operation || ""),
+      marks,
+      el("td", {}, `+${e.rowsAdded ?? "?"} / -${e.rowsRemoved ?? "?"}`),
+      el("td", {}, `+${e.filesAdded} / -${e.filesRemoved}`),
+      el("td", {}, run),
+    );
+  });
+}
+
+function keyValues(obj) {
+  return el("table", {}, ...Object.entries(obj || {}).map(([k, v]) => el("tr", {}, el("th", {}, k), el("td", {}, typeof v === "object" ? JSON.stringify(v) : v))));
+}
+
+async function showTable(id) {
+  const t = await getJson(`api/tables/${encodeURIComponent(id)}`);
+  if (t.error) { main.replaceChildren(el("p", { class: "error" }, `cannot read the table: ${t.error}`)); return; }
+  crumb.textContent = ` / ${t.uri}`;
+  const timeline = el("tbody", {});
+  const more = el("button", { id: "older" }, "Older versions");
+  let before = null;
+  async function loadPage() {
+    const query = before === null ? "limit=50" : `limit=50&before=${before}`;
+    const page = await getJson(`api/tables/${encodeURIComponent(id)}/history?${query}`);
+    timeline.append(...timelineRows(page.entries));
+    before = page.nextBefore;
+    more.hidden = before === null;
+  }
+  more.addEventListener("click", () => loadPage().catch(fail));
+  const head = el("tr", {}, ...["version", "committed", "operation", "", "rows", "files", "DAG / task / run"].map((h) => el("th", {}, h)));
+  const schema = el("table", {}, el("tr", {}, el("th", {}, "column"), el("th", {}, "type"), el("th", {}, "nullable")),
+    ...t.schema.map((f) => el("tr", {}, el("td", {}, f.name), el("td", {}, f.type), el("td", {}, f.nullable ? "yes" : "no"))));
+  const savepoints = el("table", {}, el("tr", {}, ...["name", "version", "created", "expires", "reason"].map((h) => el("th", {}, h))),
+    ...t.savepoints.map((s) => el("tr", {}, el("td", {}, s.name), el("td", {}, s.version), el("td", {}, fmtTime(s.createdAt)),
+      el("td", { class: s.expired ? "error" : "" }, s.expiresAt ? fmtTime(s.expiresAt) + (s.expired ? " (expired)" : "") : "never"), el("td", {}, s.reason || ""))));
+  main.replaceChildren(
+    el("section", {}, el("table", {}, el("tr", {}, el("th", {}, "version"), el("th", {}, "files"), el("th", {}, "size"), el("th", {}, "health")),
+      el("tr", {}, el("td", {}, t.version), el("td", {}, t.numFiles), el("td", {}, fmtBytes(t.sizeBytes)), badges(t.badges)))),
+    el("section", {}, el("h2", {}, "Size and rows over the latest versions"),
+      el("img", { id: "chart", alt: "table size and rows added per version", src: `api/tables/${encodeURIComponent(id)}/chart.svg` })),
+    el("section", {}, el("h2", {}, "Timeline"), el("table", { id: "timeline" }, el("thead", {}, head), timeline), more),
+    el("section", {}, el("h2", {}, "Savepoints"), savepoints),
+    el("section", {}, el("h2", {}, "Schema"), el("p", { class: "muted" }, `partitioned by: ${t.partitionColumns.join(", ") || "nothing"}`), schema),
+    el("section", {}, el("h2", {}, "Protocol and features"), keyValues(t.protocol)),
+    el("section", {}, el("h2", {}, "Health"), keyValues(t.health),
+      el("p", {}, el("a", { href: "../dags/txnlog_maintenance", target: "_top" }, "Maintenance DAG (vacuum, checkpoint, cleanup)"))),
+    el("section", {}, el("h2", {}, "Properties"), keyValues(t.properties)),
+  );
+  await loadPage();
+}
+
+function fail(err) {
+  main.replaceChildren(el("p", { class: "error" }, `The view could not load: ${err.message}`));
+}
+
+function route() {
+  const match = /^#table=([0-9a-f]+)$/.exec(window.location.hash);
+  (match ? showTable(match[1]) : showList()).catch(fail);
+}
+
+window.addEventListener("hashchange", route);
+route();

@@ -1,0 +1,139 @@
+"""The Tables view's FastAPI app: the page, its static files and a read-only JSON API.
+
+Mounted by the plugin under `/txnlog` on Airflow's api-server. Every route depends on `GetUserDep`
+(the api-server's own authentication: 401 without a valid token) and every table route checks
+`tables_access.may_read` (403 otherwise, with nothing of the table). A table is addressed by its
+opaque id from the catalog (`tables_catalog`), never by a path: `/api/lookup?uri=` finds the id of a
+URI the catalog knows and answers 404 for any other, so no URL makes the server open a location
+Airflow does not name. All links the page makes are relative (it works behind a reverse proxy and
+offline: every asset is served here).
+
+Routes: `/` (the page), `/static/{name}`, `/api/tables`, `/api/tables/{id}`,
+`/api/tables/{id}/history?before=&limit=`, `/api/tables/{id}/chart.svg`, `/api/lookup?uri=`.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Annotated, Any
+
+from fastapi import Depends, FastAPI, HTTPException, Query
+from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response
+
+from airflow_txnlog.plugins import tables_report
+from airflow_txnlog.plugins.tables_access import may_read
+from airflow_txnlog.plugins.tables_catalog import KnownTable, load_catalog
+from airflow_txnlog.plugins.tables_chart import chart_svg
+
+log = logging.getLogger(__name__)
+STATIC = Path(__file__).resolve().parent / "static"
+STATIC_FILES = {"tables.js": "text/javascript", "tables.css": "text/css"}
+MAX_PAGE = 200
+
+
+def _user() -> Any:
+    from airflow.api_fastapi.core_api.security import get_user  # noqa: PLC0415 - api-server only
+
+    return Depends(get_user)
+
+
+User = Annotated[Any, _user()]
+
+
+def _auth_manager() -> Any:
+    from airflow.api_fastapi.app import get_auth_manager  # noqa: PLC0415
+
+    return get_auth_manager()
+
+
+def _catalog() -> list[KnownTable]:
+    from airflow.utils.session import create_session  # noqa: PLC0415
+
+    with create_session() as session:
+        return load_catalog(session)
+
+
+def _readable(user: Any) -> list[KnownTable]:
+    manager = _auth_manager()
+    return [t for t in _catalog() if may_read(user, t, manager)]
+
+
+def _table(user: Any, table_id: str) -> KnownTable:
+    known = next((t for t in _catalog() if t.table_id == table_id), None)
+    if known is None:
+        raise HTTPException(404, "no such table")
+    if not may_read(user, known, _auth_manager()):
+        raise HTTPException(403, "not allowed to read this table")
+    return known
+
+
+def _failed(known: KnownTable, exc: Exception) -> JSONResponse:
+    # The class name only: a store client's message may echo an endpoint or an option.
+    log.warning("Tables view: table %s could not be read: %s", known.table_id, type(exc).__name__)
+    return JSONResponse({"id": known.table_id, "error": type(exc).__name__}, status_code=502)
+
+
+def create_app() -> FastAPI:
+    app = FastAPI(title="txnlog Tables", docs_url=None, redoc_url=None, openapi_url=None)
+
+    @app.get("/", response_class=HTMLResponse)
+    def page(user: User) -> HTMLResponse:
+        return HTMLResponse((STATIC / "tables.html").read_text(encoding="utf-8"))
+
+    @app.get("/static/{name}")
+    def static(name: str, user: User) -> FileResponse:
+        if name not in STATIC_FILES:
+            raise HTTPException(404, "no such file")
+        return FileResponse(STATIC / name, media_type=STATIC_FILES[name])
+
+    @app.get("/api/tables")
+    def tables(user: User) -> dict[str, Any]:
+        rows: list[dict[str, Any]] = []
+        for known in _readable(user):
+            try:
+                rows.append(tables_report.summary(known))
+            except Exception as exc:  # one unreadable table must not hide the others
+                rows.append({"id": known.table_id, "uri": known.uri, "error": type(exc).__name__})
+        return {"tables": rows}
+
+    @app.get("/api/tables/{table_id}", response_model=None)
+    def table(table_id: str, user: User) -> dict[str, Any] | JSONResponse:
+        known = _table(user, table_id)
+        try:
+            return tables_report.detail(known)
+        except Exception as exc:
+            return _failed(known, exc)
+
+    @app.get("/api/tables/{table_id}/history", response_model=None)
+    def history(
+        table_id: str,
+        user: User,
+        before: Annotated[int | None, Query(ge=0)] = None,
+        limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 50,
+    ) -> dict[str, Any] | JSONResponse:
+        known = _table(user, table_id)
+        try:
+            return tables_report.history(known, before=before, limit=limit)
+        except Exception as exc:
+            return _failed(known, exc)
+
+    @app.get("/api/tables/{table_id}/chart.svg", response_model=None)
+    def chart(table_id: str, user: User, limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 50) -> Response:
+        known = _table(user, table_id)
+        try:
+            page = tables_report.history(known, before=None, limit=limit)
+        except Exception as exc:
+            return _failed(known, exc)
+        return Response(chart_svg(page["entries"], page["sizeBytes"]), media_type="image/svg+xml")
+
+    @app.get("/api/lookup")
+    def lookup(uri: str, user: User) -> dict[str, str]:
+        known = next((t for t in _catalog() if t.uri == uri.rstrip("/")), None)
+        if known is None:
+            raise HTTPException(404, "no asset or task names this table")
+        if not may_read(user, known, _auth_manager()):
+            raise HTTPException(403, "not allowed to read this table")
+        return {"id": known.table_id}
+
+    return app

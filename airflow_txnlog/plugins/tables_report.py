@@ -1,0 +1,175 @@
+"""What the Tables view shows of one table, as JSON-ready dicts (read-only; nothing is written).
+
+- `summary`: latest version, last commit (time, operation, writer from the commit's provenance),
+  file count, size and health badges. The health needs the latest snapshot; it is cached per
+  (table, version) in this process, so a list refreshed without new commits reads one listing and
+  one commit per table.
+- `detail`: the summary plus schema, protocol and table features, the health report and savepoints.
+- `history`: a page of the timeline (`engine.history.history_page`: only that page's commits are
+  read), each entry with its operation, figures, writer, a link to the DAG run, and marks for
+  restores, schema changes and savepoints.
+Errors never carry storage options: a failure is reported by its class name and the table's id.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from typing import TYPE_CHECKING, Any
+
+from airflow_txnlog.hooks.txnlog import TxnLogHook
+from airflow_txnlog.plugins.tables_catalog import KnownTable
+
+if TYPE_CHECKING:  # the engine (pyarrow) loads on the first request, not when Airflow loads plugins
+    from airflow_txnlog.engine import Table
+    from airflow_txnlog.engine.health import TableHealth
+    from airflow_txnlog.engine.history import HistoryPage
+
+_HEALTH_CACHE: OrderedDict[tuple[str, int], TableHealth] = OrderedDict()
+_CACHE_SIZE = 64
+_LOCK = threading.Lock()
+NEAR_EXPIRY_MS = 24 * 3600 * 1000
+SCHEMA_OPERATIONS = ("CREATE TABLE", "ADD COLUMNS", "CHANGE COLUMN", "RENAME COLUMN", "DROP COLUMNS")
+
+
+def open_table(known: KnownTable) -> Table:
+    return TxnLogHook(txnlog_conn_id=known.conn_id).get_table(known.uri)
+
+
+def _page(table: Table, *, before: int | None, limit: int) -> HistoryPage:
+    from airflow_txnlog.engine.history import history_page  # noqa: PLC0415 - see TYPE_CHECKING
+
+    return history_page(table.storage, before=before, limit=limit)
+
+
+def _health(table: Table, version: int) -> TableHealth:
+    key = (table.uri, version)
+    with _LOCK:
+        if key in _HEALTH_CACHE:
+            _HEALTH_CACHE.move_to_end(key)
+            return _HEALTH_CACHE[key]
+    health = table.health()
+    with _LOCK:
+        _HEALTH_CACHE[key] = health
+        while len(_HEALTH_CACHE) > _CACHE_SIZE:
+            _HEALTH_CACHE.popitem(last=False)
+    return health
+
+
+def writer(entry: dict[str, Any]) -> dict[str, str] | None:
+    """The Airflow DAG / task / run that made a commit (None when it was not an Airflow task)."""
+    job = entry.get("job") if isinstance(entry.get("job"), dict) else {}
+    if not job or job.get("triggerType") != "airflow":
+        return None
+    return {
+        "dagId": str(job.get("jobId", "")),
+        "taskId": str(job.get("jobName", "")),
+        "runId": str(job.get("jobRunId", "")),
+    }
+
+
+def badges(health: TableHealth, interval: int, now_ms: int, savepoint_expiries: list[int]) -> list[str]:
+    """Short health warnings: small files, tombstones to vacuum, checkpoint lag, savepoint expiry."""
+    out = []
+    if health.num_files >= 10 and health.small_files * 2 > health.num_files:
+        out.append(f"small files: {health.small_files} of {health.num_files}")
+    if health.reclaimable_bytes > 0:
+        out.append(f"tombstones: {health.tombstones} ({health.reclaimable_bytes} bytes to vacuum)")
+    if health.commits_since_checkpoint > interval:
+        out.append(f"checkpoint lag: {health.commits_since_checkpoint} commits")
+    if health.expired_savepoints:
+        out.append(f"expired savepoints: {len(health.expired_savepoints)}")
+    soon = [e for e in savepoint_expiries if now_ms <= e <= now_ms + NEAR_EXPIRY_MS]
+    if soon:
+        out.append(f"savepoints expiring within a day: {len(soon)}")
+    return out
+
+
+def summary(known: KnownTable) -> dict[str, Any]:
+    table = open_table(known)
+    page = _page(table, before=None, limit=1)
+    last = page.entries[0]
+    health = _health(table, last["version"])
+    interval = int(table.snapshot().properties.get("delta.checkpointInterval", "10"))
+    expiries = [s.expires_at for s in table.savepoints() if s.expires_at is not None]
+    return {
+        "id": known.table_id,
+        "uri": known.uri,
+        "version": last["version"],
+        "lastCommit": {
+            "timestamp": last["timestamp"],
+            "operation": last.get("operation"),
+            "writer": writer(last),
+        },
+        "numFiles": health.num_files,
+        "sizeBytes": health.size_bytes,
+        "badges": badges(health, interval, int(time.time() * 1000), expiries),
+        "assets": list(known.asset_ids),
+        "dags": list(known.dag_ids),
+    }
+
+
+def detail(known: KnownTable) -> dict[str, Any]:
+    table = open_table(known)
+    out = summary(known)
+    snap = table.snapshot()
+    protocol = snap.state.protocol
+    out["schema"] = [{"name": f.name, "type": str(f.type), "nullable": f.nullable} for f in snap.schema]
+    out["partitionColumns"] = snap.partition_columns
+    out["protocol"] = None if protocol is None else protocol.to_wire()["protocol"]
+    out["properties"] = snap.properties
+    out["health"] = _health(table, snap.version).to_dict()
+    now = int(time.time() * 1000)
+    out["savepoints"] = [
+        {
+            "name": s.name,
+            "version": s.version,
+            "createdAt": s.created_at,
+            "expiresAt": s.expires_at,
+            "expired": s.expired(now),
+            "createdBy": s.created_by,
+            "reason": s.reason,
+        }
+        for s in table.savepoints()
+    ]
+    return out
+
+
+def history(known: KnownTable, *, before: int | None, limit: int) -> dict[str, Any]:
+    table = open_table(known)
+    page = _page(table, before=before, limit=limit)
+    pins: dict[int, list[str]] = {}
+    for s in table.savepoints():
+        pins.setdefault(s.version, []).append(s.name)
+    entries = []
+    for e in page.entries:
+        who = writer(e)
+        raw = e.get("operationMetrics")
+        metrics: dict[str, Any] = raw if isinstance(raw, dict) else {}
+        entries.append(
+            {
+                "version": e["version"],
+                "timestamp": e["timestamp"],
+                "operation": e.get("operation"),
+                "filesAdded": e["filesAdded"],
+                "filesRemoved": e["filesRemoved"],
+                "bytesAdded": e["bytesAdded"],
+                "bytesRemoved": e["bytesRemoved"],
+                "rowsAdded": e["rowsAdded"],
+                "rowsRemoved": e["rowsRemoved"],
+                "metrics": {k: str(v) for k, v in metrics.items()},
+                "writer": who,
+                "runLink": f"../dags/{who['dagId']}/runs/{who['runId']}" if who and who["runId"] else None,
+                "restore": e.get("operation") == "RESTORE",
+                "schemaChange": e.get("operation") in SCHEMA_OPERATIONS,
+                "savepoints": pins.get(e["version"], []),
+            }
+        )
+    return {
+        "entries": entries,
+        "latestVersion": page.latest_version,
+        "oldestVersion": page.oldest_version,
+        "nextBefore": page.next_before,
+        "sizeBytes": _health(table, page.latest_version).size_bytes,
+    }

@@ -1,0 +1,43 @@
+"""DAGs for tests/ui: the tables the Tables view must find, named three ways.
+
+- `orders` (env TXNLOG_UI_ORDERS): a task of the provider names it and a DAG schedules on its asset;
+- `secret` (env TXNLOG_UI_SECRET): only a task of `ui_secret` names it (no asset);
+- `other` (env TXNLOG_UI_OTHER): only an asset names it (a DAG scheduled on `table_asset`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+
+from airflow.sdk import DAG, task
+
+from airflow_txnlog.assets import table_asset
+from airflow_txnlog.operators.maintenance import TxnLogCheckpointOperator
+
+ORDERS = os.environ.get("TXNLOG_UI_ORDERS", "/tmp/unset-orders")
+SECRET = os.environ.get("TXNLOG_UI_SECRET", "/tmp/unset-secret")
+OTHER = os.environ.get("TXNLOG_UI_OTHER", "/tmp/unset-other")
+START = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+
+with DAG("ui_orders", schedule=None, start_date=START, catchup=False):
+    TxnLogCheckpointOperator(task_id="checkpoint", table_uri=ORDERS, outlets=[table_asset(ORDERS)])
+
+with DAG("ui_orders_downstream", schedule=[table_asset(ORDERS)], start_date=START, catchup=False):
+
+    @task
+    def report() -> None:
+        pass
+
+    report()
+
+with DAG("ui_secret", schedule=None, start_date=START, catchup=False):
+    TxnLogCheckpointOperator(task_id="checkpoint", table_uri=SECRET)
+
+with DAG("ui_other", schedule=[table_asset(OTHER)], start_date=START, catchup=False):
+
+    @task
+    def consume() -> None:
+        pass
+
+    consume()

@@ -1,0 +1,109 @@
+"""The Tables view on a real api-server: registration, the page, the JSON API and access control.
+
+See tests/ui/conftest.py for the server, its users and its tables.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from airflow_txnlog.plugins.tables_catalog import table_id_of
+from tests.ui.conftest import ORDERS_VERSIONS, Server
+
+pytestmark = [pytest.mark.airflow, pytest.mark.slow]
+
+
+def test_the_plugin_is_listed(api_server: Server) -> None:
+    status, body = api_server.json("/api/v2/plugins", api_server.token("admin"))
+    assert status == 200, body
+    plugin = next(p for p in body["plugins"] if p["name"] == "txnlog_tables")
+    assert [a["url_prefix"] for a in plugin["fastapi_apps"]] == ["/txnlog"]
+    assert [v["name"] for v in plugin["external_views"]] == ["Tables"]
+
+
+def test_the_admin_gets_the_page_and_every_table(api_server: Server) -> None:
+    token = api_server.token("admin")
+    status, page = api_server.request("/txnlog/", token)
+    assert status == 200 and b'<script src="static/tables.js">' in page
+    status, body = api_server.json("/txnlog/api/tables", token)
+    assert status == 200
+    by_uri = {t["uri"]: t for t in body["tables"]}
+    assert set(by_uri) == set(api_server.tables.values())
+    orders = by_uri[api_server.tables["orders"]]
+    assert orders["version"] == ORDERS_VERSIONS - 1 and orders["lastCommit"]["operation"] == "WRITE"
+    assert orders["numFiles"] > 0 and orders["sizeBytes"] > 0 and isinstance(orders["badges"], list)
+    assert orders["dags"] == ["ui_orders"] and len(orders["assets"]) == 1
+    assert by_uri[api_server.tables["secret"]]["assets"] == []  # named by a task only
+    assert by_uri[api_server.tables["other"]]["dags"] == []  # named by an asset only
+
+
+def test_one_table_history_pages_and_chart(api_server: Server) -> None:
+    token = api_server.token("admin")
+    table_id = table_id_of(api_server.tables["orders"])
+    status, detail = api_server.json(f"/txnlog/api/tables/{table_id}", token)
+    assert status == 200
+    assert [f["name"] for f in detail["schema"]] == ["id", "amount", "part"]
+    assert detail["protocol"]["minWriterVersion"] >= 5 and detail["partitionColumns"] == ["part"]
+    assert [s["name"] for s in detail["savepoints"]] == ["before_merge"]
+    status, first = api_server.json(f"/txnlog/api/tables/{table_id}/history?limit=5", token)
+    assert status == 200 and [e["version"] for e in first["entries"]] == [13, 12, 11, 10, 9]
+    assert first["nextBefore"] == 9 and first["latestVersion"] == 13
+    versions = [e["version"] for e in first["entries"]]
+    before = first["nextBefore"]
+    while before is not None:
+        _, page = api_server.json(f"/txnlog/api/tables/{table_id}/history?limit=5&before={before}", token)
+        versions += [e["version"] for e in page["entries"]]
+        before = page["nextBefore"]
+    assert versions == list(range(ORDERS_VERSIONS - 1, -1, -1))
+    _, full = api_server.json(f"/txnlog/api/tables/{table_id}/history?limit=50", token)
+    marks = {e["version"]: e for e in full["entries"]}
+    assert marks[10]["restore"] and marks[11]["schemaChange"] and marks[8]["savepoints"] == ["before_merge"]
+    assert marks[1]["rowsAdded"] == 3 and marks[1]["filesAdded"] == 1
+    status, svg = api_server.request(f"/txnlog/api/tables/{table_id}/chart.svg", token)
+    assert status == 200 and svg.startswith(b"<svg") and f'data-versions="{ORDERS_VERSIONS}"'.encode() in svg
+
+
+def test_the_viewer_sees_only_their_table(api_server: Server) -> None:
+    token = api_server.token("viewer")
+    status, body = api_server.json("/txnlog/api/tables", token)
+    assert status == 200
+    assert [t["uri"] for t in body["tables"]] == [api_server.tables["orders"]]
+    for name in ("secret", "other"):
+        status, raw = api_server.request(f"/txnlog/api/tables/{table_id_of(api_server.tables[name])}", token)
+        assert status == 403
+        assert api_server.tables[name].encode() not in raw and name.encode() not in raw
+        status, _ = api_server.request(
+            f"/txnlog/api/tables/{table_id_of(api_server.tables[name])}/history", token
+        )
+        assert status == 403
+    status, _ = api_server.request(f"/txnlog/api/tables/{table_id_of(api_server.tables['orders'])}", token)
+    assert status == 200
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["/txnlog/", "/txnlog/static/tables.js", "/txnlog/api/tables", "/txnlog/api/tables/0123abcd/history"],
+)
+def test_anonymous_callers_get_401(api_server: Server, path: str) -> None:
+    status, body = api_server.request(path)
+    assert status == 401, body
+    assert b"orders" not in body
+    status, body = api_server.request(path, token="not-a-valid-token")
+    assert status == 403 and b"orders" not in body  # Airflow's answer to a forged token
+
+
+def test_a_path_no_asset_or_task_names_is_refused(api_server: Server, tmp_path: object) -> None:
+    token = api_server.token("admin")
+    status, raw = api_server.request("/txnlog/api/lookup?uri=file:///etc", token)
+    assert status == 404 and b"/etc" not in raw
+    status, body = api_server.json(f"/txnlog/api/lookup?uri={api_server.tables['orders']}", token)
+    assert status == 200 and body == {"id": table_id_of(api_server.tables["orders"])}
+    status, _ = api_server.request(
+        f"/txnlog/api/lookup?uri={api_server.tables['secret']}", api_server.token("viewer")
+    )
+    assert status == 403
+    status, _ = api_server.request("/txnlog/api/tables/" + table_id_of("file:///etc"), token)
+    assert status == 404
+    assert json.loads(api_server.request("/txnlog/api/tables", token)[1])  # the server is still fine
