@@ -5,6 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/bootstrap.sh
 ./scripts/azurite.sh  # Azurite for the Azure suites (pinned; needs Node.js, see the README)
+./scripts/browser.sh  # Chromium + chromedriver for the Tables view's browser test (apt, when root)
 export SPARK_LOCAL_IP=127.0.0.1
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .

@@ -29,6 +29,7 @@ import pytest
 
 from airflow_txnlog.assets import table_asset_uri
 from airflow_txnlog.engine import Table
+from airflow_txnlog.engine.provenance import provenance
 from tests.conftest import SCHEMA, rows
 from tests.processes import run_python, stop
 
@@ -92,8 +93,9 @@ def _build_tables(base: Path) -> dict[str, str]:
     orders.write(rows([900, 901]), mode="overwrite")
     orders.restore(savepoint="before_merge")
     orders.rename_column("value", "amount")
-    for i in range(2):
-        orders.write(pa.table({"id": [500 + i], "amount": [1.0], "part": ["p0"]}))
+    orders.write(pa.table({"id": [500], "amount": [1.0], "part": ["p0"]}))
+    with provenance(dag_id="ui_orders", task_id="load", run_id="manual__1"):  # as an Airflow task
+        orders.write(pa.table({"id": [501], "amount": [1.0], "part": ["p0"]}))
     assert orders.latest_version() == ORDERS_VERSIONS - 1
     for name in ("secret", "other"):
         Table.create(str(base / name), schema=SCHEMA).write(rows([1, 2]))

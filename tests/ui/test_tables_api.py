@@ -33,6 +33,7 @@ def test_the_admin_gets_the_page_and_every_table(api_server: Server) -> None:
     assert set(by_uri) == set(api_server.tables.values())
     orders = by_uri[api_server.tables["orders"]]
     assert orders["version"] == ORDERS_VERSIONS - 1 and orders["lastCommit"]["operation"] == "WRITE"
+    assert orders["lastCommit"]["writer"] == {"dagId": "ui_orders", "taskId": "load", "runId": "manual__1"}
     assert orders["numFiles"] > 0 and orders["sizeBytes"] > 0 and isinstance(orders["badges"], list)
     assert orders["dags"] == ["ui_orders"] and len(orders["assets"]) == 1
     assert by_uri[api_server.tables["secret"]]["assets"] == []  # named by a task only
@@ -61,6 +62,7 @@ def test_one_table_history_pages_and_chart(api_server: Server) -> None:
     marks = {e["version"]: e for e in full["entries"]}
     assert marks[10]["restore"] and marks[11]["schemaChange"] and marks[8]["savepoints"] == ["before_merge"]
     assert marks[1]["rowsAdded"] == 3 and marks[1]["filesAdded"] == 1
+    assert marks[13]["runLink"] == "../dags/ui_orders/runs/manual__1" and marks[12]["runLink"] is None
     status, svg = api_server.request(f"/txnlog/api/tables/{table_id}/chart.svg", token)
     assert status == 200 and svg.startswith(b"<svg") and f'data-versions="{ORDERS_VERSIONS}"'.encode() in svg
 

@@ -1,0 +1,115 @@
+"""The Tables view's parts without a server: catalog, chart, badges, history pages, the off switch."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from airflow_txnlog.engine import Table
+from airflow_txnlog.engine.health import TableHealth
+from airflow_txnlog.engine.history import history_page
+from airflow_txnlog.plugins.tables_catalog import build_catalog, table_id_of
+from airflow_txnlog.plugins.tables_chart import chart_svg, sizes_after
+from airflow_txnlog.plugins.tables_report import badges
+from tests.conftest import SCHEMA, rows
+from tests.processes import run_python
+
+pytestmark = pytest.mark.airflow
+
+
+def _task(uri: str, module: str = "airflow_txnlog.operators.maintenance", conn: str | None = None) -> dict:
+    fields = {"_task_module": module, "table_uri": uri}
+    if conn:
+        fields["txnlog_conn_id"] = conn
+    return {"__var": fields, "__type": "operator"}
+
+
+def test_catalog_joins_assets_and_tasks(monkeypatch: pytest.MonkeyPatch) -> None:
+    conn = {"conn_type": "txnlog", "host": "s3://lake/warehouse"}
+    monkeypatch.setenv("AIRFLOW_CONN_LAKE", json.dumps(conn))
+    dags = [
+        ("a", {"dag": {"tasks": [_task("sales/orders", conn="lake"), _task("{{ params.t }}")]}}),
+        (
+            "b",
+            {"dag": {"tasks": [_task("s3://lake/warehouse/sales/orders"), _task("/data/t", "other.module")]}},
+        ),
+        ("c", {"dag": {"tasks": [_task("relative/without/conn", conn="missing_conn")]}}),
+    ]
+    assets = [("7", "s3://lake/warehouse/sales/orders"), ("8", "postgres://db/t"), ("9", "file:///data/x/")]
+    catalog = {t.uri: t for t in build_catalog(assets, dags)}
+    assert set(catalog) == {"s3://lake/warehouse/sales/orders", "file:///data/x"}
+    orders = catalog["s3://lake/warehouse/sales/orders"]
+    assert orders.asset_ids == ("7",) and orders.dag_ids == ("a", "b") and orders.conn_id == "lake"
+    assert orders.table_id == table_id_of(orders.uri) and "/" not in orders.table_id
+    assert catalog["file:///data/x"].dag_ids == ()
+
+
+def test_history_pages_read_only_their_commits(tmp_path: Path) -> None:
+    t = Table.create(str(tmp_path / "t"), schema=SCHEMA)
+    for i in range(11):
+        t.write(rows([i, i + 100]))
+    reads: list[str] = []
+    real = t.storage.read_many
+    t.storage.read_many = lambda keys: reads.extend(keys) or real(keys)  # type: ignore[method-assign]
+    page = history_page(t.storage, limit=4)
+    assert [e["version"] for e in page.entries] == [11, 10, 9, 8] and page.next_before == 8
+    assert len(reads) == 4  # the page's commits, not the log's (which has 12 and a checkpoint)
+    last = history_page(t.storage, before=3, limit=4)
+    assert [e["version"] for e in last.entries] == [2, 1, 0] and last.next_before is None
+    assert last.entries[0]["rowsAdded"] == 2 and last.entries[0]["filesAdded"] == 1
+    with pytest.raises(Exception, match="limit"):
+        history_page(t.storage, limit=0)
+
+
+def test_chart_sizes_go_back_from_the_latest() -> None:
+    entries = [
+        {"version": 3, "bytesAdded": 10, "bytesRemoved": 0, "rowsAdded": 1},
+        {"version": 2, "bytesAdded": 5, "bytesRemoved": 20, "rowsAdded": None},
+        {"version": 1, "bytesAdded": 20, "bytesRemoved": 0, "rowsAdded": 4},
+    ]
+    assert sizes_after(entries, 25) == [(1, 30), (2, 15), (3, 25)]
+    svg = chart_svg(entries, 25)
+    assert svg.startswith("<svg") and 'data-versions="3"' in svg and "15-30 bytes" in svg
+    assert "<script" not in svg and chart_svg([], 0).startswith("<svg")
+
+
+def test_badges_name_each_problem() -> None:
+    health = TableHealth(
+        version=30,
+        num_files=20,
+        size_bytes=100,
+        small_files=15,
+        small_file_bytes=10,
+        last_checkpoint_version=10,
+        commits_since_checkpoint=20,
+        tombstones=3,
+        reclaimable_bytes=50,
+        savepoints=["a", "b"],
+        expired_savepoints=["a"],
+        oldest_log_version=0,
+        oldest_restorable_version=0,
+    )
+    got = badges(health, 10, now_ms=1_000, savepoint_expiries=[1_000 + 3600_000, 1_000 + 10 * 86400_000])
+    assert [b.split(":")[0] for b in got] == [
+        "small files",
+        "tombstones",
+        "checkpoint lag",
+        "expired savepoints",
+        "savepoints expiring within a day",
+    ]
+
+
+def test_the_view_can_be_turned_off() -> None:
+    script = (
+        "from airflow_txnlog.plugins.tables_plugin import TxnLogTablesPlugin as P; "
+        "print(len(P.fastapi_apps), len(P.external_views))"
+    )
+    env = {**os.environ, "AIRFLOW__TXNLOG__TABLES_VIEW": "False"}
+    off = run_python(["-c", script], env)
+    assert off.stdout.split() == ["0", "0"], off.stderr[-2000:]
+    env["AIRFLOW__TXNLOG__TABLES_VIEW"] = "True"
+    on = run_python(["-c", script], env)
+    assert on.stdout.split() == ["1", "1"], on.stderr[-2000:]
