@@ -1,9 +1,10 @@
 """What the Tables view shows of one table, as JSON-ready dicts (read-only; nothing is written).
 
 - `summary`: latest version, last commit (time, operation, writer from the commit's provenance),
-  file count, size and health badges. The health needs the latest snapshot; it is cached per
-  (table, version) in this process, so a list refreshed without new commits reads one listing and
-  one commit per table.
+  file count, size and health badges. What needs the latest snapshot (health, schema, protocol,
+  properties) is cached per (table, version) in this process; everything else reads the table's
+  storage only (one listing, one commit file, the savepoint records), so a list refreshed without
+  new commits loads no snapshot.
 - `detail`: the summary plus schema, protocol and table features, the health report and savepoints.
 - `history`: a page of the timeline (`engine.history.history_page`: only that page's commits are
   read), each entry with its operation, figures, writer, a link to the DAG run, and marks for
@@ -22,39 +23,64 @@ from airflow_txnlog.hooks.txnlog import TxnLogHook
 from airflow_txnlog.plugins.tables_catalog import KnownTable
 
 if TYPE_CHECKING:  # the engine (pyarrow) loads on the first request, not when Airflow loads plugins
-    from airflow_txnlog.engine import Table
     from airflow_txnlog.engine.health import TableHealth
     from airflow_txnlog.engine.history import HistoryPage
+    from airflow_txnlog.engine.savepoints import Savepoint
+    from airflow_txnlog.engine.storage import Storage
 
-_HEALTH_CACHE: OrderedDict[tuple[str, int], TableHealth] = OrderedDict()
+_FACTS: OrderedDict[tuple[str, int], dict[str, Any]] = OrderedDict()
 _CACHE_SIZE = 64
 _LOCK = threading.Lock()
 NEAR_EXPIRY_MS = 24 * 3600 * 1000
 SCHEMA_OPERATIONS = ("CREATE TABLE", "ADD COLUMNS", "CHANGE COLUMN", "RENAME COLUMN", "DROP COLUMNS")
 
 
-def open_table(known: KnownTable) -> Table:
-    return TxnLogHook(txnlog_conn_id=known.conn_id).get_table(known.uri)
+def _storage(known: KnownTable) -> Storage:
+    """The table's files only: no snapshot is loaded."""
+    return TxnLogHook(txnlog_conn_id=known.conn_id).get_storage(known.uri)
 
 
-def _page(table: Table, *, before: int | None, limit: int) -> HistoryPage:
+def _page(storage: Storage, *, before: int | None, limit: int) -> HistoryPage:
     from airflow_txnlog.engine.history import history_page  # noqa: PLC0415 - see TYPE_CHECKING
 
-    return history_page(table.storage, before=before, limit=limit)
+    return history_page(storage, before=before, limit=limit)
 
 
-def _health(table: Table, version: int) -> TableHealth:
-    key = (table.uri, version)
+def _savepoints(storage: Storage) -> list[Savepoint]:
+    from airflow_txnlog.engine.savepoints import list_savepoints  # noqa: PLC0415
+
+    return list_savepoints(storage)
+
+
+def _load_facts(known: KnownTable) -> tuple[int, dict[str, Any]]:
+    """What needs the latest snapshot (the expensive part), for the version the table is at now."""
+    table = TxnLogHook(txnlog_conn_id=known.conn_id).get_table(known.uri)
+    snap = table.snapshot()
+    protocol = snap.state.protocol
+    facts = {
+        "health": table.health(),
+        "interval": int(snap.properties.get("delta.checkpointInterval", "10")),
+        "schema": [{"name": f.name, "type": str(f.type), "nullable": f.nullable} for f in snap.schema],
+        "partitionColumns": snap.partition_columns,
+        "protocol": None if protocol is None else protocol.to_wire()["protocol"],
+        "properties": snap.properties,
+    }
+    return snap.version, facts
+
+
+def _facts(known: KnownTable, version: int) -> dict[str, Any]:
+    """`_load_facts`, cached per (table, version) in this process: unchanged tables cost nothing."""
+    key = (known.uri, version)
     with _LOCK:
-        if key in _HEALTH_CACHE:
-            _HEALTH_CACHE.move_to_end(key)
-            return _HEALTH_CACHE[key]
-    health = table.health()
+        if key in _FACTS:
+            _FACTS.move_to_end(key)
+            return _FACTS[key]
+    loaded_version, facts = _load_facts(known)
     with _LOCK:
-        _HEALTH_CACHE[key] = health
-        while len(_HEALTH_CACHE) > _CACHE_SIZE:
-            _HEALTH_CACHE.popitem(last=False)
-    return health
+        _FACTS[(known.uri, loaded_version)] = facts
+        while len(_FACTS) > _CACHE_SIZE:
+            _FACTS.popitem(last=False)
+    return facts
 
 
 def writer(entry: dict[str, Any]) -> dict[str, str] | None:
@@ -87,12 +113,11 @@ def badges(health: TableHealth, interval: int, now_ms: int, savepoint_expiries: 
 
 
 def summary(known: KnownTable) -> dict[str, Any]:
-    table = open_table(known)
-    page = _page(table, before=None, limit=1)
-    last = page.entries[0]
-    health = _health(table, last["version"])
-    interval = int(table.snapshot().properties.get("delta.checkpointInterval", "10"))
-    expiries = [s.expires_at for s in table.savepoints() if s.expires_at is not None]
+    storage = _storage(known)
+    last = _page(storage, before=None, limit=1).entries[0]
+    facts = _facts(known, last["version"])
+    health: TableHealth = facts["health"]
+    expiries = [s.expires_at for s in _savepoints(storage) if s.expires_at is not None]
     return {
         "id": known.table_id,
         "uri": known.uri,
@@ -104,22 +129,17 @@ def summary(known: KnownTable) -> dict[str, Any]:
         },
         "numFiles": health.num_files,
         "sizeBytes": health.size_bytes,
-        "badges": badges(health, interval, int(time.time() * 1000), expiries),
+        "badges": badges(health, facts["interval"], int(time.time() * 1000), expiries),
         "assets": list(known.asset_ids),
         "dags": list(known.dag_ids),
     }
 
 
 def detail(known: KnownTable) -> dict[str, Any]:
-    table = open_table(known)
     out = summary(known)
-    snap = table.snapshot()
-    protocol = snap.state.protocol
-    out["schema"] = [{"name": f.name, "type": str(f.type), "nullable": f.nullable} for f in snap.schema]
-    out["partitionColumns"] = snap.partition_columns
-    out["protocol"] = None if protocol is None else protocol.to_wire()["protocol"]
-    out["properties"] = snap.properties
-    out["health"] = _health(table, snap.version).to_dict()
+    facts = _facts(known, out["version"])
+    out.update({k: facts[k] for k in ("schema", "partitionColumns", "protocol", "properties")})
+    out["health"] = facts["health"].to_dict()
     now = int(time.time() * 1000)
     out["savepoints"] = [
         {
@@ -131,16 +151,16 @@ def detail(known: KnownTable) -> dict[str, Any]:
             "createdBy": s.created_by,
             "reason": s.reason,
         }
-        for s in table.savepoints()
+        for s in _savepoints(_storage(known))
     ]
     return out
 
 
 def history(known: KnownTable, *, before: int | None, limit: int) -> dict[str, Any]:
-    table = open_table(known)
-    page = _page(table, before=before, limit=limit)
+    storage = _storage(known)
+    page = _page(storage, before=before, limit=limit)
     pins: dict[int, list[str]] = {}
-    for s in table.savepoints():
+    for s in _savepoints(storage):
         pins.setdefault(s.version, []).append(s.name)
     entries = []
     for e in page.entries:
@@ -171,5 +191,5 @@ def history(known: KnownTable, *, before: int | None, limit: int) -> dict[str, A
         "latestVersion": page.latest_version,
         "oldestVersion": page.oldest_version,
         "nextBefore": page.next_before,
-        "sizeBytes": _health(table, page.latest_version).size_bytes,
+        "sizeBytes": _facts(known, page.latest_version)["health"].size_bytes,
     }
