@@ -10,7 +10,8 @@ would be. Each view route's work is then timed in a fresh process (no cache from
   snapshot), cold; and again warm (the health is cached per version in the api-server process);
 - `detail`: `/api/tables/{id}` (schema, protocol, health, savepoints), cold;
 - `history first page` / `history deep page`: `/api/tables/{id}/history` with 50 entries, from the
-  latest version and from version 1,000 (only those 50 commit files are read);
+  latest version and from version 1,000 (only those 50 commit files are read), cold;
+- `detail_warm` / `history_warm`: the same after the list was shown (the snapshot facts cached);
 - `chart`: `/api/tables/{id}/chart.svg`, cold.
 
 Run: `python -m benchmarks.ui_tables [--cache DIR]`. It prints one line per route (median of 3
@@ -37,7 +38,16 @@ from benchmarks import million
 
 COMMITS = 10_000
 RUNS = 3
-ROUTES = ("list_cold", "list_warm", "detail", "history_first", "history_deep", "chart")
+ROUTES = (
+    "list_cold",
+    "list_warm",
+    "detail",
+    "detail_warm",
+    "history_first",
+    "history_warm",
+    "history_deep",
+    "chart",
+)
 
 
 def build(cache: Path) -> Path:
@@ -72,12 +82,14 @@ def measure(table: str, route: str) -> dict[str, float]:
         "list_cold": lambda: tables_report.summary(known),
         "list_warm": lambda: tables_report.summary(known),
         "detail": lambda: tables_report.detail(known),
+        "detail_warm": lambda: tables_report.detail(known),
+        "history_warm": lambda: tables_report.history(known, before=1_000, limit=50),
         "history_first": lambda: tables_report.history(known, before=None, limit=50),
         "history_deep": lambda: tables_report.history(known, before=1_000, limit=50),
         "chart": lambda: chart_svg(*_page(tables_report.history(known, before=None, limit=50))),
     }
-    if route == "list_warm":
-        calls[route]()  # fills the health cache
+    if route.endswith("_warm"):
+        calls["list_cold"]()  # as after the list was shown: the snapshot facts are cached
     t0 = time.perf_counter()
     calls[route]()
     seconds = time.perf_counter() - t0
@@ -94,13 +106,14 @@ def main() -> None:
         "--cache", type=Path, default=Path(tempfile.gettempdir()) / "airflow_txnlog-bench-cache"
     )
     parser.add_argument("--child", nargs=2, metavar=("TABLE", "ROUTE"), help=argparse.SUPPRESS)
+    parser.add_argument("--routes", nargs="*", default=list(ROUTES), choices=ROUTES)
     args = parser.parse_args()
     if args.child:
         print(json.dumps(measure(*args.child)))
         return
     table = build(args.cache)
     rows = []
-    for route in ROUTES:
+    for route in args.routes:
         samples = []
         for _ in range(RUNS):
             out = subprocess.run(
