@@ -18,6 +18,7 @@ import threading
 import time
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
 from airflow_txnlog.hooks.txnlog import TxnLogHook
 from airflow_txnlog.plugins.tables_catalog import KnownTable
@@ -93,6 +94,15 @@ def writer(entry: dict[str, Any]) -> dict[str, str] | None:
         "taskId": str(job.get("jobName", "")),
         "runId": str(job.get("jobRunId", "")),
     }
+
+
+def run_link(who: dict[str, str] | None) -> str | None:
+    """The Airflow UI page of the DAG run that wrote a commit, relative to the view's page. Its parts
+    come from the commit (anyone who can write the table can put anything there): each is quoted,
+    so the link can only ever be a path under `dags/`."""
+    if not who or not who["dagId"] or not who["runId"]:
+        return None
+    return f"../dags/{quote(who['dagId'], safe='')}/runs/{quote(who['runId'], safe='')}"
 
 
 def badges(health: TableHealth, interval: int, now_ms: int, savepoint_expiries: list[int]) -> list[str]:
@@ -180,7 +190,7 @@ def history(known: KnownTable, *, before: int | None, limit: int) -> dict[str, A
                 "rowsRemoved": e["rowsRemoved"],
                 "metrics": {k: str(v) for k, v in metrics.items()},
                 "writer": who,
-                "runLink": f"../dags/{who['dagId']}/runs/{who['runId']}" if who and who["runId"] else None,
+                "runLink": run_link(who),
                 "restore": e.get("operation") == "RESTORE",
                 "schemaChange": e.get("operation") in SCHEMA_OPERATIONS,
                 "savepoints": pins.get(e["version"], []),

@@ -13,7 +13,7 @@ from airflow_txnlog.engine.health import TableHealth
 from airflow_txnlog.engine.history import history_page
 from airflow_txnlog.plugins.tables_catalog import build_catalog, table_id_of
 from airflow_txnlog.plugins.tables_chart import chart_svg, sizes_after
-from airflow_txnlog.plugins.tables_report import badges
+from airflow_txnlog.plugins.tables_report import badges, run_link
 from tests.conftest import SCHEMA, rows
 from tests.processes import run_python
 
@@ -113,3 +113,11 @@ def test_the_view_can_be_turned_off() -> None:
     env["AIRFLOW__TXNLOG__TABLES_VIEW"] = "True"
     on = run_python(["-c", script], env)
     assert on.stdout.split() == ["1", "1"], on.stderr[-2000:]
+
+
+def test_run_links_cannot_leave_the_dag_runs_path() -> None:
+    """A commit's job fields are whatever its writer put there: the link quotes every part."""
+    assert run_link({"dagId": "d", "taskId": "t", "runId": "manual__1"}) == "../dags/d/runs/manual__1"
+    hostile = run_link({"dagId": "javascript:alert(1)//", "taskId": "t", "runId": "../../x?y#z"})
+    assert hostile == "../dags/javascript%3Aalert%281%29%2F%2F/runs/..%2F..%2Fx%3Fy%23z"
+    assert run_link({"dagId": "d", "taskId": "t", "runId": ""}) is None and run_link(None) is None
