@@ -21,6 +21,8 @@ from airflow_txnlog.engine.log_segment import list_log, monotonic_timestamps
 from airflow_txnlog.engine.storage import Storage
 from airflow_txnlog.engine.validate import number
 
+MAX_TIMESTAMP_MS = 253_402_300_800_000  # 10000-01-01: beyond it dates cannot be shown
+
 
 @dataclass(frozen=True)
 class HistoryPage:
@@ -38,6 +40,13 @@ def _records(stats: Any) -> int | None:
     except (orjson.JSONDecodeError, AttributeError):
         return None
     return int(value) if isinstance(value, int) else None
+
+
+def _timestamp(in_commit: Any, file_time: int) -> int:
+    """The in-commit timestamp when it is a plausible time in ms (a writer may put anything there)."""
+    if isinstance(in_commit, int) and not isinstance(in_commit, bool) and 0 < in_commit < MAX_TIMESTAMP_MS:
+        return in_commit
+    return file_time
 
 
 def file_changes(actions: list[dict[str, Any]]) -> dict[str, int | None]:
@@ -68,7 +77,7 @@ def history_page(storage: Storage, *, before: int | None = None, limit: int = 50
     for commit in read_commits(storage, chosen):
         entry = dict(commit.info)
         entry["version"] = commit.version
-        entry["timestamp"] = int(entry.get("inCommitTimestamp") or stamps[commit.version])
+        entry["timestamp"] = _timestamp(entry.get("inCommitTimestamp"), stamps[commit.version])
         entry.update(file_changes(commit.actions))
         entries.append(entry)
     oldest = min(listing.commits)

@@ -16,19 +16,27 @@ from typing import Any
 from airflow_txnlog.plugins.tables_catalog import KnownTable
 
 
-def may_read(user: Any, table: KnownTable, auth_manager: Any) -> bool:
-    """Whether `user` may read `table` (see the module docstring)."""
+def readable_names(user: Any, table: KnownTable, auth_manager: Any) -> tuple[list[str], list[str]]:
+    """The asset ids and DAG ids naming `table` that `user` may read (what a response may show)."""
     from airflow.api_fastapi.auth.managers.models.resource_details import (  # noqa: PLC0415
         AssetDetails,
         DagDetails,
     )
 
-    if table.asset_ids:
-        return any(
-            auth_manager.is_authorized_asset(method="GET", details=AssetDetails(id=a), user=user)
-            for a in table.asset_ids
-        )
-    return any(
-        auth_manager.is_authorized_dag(method="GET", details=DagDetails(id=d), user=user)
+    assets = [
+        a
+        for a in table.asset_ids
+        if auth_manager.is_authorized_asset(method="GET", details=AssetDetails(id=a), user=user)
+    ]
+    dags = [
+        d
         for d in table.dag_ids
-    )
+        if auth_manager.is_authorized_dag(method="GET", details=DagDetails(id=d), user=user)
+    ]
+    return assets, dags
+
+
+def may_read(user: Any, table: KnownTable, auth_manager: Any) -> bool:
+    """Whether `user` may read `table` (see the module docstring): its assets decide when it has any."""
+    assets, dags = readable_names(user, table, auth_manager)
+    return bool(assets) if table.asset_ids else bool(dags)

@@ -22,8 +22,8 @@ from fastapi import Depends, FastAPI, HTTPException, Query
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response
 
 from airflow_txnlog.plugins import tables_report
-from airflow_txnlog.plugins.tables_access import may_read
-from airflow_txnlog.plugins.tables_catalog import KnownTable, load_catalog
+from airflow_txnlog.plugins.tables_access import may_read, readable_names
+from airflow_txnlog.plugins.tables_catalog import KnownTable, cached_catalog
 from airflow_txnlog.plugins.tables_chart import chart_svg
 
 log = logging.getLogger(__name__)
@@ -50,8 +50,7 @@ def _auth_manager() -> Any:
 def _catalog() -> list[KnownTable]:
     from airflow.utils.session import create_session  # noqa: PLC0415
 
-    with create_session() as session:
-        return load_catalog(session)
+    return cached_catalog(create_session)
 
 
 def _readable(user: Any) -> list[KnownTable]:
@@ -66,6 +65,12 @@ def _table(user: Any, table_id: str) -> KnownTable:
     if not may_read(user, known, _auth_manager()):
         raise HTTPException(403, "not allowed to read this table")
     return known
+
+
+def _only_visible_names(row: dict[str, Any], user: Any, known: KnownTable, manager: Any) -> dict[str, Any]:
+    """The row with only the asset and DAG ids the user may read (the others are not theirs to see)."""
+    assets, dags = readable_names(user, known, manager)
+    return {**row, "assets": assets, "dags": dags}
 
 
 def _failed(known: KnownTable, exc: Exception) -> JSONResponse:
@@ -90,18 +95,20 @@ def create_app() -> FastAPI:
     @app.get("/api/tables")
     def tables(user: User) -> dict[str, Any]:
         rows: list[dict[str, Any]] = []
+        manager = _auth_manager()
         for known in _readable(user):
             try:
-                rows.append(tables_report.summary(known))
+                row = tables_report.summary(known)
             except Exception as exc:  # one unreadable table must not hide the others
-                rows.append({"id": known.table_id, "uri": known.uri, "error": type(exc).__name__})
+                row = {"id": known.table_id, "uri": known.uri, "error": type(exc).__name__}
+            rows.append(_only_visible_names(row, user, known, manager))
         return {"tables": rows}
 
     @app.get("/api/tables/{table_id}", response_model=None)
     def table(table_id: str, user: User) -> dict[str, Any] | JSONResponse:
         known = _table(user, table_id)
         try:
-            return tables_report.detail(known)
+            return _only_visible_names(tables_report.detail(known), user, known, _auth_manager())
         except Exception as exc:
             return _failed(known, exc)
 
@@ -123,9 +130,10 @@ def create_app() -> FastAPI:
         known = _table(user, table_id)
         try:
             page = tables_report.history(known, before=None, limit=limit)
+            svg = chart_svg(page["entries"], page["sizeBytes"])
         except Exception as exc:
             return _failed(known, exc)
-        return Response(chart_svg(page["entries"], page["sizeBytes"]), media_type="image/svg+xml")
+        return Response(svg, media_type="image/svg+xml")
 
     @app.get("/api/lookup")
     def lookup(uri: str, user: User) -> dict[str, str]:

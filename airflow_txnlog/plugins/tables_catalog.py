@@ -10,12 +10,15 @@ A table is known when
 Each `KnownTable` records the asset ids and DAG ids that name it, which is what access is decided
 on (`tables_access`), and the connection to open it with (a task's, else `txnlog_default`).
 Nothing here reads a table: only Airflow's metadata database (the latest serialized DAGs, the
-assets), so listing costs no storage call.
+assets), so listing costs no storage call. `cached_catalog` reuses a catalog for 10 s in the
+api-server process: a DAG or asset added since shows up within that time. When several DAGs name a
+table through different connections, the first DAG by id gives the connection.
 """
 
 from __future__ import annotations
 
 import hashlib
+import time
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -78,7 +81,7 @@ def build_catalog(
     for asset_id, uri in assets:
         if is_table_uri(uri):
             asset_ids[uri.rstrip("/")].add(str(asset_id))
-    for dag_id, data in dags:
+    for dag_id, data in sorted(dags, key=lambda d: d[0]):  # the first DAG's connection, by dag id
         for uri, conn_id in task_tables(data):
             resolved = _resolved(uri, conn_id)
             if resolved is None or not is_table_uri(resolved):
@@ -96,6 +99,22 @@ def build_catalog(
         )
         for u in uris
     ]
+
+
+_CACHE: dict[str, tuple[float, list[KnownTable]]] = {}
+CACHE_SECONDS = 10.0
+
+
+def cached_catalog(session_factory: Any) -> list[KnownTable]:
+    """`load_catalog`, reused for `CACHE_SECONDS` in this process (a page opens several routes)."""
+    now = time.monotonic()
+    hit = _CACHE.get("catalog")
+    if hit is not None and now - hit[0] < CACHE_SECONDS:
+        return hit[1]
+    with session_factory() as session:
+        catalog = load_catalog(session)
+    _CACHE["catalog"] = (now, catalog)
+    return catalog
 
 
 def load_catalog(session: Any) -> list[KnownTable]:

@@ -37,7 +37,7 @@ def _views() -> list[dict[str, Any]]:
     return [
         {
             "name": "Tables",
-            "href": f"{URL_PREFIX}/",
+            "href": f"{URL_PREFIX.lstrip('/')}/",  # relative to Airflow's base URL (sub-paths, proxies)
             "destination": "nav",
             "url_route": "txnlog-tables",
         }

@@ -53,32 +53,37 @@ def _savepoints(storage: Storage) -> list[Savepoint]:
     return list_savepoints(storage)
 
 
-def _load_facts(known: KnownTable) -> tuple[int, dict[str, Any]]:
-    """What needs the latest snapshot (the expensive part), for the version the table is at now."""
+def _load_facts(known: KnownTable) -> dict[str, Any]:
+    """What needs the latest snapshot (the expensive part), all of one version: `version`."""
     table = TxnLogHook(txnlog_conn_id=known.conn_id).get_table(known.uri)
+    health = table.health()  # of the latest snapshot, which may be newer than the caller's listing
     snap = table.snapshot()
+    if snap.version != health.version:  # a commit landed in between: describe the health's version
+        snap = table.snapshot(version=health.version)
     protocol = snap.state.protocol
-    facts = {
-        "health": table.health(),
+    return {
+        "version": health.version,
+        "health": health,
         "interval": int(snap.properties.get("delta.checkpointInterval", "10")),
         "schema": [{"name": f.name, "type": str(f.type), "nullable": f.nullable} for f in snap.schema],
         "partitionColumns": snap.partition_columns,
         "protocol": None if protocol is None else protocol.to_wire()["protocol"],
         "properties": snap.properties,
     }
-    return snap.version, facts
 
 
 def _facts(known: KnownTable, version: int) -> dict[str, Any]:
-    """`_load_facts`, cached per (table, version) in this process: unchanged tables cost nothing."""
+    """`_load_facts`, cached per (table, version) in this process: unchanged tables cost nothing.
+    On a miss the facts are of the latest version, which is `version` or newer (`facts["version"]`);
+    callers that show other figures of a version align them with it."""
     key = (known.uri, version)
     with _LOCK:
         if key in _FACTS:
             _FACTS.move_to_end(key)
             return _FACTS[key]
-    loaded_version, facts = _load_facts(known)
+    facts = _load_facts(known)
     with _LOCK:
-        _FACTS[(known.uri, loaded_version)] = facts
+        _FACTS[(known.uri, facts["version"])] = facts
         while len(_FACTS) > _CACHE_SIZE:
             _FACTS.popitem(last=False)
     return facts
@@ -101,6 +106,8 @@ def run_link(who: dict[str, str] | None) -> str | None:
     come from the commit (anyone who can write the table can put anything there): each is quoted,
     so the link can only ever be a path under `dags/`."""
     if not who or not who["dagId"] or not who["runId"]:
+        return None
+    if {who["dagId"], who["runId"]} & {".", ".."}:  # quote() keeps dots: "../dags/.." would climb
         return None
     return f"../dags/{quote(who['dagId'], safe='')}/runs/{quote(who['runId'], safe='')}"
 
@@ -126,6 +133,8 @@ def summary(known: KnownTable) -> dict[str, Any]:
     storage = _storage(known)
     last = _page(storage, before=None, limit=1).entries[0]
     facts = _facts(known, last["version"])
+    if facts["version"] != last["version"]:  # committed meanwhile: show the facts' version
+        last = _page(storage, before=facts["version"] + 1, limit=1).entries[0]
     health: TableHealth = facts["health"]
     expiries = [s.expires_at for s in _savepoints(storage) if s.expires_at is not None]
     return {
@@ -169,6 +178,9 @@ def detail(known: KnownTable) -> dict[str, Any]:
 def history(known: KnownTable, *, before: int | None, limit: int) -> dict[str, Any]:
     storage = _storage(known)
     page = _page(storage, before=before, limit=limit)
+    facts = _facts(known, page.latest_version)
+    if before is None and facts["version"] != page.latest_version:  # the chart's sizes start here
+        page = _page(storage, before=facts["version"] + 1, limit=limit)
     pins: dict[int, list[str]] = {}
     for s in _savepoints(storage):
         pins.setdefault(s.version, []).append(s.name)
@@ -201,5 +213,6 @@ def history(known: KnownTable, *, before: int | None, limit: int) -> dict[str, A
         "latestVersion": page.latest_version,
         "oldestVersion": page.oldest_version,
         "nextBefore": page.next_before,
-        "sizeBytes": _facts(known, page.latest_version)["health"].size_bytes,
+        "sizeVersion": facts["version"],
+        "sizeBytes": facts["health"].size_bytes,
     }

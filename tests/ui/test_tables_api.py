@@ -35,7 +35,7 @@ def test_the_admin_gets_the_page_and_every_table(api_server: Server) -> None:
     assert orders["version"] == ORDERS_VERSIONS - 1 and orders["lastCommit"]["operation"] == "WRITE"
     assert orders["lastCommit"]["writer"] == {"dagId": "ui_orders", "taskId": "load", "runId": "manual__1"}
     assert orders["numFiles"] > 0 and orders["sizeBytes"] > 0 and isinstance(orders["badges"], list)
-    assert orders["dags"] == ["ui_orders"] and len(orders["assets"]) == 1
+    assert orders["dags"] == ["ui_orders", "ui_orders_admin"] and len(orders["assets"]) == 1
     assert by_uri[api_server.tables["secret"]]["assets"] == []  # named by a task only
     assert by_uri[api_server.tables["other"]]["dags"] == []  # named by an asset only
 
@@ -72,21 +72,32 @@ def test_the_viewer_sees_only_their_table(api_server: Server) -> None:
     status, body = api_server.json("/txnlog/api/tables", token)
     assert status == 200
     assert [t["uri"] for t in body["tables"]] == [api_server.tables["orders"]]
+    assert body["tables"][0]["dags"] == ["ui_orders"]  # not ui_orders_admin, which they may not read
     for name in ("secret", "other"):
         status, raw = api_server.request(f"/txnlog/api/tables/{table_id_of(api_server.tables[name])}", token)
         assert status == 403
         assert api_server.tables[name].encode() not in raw and name.encode() not in raw
-        status, _ = api_server.request(
-            f"/txnlog/api/tables/{table_id_of(api_server.tables[name])}/history", token
-        )
-        assert status == 403
+        for route in ("history", "chart.svg"):
+            status, _ = api_server.request(
+                f"/txnlog/api/tables/{table_id_of(api_server.tables[name])}/{route}", token
+            )
+            assert status == 403
     status, _ = api_server.request(f"/txnlog/api/tables/{table_id_of(api_server.tables['orders'])}", token)
     assert status == 200
 
 
 @pytest.mark.parametrize(
     "path",
-    ["/txnlog/", "/txnlog/static/tables.js", "/txnlog/api/tables", "/txnlog/api/tables/0123abcd/history"],
+    [
+        "/txnlog/",
+        "/txnlog/static/tables.js",
+        "/txnlog/static/tables.css",
+        "/txnlog/api/tables",
+        "/txnlog/api/tables/0123abcd",
+        "/txnlog/api/tables/0123abcd/history",
+        "/txnlog/api/tables/0123abcd/chart.svg",
+        "/txnlog/api/lookup?uri=file:///etc",
+    ],
 )
 def test_anonymous_callers_get_401(api_server: Server, path: str) -> None:
     status, body = api_server.request(path)

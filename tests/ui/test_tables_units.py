@@ -5,13 +5,16 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from airflow_txnlog.engine import Table
 from airflow_txnlog.engine.health import TableHealth
 from airflow_txnlog.engine.history import history_page
-from airflow_txnlog.plugins.tables_catalog import build_catalog, table_id_of
+from airflow_txnlog.plugins import tables_report
+from airflow_txnlog.plugins.tables_access import may_read, readable_names
+from airflow_txnlog.plugins.tables_catalog import KnownTable, build_catalog, table_id_of
 from airflow_txnlog.plugins.tables_chart import chart_svg, sizes_after
 from airflow_txnlog.plugins.tables_report import badges, run_link
 from tests.conftest import SCHEMA, rows
@@ -121,3 +124,56 @@ def test_run_links_cannot_leave_the_dag_runs_path() -> None:
     hostile = run_link({"dagId": "javascript:alert(1)//", "taskId": "t", "runId": "../../x?y#z"})
     assert hostile == "../dags/javascript%3Aalert%281%29%2F%2F/runs/..%2F..%2Fx%3Fy%23z"
     assert run_link({"dagId": "d", "taskId": "t", "runId": ""}) is None and run_link(None) is None
+    assert run_link({"dagId": "..", "taskId": "t", "runId": "x"}) is None  # "../dags/../runs/x" climbs
+    assert run_link({"dagId": "d", "taskId": "t", "runId": "."}) is None
+
+
+class _Manager:
+    """An auth manager that allows the listed asset and DAG ids."""
+
+    def __init__(self, assets: set[str], dags: set[str]) -> None:
+        self.assets, self.dags = assets, dags
+
+    def is_authorized_asset(self, *, method: str, details: Any, user: Any) -> bool:
+        return method == "GET" and details.id in self.assets
+
+    def is_authorized_dag(self, *, method: str, details: Any, user: Any) -> bool:
+        return method == "GET" and details.id in self.dags
+
+
+def test_assets_decide_when_a_table_has_any() -> None:
+    both = KnownTable("s3://b/t", "id1", ("1",), ("d",), "c")
+    assert not may_read(None, both, _Manager(set(), {"d"}))  # its asset is not theirs: the DAG does not help
+    assert may_read(None, both, _Manager({"1"}, set()))
+    dag_only = KnownTable("s3://b/u", "id2", (), ("d", "e"), "c")
+    assert may_read(None, dag_only, _Manager(set(), {"e"}))
+    assert not may_read(None, dag_only, _Manager({"1"}, set()))
+    assert readable_names(None, dag_only, _Manager(set(), {"e"})) == ([], ["e"])
+
+
+def test_a_writers_impossible_commit_time_falls_back_to_the_files(tmp_path: Path) -> None:
+    t = Table.create(str(tmp_path / "t"), schema=SCHEMA)
+    for version, stamp in ((1, '"x"'), (2, "9000000000000000000"), (3, "true")):
+        line = '{"commitInfo":{"operation":"WRITE","inCommitTimestamp":' + stamp + "}}\n"
+        t.storage.put_if_absent(f"_delta_log/{version:020d}.json", line.encode())
+    stamps = [e["timestamp"] for e in history_page(t.storage).entries]
+    assert all(1_700_000_000_000 < s < 4_000_000_000_000 for s in stamps)
+
+
+def test_a_summary_shows_one_version_even_when_a_commit_lands_meanwhile(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    uri = str(tmp_path / "t")
+    t = Table.create(uri, schema=SCHEMA)
+    t.write(rows([1]))
+    real = tables_report._load_facts
+
+    def commit_first(known: KnownTable) -> dict[str, Any]:
+        t.write(rows([2, 3]), mode="overwrite")  # lands after the summary listed the log
+        return real(known)
+
+    monkeypatch.setattr(tables_report, "_load_facts", commit_first)
+    known = KnownTable(uri, table_id_of(uri), (), ("d",), "txnlog_default")
+    row = tables_report.summary(known)
+    assert row["version"] == 2 and row["lastCommit"]["operation"] == "WRITE"
+    assert row["numFiles"] == 1 and row["sizeBytes"] == t.snapshot().size_bytes

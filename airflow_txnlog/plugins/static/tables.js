@@ -24,7 +24,11 @@ async function getJson(url) {
   return response.json();
 }
 
-const fmtTime = (ms) => (ms ? new Date(ms).toISOString().replace("T", " ").slice(0, 19) + " UTC" : "");
+const fmtTime = (ms) => {
+  const date = new Date(ms);
+  // a commit's time is whatever its writer recorded: an impossible one must not break the page
+  return ms && Number.isFinite(date.getTime()) ? date.toISOString().replace("T", " ").slice(0, 19) + " UTC" : "";
+};
 const fmtBytes = (n) => {
   if (n === null || n === undefined) return "";
   const units = ["B", "KiB", "MiB", "GiB", "TiB"];

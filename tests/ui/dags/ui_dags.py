@@ -1,6 +1,7 @@
 """DAGs for tests/ui: the tables the Tables view must find, named three ways.
 
-- `orders` (env TXNLOG_UI_ORDERS): a task of the provider names it and a DAG schedules on its asset;
+- `orders` (env TXNLOG_UI_ORDERS): tasks of two DAGs name it (`ui_orders`, `ui_orders_admin`) and a
+  DAG schedules on its asset;
 - `secret` (env TXNLOG_UI_SECRET): only a task of `ui_secret` names it (no asset);
 - `other` (env TXNLOG_UI_OTHER): only an asset names it (a DAG scheduled on `table_asset`).
 """
@@ -22,6 +23,9 @@ START = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 
 with DAG("ui_orders", schedule=None, start_date=START, catchup=False):
     TxnLogCheckpointOperator(task_id="checkpoint", table_uri=ORDERS, outlets=[table_asset(ORDERS)])
+
+with DAG("ui_orders_admin", schedule=None, start_date=START, catchup=False):  # the viewer may not read it
+    TxnLogCheckpointOperator(task_id="checkpoint", table_uri=ORDERS)
 
 with DAG("ui_orders_downstream", schedule=[table_asset(ORDERS)], start_date=START, catchup=False):
 
