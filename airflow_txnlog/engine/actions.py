@@ -213,7 +213,15 @@ class AddFile:
         )
 
     def remove(self, *, deletion_timestamp: int, data_change: bool = True) -> RemoveFile:
-        """The `remove` action that logically deletes this file (extended metadata included)."""
+        """The `remove` action that logically deletes this file (extended metadata included).
+
+        Its `stats` hold only `numRecords`, as Delta on Spark writes them (e.g. for MERGE): readers
+        of the log (history views, row counts per commit) learn the rows a commit removed without
+        the full statistics doubling the commit's size."""
+        try:
+            records = self.num_records
+        except (orjson.JSONDecodeError, AttributeError, TypeError, ValueError):
+            records = None  # unreadable stats stay with the add; the remove simply has none
         return RemoveFile(
             path=self.path,
             deletion_timestamp=deletion_timestamp,
@@ -221,6 +229,7 @@ class AddFile:
             extended_file_metadata=True,
             partition_values=dict(self.partition_values),
             size=self.size,
+            stats=None if records is None else f'{{"numRecords":{records}}}',
             tags=self.tags,
             deletion_vector=self.deletion_vector,
             encoded_path=self.wire_path,

@@ -167,3 +167,19 @@ def test_table_property_helpers() -> None:
     for bad in ("0", "-5", "ten"):
         with pytest.raises(InvalidArgumentError, match=r"delta\.targetFileSize"):
             properties.target_file_size({"delta.targetFileSize": bad})
+
+
+def test_a_remove_carries_only_the_record_count_as_delta_on_spark_writes() -> None:
+    from airflow_txnlog.engine.actions import AddFile  # noqa: PLC0415
+
+    stats = '{"numRecords":50,"minValues":{"id":1},"maxValues":{"id":9},"nullCount":{"id":0}}'
+    add = AddFile(
+        path="p.parquet", partition_values={}, size=10, modification_time=1, data_change=True, stats=stats
+    )
+    assert add.remove(deletion_timestamp=5).stats == '{"numRecords":50}'
+    no_stats = AddFile(path="p.parquet", partition_values={}, size=10, modification_time=1, data_change=True)
+    assert no_stats.remove(deletion_timestamp=5).stats is None
+    broken = AddFile(
+        path="p.parquet", partition_values={}, size=10, modification_time=1, data_change=True, stats="{oops"
+    )
+    assert broken.remove(deletion_timestamp=5).stats is None  # a remove is still made

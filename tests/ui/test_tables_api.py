@@ -62,6 +62,8 @@ def test_one_table_history_pages_and_chart(api_server: Server) -> None:
     marks = {e["version"]: e for e in full["entries"]}
     assert marks[10]["restore"] and marks[11]["schemaChange"] and marks[8]["savepoints"] == ["before_merge"]
     assert marks[1]["rowsAdded"] == 3 and marks[1]["filesAdded"] == 1
+    assert marks[9]["rowsRemoved"] == 24 and marks[9]["filesRemoved"] == 8  # the overwrite's removes
+    assert marks[10]["rowsRemoved"] == 2  # the restore removed the overwrite's file
     assert marks[13]["runLink"] == "../dags/ui_orders/runs/manual__1" and marks[12]["runLink"] is None
     status, svg = api_server.request(f"/txnlog/api/tables/{table_id}/chart.svg", token)
     assert status == 200 and svg.startswith(b"<svg") and f'data-versions="{ORDERS_VERSIONS}"'.encode() in svg
