@@ -11,7 +11,8 @@ would be. Each view route's work is then timed in a fresh process (no cache from
 - `detail`: `/api/tables/{id}` (schema, protocol, health, savepoints), cold;
 - `history first page` / `history deep page`: `/api/tables/{id}/history` with 50 entries, from the
   latest version and from version 1,000 (only those 50 commit files are read), cold;
-- `detail_warm` / `history_warm`: the same after the list was shown (the snapshot facts cached);
+- `detail_warm`: the same after the list was shown (the snapshot facts cached); history pages load
+  no snapshot, so they have no warm variant;
 - `chart`: `/api/tables/{id}/chart.svg`, cold.
 
 Run: `python -m benchmarks.ui_tables [--cache DIR]`. It prints one line per route (median of 3
@@ -44,7 +45,6 @@ ROUTES = (
     "detail",
     "detail_warm",
     "history_first",
-    "history_warm",
     "history_deep",
     "chart",
 )
@@ -83,10 +83,9 @@ def measure(table: str, route: str) -> dict[str, float]:
         "list_warm": lambda: tables_report.summary(known),
         "detail": lambda: tables_report.detail(known),
         "detail_warm": lambda: tables_report.detail(known),
-        "history_warm": lambda: tables_report.history(known, before=1_000, limit=50),
         "history_first": lambda: tables_report.history(known, before=None, limit=50),
         "history_deep": lambda: tables_report.history(known, before=1_000, limit=50),
-        "chart": lambda: chart_svg(*_page(tables_report.history(known, before=None, limit=50))),
+        "chart": lambda: chart_svg(*tables_report.chart_data(known, limit=50)),
     }
     if route.endswith("_warm"):
         calls["list_cold"]()  # as after the list was shown: the snapshot facts are cached
@@ -94,10 +93,6 @@ def measure(table: str, route: str) -> dict[str, float]:
     calls[route]()
     seconds = time.perf_counter() - t0
     return {"seconds": seconds, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
-
-
-def _page(page: dict[str, Any]) -> tuple[list[dict[str, Any]], int]:
-    return page["entries"], page["sizeBytes"]
 
 
 def main() -> None:

@@ -28,19 +28,13 @@ from typing import Any
 
 import pytest
 
-from tests.processes import stop
+from tests.processes import free_port, stop
 
 ROOT = Path(__file__).resolve().parents[1]
 ACCOUNT = "devstoreaccount1"
 # Azurite's fixed development key (documented by Microsoft; the emulator accepts no other).
 ACCOUNT_KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
 _START_TIMEOUT_S = 60.0
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def azurite_binary() -> str | None:
@@ -128,7 +122,7 @@ def azurite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Azurite]:
             pytest.fail(message)
         pytest.skip(message)
     work = tmp_path_factory.mktemp("azurite")
-    port = _free_port()
+    port = free_port()
     log = work / "azurite.log"
     cmd = [binary, "--blobHost", "127.0.0.1", "--blobPort", str(port), "--inMemoryPersistence"]
     cmd += ["--skipApiVersionCheck", "--loose", "--silent"]

@@ -129,8 +129,7 @@ def create_app() -> FastAPI:
     def chart(table_id: str, user: User, limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 50) -> Response:
         known = _table(user, table_id)
         try:
-            page = tables_report.history(known, before=None, limit=limit)
-            svg = chart_svg(page["entries"], page["sizeBytes"])
+            svg = chart_svg(*tables_report.chart_data(known, limit=limit))
         except Exception as exc:
             return _failed(known, exc)
         return Response(svg, media_type="image/svg+xml")

@@ -63,10 +63,10 @@ def task_tables(serialized_dag: dict[str, Any]) -> Iterator[tuple[str, str]]:
         yield uri, conn_id if isinstance(conn_id, str) and conn_id else TxnLogHook.default_conn_name
 
 
-def _resolved(uri: str, conn_id: str) -> str | None:
+def _resolved(uri: str, hook: TxnLogHook) -> str | None:
     """The asset-form URI of a task's `table_uri` (None when its connection cannot resolve it)."""
     try:
-        return table_asset_uri(TxnLogHook(txnlog_conn_id=conn_id).resolve_uri(uri))
+        return table_asset_uri(hook.resolve_uri(uri))
     except Exception:  # a connection that does not exist: the task's table is unknown to the view
         return None
 
@@ -78,12 +78,15 @@ def build_catalog(
     asset_ids: dict[str, set[str]] = defaultdict(set)
     dag_ids: dict[str, set[str]] = defaultdict(set)
     conns: dict[str, str] = {}
+    hooks: dict[str, TxnLogHook] = {}
     for asset_id, uri in assets:
         if is_table_uri(uri):
             asset_ids[uri.rstrip("/")].add(str(asset_id))
     for dag_id, data in sorted(dags, key=lambda d: d[0]):  # the first DAG's connection, by dag id
         for uri, conn_id in task_tables(data):
-            resolved = _resolved(uri, conn_id)
+            if conn_id not in hooks:  # one hook per connection: it looks the connection up once
+                hooks[conn_id] = TxnLogHook(txnlog_conn_id=conn_id)
+            resolved = _resolved(uri, hooks[conn_id])
             if resolved is None or not is_table_uri(resolved):
                 continue
             dag_ids[resolved].add(dag_id)

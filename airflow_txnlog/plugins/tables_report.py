@@ -7,8 +7,9 @@
   new commits loads no snapshot.
 - `detail`: the summary plus schema, protocol and table features, the health report and savepoints.
 - `history`: a page of the timeline (`engine.history.history_page`: only that page's commits are
-  read), each entry with its operation, figures, writer, a link to the DAG run, and marks for
-  restores, schema changes and savepoints.
+  read, no snapshot), each entry with its operation, figures, writer, a link to the DAG run, and
+  marks for restores, schema changes and savepoints; `chart_data`: the latest page and the size
+  after it, for the chart.
 Errors never carry storage options: a failure is reported by its class name and the table's id.
 """
 
@@ -131,12 +132,16 @@ def badges(health: TableHealth, interval: int, now_ms: int, savepoint_expiries: 
 
 def summary(known: KnownTable) -> dict[str, Any]:
     storage = _storage(known)
+    return _summary(known, storage, _savepoints(storage))
+
+
+def _summary(known: KnownTable, storage: Storage, savepoints: list[Savepoint]) -> dict[str, Any]:
     last = _page(storage, before=None, limit=1).entries[0]
     facts = _facts(known, last["version"])
     if facts["version"] != last["version"]:  # committed meanwhile: show the facts' version
         last = _page(storage, before=facts["version"] + 1, limit=1).entries[0]
     health: TableHealth = facts["health"]
-    expiries = [s.expires_at for s in _savepoints(storage) if s.expires_at is not None]
+    expiries = [s.expires_at for s in savepoints if s.expires_at is not None]
     return {
         "id": known.table_id,
         "uri": known.uri,
@@ -155,7 +160,9 @@ def summary(known: KnownTable) -> dict[str, Any]:
 
 
 def detail(known: KnownTable) -> dict[str, Any]:
-    out = summary(known)
+    storage = _storage(known)
+    savepoints = _savepoints(storage)
+    out = _summary(known, storage, savepoints)
     facts = _facts(known, out["version"])
     out.update({k: facts[k] for k in ("schema", "partitionColumns", "protocol", "properties")})
     out["health"] = facts["health"].to_dict()
@@ -170,19 +177,37 @@ def detail(known: KnownTable) -> dict[str, Any]:
             "createdBy": s.created_by,
             "reason": s.reason,
         }
-        for s in _savepoints(_storage(known))
+        for s in savepoints
     ]
     return out
 
 
 def history(known: KnownTable, *, before: int | None, limit: int) -> dict[str, Any]:
+    """A page of the timeline: one listing and the page's commit files; no snapshot is loaded."""
     storage = _storage(known)
     page = _page(storage, before=before, limit=limit)
+    return {
+        "entries": _entries(page, _savepoints(storage)),
+        "latestVersion": page.latest_version,
+        "oldestVersion": page.oldest_version,
+        "nextBefore": page.next_before,
+    }
+
+
+def chart_data(known: KnownTable, *, limit: int) -> tuple[list[dict[str, Any]], int]:
+    """The latest `limit` timeline entries and the table's size in bytes after the newest of them
+    (from the snapshot facts, aligned: the page starts at the facts' version)."""
+    storage = _storage(known)
+    page = _page(storage, before=None, limit=limit)
     facts = _facts(known, page.latest_version)
-    if before is None and facts["version"] != page.latest_version:  # the chart's sizes start here
+    if facts["version"] != page.latest_version:  # committed meanwhile: start at the facts' version
         page = _page(storage, before=facts["version"] + 1, limit=limit)
+    return _entries(page, _savepoints(storage)), facts["health"].size_bytes
+
+
+def _entries(page: HistoryPage, savepoints: list[Savepoint]) -> list[dict[str, Any]]:
     pins: dict[int, list[str]] = {}
-    for s in _savepoints(storage):
+    for s in savepoints:
         pins.setdefault(s.version, []).append(s.name)
     entries = []
     for e in page.entries:
@@ -208,11 +233,4 @@ def history(known: KnownTable, *, before: int | None, limit: int) -> dict[str, A
                 "savepoints": pins.get(e["version"], []),
             }
         )
-    return {
-        "entries": entries,
-        "latestVersion": page.latest_version,
-        "oldestVersion": page.oldest_version,
-        "nextBefore": page.next_before,
-        "sizeVersion": facts["version"],
-        "sizeBytes": facts["health"].size_bytes,
-    }
+    return entries

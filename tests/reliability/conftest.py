@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import logging
 import os
-import socket
 import threading
 import uuid
 from collections.abc import Callable, Iterator
@@ -28,6 +27,7 @@ from typing import Any
 import pytest
 
 from tests.azurite import AzureContainer
+from tests.processes import free_port
 
 FULL = os.environ.get("TXNLOG_FULL", "") not in ("", "0", "false", "no")
 BUCKET = "txnlog-reliability"
@@ -35,12 +35,6 @@ S3_KEY = "reliability-test-key"
 # A recognisable secret: the security tests check it never leaks into messages or logs.
 S3_SECRET = "Sx7-NEVER-LOG-THIS-SECRET-0b5e1c"
 FIGURES_KEY = "reliability_figures"
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @dataclass(frozen=True)
@@ -68,7 +62,7 @@ def s3_server() -> Iterator[S3Server]:
 
     logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one line per request otherwise
     restore_put = _serialise_moto_puts()
-    port = _free_port()
+    port = free_port()
     server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
     endpoint = f"http://127.0.0.1:{port}"

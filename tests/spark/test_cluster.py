@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -19,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.deltars import deltars_rows
+from tests.processes import free_port
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -75,12 +75,6 @@ print("RESULT " + json.dumps(out))
 """
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _spark_class() -> Path:
     import pyspark  # noqa: PLC0415
 
@@ -91,7 +85,7 @@ def _spark_class() -> Path:
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """spark://127.0.0.1:<port> with one worker (1 core, 1 GiB); both JVMs stopped afterwards."""
     logs = tmp_path_factory.mktemp("cluster")
-    port = _free_port()
+    port = free_port()
     env = {
         **os.environ,
         "SPARK_HOME": str(_spark_class().parents[1]),
@@ -102,13 +96,13 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     master_log, worker_log = (logs / "master.log").open("w"), (logs / "worker.log").open("w")
     master = subprocess.Popen(
         [str(_spark_class()), "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port",
-         str(port), "--webui-port", str(_free_port())],
+         str(port), "--webui-port", str(free_port())],
         stdout=master_log, stderr=subprocess.STDOUT, env=env,
     )  # fmt: skip
     url = f"spark://127.0.0.1:{port}"
     worker = subprocess.Popen(
         [str(_spark_class()), "org.apache.spark.deploy.worker.Worker", url, "--host", "127.0.0.1",
-         "--cores", "1", "--memory", "1g", "--webui-port", str(_free_port())],
+         "--cores", "1", "--memory", "1g", "--webui-port", str(free_port())],
         stdout=worker_log, stderr=subprocess.STDOUT, env=env,
     )  # fmt: skip
     try:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -31,18 +30,12 @@ from airflow_txnlog.assets import table_asset_uri
 from airflow_txnlog.engine import Table
 from airflow_txnlog.engine.provenance import provenance
 from tests.conftest import SCHEMA, rows
-from tests.processes import run_python, stop
+from tests.processes import free_port, run_python, stop
 
 ROOT = Path(__file__).resolve().parents[2]
 DAGS = Path(__file__).resolve().parent / "dags"
 PASSWORDS = {"admin": "admin-pw-1", "viewer": "viewer-pw-1"}
 ORDERS_VERSIONS = 14  # versions 0..13
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @dataclass(frozen=True)
@@ -141,7 +134,7 @@ def api_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     env = _environment(home, tables)
     _airflow(env, "db", "migrate")
     _airflow(env, "dags", "reserialize")
-    port = _free_port()
+    port = free_port()
     log = work / "api-server.log"
     with log.open("wb") as out:
         proc = subprocess.Popen(

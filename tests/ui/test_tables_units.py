@@ -177,3 +177,18 @@ def test_a_summary_shows_one_version_even_when_a_commit_lands_meanwhile(
     row = tables_report.summary(known)
     assert row["version"] == 2 and row["lastCommit"]["operation"] == "WRITE"
     assert row["numFiles"] == 1 and row["sizeBytes"] == t.snapshot().size_bytes
+
+
+def test_a_history_page_loads_no_snapshot(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    uri = str(tmp_path / "t")
+    t = Table.create(uri, schema=SCHEMA)
+    for i in range(3):
+        t.write(rows([i]))
+
+    def no_snapshot(known: KnownTable) -> dict[str, Any]:
+        raise AssertionError("a history page loaded the snapshot")
+
+    monkeypatch.setattr(tables_report, "_load_facts", no_snapshot)
+    known = KnownTable(uri, table_id_of(uri), (), ("d",), "txnlog_default")
+    page = tables_report.history(known, before=2, limit=5)
+    assert [e["version"] for e in page["entries"]] == [1, 0] and page["nextBefore"] is None

@@ -27,21 +27,20 @@ with DAG("ui_orders", schedule=None, start_date=START, catchup=False):
 with DAG("ui_orders_admin", schedule=None, start_date=START, catchup=False):  # the viewer may not read it
     TxnLogCheckpointOperator(task_id="checkpoint", table_uri=ORDERS)
 
-with DAG("ui_orders_downstream", schedule=[table_asset(ORDERS)], start_date=START, catchup=False):
 
-    @task
-    def report() -> None:
-        pass
+def _consumer(dag_id: str, table: str) -> None:
+    """A DAG scheduled on the table's asset (which makes the asset known to Airflow)."""
+    with DAG(dag_id, schedule=[table_asset(table)], start_date=START, catchup=False):
 
-    report()
+        @task
+        def consume() -> None:
+            pass
+
+        consume()
+
+
+_consumer("ui_orders_downstream", ORDERS)
+_consumer("ui_other", OTHER)
 
 with DAG("ui_secret", schedule=None, start_date=START, catchup=False):
     TxnLogCheckpointOperator(task_id="checkpoint", table_uri=SECRET)
-
-with DAG("ui_other", schedule=[table_asset(OTHER)], start_date=START, catchup=False):
-
-    @task
-    def consume() -> None:
-        pass
-
-    consume()
