@@ -2,8 +2,9 @@
 
 Airflow caches its configuration and ORM per process, and the task runner leaves AIRFLOW_CTX_*
 behind; a subprocess keeps each test's Airflow (and its settings, e.g. OpenLineage) to itself.
-The script prints its result as one stdout line starting with RESULT_MARKER (log lines may follow
-it: e.g. OpenLineage emits DAG-level events asynchronously). OpenLineage settings of the calling
+The script hands its result back with `emit_result(obj)`, which writes JSON to the file named by
+RESULT_ENV, not to stdout: OpenLineage (and other threads) log to stdout concurrently, and a log line
+once landed between a printed result and its newline. OpenLineage settings of the calling
 environment are dropped, so only a test that configures a transport turns it on.
 """
 
@@ -18,7 +19,12 @@ from typing import Any
 from tests.processes import run_python
 
 ROOT = Path(__file__).resolve().parents[2]
-RESULT_MARKER = "RESULT="
+RESULT_ENV = "TXNLOG_TEST_RESULT_FILE"
+
+
+def emit_result(result: Any) -> None:
+    """Called by the script in the subprocess: its result, as JSON, for run_dag_script."""
+    Path(os.environ[RESULT_ENV]).write_text(json.dumps(result))
 
 
 def run_dag_script(
@@ -30,8 +36,10 @@ def run_dag_script(
     args: Sequence[str] = (),
     timeout: float = 600,
 ) -> tuple[Any, str]:
-    """(the JSON the script printed after RESULT_MARKER, all its output); fails the test when the
-    script fails."""
+    """(what the script passed to emit_result, all its output); fails the test when the script fails
+    or emits nothing."""
+    result_file = home.parent / f"{home.name}.result.json"
+    result_file.unlink(missing_ok=True)
     full = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW_CTX_", "OPENLINEAGE"))}
     full.update(
         {
@@ -40,11 +48,12 @@ def run_dag_script(
             "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
             "AIRFLOW__CORE__UNIT_TEST_MODE": "False",
             "PYTHONPATH": str(ROOT),
+            RESULT_ENV: str(result_file),
             **env,
         }
     )
     proc = run_python(["-c", script, *args], full, timeout)
     output = proc.stdout + proc.stderr
     assert proc.returncode == 0, output[-4000:]
-    line = next(ln for ln in proc.stdout.splitlines() if ln.startswith(RESULT_MARKER))
-    return json.loads(line.removeprefix(RESULT_MARKER)), output
+    assert result_file.exists(), f"the script emitted no result:\n{output[-4000:]}"
+    return json.loads(result_file.read_text()), output

@@ -145,5 +145,6 @@ for dag_id in ("azure_write", "azure_restore"):
     run = bag.dags[dag_id].test()
     tis = {{ti.task_id: str(ti.state).rsplit(".", 1)[-1] for ti in run.get_task_instances()}}
     states[dag_id] = {{"run": str(run.state).rsplit(".", 1)[-1], **tis}}
-print("RESULT=" + json.dumps(states))
+from tests.airflow.dag_subprocess import emit_result
+emit_result(states)
 """

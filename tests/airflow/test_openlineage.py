@@ -33,7 +33,8 @@ for dag_id in sys.argv[1:]:
     run = bag.dags[dag_id].test(logical_date=dt.datetime(2026, 3, 1, tzinfo=dt.timezone.utc))
     tis = {{ti.task_id: str(ti.state) for ti in run.get_task_instances()}}
     states.append({{**tis, "run": str(run.state)}})
-print("RESULT=" + json.dumps(states), flush=True)
+from tests.airflow.dag_subprocess import emit_result
+emit_result(states)
 """
 
 

@@ -29,7 +29,8 @@ for dag_id in ("prov_restore", "prov_foreign", "prov_no_savepoint"):
     run = bag.dags[dag_id].test()
     tis = {{ti.task_id: str(ti.state) for ti in run.get_task_instances()}}
     states[dag_id] = {{"run": str(run.state), **tis}}
-print("RESULT=" + json.dumps(states))
+from tests.airflow.dag_subprocess import emit_result
+emit_result(states)
 """
 
 

@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 from airflow_txnlog.engine import Table
+from tests.airflow.dag_subprocess import RESULT_ENV
 from tests.processes import run_python
 
 pytestmark = [pytest.mark.airflow, pytest.mark.spark, pytest.mark.slow]
@@ -61,7 +62,8 @@ from airflow.dag_processing.dagbag import DagBag
 bag = DagBag(dag_folder=sys.argv[1])
 assert not bag.import_errors, bag.import_errors
 run = bag.dags["spark_task_log"].test()
-print(json.dumps({"run": str(run.state), **{ti.task_id: str(ti.state) for ti in run.get_task_instances()}}))
+from tests.airflow.dag_subprocess import emit_result
+emit_result({"run": str(run.state), **{ti.task_id: str(ti.state) for ti in run.get_task_instances()}})
 """
 
 
@@ -83,11 +85,12 @@ def ran(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
             "SPARK_LOCAL_IP": "127.0.0.1",
             "PYSPARK_PYTHON": sys.executable,
             "TXNLOG_SPARK_LOG_TABLE": str(table),
+            RESULT_ENV: str(out / "result.json"),
         }
     )
     proc = run_python(["-c", RUNNER, str(dags)], env)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    states = json.loads(proc.stdout.strip().splitlines()[-1])
+    states = json.loads((out / "result.json").read_text())
     return {"states": states, "stdout": proc.stdout, "stderr": proc.stderr, "table": table}
 
 

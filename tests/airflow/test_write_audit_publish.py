@@ -38,7 +38,8 @@ for conf in ({{"bad": False}}, {{"bad": True}}, {{"bad": False}}):
         events = [e.extra for e in session.query(AssetEvent).order_by(AssetEvent.id)]
     tis = {{ti.task_id: str(ti.state) for ti in run.get_task_instances()}}
     out.append({{"conf": conf, "run": str(run.state), "tasks": tis, "queued": queued, "events": events}})
-print("RESULT=" + json.dumps(out))
+from tests.airflow.dag_subprocess import emit_result
+emit_result(out)
 """
 
 
