@@ -28,6 +28,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from airflow_txnlog.arguments import ForeignCommitsPolicy, check_choice
+from airflow_txnlog.engine.provenance import job_provenance  # light: no pyarrow
 from airflow_txnlog.hooks.txnlog import TxnLogHook
 from airflow_txnlog.operators._base import context_provenance, run_owner  # the engine's owner tag
 
@@ -51,11 +52,11 @@ def _savepoint_name(ti: Any, savepoint_task_id: str) -> str | None:
 
 def describe_writer(info: dict[str, Any]) -> str:
     """Who made a commit, from its commitInfo: Airflow job, owner tag, engine."""
-    job = info.get("job") or {}
+    job = job_provenance(info.get("job"))
     parts = []
-    if job:
-        who = f"dag {job.get('jobId')!r} task {job.get('jobName')!r} run {job.get('jobRunId')!r}"
-        parts.append(who + (f" try {job['runId']}" if job.get("runId") else ""))
+    if job is not None:
+        who = f"dag {job.dag_id!r} task {job.task_id!r} run {job.run_id!r}"
+        parts.append(who + (f" try {job.try_number}" if job.try_number else ""))
     owner = (info.get("tags") or {}).get("owner")
     parts.append(f"owner tag {owner!r}" if owner else "no owner tag")
     parts.append(f"engine {info.get('engineInfo') or '?'}")

@@ -79,7 +79,7 @@ if TYPE_CHECKING:  # the names below load on first use (PEP 562 __getattr__), se
     # Spark uses"): SQL predicates, schemaString <-> Arrow, partition values' log form, the stats
     # format (which leaves, how bounds are written, the JSON), the compaction target size. Spark imports
     # them from here, never from the submodules.
-    from airflow_txnlog.engine.provenance import Provenance, run_owner_tag
+    from airflow_txnlog.engine.provenance import Provenance, job_provenance, run_owner_tag
     from airflow_txnlog.engine.publication_records import DEFAULT_CHANNEL, Publication
     from airflow_txnlog.engine.restore import ForeignCommitsPolicy, RestoreResult
     from airflow_txnlog.engine.savepoints import Savepoint
@@ -183,6 +183,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "WriteMode": ("writer", "WriteMode"),
     "check_choice": ("validate", "one_of"),
     "indexed_leaves": ("stats", "indexed_leaves"),
+    "job_provenance": ("provenance", "job_provenance"),
     "json_bounds": ("stats", "json_bounds"),
     "log_reader": ("log_reader", None),
     "change_data_feed": ("properties", "change_data_feed"),
@@ -269,6 +270,7 @@ __all__ = [
     "check_choice",
     "conform_to_schema",
     "indexed_leaves",
+    "job_provenance",
     "json_bounds",
     "log_reader",
     "num_indexed_cols",

@@ -15,6 +15,9 @@ What a commit gets (`commit_fields`):
 - the `owner` tag `<dag_id>/<run_id>` (`run_owner_tag`, the one definition of the format), which
   `restore` compares: every task and try of one DAG run is the same owner, anyone else is foreign.
 Explicit tags (a caller's `tags=`, `Table.default_tags`) win over the provenance owner tag.
+Reading it back (`job_provenance`) is the one parser of `commitInfo.job` (and of a publication's
+`publishedBy`, the same shape): anyone who can write the table can write anything there, so it
+takes only string values and gives None for a job without a DAG id and a run id.
 This module never imports airflow (the engine's import contract).
 """
 
@@ -69,6 +72,30 @@ class Provenance:
         if self.map_index not in (None, "", "-1"):
             out["taskMapIndex"] = self.map_index
         return {k: v for k, v in out.items() if v}
+
+
+def job_provenance(job: object, *, airflow_only: bool = False) -> Provenance | None:
+    """The Provenance a commitInfo.job records (the inverse of `Provenance.job`), or None when it
+    names no DAG id and run id; `airflow_only` also gives None for jobs Airflow did not run (e.g. a
+    Databricks job, which writes the same keys)."""
+    if not isinstance(job, Mapping):
+        return None
+
+    def get(key: str) -> str | None:
+        value = job.get(key)
+        return value if isinstance(value, str) and value else None
+
+    dag_id, run_id = get("jobId"), get("jobRunId")
+    if dag_id is None or run_id is None or (airflow_only and get("triggerType") != TRIGGER_TYPE):
+        return None
+    return Provenance(
+        dag_id=dag_id,
+        run_id=run_id,
+        task_id=get("jobName"),
+        try_number=get("runId"),
+        map_index=get("taskMapIndex"),
+        dag_owner=get("jobOwnerId"),
+    )
 
 
 _explicit: contextvars.ContextVar[Provenance | None] = contextvars.ContextVar(

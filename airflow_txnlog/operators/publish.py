@@ -34,6 +34,7 @@ from airflow.sdk import Context
 
 from airflow_txnlog.arguments import channel_name, version_number
 from airflow_txnlog.assets import table_asset
+from airflow_txnlog.engine.provenance import job_provenance  # light: no pyarrow
 from airflow_txnlog.engine.publication_records import DEFAULT_CHANNEL  # light: no pyarrow
 from airflow_txnlog.operators._base import (
     TxnLogBaseOperator,
@@ -121,8 +122,8 @@ class TxnLogPublishOperator(TxnLogBaseOperator):
 def _published_by_run(pub: Publication, context: Context) -> bool:
     """True when this DAG run made the publication: an earlier try of this task that published and
     then failed before Airflow recorded its event, so this try emits it (at least once)."""
-    job = pub.published_by or {}
-    return job.get("jobId") == context["dag"].dag_id and job.get("jobRunId") == context["run_id"]
+    job = job_provenance(pub.published_by)
+    return job is not None and (job.dag_id, job.run_id) == (context["dag"].dag_id, context["run_id"])
 
 
 def figures_since(table: Table, previous: int | None, version: int) -> dict[str, int]:

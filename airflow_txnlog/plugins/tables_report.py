@@ -21,6 +21,7 @@ from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
+from airflow_txnlog.engine.provenance import job_provenance  # light: no pyarrow
 from airflow_txnlog.hooks.txnlog import TxnLogHook
 from airflow_txnlog.plugins.tables_catalog import KnownTable
 
@@ -92,14 +93,10 @@ def _facts(known: KnownTable, version: int) -> dict[str, Any]:
 
 def writer(entry: dict[str, Any]) -> dict[str, str] | None:
     """The Airflow DAG / task / run that made a commit (None when it was not an Airflow task)."""
-    job = entry.get("job") if isinstance(entry.get("job"), dict) else {}
-    if not job or job.get("triggerType") != "airflow":
+    job = job_provenance(entry.get("job"), airflow_only=True)
+    if job is None:
         return None
-    return {
-        "dagId": str(job.get("jobId", "")),
-        "taskId": str(job.get("jobName", "")),
-        "runId": str(job.get("jobRunId", "")),
-    }
+    return {"dagId": job.dag_id, "taskId": job.task_id or "", "runId": job.run_id}
 
 
 def run_link(who: dict[str, str] | None) -> str | None:

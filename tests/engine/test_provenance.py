@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from airflow_txnlog.engine import ForeignCommitsError, InvalidArgumentError, Table
-from airflow_txnlog.engine.provenance import current, provenance, run_owner_tag
+from airflow_txnlog.engine.provenance import Provenance, current, job_provenance, provenance, run_owner_tag
 from tests.conftest import SCHEMA, rows
 
 AIRFLOW_ENV = {
@@ -143,3 +143,45 @@ def test_bad_explicit_provenance_is_refused(bad: dict[str, object]) -> None:
     args: dict[str, object] = {"dag_id": "d", "run_id": "r", **bad}
     with pytest.raises(InvalidArgumentError, match="provenance"), provenance(**args):  # type: ignore[arg-type]
         pass
+
+
+def test_job_provenance_reads_back_what_a_commit_recorded(
+    monkeypatch: pytest.MonkeyPatch, table_uri: str
+) -> None:
+    _in_airflow(monkeypatch, AIRFLOW_CTX_MAP_INDEX="3")
+    t = Table.create(table_uri, schema=SCHEMA)
+    job = t.history()[0]["job"]
+    back = job_provenance(job, airflow_only=True)
+    assert back == Provenance(
+        dag_id="etl",
+        run_id="manual__2026-01-01",
+        task_id="load",
+        try_number="2",
+        map_index="3",
+        dag_owner="data-team",
+    )
+    assert back.job() == job
+
+
+@pytest.mark.parametrize(
+    "job",
+    [
+        None,
+        "etl",
+        ["etl"],
+        {},
+        {"jobId": "etl"},  # no run
+        {"jobRunId": "r1"},  # no DAG
+        {"jobId": 7, "jobRunId": "r1"},  # a writer can put anything there
+        {"jobId": "", "jobRunId": "r1"},
+    ],
+)
+def test_job_provenance_is_none_for_a_job_naming_no_dag_run(job: object) -> None:
+    assert job_provenance(job) is None
+
+
+def test_job_provenance_keeps_only_string_fields_and_can_ask_for_airflow() -> None:
+    databricks = {"jobId": "123", "jobRunId": "456", "jobName": {"x": 1}, "triggerType": "manual"}
+    got = job_provenance(databricks)
+    assert got is not None and (got.dag_id, got.run_id, got.task_id) == ("123", "456", None)
+    assert job_provenance(databricks, airflow_only=True) is None
