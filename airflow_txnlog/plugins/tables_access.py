@@ -36,7 +36,13 @@ def readable_names(user: Any, table: KnownTable, auth_manager: Any) -> tuple[lis
     return assets, dags
 
 
-def may_read(user: Any, table: KnownTable, auth_manager: Any) -> bool:
-    """Whether `user` may read `table` (see the module docstring): its assets decide when it has any."""
-    assets, dags = readable_names(user, table, auth_manager)
+def names_allow(table: KnownTable, names: tuple[list[str], list[str]]) -> bool:
+    """Whether the readable (asset ids, DAG ids) of `table` let the user read it (the module
+    docstring's rule): its assets decide when it has any."""
+    assets, dags = names
     return bool(assets) if table.asset_ids else bool(dags)
+
+
+def may_read(user: Any, table: KnownTable, auth_manager: Any) -> bool:
+    """Whether `user` may read `table`."""
+    return names_allow(table, readable_names(user, table, auth_manager))

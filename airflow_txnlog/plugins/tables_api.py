@@ -22,7 +22,7 @@ from fastapi import Depends, FastAPI, HTTPException, Query
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response
 
 from airflow_txnlog.plugins import tables_report
-from airflow_txnlog.plugins.tables_access import may_read, readable_names
+from airflow_txnlog.plugins.tables_access import may_read, names_allow, readable_names
 from airflow_txnlog.plugins.tables_catalog import KnownTable, cached_catalog
 from airflow_txnlog.plugins.tables_chart import chart_svg
 
@@ -53,23 +53,28 @@ def _catalog() -> list[KnownTable]:
     return cached_catalog(create_session)
 
 
-def _readable(user: Any) -> list[KnownTable]:
+Names = tuple[list[str], list[str]]  # the asset ids and DAG ids of a table that the user may read
+
+
+def _readable(user: Any) -> list[tuple[KnownTable, Names]]:
     manager = _auth_manager()
-    return [t for t in _catalog() if may_read(user, t, manager)]
+    named = [(t, readable_names(user, t, manager)) for t in _catalog()]
+    return [(t, names) for t, names in named if names_allow(t, names)]
 
 
-def _table(user: Any, table_id: str) -> KnownTable:
+def _table(user: Any, table_id: str) -> tuple[KnownTable, Names]:
     known = next((t for t in _catalog() if t.table_id == table_id), None)
     if known is None:
         raise HTTPException(404, "no such table")
-    if not may_read(user, known, _auth_manager()):
+    names = readable_names(user, known, _auth_manager())
+    if not names_allow(known, names):
         raise HTTPException(403, "not allowed to read this table")
-    return known
+    return known, names
 
 
-def _only_visible_names(row: dict[str, Any], user: Any, known: KnownTable, manager: Any) -> dict[str, Any]:
+def _only_visible_names(row: dict[str, Any], names: Names) -> dict[str, Any]:
     """The row with only the asset and DAG ids the user may read (the others are not theirs to see)."""
-    assets, dags = readable_names(user, known, manager)
+    assets, dags = names
     return {**row, "assets": assets, "dags": dags}
 
 
@@ -95,20 +100,19 @@ def create_app() -> FastAPI:
     @app.get("/api/tables")
     def tables(user: User) -> dict[str, Any]:
         rows: list[dict[str, Any]] = []
-        manager = _auth_manager()
-        for known in _readable(user):
+        for known, names in _readable(user):
             try:
                 row = tables_report.summary(known)
             except Exception as exc:  # one unreadable table must not hide the others
                 row = {"id": known.table_id, "uri": known.uri, "error": type(exc).__name__}
-            rows.append(_only_visible_names(row, user, known, manager))
+            rows.append(_only_visible_names(row, names))
         return {"tables": rows}
 
     @app.get("/api/tables/{table_id}", response_model=None)
     def table(table_id: str, user: User) -> dict[str, Any] | JSONResponse:
-        known = _table(user, table_id)
+        known, names = _table(user, table_id)
         try:
-            return _only_visible_names(tables_report.detail(known), user, known, _auth_manager())
+            return _only_visible_names(tables_report.detail(known), names)
         except Exception as exc:
             return _failed(known, exc)
 
@@ -119,7 +123,7 @@ def create_app() -> FastAPI:
         before: Annotated[int | None, Query(ge=0)] = None,
         limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 50,
     ) -> dict[str, Any] | JSONResponse:
-        known = _table(user, table_id)
+        known, _ = _table(user, table_id)
         try:
             return tables_report.history(known, before=before, limit=limit)
         except Exception as exc:
@@ -127,7 +131,7 @@ def create_app() -> FastAPI:
 
     @app.get("/api/tables/{table_id}/chart.svg", response_model=None)
     def chart(table_id: str, user: User, limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 50) -> Response:
-        known = _table(user, table_id)
+        known, _ = _table(user, table_id)
         try:
             svg = chart_svg(*tables_report.chart_data(known, limit=limit))
         except Exception as exc:

@@ -59,9 +59,7 @@ def _load_facts(known: KnownTable) -> dict[str, Any]:
     """What needs the latest snapshot (the expensive part), all of one version: `version`."""
     table = TxnLogHook(txnlog_conn_id=known.conn_id).get_table(known.uri)
     health = table.health()  # of the latest snapshot, which may be newer than the caller's listing
-    snap = table.snapshot()
-    if snap.version != health.version:  # a commit landed in between: describe the health's version
-        snap = table.snapshot(version=health.version)
+    snap = table.snapshot(version=health.version)  # the one health loaded: no second listing
     protocol = snap.state.protocol
     return {
         "version": health.version,
