@@ -15,7 +15,11 @@ The commit's transaction reads exactly the snapshot the plan was made from and t
 any commit after that snapshot makes it fail with a conflict; the restore then re-plans from the new
 latest version (where that commit is a foreign one) instead of retrying blindly, which could discard
 it, or keep its files in a state that claims to be the target's. After `MAX_REPLANS` plans that all
-lost a race, `RestoreRetriesExceededError` (the table is unchanged).
+lost a race, `RestoreRetriesExceededError` (the table is unchanged). A re-plan reads only what is
+new: the foreign-commit verdict of each version is kept (commits never change), and so is each file
+found to exist (the target's files are pinned for the whole restore: a savepoint, or `pinned`), so on
+a busy object store a re-plan costs one listing and the new commits, not a GET per commit since the
+target and a HEAD per file to re-add.
 The table is reached through `MaintenanceTable` (its latest snapshot, a transaction on a given
 snapshot, the txn lookup), the commits since the target through `engine.log_reader`.
 """
@@ -117,23 +121,26 @@ def plan(current: Snapshot, target: RestoreTarget) -> _Plan:
     return _Plan(adds, removes, metadata, metrics)
 
 
-def foreign_versions(storage: Storage, after: int, until: int, owner: str | None) -> list[int]:
-    """Versions in (after, until] that changed data or metadata and are not tagged with `owner`."""
+def foreign_versions(
+    storage: Storage, after: int, until: int, owner: str | None, *, known: dict[int, bool] | None = None
+) -> list[int]:
+    """Versions in (after, until] that changed data or metadata and are not tagged with `owner`.
+    `known` (version -> foreign) is read first and filled in, so a caller asking again reads only
+    the commits it has not seen."""
     if owner is None or until <= after:
         return []
+    verdicts = {} if known is None else known
     listing = list_after(storage, after)
     since = sorted((v, f) for v, f in listing.commits.items() if v <= until)  # cleaned-up ones are gone
-    out = []
-    for commit in read_commits(storage, since):
+    for commit in read_commits(storage, [(v, f) for v, f in since if v not in verdicts]):
         tags = commit.info.get("tags") or {}
         changes = any(
             (k in (ADD, REMOVE) and body.get("dataChange", True)) or k == METADATA
             for a in commit.actions
             for k, body in a.items()
         )
-        if changes and tags.get(OWNER_TAG) != owner:
-            out.append(commit.version)
-    return out
+        verdicts[commit.version] = changes and tags.get(OWNER_TAG) != owner
+    return [v for v, _ in since if verdicts[v]]
 
 
 def _outcome(
@@ -176,12 +183,16 @@ def restore(
 ) -> RestoreResult:
     """Plan and (unless dry_run) commit a restore; re-plans after a conflicting concurrent commit."""
     check_options(dry_run=dry_run, on_foreign_commits=on_foreign_commits, owner=owner)
+    verdicts: dict[int, bool] = {}  # version -> foreign, for the versions read so far
+    present: set[str] = set()  # files found to exist (pinned: they stay)
     for attempt in range(MAX_REPLANS):
         current = table.snapshot()
         p = plan(current, target)
-        foreign = foreign_versions(table.storage, target.version, current.version, owner)
+        foreign = foreign_versions(table.storage, target.version, current.version, owner, known=verdicts)
         dvs = [f.deletion_vector for f in p.adds if f.deletion_vector]
-        gone = missing_files(table.storage, [f.path for f in p.adds] + sorted(dv_file_paths(dvs)))
+        unchecked = [x for x in [f.path for f in p.adds] + sorted(dv_file_paths(dvs)) if x not in present]
+        gone = missing_files(table.storage, unchecked)
+        present.update(set(unchecked) - set(gone))
         if not p.adds and not p.removes and p.metadata is None:
             done = table.txn_commit_version(target.app_id, target.version) or current.version
             return _outcome(target, p, gone, foreign, version=done, committed=False, dry_run=dry_run)

@@ -293,6 +293,51 @@ def test_health_reports_what_maintenance_needs(table_uri: str) -> None:
     assert h.to_dict()["size_bytes"] == sum(f.size for f in t.snapshot().files())
 
 
+def test_a_replan_reads_only_the_new_commits_and_checks_each_file_once(
+    table_uri: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two races lost to a writer: each re-plan reads the writer's new commit only (commits never
+    change) and checks no file twice (the target's files are pinned); the third plan commits, and
+    the writer's versions are recorded as discarded."""
+    from airflow_txnlog.engine import restore as restore_mod  # noqa: PLC0415
+
+    t = _base(table_uri)
+    _delete_partition(t, "b")  # v4: the restore re-adds part b's file
+    other = Table.open(table_uri)
+    real_commit, real_read, real_missing = (
+        restore_mod._commit,
+        restore_mod.read_commits,
+        restore_mod.missing_files,
+    )
+    read: list[int] = []
+    checked: list[str] = []
+    races = iter([True, True])
+
+    def commit(*args: object, **kwargs: object) -> int:
+        if next(races, False):
+            v = other.write(rows([50 + other.latest_version()], "c"))
+            raise ConcurrentAppendError("a concurrent commit added a file", winning_version=v)
+        return real_commit(*args, **kwargs)  # type: ignore[arg-type]
+
+    def read_commits(storage: object, commits: list[tuple[int, str]], **kw: object) -> object:
+        read.extend(v for v, _ in commits)
+        return real_read(storage, commits, **kw)  # type: ignore[arg-type]
+
+    def missing_files(storage: object, paths: list[str]) -> list[str]:
+        checked.extend(paths)
+        return real_missing(storage, paths)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(restore_mod, "_commit", commit)
+    monkeypatch.setattr(restore_mod, "read_commits", read_commits)
+    monkeypatch.setattr(restore_mod, "missing_files", missing_files)
+    monkeypatch.setattr(restore_mod, "REPLAN_BACKOFF_S", (0.0, 0.0))
+    res = t.restore(version=3, owner="me", on_foreign_commits="force")
+    assert res.committed and res.version == 7 and res.foreign_versions == [4, 5, 6]
+    assert sorted(read) == [4, 5, 6]  # v4 read once, not on each of the 3 plans
+    assert len(checked) == len(set(checked)) == 1 and checked == res.files_to_add
+    assert _ids(t) == [1, 2, 3, 4]
+
+
 def test_restore_gives_up_on_a_table_that_keeps_changing(
     table_uri: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
