@@ -47,7 +47,7 @@ with DAG(
     vacuum = TxnLogVacuumOperator(
         task_id="vacuum", table_uri=TABLE_URI, dry_run=False, trigger_rule="none_failed_min_one_success"
     )
-    cleanup = TxnLogCleanupLogOperator(task_id="cleanup_log", table_uri=TABLE_URI)
+    cleanup = TxnLogCleanupLogOperator(task_id="cleanup_log", table_uri=TABLE_URI, dry_run=False)
 
     decide(health.output) >> [checkpoint, optimize]
     [checkpoint, optimize] >> vacuum >> cleanup

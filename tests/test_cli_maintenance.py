@@ -411,7 +411,7 @@ def test_cleanup_log_dry_run_then_execute(overwritten: Path) -> None:
     Table.open(str(overwritten)).checkpoint()  # checkpoint at 4
     before = _log_names(overwritten)
     commits_below = [f"{v:020d}.json" for v in range(4)]
-    doc = run_json("cleanup-log", str(overwritten), "--retain-hours", "0", "--dry-run")
+    doc = run_json("cleanup-log", str(overwritten), "--retain-hours", "0")  # a dry run by default
     assert doc == {
         "dryRun": True,
         "numFiles": 4,
@@ -421,10 +421,12 @@ def test_cleanup_log_dry_run_then_execute(overwritten: Path) -> None:
         "tempFiles": [],
         "sidecarFiles": [],
     }
-    out = run_human("cleanup-log", str(overwritten), "--retain-hours", "0", "--dry-run")
+    out = run_human("cleanup-log", str(overwritten), "--retain-hours", "0", "--dry-run")  # the old flag
     assert "dry run: log cleanup would delete 4 file(s) below checkpoint 4; oldest version kept: 4" in out
+    out = run_human("cleanup-log", str(overwritten), "--retain-hours", "0", "--execute", "--dry-run")
+    assert "dry run: log cleanup would delete 4 file(s)" in out  # asked for both: the safe one wins
     assert _log_names(overwritten) == before
-    out = run_human("cleanup-log", str(overwritten), "--retain-hours", "0")
+    out = run_human("cleanup-log", str(overwritten), "--retain-hours", "0", "--execute")
     assert "log cleanup deleted 4 file(s) below checkpoint 4" in out
     assert _log_names(overwritten) == sorted(set(before) - set(commits_below))
     assert _ids(overwritten) == [99]
@@ -440,7 +442,7 @@ def test_cleanup_log_default_retention_keeps_everything(overwritten: Path) -> No
     assert "log cleanup: nothing to remove - no checkpoint is older than the log retention" in out
     assert "(the table's delta.logRetentionDuration, 30 days unless set)" in out
     assert "None" not in out and "0 file(s)" not in out
-    out = run_human("cleanup-log", str(overwritten), "--retain-hours", "48", "--dry-run")
+    out = run_human("cleanup-log", str(overwritten), "--retain-hours", "48")
     assert "dry run: log cleanup: nothing to remove - no checkpoint is older than the log retention" in out
     assert "(48 hours)" in out
     assert _log_names(overwritten) == before
@@ -453,10 +455,10 @@ def test_cleanup_log_removes_stale_temp_files(overwritten: Path) -> None:
     torn = tmp_dir / ".00000000000000000009.json.0f.tmp"
     torn.write_bytes(b"{")
     os.utime(torn, (time.time() - 7200, time.time() - 7200))
-    out = run_human("cleanup-log", str(overwritten), "--dry-run")
+    out = run_human("cleanup-log", str(overwritten))
     assert "dry run: log cleanup would delete 1 stale temp file(s) in _delta_log/.tmp/" in out
     assert torn.exists()
-    assert run_json("cleanup-log", str(overwritten))["tempFiles"] == [torn.name]
+    assert run_json("cleanup-log", str(overwritten), "--execute")["tempFiles"] == [torn.name]
     assert not torn.exists() and _ids(overwritten) == [99]
 
 
@@ -466,7 +468,7 @@ def test_restore_savepoint_after_vacuum_and_log_cleanup(overwritten: Path) -> No
     run_json("savepoint", "create", uri, "v3", "--version", "3")
     run_json("vacuum", uri, "--retain-hours", "0", "--no-enforce-retention", "--execute")
     run_json("checkpoint", uri)
-    cleaned = run_json("cleanup-log", uri, "--retain-hours", "0")
+    cleaned = run_json("cleanup-log", uri, "--retain-hours", "0", "--execute")
     assert f"{3:020d}.json" in cleaned["files"]
     doc = run_json("restore", uri, "--savepoint", "v3")
     assert (doc["committed"], doc["missingFiles"]) == (True, [])

@@ -387,12 +387,18 @@ def cleanup_log(
     ctx: typer.Context,
     uri: UriArg,
     retain_hours: RetainHoursOpt = None,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Only list what would be deleted.")] = False,
+    execute: Annotated[
+        bool, typer.Option("--execute", help="Delete the files (without it: a dry run that only lists them).")
+    ] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", hidden=True, help="A dry run (the default; wins over --execute).")
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Delete commits and checkpoints older than the log retention, below a checkpoint that stays."""
+    """Delete commits and checkpoints older than the log retention, below a checkpoint that stays
+    (a dry run unless --execute)."""
     with engine_errors():
-        res = open_table(ctx, uri).cleanup_log(retention_hours=retain_hours, dry_run=dry_run)
+        res = open_table(ctx, uri).cleanup_log(retention_hours=retain_hours, dry_run=dry_run or not execute)
     doc = cleanup_doc(res)
     if as_json:
         emit_json(doc)

@@ -436,8 +436,9 @@ class Table:
             self, retention_hours=retention_hours, dry_run=dry_run, enforce_retention=enforce_retention
         )
 
-    def cleanup_log(self, *, retention_hours: float | None = None, dry_run: bool = False) -> CleanupResult:
-        """Delete commits and checkpoints older than the log retention, below a checkpoint that stays."""
+    def cleanup_log(self, *, retention_hours: float | None = None, dry_run: bool = True) -> CleanupResult:
+        """Delete commits and checkpoints older than the log retention, below a checkpoint that stays
+        (dry run by default: time travel to the versions below it ends)."""
         return log_cleanup.cleanup_log(self, retention_hours=retention_hours, dry_run=dry_run)
 
     def health(self, *, small_file_bytes: int | None = None) -> TableHealth:

@@ -5,8 +5,8 @@ vacuum (not a dry run) and optimize also report the version they committed as an
 
 They change no data, so by default they emit no asset event (downstream DAGs scheduled on the table
 would otherwise run for versions without new data); pass `emit_asset_event=True` to emit one for
-the commits they make (vacuum's VACUUM END, optimize's OPTIMIZE). Vacuum is a dry run unless
-`dry_run=False`, with the table's retention check on.
+the commits they make (vacuum's VACUUM END, optimize's OPTIMIZE). Vacuum and log cleanup are dry
+runs unless `dry_run=False`, with the table's retention checks on.
 
 `retention_hours` is templated, so a rendered value is text: it is read as a number of hours (>= 0)
 at the start of `execute`, and anything else raises `InvalidArgumentError` before the table is touched.
@@ -91,7 +91,7 @@ class TxnLogCleanupLogOperator(TxnLogBaseOperator):
     emits_by_default = False
     template_fields: Sequence[str] = ("table_uri", "txnlog_conn_id", "retention_hours")
 
-    def __init__(self, *, retention_hours: float | None = None, dry_run: bool = False, **kwargs: Any) -> None:
+    def __init__(self, *, retention_hours: float | None = None, dry_run: bool = True, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.retention_hours = (
             retention_hours if renders_later(retention_hours) else hours("retention_hours", retention_hours)

@@ -67,6 +67,9 @@ def test_cleanup_log_operator_reports_stale_temp_files(table: Path) -> None:
     stale.write_bytes(b"{")
     os.utime(stale, (time.time() - 7200, time.time() - 7200))
     out = TxnLogCleanupLogOperator(task_id="c", table_uri=str(table)).execute(CONTEXT)
+    assert out == {"num_files": 0, "num_temp_files": 1, "checkpoint_version": None, "dry_run": True}
+    assert stale.exists()  # a dry run by default
+    out = TxnLogCleanupLogOperator(task_id="c", table_uri=str(table), dry_run=False).execute(CONTEXT)
     assert out == {"num_files": 0, "num_temp_files": 1, "checkpoint_version": None, "dry_run": False}
     assert not stale.exists()
 
@@ -90,5 +93,11 @@ def test_cleanup_log_operator_says_why_nothing_was_removed(
     TxnLogCleanupLogOperator(task_id="c", table_uri=str(table), retention_hours=48).execute(CONTEXT)
     assert "older than the log retention (48 hours)" in capsys.readouterr().out
     out = TxnLogCleanupLogOperator(task_id="c", table_uri=str(table), retention_hours=0).execute(CONTEXT)
+    assert (out["num_files"], out["checkpoint_version"], out["dry_run"]) == (3, 3, True)
+    assert "log cleanup would remove 3 file(s) below checkpoint 3" in capsys.readouterr().out
+    assert (table / LOG_DIR / f"{0:020d}.json").exists()
+    out = TxnLogCleanupLogOperator(
+        task_id="c", table_uri=str(table), retention_hours=0, dry_run=False
+    ).execute(CONTEXT)
     assert (out["num_files"], out["checkpoint_version"]) == (3, 3)  # commits 0-2 below checkpoint 3
     assert "log cleanup removed 3 file(s) below checkpoint 3" in capsys.readouterr().out

@@ -64,7 +64,11 @@ def test_checkpoint_cleanup_and_savepoint_refuse_features_a_checkpoint_cannot_ca
     root = tmp_path / "t"
     _table(root, protocol)
     t = Table.open(str(root))
-    for call in (t.checkpoint, lambda: t.cleanup_log(retention_hours=0), lambda: t.create_savepoint("sp")):
+
+    def cleanup() -> object:
+        return t.cleanup_log(retention_hours=0, dry_run=False)
+
+    for call in (t.checkpoint, cleanup, lambda: t.create_savepoint("sp")):
         with pytest.raises(UnsupportedFeatureError) as exc:
             call()
         assert exc.value.feature == feature

@@ -37,7 +37,7 @@ def _ids(dt: DeltaTable) -> list[int]:
 def test_restore_after_our_maintenance_read_by_deltars(tmp_path: Path) -> None:
     t, v3 = _scenario(tmp_path / "t")
     t.vacuum(retention_hours=0, enforce_retention=False, dry_run=False)
-    t.cleanup_log(retention_hours=0)
+    t.cleanup_log(retention_hours=0, dry_run=False)
     result = t.restore(savepoint="before")
     dt = DeltaTable(str(tmp_path / "t"))
     assert dt.version() == result.version

@@ -61,7 +61,7 @@ def test_restore_savepoint_after_vacuum_and_log_cleanup(table_uri: str) -> None:
     _risky_history(t)
     vac = t.vacuum(retention_hours=0, enforce_retention=False, dry_run=False)
     assert vac.deleted == 1  # only the overwrite's file: the savepoint's files stay
-    cleaned = t.cleanup_log(retention_hours=0)
+    cleaned = t.cleanup_log(retention_hours=0, dry_run=False)
     assert cleaned.checkpoint_version == 10 and f"{3:020d}.json" in cleaned.files
     with pytest.raises(VersionNotFoundError):
         t.snapshot(version=3)  # the log no longer has it, the savepoint does
@@ -251,9 +251,9 @@ def test_log_cleanup_keeps_a_loadable_table(table_uri: str) -> None:
     _risky_history(t)
     t.write(rows([999], "y"))
     assert t.cleanup_log().files == []  # 30 days by default
-    dry = t.cleanup_log(retention_hours=0, dry_run=True)
-    assert len(dry.files) == 10 and t.storage.exists(f"{LOG_DIR}/{0:020d}.json")
-    t.cleanup_log(retention_hours=0)
+    dry = t.cleanup_log(retention_hours=0)  # a dry run by default
+    assert dry.dry_run and len(dry.files) == 10 and t.storage.exists(f"{LOG_DIR}/{0:020d}.json")
+    t.cleanup_log(retention_hours=0, dry_run=False)
     fresh = Table.open(table_uri)
     assert fresh.snapshot().checkpoint_version == 10
     assert 999 in _ids(fresh)
@@ -275,7 +275,7 @@ def test_log_cleanup_deletes_only_stale_temp_files(tmp_path: Path) -> None:
     os.utime(stale, (two_hours_ago, two_hours_ago))
     before = t.latest_version()
     assert t.cleanup_log(dry_run=True).temp_files == [stale.name] and stale.exists()
-    res = t.cleanup_log()
+    res = t.cleanup_log(dry_run=False)
     assert res.temp_files == [stale.name] and res.files == []
     assert not stale.exists() and fresh.exists()
     assert Table.open(str(tmp_path / "t")).latest_version() == before

@@ -246,7 +246,7 @@ class MaintenanceMachine(RuleBasedStateMachine):
 
     @rule(retention=st.sampled_from([0.0, 0.0, 1.0, None]))
     def cleanup_log(self, retention: float | None) -> None:
-        res = self.t.cleanup_log(retention_hours=retention)
+        res = self.t.cleanup_log(retention_hours=retention, dry_run=False)
         log = self.path / "_delta_log"
         for name in res.files:
             assert not (log / name).exists()

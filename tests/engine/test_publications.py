@@ -165,11 +165,11 @@ def test_log_cleanup_keeps_what_the_published_version_needs(table_uri: str) -> N
     for i in range(2, 25):  # checkpoints at 10 and 20
         t.write(rows([i]))
     time.sleep(0.01)
-    result = t.cleanup_log(retention_hours=0)
+    result = t.cleanup_log(retention_hours=0, dry_run=False)
     assert result.files == []  # no checkpoint at or below version 1
     assert Table.open(table_uri).published_snapshot().version == 1
     t.publish(15)
-    result = t.cleanup_log(retention_hours=0)
+    result = t.cleanup_log(retention_hours=0, dry_run=False)
     assert result.checkpoint_version == 10  # not 20: version 15 loads from checkpoint 10
     assert Table.open(table_uri).published_snapshot().to_arrow().num_rows == 15
 

@@ -135,7 +135,7 @@ def test_log_cleanup_keeps_named_sidecars_and_reclaims_the_rest(tmp_path: Path) 
     root = _copy(tmp_path, "v2-checkpoint-parquet")  # files dated 2024: all past the retention
     sidecars = {p.name for p in (root / "_delta_log" / "_sidecars").glob("*.parquet")}
     t = Table.open(str(root))
-    kept = t.cleanup_log(retention_hours=0)  # the v2 checkpoint at 2 stays: its sidecars too
+    kept = t.cleanup_log(retention_hours=0, dry_run=False)  # the v2 checkpoint at 2 stays: its sidecars too
     assert kept.checkpoint_version == 2 and kept.sidecar_files == []
     assert {p.name for p in (root / "_delta_log" / "_sidecars").glob("*.parquet")} == sidecars
     t.write(pa.table({"id": [10]}))
@@ -143,7 +143,7 @@ def test_log_cleanup_keeps_named_sidecars_and_reclaims_the_rest(tmp_path: Path) 
     ours = {p.name for p in (root / "_delta_log" / "_sidecars").glob("*.parquet")} - sidecars
     plan = t.cleanup_log(retention_hours=0, dry_run=True)
     assert set(plan.sidecar_files) == sidecars and (root / "_delta_log" / "_sidecars").exists()
-    done = t.cleanup_log(retention_hours=0)
+    done = t.cleanup_log(retention_hours=0, dry_run=False)
     assert set(done.sidecar_files) == sidecars and len(ours) == 1
     assert {p.name for p in (root / "_delta_log" / "_sidecars").glob("*.parquet")} == ours
     assert _ids(Table.open(str(root))) == [*range(10), 10]

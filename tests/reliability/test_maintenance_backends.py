@@ -27,7 +27,7 @@ def test_savepoint_survives_vacuum_and_log_cleanup(backend: Backend) -> None:
         t.write(rows([200 + i], "c"))
     vac = t.vacuum(retention_hours=0, enforce_retention=False, dry_run=False)
     assert vac.deleted == 1  # the first overwrite's file; the savepoint's files stay
-    assert t.cleanup_log(retention_hours=0).checkpoint_version == 10
+    assert t.cleanup_log(retention_hours=0, dry_run=False).checkpoint_version == 10
     result = t.restore(savepoint="before")
     assert result.committed and _ids(t) == before
     assert t.restore(savepoint="before").committed is False
