@@ -140,11 +140,14 @@ def test_savepoint_create_bad_version_and_expiry(table_path: Path) -> None:
     assert Table.open(str(table_path)).savepoints() == []
 
 
-def test_savepoint_create_refuses_version_with_missing_files(table_path: Path) -> None:
-    gone = next(f for f in _data_files(table_path) if DAY_B in f)
-    (table_path / gone).unlink()
-    assert_error(run("savepoint", "create", str(table_path), "sp1"), "missing", gone)
-    assert Table.open(str(table_path)).savepoints() == []
+def test_savepoint_create_refuses_version_with_missing_files(overwritten: Path) -> None:
+    """Version 3's files are no longer live after the overwrite: one of them is gone (vacuumed)."""
+    t = Table.open(str(overwritten))
+    v3, live = ({f.path for f in t.snapshot(version=v).files()} for v in (3, 4))
+    gone = min(v3 - live)
+    (overwritten / gone).unlink()
+    assert_error(run("savepoint", "create", str(overwritten), "sp1", "--version", "3"), "missing", gone)
+    assert Table.open(str(overwritten)).savepoints() == []
 
 
 # ----------------------------------------------------------------------------- savepoint list / delete

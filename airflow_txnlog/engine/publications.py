@@ -54,7 +54,7 @@ from airflow_txnlog.engine.publication_records import (
     record_key,
     validate_channel,
 )
-from airflow_txnlog.engine.savepoints import missing_files
+from airflow_txnlog.engine.savepoints import files_at_risk, missing_files
 from airflow_txnlog.engine.snapshot import Snapshot, load_snapshot
 from airflow_txnlog.engine.storage import Storage
 from airflow_txnlog.engine.validate import SAFE_NAME_RE
@@ -154,7 +154,7 @@ def publish(
     marker = _hold(storage, channel, version)  # from here on vacuum and log cleanup keep the version
     try:
         # Against the latest snapshot read after the hold: a file it has live is kept by any vacuum.
-        at_risk = _files_at_risk(snap, table.snapshot())
+        at_risk = files_at_risk(snap, table.snapshot())
         _require_files(storage, snap, at_risk, "are missing")
         if at_risk:  # a vacuum that planned before the hold may still delete them: let it finish
             wait_for_vacuums(storage, timeout_s=fence_wait_s)
@@ -172,13 +172,6 @@ def _hold(storage: Storage, channel: str, version: int) -> str:
     key = f"{PENDING_DIR}/{channel}.{version:020d}.{uuid.uuid4().hex}.json"
     storage.write(key, orjson.dumps({"channel": channel, "version": version}))
     return key
-
-
-def _files_at_risk(snap: Snapshot, latest: Snapshot) -> list[str]:
-    """Files of `snap` no longer live in `latest`: a vacuum may delete them (the others it keeps)."""
-    if snap.version == latest.version:
-        return []
-    return [f.path for f in snap.files_not_in(latest)]
 
 
 def _require_files(storage: Storage, snap: Snapshot, paths: list[str], what: str) -> None:

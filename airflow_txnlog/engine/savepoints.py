@@ -8,10 +8,14 @@ Layout, under `<table>/_savepoints/` (never `_delta_log/`; readers and other eng
                                      every add field and always the JSON stats (whatever the table's
                                      `delta.checkpoint.writeStats*`): a restore re-adds files as they were
 Creating one: load the version (it must exist), refuse a table whose checkpoints this engine cannot
-write without loss (`require_checkpoint_supported`), check every live file is present, write the manifest,
+write without loss (`require_checkpoint_supported`), check that its files not live in the latest
+snapshot are present (`files_at_risk`: a live file is never vacuumed, and a table missing one cannot
+be read anyway, so a savepoint of the latest version checks nothing, where checking every file cost
+a storage call per file: hours on a million-file table in an object store), write the manifest,
 then create the record with `put_if_absent`; then, for the files a running vacuum could still delete
-(those not live in the latest snapshot), wait for vacuum fences and check them again (see
-`engine.fence`; a missing file removes the record again). A crash before the record leaves an
+(those not live in the latest snapshot, again), wait for vacuum fences and check them again (see
+`engine.fence`; a missing file removes the record again). Existence checks run on a small thread
+pool: object stores answer each in a round trip. A crash before the record leaves an
 orphan manifest, which is not a savepoint (listing only reads records). Deleting one removes the
 record first, then the manifest. Because the manifest holds the full file list, a savepoint stays
 restorable after the log has been cleaned (by us or another engine), as long as its data files
@@ -27,6 +31,7 @@ from __future__ import annotations
 import datetime as dt
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -54,6 +59,7 @@ from airflow_txnlog.engine.storage import Storage
 from airflow_txnlog.engine.validate import safe_name, text
 
 SAVEPOINT_DIR = "_savepoints"
+EXISTS_THREADS = 16  # concurrent existence checks (each a HEAD on an object store)
 
 
 @dataclass(frozen=True)
@@ -117,8 +123,26 @@ def _record_key(name: str) -> str:
 
 
 def missing_files(storage: Storage, paths: list[str]) -> list[str]:
-    """Which of `paths` (as in the log) do not exist."""
-    return [p for p in paths if not storage.fs.exists(storage.resolve(p))]
+    """Which of `paths` (as in the log) do not exist, in their order."""
+
+    def exists(p: str) -> bool:
+        return bool(storage.fs.exists(storage.resolve(p)))
+
+    if len(paths) <= 1:
+        return [p for p in paths if not exists(p)]
+    with ThreadPoolExecutor(min(EXISTS_THREADS, len(paths)), thread_name_prefix="txnlog-exists") as pool:
+        found = list(pool.map(exists, paths))
+    return [p for p, ok in zip(paths, found, strict=True) if not ok]
+
+
+def files_at_risk(snap: Snapshot, latest: Snapshot) -> list[str]:
+    """The data and deletion-vector files of `snap` that a vacuum may delete: those of its files that
+    are not live in `latest` (vacuum keeps live files)."""
+    if snap.version == latest.version:
+        return []
+    files = snap.files_not_in(latest)
+    dvs = sorted(dv_file_paths(f.deletion_vector for f in files if f.deletion_vector))
+    return [f.path for f in files] + dvs
 
 
 def create_savepoint(
@@ -139,8 +163,7 @@ def create_savepoint(
     if storage.exists(_record_key(name)):
         raise SavepointExistsError(f"savepoint {name!r} already exists. Help: pick another name or delete it")
     require_checkpoint_supported(snap.protocol, "create a savepoint")
-    paths = [key_path(key) for key in snap.file_paths()]
-    gone = missing_files(storage, paths + sorted(dv_file_paths(snap.state.deletion_vectors())))
+    gone = missing_files(storage, files_at_risk(snap, table.snapshot()))
     if gone:
         raise SavepointFilesMissingError(
             f"cannot savepoint version {snap.version}: {len(gone)} of its files are missing: {gone[:10]}. "
@@ -160,7 +183,7 @@ def create_savepoint(
         commit_timestamp=snap.timestamp,
         created_at=now,
         manifest=manifest,
-        num_files=len(paths),
+        num_files=snap.num_files,
         size_bytes=snap.size_bytes,
         created_by=created_by,
         reason=reason,
@@ -203,9 +226,7 @@ def _create_record(storage: Storage, sp: Savepoint) -> None:
 def _confirm_after_vacuums(storage: Storage, snap: Snapshot, latest: Snapshot, wait_s: float) -> None:
     """Files of `snap` not live in `latest` may be in a running vacuum's plan: once no vacuum is
     deleting (the record is visible by now, so later vacuums keep them), they must still exist."""
-    files = snap.files_not_in(latest)
-    at_risk = [f.path for f in files]
-    at_risk += sorted(dv_file_paths(f.deletion_vector for f in files if f.deletion_vector))
+    at_risk = files_at_risk(snap, latest)
     if not at_risk:
         return
     wait_for_vacuums(storage, timeout_s=wait_s)

@@ -193,10 +193,48 @@ def test_savepoint_names_and_lifecycle(table_uri: str) -> None:
 
 def test_savepoint_refuses_a_version_with_missing_files(table_uri: str) -> None:
     t = _base(table_uri)
-    t.storage.delete(t.snapshot().files()[0].path)
-    with pytest.raises(SavepointFilesMissingError, match="Nothing was created"):
-        t.create_savepoint("broken")
+    gone = t.snapshot().files()[0].path
+    t.write(rows([9], "z"), mode="overwrite")  # v4: v3's files are no longer live, so vacuum may take them
+    t.storage.delete(gone)
+    with pytest.raises(SavepointFilesMissingError, match="Nothing was created") as err:
+        t.create_savepoint("broken", version=3)
+    assert err.value.missing == [gone]
     assert t.savepoints() == []
+
+
+def test_a_savepoint_checks_only_the_files_vacuum_may_take(
+    table_uri: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Files live in the latest version are never vacuumed: a savepoint of it checks none (one storage
+    call per file was hours on a million-file table in an object store); of an older version, only
+    the files the latest version no longer has."""
+    from airflow_txnlog.engine import savepoints as savepoints_mod  # noqa: PLC0415
+
+    t = _base(table_uri)
+    _delete_partition(t, "b")  # v4
+    checked: list[list[str]] = []
+    real = savepoints_mod.missing_files
+
+    def spy(storage: object, paths: list[str]) -> list[str]:
+        checked.append(list(paths))
+        return real(storage, paths)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(savepoints_mod, "missing_files", spy)
+    assert t.create_savepoint("now").num_files == 2 and [p for c in checked for p in c] == []
+    checked.clear()
+    b_file = next(f.path for f in t.snapshot(version=3).files() if "part=b" in f.path)
+    assert t.create_savepoint("v3", version=3).num_files == 3
+    assert checked == [[b_file], [b_file]]  # before the record, then after any running vacuum
+
+
+def test_missing_files_keeps_the_order_of_what_it_checks(table_uri: str) -> None:
+    from airflow_txnlog.engine.savepoints import missing_files  # noqa: PLC0415
+
+    t = _base(table_uri)
+    live = [f.path for f in t.snapshot().files()]
+    asked = [f"nope-{i}.parquet" if i % 7 == 0 else live[i % len(live)] for i in range(60)]
+    assert missing_files(t.storage, asked) == [p for p in asked if p.startswith("nope-")]
+    assert missing_files(t.storage, []) == [] and missing_files(t.storage, ["x"]) == ["x"]
 
 
 def test_vacuum_is_a_dry_run_with_retention_checks(table_uri: str) -> None:
