@@ -27,13 +27,13 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from tests.processes import free_port  # noqa: E402
 from tests.reliability.conftest import (  # noqa: E402
     BUCKET,
     S3_KEY,
     S3_SECRET,
     Backend,
     S3Server,
-    _free_port,
     _serialise_moto_puts,
 )
 from tests.reliability.test_stress import _run  # noqa: E402
@@ -41,7 +41,7 @@ from tests.reliability.test_stress import _run  # noqa: E402
 
 def _server() -> tuple[ThreadedMotoServer, S3Server]:
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
-    port = _free_port()
+    port = free_port()
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
     endpoint = f"http://127.0.0.1:{port}"

@@ -14,8 +14,7 @@ be read anyway, so a savepoint of the latest version checks nothing, where check
 a storage call per file: hours on a million-file table in an object store), write the manifest,
 then create the record with `put_if_absent`; then, for the files a running vacuum could still delete
 (those not live in the latest snapshot, again), wait for vacuum fences and check them again (see
-`engine.fence`; a missing file removes the record again). Existence checks run on a small thread
-pool: object stores answer each in a round trip. A crash before the record leaves an
+`engine.fence`; a missing file removes the record again). A crash before the record leaves an
 orphan manifest, which is not a savepoint (listing only reads records). Deleting one removes the
 record first, then the manifest. Because the manifest holds the full file list, a savepoint stays
 restorable after the log has been cleaned (by us or another engine), as long as its data files
@@ -31,7 +30,6 @@ from __future__ import annotations
 import datetime as dt
 import time
 import uuid
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -59,7 +57,6 @@ from airflow_txnlog.engine.storage import Storage
 from airflow_txnlog.engine.validate import safe_name, text
 
 SAVEPOINT_DIR = "_savepoints"
-EXISTS_THREADS = 16  # concurrent existence checks (each a HEAD on an object store)
 
 
 @dataclass(frozen=True)
@@ -124,15 +121,7 @@ def _record_key(name: str) -> str:
 
 def missing_files(storage: Storage, paths: list[str]) -> list[str]:
     """Which of `paths` (as in the log) do not exist, in their order."""
-
-    def exists(p: str) -> bool:
-        return bool(storage.fs.exists(storage.resolve(p)))
-
-    if len(paths) <= 1:
-        return [p for p in paths if not exists(p)]
-    with ThreadPoolExecutor(min(EXISTS_THREADS, len(paths)), thread_name_prefix="txnlog-exists") as pool:
-        found = list(pool.map(exists, paths))
-    return [p for p, ok in zip(paths, found, strict=True) if not ok]
+    return [p for p in paths if not storage.fs.exists(storage.resolve(p))]
 
 
 def files_at_risk(snap: Snapshot, latest: Snapshot) -> list[str]:
