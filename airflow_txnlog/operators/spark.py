@@ -70,6 +70,13 @@ def _clause(name: str, value: Mapping[str, str] | str | None) -> dict[str, str] 
     return str_mapping(name, value)
 
 
+def _delete_clause(name: str, value: object) -> bool | str:
+    """A merge delete clause: False (none), True (unconditional) or a condition."""
+    if not isinstance(value, (bool, str)):
+        raise invalid(f"{name} must be True, False or a condition; got {value!r}")
+    return value
+
+
 def dml_xcom(result: DmlResult) -> dict[str, Any]:
     return {"operation": result.operation, "version": result.version, "metrics": dict(result.metrics)}
 
@@ -248,6 +255,10 @@ class TxnLogSparkMergeOperator(_SourceMixin, _SparkOperator):
     :param when_matched_update: {"col": "s.col", ...} or "*"; :param when_matched_update_condition:.
     :param when_matched_delete: True, or a condition string.
     :param when_not_matched_insert: {"col": "s.col", ...} or "*".
+    :param when_not_matched_by_source_update: {"col": "SQL over t"} for target rows the source
+        lacks; :param when_not_matched_by_source_update_condition:.
+    :param when_not_matched_by_source_delete: True, or a condition over the target (e.g. a full
+        sync: delete the target rows the source no longer has).
     """
 
     template_fields: Sequence[str] = ("table_uri", "txnlog_conn_id", "source_path", "on")
@@ -266,6 +277,9 @@ class TxnLogSparkMergeOperator(_SourceMixin, _SparkOperator):
         when_matched_update_condition: str | None = None,
         when_matched_delete: bool | str = False,
         when_not_matched_insert: Mapping[str, str] | str | None = None,
+        when_not_matched_by_source_update: Mapping[str, str] | None = None,
+        when_not_matched_by_source_update_condition: str | None = None,
+        when_not_matched_by_source_delete: bool | str = False,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -273,12 +287,18 @@ class TxnLogSparkMergeOperator(_SourceMixin, _SparkOperator):
         self.on, self.source_alias, self.target_alias = on, source_alias, target_alias
         self.when_matched_update = _clause("when_matched_update", when_matched_update)
         self.when_matched_update_condition = when_matched_update_condition
-        if not isinstance(when_matched_delete, (bool, str)):
-            raise invalid(
-                f"when_matched_delete must be True, False or a condition; got {when_matched_delete!r}"
-            )
-        self.when_matched_delete = when_matched_delete
+        self.when_matched_delete = _delete_clause("when_matched_delete", when_matched_delete)
         self.when_not_matched_insert = _clause("when_not_matched_insert", when_not_matched_insert)
+        by_source = "when_not_matched_by_source_update"
+        self.when_not_matched_by_source_update = (
+            None
+            if when_not_matched_by_source_update is None
+            else str_mapping(by_source, when_not_matched_by_source_update)
+        )
+        self.when_not_matched_by_source_update_condition = when_not_matched_by_source_update_condition
+        self.when_not_matched_by_source_delete = _delete_clause(
+            "when_not_matched_by_source_delete", when_not_matched_by_source_delete
+        )
 
     def execute(self, context: Context) -> dict[str, Any]:
         with self._session() as spark:
@@ -299,6 +319,16 @@ class TxnLogSparkMergeOperator(_SourceMixin, _SparkOperator):
                 )
             if self.when_not_matched_insert is not None:
                 builder = builder.when_not_matched_insert(values=self.when_not_matched_insert)
+            if self.when_not_matched_by_source_delete:
+                delete = self.when_not_matched_by_source_delete
+                builder = builder.when_not_matched_by_source_delete(
+                    condition=delete if isinstance(delete, str) else None
+                )
+            if self.when_not_matched_by_source_update is not None:
+                builder = builder.when_not_matched_by_source_update(
+                    set=self.when_not_matched_by_source_update,
+                    condition=self.when_not_matched_by_source_update_condition,
+                )
             result = builder.execute()
         self.emit(context, result.version, "MERGE")
         return dml_xcom(result)

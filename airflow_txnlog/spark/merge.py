@@ -18,6 +18,9 @@
        row an action: matched -> first applicable clause (update / delete) or copy; target only ->
        copy; source only -> first applicable insert clause or nothing. Written with Spark; commit
        removes of the touched files + adds.
+    WHEN NOT MATCHED BY SOURCE clauses (update / delete of target rows no source row pairs with)
+    need every target row: no key-range pruning and no in-process lever; step 1 is a LEFT OUTER
+    join, where a target-only row touches its file when such a clause applies to it.
     Insert-only merges skip 1 and 2: source LEFT ANTI JOIN target candidates, appended (no removes).
     With deletion vectors (`delta.enableDeletionVectors=true`, every touched file has numRecords),
     step 2 marks the updated and deleted target rows in DVs and writes only updated + inserted rows.
@@ -25,6 +28,7 @@
 The source is evaluated once per step: it should be deterministic (cache or checkpoint it
 otherwise). Metrics are Delta's (numSourceRows, numTargetRowsInserted / Updated / Deleted /
 Copied, numOutputRows, numTargetFilesAdded / Removed, ...). Nothing to change -> no commit.
+The clauses and the action tags every step filters by are `merge_clauses`.
 """
 
 from __future__ import annotations
@@ -35,63 +39,49 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import reduce
-from typing import Any, Literal
+from typing import Any
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from airflow_txnlog.engine import AddCDCFile, AddFile, InvalidArgumentError, Transaction
 from airflow_txnlog.spark import change_data, deletion_vectors, merge_local
-from airflow_txnlog.spark._arguments import ALL, AllColumns, all_or_sql_mapping, sql_text
-from airflow_txnlog.spark._dml import dml_result, elapsed_ms, resolve_columns
+from airflow_txnlog.spark._arguments import ALL, AllColumns, all_or_sql_mapping, sql_mapping, sql_text
+from airflow_txnlog.spark._dml import dml_result, elapsed_ms
 from airflow_txnlog.spark.errors import MultipleSourceRowsMatchedError
+from airflow_txnlog.spark.merge_clauses import (
+    _ACT,
+    CHANGED,
+    DELETES,
+    KEPT,
+    NEW_ROWS,
+    SCOPE_NAMES,
+    UPDATES,
+    Clause,
+    MergeSpec,
+    chain,
+    outputs,
+    resolved,
+    tags,
+)
 from airflow_txnlog.spark.merge_keys import equality_keys, probe, probe_keys
-from airflow_txnlog.spark.planning import is_true, select_files, total_records
+from airflow_txnlog.spark.planning import select_files, total_records
 from airflow_txnlog.spark.results import DmlResult
 from airflow_txnlog.spark.scan import FILE_COL, ROW_COL, TableContext, TableHandle, scan
-from airflow_txnlog.spark.schemas import conform, spark_type
+from airflow_txnlog.spark.schemas import conform
 from airflow_txnlog.spark.stage import delete_files, write_files
 
-ClauseKind = Literal["update", "delete", "insert"]
-_ACT = "_txnlog_action"
 _T_PRESENT = "_txnlog_target"
 _S_PRESENT = "_txnlog_source"
-
-
-@dataclass(frozen=True)
-class Clause:
-    """One WHEN clause. `assignments` None means `*` until `resolved` expands it (delete: always None)."""
-
-    kind: ClauseKind
-    condition: str | None = None
-    assignments: Mapping[str, str] | None = None
-
-    @property
-    def matched(self) -> bool:
-        return self.kind != "insert"
-
-    def describe(self) -> dict[str, str]:
-        out: dict[str, str] = {"actionType": self.kind}
-        if self.condition is not None:
-            out["predicate"] = self.condition
-        return out
-
-
-@dataclass(frozen=True)
-class MergeSpec:
-    source: DataFrame
-    on: str
-    source_alias: str
-    target_alias: str
-    clauses: tuple[Clause, ...] = ()
 
 
 class MergeBuilder:
     """Builds a MERGE; each `when_*` returns a new builder, `execute()` runs it.
 
-    Clauses of one kind apply in the order given: the first whose condition holds wins, and only the
-    last clause of a kind may omit its condition (as in Delta). Expressions are Spark SQL over the
-    aliases (`t.col`, `s.col`); `set` / `values` keys are target columns.
+    Clauses of one scope (matched, not matched, not matched by source) apply in the order given:
+    the first whose condition holds wins, and only the last clause of a scope may omit its condition
+    (as in Delta). Expressions are Spark SQL over the aliases (`t.col`, `s.col`; only `t.col` in
+    the not-matched-by-source clauses); `set` / `values` keys are target columns.
     """
 
     def __init__(self, handle: TableHandle, spec: MergeSpec) -> None:
@@ -100,9 +90,9 @@ class MergeBuilder:
 
     def _with(self, clause: Clause) -> MergeBuilder:
         sql_text("condition", clause.condition, none_means="the clause applies to every row")
-        same = [c for c in self._spec.clauses if c.matched == clause.matched]
+        same = self._spec.of(clause.scope)
         if same and same[-1].condition is None:
-            kind = "WHEN MATCHED" if clause.matched else "WHEN NOT MATCHED"
+            kind = SCOPE_NAMES[clause.scope]
             raise InvalidArgumentError(f"a {kind} clause after an unconditional one can never apply")
         spec = dataclasses.replace(self._spec, clauses=(*self._spec.clauses, clause))
         return MergeBuilder(self._handle, spec)
@@ -132,6 +122,22 @@ class MergeBuilder:
     def when_not_matched_insert_all(self, *, condition: str | None = None) -> MergeBuilder:
         return self.when_not_matched_insert(values=ALL, condition=condition)
 
+    def when_not_matched_by_source_update(
+        self, *, set: Mapping[str, str] | AllColumns, condition: str | None = None
+    ) -> MergeBuilder:
+        """Update target rows no source row matches: `set` maps target columns to SQL over the
+        target's columns only (there is no source row; `"*"` has nothing to copy from)."""
+        name = "when_not_matched_by_source_update: set"
+        accepted = "a mapping {target column: SQL over the target} such as {'active': 'false'}"
+        if set == ALL:
+            raise InvalidArgumentError(f"{name} cannot be '*' (no source row); it must be {accepted}")
+        sets = sql_mapping(name, set, accepted=accepted)
+        return self._with(Clause("update", condition, sets, by_source=True))
+
+    def when_not_matched_by_source_delete(self, *, condition: str | None = None) -> MergeBuilder:
+        """Delete target rows no source row matches (where `condition`, over the target, holds)."""
+        return self._with(Clause("delete", condition, by_source=True))
+
     def execute(self) -> DmlResult:
         """Run the merge; returns the new version (None if nothing changed) and Delta's metrics."""
         if not self._spec.clauses:
@@ -139,77 +145,26 @@ class MergeBuilder:
         return run_merge(self._handle, self._spec)
 
 
-# --------------------------------------------------------------------------- assignments
-def _assignments(ctx: TableContext, spec: MergeSpec, clause: Clause) -> dict[str, str]:
-    if clause.assignments is not None:
-        return resolve_columns(ctx, clause.assignments, f"merge {clause.kind}")
-    source_cols = {c.lower(): c for c in spec.source.columns}
-    missing = [n for n in ctx.schema.names if n.lower() not in source_cols]
-    if missing:
-        raise InvalidArgumentError(f"merge {clause.kind} *: the source lacks target columns {missing}")
-    return {n: f"`{spec.source_alias}`.`{source_cols[n.lower()]}`" for n in ctx.schema.names}
-
-
-def resolved(ctx: TableContext, spec: MergeSpec) -> MergeSpec:
-    """`spec` with each update / insert clause keyed by the table's columns (`*` expanded).
-
-    Done once, before the first Spark job, so that an unknown column (or a source lacking one for
-    `*`) fails before anything runs.
-    """
-    clauses = tuple(
-        c if c.kind == "delete" else dataclasses.replace(c, assignments=_assignments(ctx, spec, c))
-        for c in spec.clauses
-    )
-    return dataclasses.replace(spec, clauses=clauses)
-
-
-def _chain(cases: Sequence[tuple[Column, Column]], default: Column) -> Column:
-    if not cases:
-        return default
-    out = F.when(cases[0][0], cases[0][1])
-    for cond, value in cases[1:]:
-        out = out.when(cond, value)
-    return out.otherwise(default)
-
-
-def _tags(clauses: Sequence[Clause], default: str) -> Column:
-    """The first clause (in order) whose condition holds, as a tag such as `u0`, `d1`, `i0`."""
-    cases = [(is_true(c.condition), F.lit(f"{c.kind[0]}{i}")) for i, c in enumerate(clauses)]
-    return _chain(cases, F.lit(default))
-
-
-def _outputs(ctx: TableContext, spec: MergeSpec, with_target: bool) -> list[Column]:
-    """Target columns computed from the row's action tag (`_ACT`); inserts leave unset columns NULL.
-    `spec` is `resolved`: every update / insert clause carries its assignments."""
-    tagged = [(f"u{i}", c.assignments or {}) for i, c in enumerate(_matched(spec)) if c.kind == "update"]
-    tagged += [(f"i{j}", c.assignments or {}) for j, c in enumerate(_inserts(spec))]
-    cols = []
-    for name in ctx.schema.names:
-        t = spark_type(ctx.schema, name)
-        cases = [
-            (F.col(_ACT) == tag, F.expr(sets[name]).cast(t) if name in sets else F.lit(None).cast(t))
-            for tag, sets in tagged
-            if name in sets or tag.startswith("i")
-        ]
-        default = F.col(f"`{spec.target_alias}`.`{name}`") if with_target else F.lit(None).cast(t)
-        cols.append(_chain(cases, default).alias(name))
-    return cols
-
-
 def _matched(spec: MergeSpec) -> list[Clause]:
-    return [c for c in spec.clauses if c.matched]
+    return spec.of("matched")
 
 
 def _inserts(spec: MergeSpec) -> list[Clause]:
-    return [c for c in spec.clauses if not c.matched]
+    return spec.of("not_matched")
+
+
+def _by_source(spec: MergeSpec) -> list[Clause]:
+    return spec.of("not_matched_by_source")
 
 
 # --------------------------------------------------------------------------- step 1: touched files
 @dataclass(frozen=True)
 class Touched:
     files: list[AddFile]
-    updated: int
+    updated: int  # target rows a WHEN MATCHED clause updates
     deleted: int
+    updated_by_source: int = 0  # ... a WHEN NOT MATCHED BY SOURCE clause updates
+    deleted_by_source: int = 0
 
 
 def _unambiguous(spec: MergeSpec) -> bool:
@@ -246,35 +201,39 @@ def _touched_in_process(
 
 def _find_touched(ctx: TableContext, spec: MergeSpec, candidates: list[AddFile]) -> Touched:
     target = scan(ctx, candidates, with_file=True, with_row=True).alias(spec.target_alias)
-    source = spec.source.alias(spec.source_alias)
-    pairs = target.join(source, F.expr(spec.on), "inner").withColumn(_ACT, _tags(_matched(spec), "c"))
-    if not _inserts(spec):
-        pairs = pairs.filter(F.col(_ACT) != "c")  # files where no clause applies stay untouched
+    source = spec.source.withColumn(_S_PRESENT, F.lit(True)).alias(spec.source_alias)
+    by_source = _by_source(spec)
+    # With NOT MATCHED BY SOURCE clauses the target rows no source row pairs with count too.
+    pairs = target.join(source, F.expr(spec.on), "left" if by_source else "inner")
+    matched = F.col(_S_PRESENT).isNotNull()
+    pairs = pairs.withColumn(_ACT, chain([(matched, tags(_matched(spec), "c"))], tags(by_source, "c")))
+    # A file is touched by a row some clause changes; with inserts, by every matched pair too (so
+    # that its source row is seen as matched in step 2).
+    pairs = pairs.filter((F.col(_ACT) != "c") | (matched if _inserts(spec) else F.lit(False)))
     per_row = pairs.groupBy(FILE_COL, ROW_COL).agg(F.count(F.lit(1)).alias("n"), F.min(_ACT).alias("a"))
+    counted = {"upd": "u", "del": "d", "upd_s": "U", "del_s": "D"}
     per_file = per_row.groupBy(FILE_COL).agg(
         F.sum(F.when(F.col("n") > 1, 1).otherwise(0)).alias("multi"),
-        F.sum(F.when(F.col("a").startswith("u"), 1).otherwise(0)).alias("upd"),
-        F.sum(F.when(F.col("a").startswith("d"), 1).otherwise(0)).alias("del"),
+        *[F.sum(F.when(F.col("a").startswith(tag), 1).otherwise(0)).alias(k) for k, tag in counted.items()],
     )
     rows = per_file.collect()
     _ambiguous(spec, sum(int(r["multi"]) for r in rows))
     keys = {ctx.file_key(r[FILE_COL]): 1 for r in rows}
+    total = {k: sum(int(r[k]) for r in rows) for k in counted}
     return Touched(
-        select_files(candidates, ctx, keys),
-        sum(int(r["upd"]) for r in rows),
-        sum(int(r["del"]) for r in rows),
+        select_files(candidates, ctx, keys), total["upd"], total["del"], total["upd_s"], total["del_s"]
     )
 
 
 # --------------------------------------------------------------------------- step 2: rewrite
 def _rewrite(ctx: TableContext, spec: MergeSpec, touched: list[AddFile]) -> DataFrame:
     source = spec.source.withColumn(_S_PRESENT, F.lit(True)).alias(spec.source_alias)
-    keep = F.col(_ACT).rlike("^[cui]")
+    keep = F.col(_ACT).rlike(KEPT)
     if not touched:  # nothing matched: only inserts, straight from the source
-        rows = source.withColumn(_ACT, _tags(_inserts(spec), "n"))
-        return rows.filter(keep).select(*_outputs(ctx, spec, with_target=False))
+        rows = source.withColumn(_ACT, tags(_inserts(spec), "n"))
+        return rows.filter(keep).select(*outputs(ctx, spec, with_target=False))
     joined = _joined(ctx, spec, touched)
-    return joined.filter(keep).select(*_outputs(ctx, spec, with_target=True))
+    return joined.filter(keep).select(*outputs(ctx, spec, with_target=True))
 
 
 def _joined(
@@ -287,9 +246,9 @@ def _joined(
     target = scanned.withColumn(_T_PRESENT, F.lit(True)).alias(spec.target_alias)
     joined = target.join(source, F.expr(spec.on), "full" if _inserts(spec) else "left")
     both = F.col(_T_PRESENT).isNotNull() & F.col(_S_PRESENT).isNotNull()
-    action = _chain(
-        [(both, _tags(_matched(spec), "c")), (F.col(_T_PRESENT).isNull(), _tags(_inserts(spec), "n"))],
-        F.lit("c"),
+    action = chain(
+        [(both, tags(_matched(spec), "c")), (F.col(_T_PRESENT).isNull(), tags(_inserts(spec), "n"))],
+        tags(_by_source(spec), "c"),  # a target row no source row pairs with
     )
     return joined.withColumn(_ACT, action)
 
@@ -299,12 +258,12 @@ def _changes(ctx: TableContext, spec: MergeSpec, touched: list[AddFile]) -> Data
     inserted rows (copied rows changed nothing)."""
     joined = _joined(ctx, spec, touched, with_position=True)
     before = [F.col(f"`{spec.target_alias}`.`{n}`").alias(n) for n in ctx.schema.names]
-    after = _outputs(ctx, spec, with_target=True)
+    after = outputs(ctx, spec, with_target=True)
     act = F.col(_ACT)
     parts = [
-        (act.startswith("u"), before, "update_preimage"),
-        (act.startswith("u"), after, "update_postimage"),
-        (act.startswith("d"), before, "delete"),
+        (act.rlike(UPDATES), before, "update_preimage"),
+        (act.rlike(UPDATES), after, "update_postimage"),
+        (act.rlike(DELETES), before, "delete"),
         (act.startswith("i"), after, "insert"),
     ]
     # (an unconditional DELETE may match a target row to several source rows: it is deleted once)
@@ -325,17 +284,46 @@ def _insert_only(ctx: TableContext, spec: MergeSpec, candidates: list[AddFile]) 
     source = spec.source.alias(spec.source_alias)
     target = scan(ctx, candidates).alias(spec.target_alias)
     unmatched = source.join(target, F.expr(spec.on), "left_anti") if candidates else source
-    rows = unmatched.withColumn(_ACT, _tags(_inserts(spec), "n"))
-    return rows.filter(F.col(_ACT).startswith("i")).select(*_outputs(ctx, spec, with_target=False))
+    rows = unmatched.withColumn(_ACT, tags(_inserts(spec), "n"))
+    return rows.filter(F.col(_ACT).startswith("i")).select(*outputs(ctx, spec, with_target=False))
 
 
 # --------------------------------------------------------------------------- driver
+def _plan(
+    h: TableHandle, ctx: TableContext, spec: MergeSpec, txn: Transaction
+) -> tuple[int, list[AddFile], Touched, DataFrame | None]:
+    """Steps 0 and 1: (source rows, the target files read, the touched ones, the rows to write)."""
+    by_source = _by_source(spec)
+    keys = equality_keys(ctx, spec.on, spec.source, spec.source_alias, spec.target_alias)
+    conditions = [c.condition for c in _matched(spec)]
+    eligible = not by_source and merge_local.eligible(ctx, spec.on, keys, conditions)
+    src_keys = merge_local.source_keys(spec.source, keys) if eligible else None
+    if src_keys is None:
+        num_source, target_filter = probe(spec.source, spec.source_alias, keys)
+    else:
+        num_source, target_filter = probe_keys(keys, src_keys)
+    if by_source:  # any target row may be one no source row matches: the key range prunes nothing
+        target_filter = None
+    candidates = txn.read_files(target_filter) if target_filter else txn.read_files()
+    if not _matched(spec) and not by_source:
+        inserted = _insert_only(ctx, spec, candidates) if num_source else None
+        return num_source, candidates, Touched([], 0, 0), inserted
+    if not candidates or not (num_source or by_source):
+        touched = Touched([], 0, 0)
+    elif src_keys is not None and merge_local.small(candidates):
+        touched = _touched_in_process(h, ctx, spec, candidates, keys=keys, src=src_keys)
+    else:
+        touched = _find_touched(ctx, spec, candidates)
+    needed = bool(touched.files) or (bool(_inserts(spec)) and num_source > 0)
+    return num_source, candidates, touched, _rewrite(ctx, spec, touched.files) if needed else None
+
+
 def _parameters(spec: MergeSpec) -> dict[str, str]:
     return {
         "predicate": json.dumps([spec.on]),
         "matchedPredicates": json.dumps([c.describe() for c in _matched(spec)]),
         "notMatchedPredicates": json.dumps([c.describe() for c in _inserts(spec)]),
-        "notMatchedBySourcePredicates": "[]",
+        "notMatchedBySourcePredicates": json.dumps([c.describe() for c in _by_source(spec)]),
     }
 
 
@@ -349,30 +337,7 @@ def run_merge(h: TableHandle, spec: MergeSpec) -> DmlResult:
     txn = h.table.transaction("MERGE", _parameters(spec))
     ctx = h.context(txn.snapshot)
     spec = resolved(ctx, spec)
-    keys = equality_keys(ctx, spec.on, spec.source, spec.source_alias, spec.target_alias)
-    conditions = [c.condition for c in _matched(spec)]
-    src_keys = (
-        merge_local.source_keys(spec.source, keys)
-        if merge_local.eligible(ctx, spec.on, keys, conditions)
-        else None
-    )
-    if src_keys is None:
-        num_source, target_filter = probe(spec.source, spec.source_alias, keys)
-    else:
-        num_source, target_filter = probe_keys(keys, src_keys)
-    candidates = txn.read_files(target_filter) if target_filter else txn.read_files()
-    if not _matched(spec):
-        touched = Touched([], 0, 0)
-        out = _insert_only(ctx, spec, candidates) if num_source else None
-    else:
-        if not (num_source and candidates):
-            touched = Touched([], 0, 0)
-        elif src_keys is not None and merge_local.small(candidates):
-            touched = _touched_in_process(h, ctx, spec, candidates, keys=keys, src=src_keys)
-        else:
-            touched = _find_touched(ctx, spec, candidates)
-        needed = bool(touched.files) or (bool(_inserts(spec)) and num_source > 0)
-        out = _rewrite(ctx, spec, touched.files) if needed else None
+    num_source, candidates, touched, out = _plan(h, ctx, spec, txn)
     marked: list[AddFile] = []
     if touched.files and deletion_vectors.enabled(ctx) and not deletion_vectors.split(touched.files)[1]:
         out, marked = _with_deletion_vectors(h, ctx, spec, touched.files)
@@ -409,9 +374,9 @@ def _with_deletion_vectors(
     and inserted ones. Returns (rows to write, the touched files with their new DVs)."""
     joined = _joined(ctx, spec, touched, with_position=True)
     act = F.col(_ACT)
-    found = deletion_vectors.collect_positions(ctx, touched, joined.filter(act.rlike("^[ud]")))
+    found = deletion_vectors.collect_positions(ctx, touched, joined.filter(act.rlike(CHANGED)))
     marked = deletion_vectors.marked(ctx, h.table, touched, found)
-    return joined.filter(act.rlike("^[ui]")).select(*_outputs(ctx, spec, with_target=True)), marked
+    return joined.filter(act.rlike(NEW_ROWS)).select(*outputs(ctx, spec, with_target=True)), marked
 
 
 def _metrics(
@@ -419,18 +384,20 @@ def _metrics(
 ) -> dict[str, int]:
     """Delta's MERGE metrics; `in_place`: deletion vectors were used, so nothing was copied."""
     out_rows = sum(a.num_records or 0 for a in adds)
+    updated = touched.updated + touched.updated_by_source
+    deleted = touched.deleted + touched.deleted_by_source
     copied = 0
     if touched.files and not in_place:
-        copied = _touched_rows(ctx, touched.files) - touched.updated - touched.deleted
+        copied = _touched_rows(ctx, touched.files) - updated - deleted
     return {
         "numSourceRows": num_source,
-        "numTargetRowsInserted": out_rows - copied - touched.updated,
-        "numTargetRowsUpdated": touched.updated,
+        "numTargetRowsInserted": out_rows - copied - updated,
+        "numTargetRowsUpdated": updated,
         "numTargetRowsMatchedUpdated": touched.updated,
-        "numTargetRowsNotMatchedBySourceUpdated": 0,
-        "numTargetRowsDeleted": touched.deleted,
+        "numTargetRowsNotMatchedBySourceUpdated": touched.updated_by_source,
+        "numTargetRowsDeleted": deleted,
         "numTargetRowsMatchedDeleted": touched.deleted,
-        "numTargetRowsNotMatchedBySourceDeleted": 0,
+        "numTargetRowsNotMatchedBySourceDeleted": touched.deleted_by_source,
         "numTargetRowsCopied": copied,
         "numOutputRows": out_rows,
         "numTargetFilesAdded": len(adds),

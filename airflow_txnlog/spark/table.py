@@ -28,7 +28,8 @@ from airflow_txnlog.spark import delete as _delete
 from airflow_txnlog.spark import optimize as _optimize
 from airflow_txnlog.spark import update as _update
 from airflow_txnlog.spark import write as _write
-from airflow_txnlog.spark.merge import MergeBuilder, MergeSpec
+from airflow_txnlog.spark.merge import MergeBuilder
+from airflow_txnlog.spark.merge_clauses import MergeSpec
 from airflow_txnlog.spark.results import DmlResult, WriteResult
 from airflow_txnlog.spark.scan import TableHandle, scan
 from airflow_txnlog.spark.schemas import to_arrow_schema

@@ -19,7 +19,11 @@ import pytest
 
 from airflow_txnlog.assets import table_asset
 from airflow_txnlog.engine import Table
-from airflow_txnlog.operators.spark import TxnLogSparkDeleteOperator, TxnLogSparkWriteOperator
+from airflow_txnlog.operators.spark import (
+    TxnLogSparkDeleteOperator,
+    TxnLogSparkMergeOperator,
+    TxnLogSparkWriteOperator,
+)
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -115,3 +119,35 @@ def test_delete_events_only_when_rows_matched(spark: Any, tmp_path: Path) -> Non
     assert extra["num_removed_files"] == int(entry["operationMetrics"]["numRemovedFiles"]) >= 1
     assert extra["num_added_files"] == int(entry["operationMetrics"]["numAddedFiles"])
     assert (extra["task_id"], extra["run_id"]) == ("purge", "scheduled__2024-06-03")
+
+
+def test_a_sync_merge_deletes_what_the_source_no_longer_has(spark: Any, tmp_path: Path) -> None:
+    """The merge operator's WHEN NOT MATCHED BY SOURCE clauses: a full sync of the table to a source."""
+    uri = str(tmp_path / "orders")
+    _write(uri, [1, 2, 3, 4], _context(1))
+
+    def source(spark: Any, _: Any) -> Any:
+        return spark.createDataFrame([(2, "b"), (5, "a")], SCHEMA)
+
+    op = TxnLogSparkMergeOperator(
+        task_id="sync",
+        table_uri=uri,
+        source=source,
+        on="t.id = s.id",
+        when_matched_update="*",
+        when_not_matched_insert="*",
+        when_not_matched_by_source_delete="t.id < 4",
+        when_not_matched_by_source_update={"part": "'stale'"},
+        spark_conn_id=None,
+    )
+    out = op.execute(ctx := _context(4))
+    rows = Table.open(uri).snapshot().to_arrow().to_pylist()
+    assert sorted((r["id"], r["part"]) for r in rows) == [(2, "b"), (4, "stale"), (5, "a")]
+    m = out["metrics"]
+    by_source = (m["numTargetRowsNotMatchedBySourceDeleted"], m["numTargetRowsNotMatchedBySourceUpdated"])
+    assert by_source == (2, 1)
+    assert (m["numTargetRowsMatchedUpdated"], m["numTargetRowsInserted"]) == (1, 1)
+    extra = ctx["outlet_events"][table_asset(uri)].extra
+    assert (extra["operation"], extra["version"]) == ("MERGE", out["version"])
+    # rows: 1 inserted, 2 updated (one matched, one not matched by source), 2 deleted by source
+    assert (extra["num_added_rows"], extra["num_updated_rows"], extra["num_removed_rows"]) == (1, 2, 2)

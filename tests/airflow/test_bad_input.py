@@ -112,6 +112,18 @@ BUILD_CASES: dict[str, tuple[Callable[[str], Any], tuple[str, ...]]] = {
     "merge update clause word": (lambda u: _merge(u, when_matched_update="all"), ("'*'", "mapping")),
     "merge insert clause values": (lambda u: _merge(u, when_not_matched_insert={"id": 1}), STR_MAP),
     "merge delete clause": (lambda u: _merge(u, when_matched_delete=1), ("True, False or a condition",)),
+    "merge by-source delete clause": (
+        lambda u: _merge(u, when_not_matched_by_source_delete=None),
+        ("when_not_matched_by_source_delete", "True, False or a condition"),
+    ),
+    "merge by-source update values": (
+        lambda u: _merge(u, when_not_matched_by_source_update={"part": 1}),
+        STR_MAP,
+    ),
+    "merge by-source update star": (
+        lambda u: _merge(u, when_not_matched_by_source_update="*"),
+        STR_MAP,
+    ),
     "update set values": (
         lambda u: TxnLogSparkUpdateOperator(task_id="u", table_uri=u, set={"value": 0.5}),
         STR_MAP,
@@ -203,7 +215,7 @@ def test_templated_retention_is_checked_after_rendering(guard: Guard, operator: 
     with refused("number of hours >= 0"):
         op.execute({})
     good = _rendered(operator(task_id="m", table_uri=guard.uri, retention_hours="{{ params.h }}"), h="720")
-    assert good.execute({})["dry_run"] is (operator is TxnLogVacuumOperator)  # rendered text is read as hours
+    assert good.execute({})["dry_run"] is True  # rendered text is read as hours; both are dry runs by default
 
 
 def test_templated_restore_version_is_checked_before_the_table_is_read(guard: Guard) -> None:

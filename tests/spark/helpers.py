@@ -12,7 +12,13 @@ from deltalake import DeltaTable
 from airflow_txnlog.engine import Table
 from airflow_txnlog.engine.predicates import parse_predicate, to_arrow_expression
 from airflow_txnlog.engine.scan import read_files
-from tests.spark.conftest import SCHEMA
+from tests.spark.conftest import SCHEMA, make_rows
+
+
+def merge_source(ids: range | list[int]) -> pa.Table:
+    """Rows of the test tables' shape whose `value` differs from the target's (-(id % 3) * 1.5)."""
+    rows = make_rows(ids)
+    return rows.set_column(1, "value", pa.array([-(i % 3) * 1.5 for i in ids], pa.float64()))
 
 
 def _sorted(t: pa.Table) -> list[dict[str, Any]]:

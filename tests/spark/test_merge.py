@@ -2,27 +2,20 @@
 
 from __future__ import annotations
 
-import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
 
 from airflow_txnlog.engine import InvalidArgumentError
 from airflow_txnlog.spark import MultipleSourceRowsMatchedError, SparkTable
-from tests.spark.conftest import make_rows
-from tests.spark.helpers import assert_same_as_deltalake, engine_rows
+from tests.spark.helpers import assert_same_as_deltalake, engine_rows, merge_source
 
 pytestmark = [pytest.mark.spark]
-
-
-def _source(ids: range | list[int]) -> pa.Table:
-    rows = make_rows(ids)
-    return rows.set_column(1, "value", pa.array([-(i % 3) * 1.5 for i in ids], pa.float64()))
 
 
 @pytest.mark.parametrize("partitioned", [True, False])
 def test_upsert_matches_deltalake(spark, pair, partitioned: bool) -> None:
     ours, theirs = pair(partitioned)
-    source = _source(range(2300, 2500))  # 100 existing ids, 100 new
+    source = merge_source(range(2300, 2500))  # 100 existing ids, 100 new
     st = SparkTable(spark, str(ours))
     result = (
         st.merge(spark.createDataFrame(source), "t.id = s.id")
@@ -49,7 +42,7 @@ def test_upsert_matches_deltalake(spark, pair, partitioned: bool) -> None:
 @pytest.mark.slow
 def test_conditional_clauses_match_deltalake(spark, pair) -> None:
     ours, theirs = pair(True)
-    source = _source(list(range(0, 400, 3)) + list(range(2400, 2440)))
+    source = merge_source(list(range(0, 400, 3)) + list(range(2400, 2440)))
     st = SparkTable(spark, str(ours))
     (
         st.merge(spark.createDataFrame(source), "t.id = s.id AND t.part = s.part", source_alias="s")
@@ -75,7 +68,7 @@ def test_conditional_clauses_match_deltalake(spark, pair) -> None:
 
 def test_insert_only_merge_appends_without_rewriting(spark, pair) -> None:
     ours, theirs = pair(False)
-    source = _source(range(2390, 2410))
+    source = merge_source(range(2390, 2410))
     result = (
         SparkTable(spark, str(ours))
         .merge(spark.createDataFrame(source), "s.id = t.id")
@@ -93,7 +86,7 @@ def test_several_source_rows_for_one_target_row_is_an_error(spark, copy_table) -
     path = copy_table(False, "t")
     st = SparkTable(spark, str(path))
     before = st.version()
-    dup = spark.createDataFrame(_source([5, 5, 6]))
+    dup = spark.createDataFrame(merge_source([5, 5, 6]))
     with pytest.raises(MultipleSourceRowsMatchedError, match="more than one source row"):
         st.merge(dup, "t.id = s.id").when_matched_update(set={"value": "s.value"}).execute()
     assert st.version() == before
@@ -106,7 +99,7 @@ def test_several_source_rows_for_one_target_row_is_an_error(spark, copy_table) -
 def test_merge_that_changes_nothing_does_not_commit(spark, copy_table) -> None:
     path = copy_table(True, "t")
     st = SparkTable(spark, str(path))
-    source = spark.createDataFrame(_source(range(10)))
+    source = spark.createDataFrame(merge_source(range(10)))
     result = (
         st.merge(source, "t.id = s.id")
         .when_matched_update(set={"value": "0"}, condition="s.id > 100")
