@@ -12,10 +12,15 @@ Version 0 holds commitInfo, protocol and metaData. The protocol is (1, 2), or (3
 writer feature too, when the table is append-only). With `delta.columnMapping.mode` = `name` or `id`
 every field (nested ones too) gets an id and a physical name `col-<uuid>`, as Delta's CREATE gives
 them, and the protocol is (2, 5) -- or `columnMapping` is listed when table features are needed anyway.
+Deferred creation (`Table.create(defer=True)`) writes nothing: the table reads `deferred_snapshot`,
+version -1 holding the protocol and metaData, until its first transaction commits them with its own
+actions as version 0 -- what Delta writes for a first write to a new path (`df.write.save(path)`) or
+a CREATE TABLE AS SELECT: one commit, no empty version for sensors and readers to see.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
 import uuid
 from collections.abc import Mapping, Sequence
@@ -23,12 +28,20 @@ from collections.abc import Mapping, Sequence
 import orjson
 import pyarrow as pa
 
-from airflow_txnlog.engine import column_mapping
+from airflow_txnlog.engine import column_mapping, provenance
 from airflow_txnlog.engine import properties as props
 from airflow_txnlog.engine.actions import IN_COMMIT_TIMESTAMP, Action, CommitInfo, Metadata, Protocol
-from airflow_txnlog.engine.errors import InvalidArgumentError, UnsupportedFeatureError
+from airflow_txnlog.engine.errors import (
+    InvalidArgumentError,
+    TableCreatedConcurrentlyError,
+    UnsupportedFeatureError,
+)
+from airflow_txnlog.engine.log_segment import LogSegment
+from airflow_txnlog.engine.replay import LogState
 from airflow_txnlog.engine.schema import normalize_schema, schema_to_json, uses_timestamp_ntz, uses_variant
+from airflow_txnlog.engine.snapshot import Snapshot
 from airflow_txnlog.engine.stats import stats_columns
+from airflow_txnlog.engine.storage import Storage
 from airflow_txnlog.engine.table_features import upgraded
 from airflow_txnlog.engine.transaction import ENGINE_INFO
 from airflow_txnlog.engine.validate import mapping, text
@@ -178,3 +191,32 @@ def _protocol(conf: Mapping[str, str], *, ntz: bool) -> Protocol:
         else:  # on its own: the legacy (2, 5), which every reader of column mapping knows
             versions = {"delta.minReaderVersion": 2, "delta.minWriterVersion": 5}
     return upgraded(base, readers, writers, versions)
+
+
+def with_provenance(actions: list[Action]) -> list[Action]:
+    """Version 0's commitInfo with the provenance every Transaction commit gets (engine.provenance)."""
+    out: list[Action] = []
+    for action in actions:
+        if isinstance(action, CommitInfo):
+            tags, extra = provenance.commit_fields({}, action.extra)
+            out.append(dataclasses.replace(action, extra={**extra, "tags": tags} if tags else extra))
+        else:
+            out.append(action)
+    return out
+
+
+def deferred_snapshot(storage: Storage, actions: list[Action]) -> Snapshot:
+    """What a table created with `defer=True` reads before its first commit: version -1, with the
+    protocol and metaData of `version_zero`'s `actions` (which that commit writes; see the module)."""
+    protocol = next(a for a in actions if isinstance(a, Protocol))
+    metadata = next(a for a in actions if isinstance(a, Metadata))
+    state = LogState(version=-1, protocol=protocol, metadata=metadata)
+    return Snapshot(storage, state, LogSegment(-1, None, [], []), {})
+
+
+def unclaimed(snap: Snapshot) -> Snapshot:
+    """A deferred create's `snap` while its location is still empty; once another writer has made a
+    version 0 there, TableCreatedConcurrentlyError (its table may differ from the one asked for)."""
+    if snap.update().version >= 0:
+        raise TableCreatedConcurrentlyError()
+    return snap

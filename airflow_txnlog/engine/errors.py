@@ -184,6 +184,18 @@ class ProtocolChangedError(CommitConflictError):
     help = "The protocol was upgraded concurrently; re-open the table and retry the operation."
 
 
+class TableCreatedConcurrentlyError(ProtocolChangedError):
+    """A first write to an empty location (a deferred create) lost to another writer's version 0."""
+
+    help = (
+        "Another writer created a table at this location first (both wrote to an empty location). "
+        "Open the table and run the write again, or create the table ahead of time."
+    )
+
+    def __init__(self) -> None:
+        super().__init__("version 0 was written by another writer", winning_version=0)
+
+
 class MetadataChangedError(CommitConflictError):
     """A concurrent commit changed the table metadata (schema, partitioning or properties)."""
 

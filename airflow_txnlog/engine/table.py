@@ -15,7 +15,6 @@ task its DAG, task, run and try in commitInfo.job and the run's owner tag; `hist
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import logging
 import time
@@ -24,16 +23,16 @@ from typing import Any
 
 import pyarrow as pa
 
-from airflow_txnlog.engine import log_cleanup, provenance, publications, savepoints, schema_changes
+from airflow_txnlog.engine import log_cleanup, publications, savepoints, schema_changes
 from airflow_txnlog.engine import properties as props
 from airflow_txnlog.engine import restore as restore_mod
 from airflow_txnlog.engine import vacuum as vacuum_mod
-from airflow_txnlog.engine.actions import Action, CommitInfo, serialize_actions
+from airflow_txnlog.engine.actions import serialize_actions
 from airflow_txnlog.engine.change_data import changes as read_changes
 from airflow_txnlog.engine.checkpoint import DEFAULT_PART_SIZE, write_checkpoint
 from airflow_txnlog.engine.commit_files import CommitFiles, commit_files
 from airflow_txnlog.engine.conflicts import SERIALIZABLE, IsolationLevel
-from airflow_txnlog.engine.create_table import version_zero
+from airflow_txnlog.engine.create_table import deferred_snapshot, unclaimed, version_zero, with_provenance
 from airflow_txnlog.engine.errors import (
     ConcurrentTransactionError,
     InvalidArgumentError,
@@ -64,7 +63,7 @@ from airflow_txnlog.engine.transaction import (
     check_write_supported,
 )
 from airflow_txnlog.engine.vacuum import VacuumResult
-from airflow_txnlog.engine.validate import mapping, number, one_of, text
+from airflow_txnlog.engine.validate import flag, mapping, number, one_of, text
 from airflow_txnlog.engine.writer import WriteMode, write, write_parameters
 
 log = logging.getLogger(__name__)
@@ -85,18 +84,6 @@ def _checked_txn(txn: object) -> tuple[str, int]:
     raise InvalidArgumentError(
         f"txn must be a pair (non-empty app id, version >= 0) such as ('ingest', 42); got {txn!r:.80}"
     )
-
-
-def _with_provenance(actions: list[Action]) -> list[Action]:
-    """Version 0's commitInfo with the provenance every Transaction commit gets (engine.provenance)."""
-    out: list[Action] = []
-    for action in actions:
-        if isinstance(action, CommitInfo):
-            tags, extra = provenance.commit_fields({}, action.extra)
-            out.append(dataclasses.replace(action, extra={**extra, "tags": tags} if tags else extra))
-        else:
-            out.append(action)
-    return out
 
 
 class Table:
@@ -165,16 +152,20 @@ class Table:
         name: str | None = None,
         description: str | None = None,
         single_writer: bool = False,
+        defer: bool = False,
         **kw: Any,
     ) -> Table:
         """Create a table: version 0 with protocol and metaData (TableExistsError if one exists).
+        With `defer=True` nothing is written yet: the first commit (a `write` or a `transaction`)
+        makes version 0, protocol and metaData included (engine.create_table).
 
         Every argument is checked before anything is written (see engine.create_table).
         """
+        flag("defer", defer)
         actions = version_zero(
             schema, partition_by=partition_by, properties=properties, name=name, description=description
         )
-        actions = _with_provenance(actions)
+        actions = with_provenance(actions)
         storage = storage_for(uri, storage_options, single_writer=single_writer)
         try:
             existing = storage.list_log()
@@ -182,6 +173,10 @@ class Table:
             raise StorageError(f"cannot create the table at {storage.root!r}: {exc}") from exc
         if any(f.name.endswith(".json") for f in existing):
             raise TableExistsError(f"a Delta table already exists at {storage.root!r}")
+        if defer:
+            table = cls(storage, **kw)
+            table._latest = deferred_snapshot(storage, actions)
+            return table
         try:
             storage.put_if_absent(f"{LOG_DIR}/{commit_name(0)}", serialize_actions(actions))
         except FileExistsError as exc:
@@ -228,6 +223,8 @@ class Table:
         return load_snapshot(self._storage, version)
 
     def _refresh(self) -> Snapshot:
+        if self._latest is not None and self._latest.version < 0:  # deferred create, nothing committed
+            return unclaimed(self._latest)
         self._latest = load_snapshot(self._storage) if self._latest is None else self._latest.update()
         return self._latest
 
@@ -483,6 +480,9 @@ class Table:
     def _post_commit(self, version: int) -> None:
         try:
             base = self._latest
+            if base is not None and base.version < 0:  # a deferred create's version 0: it exists now
+                self._latest = None  # (the next read loads it: one commit)
+                return
             if base is None or base.version >= version:
                 return
             interval = props.checkpoint_interval(base.metadata.configuration)

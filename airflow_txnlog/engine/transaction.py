@@ -63,6 +63,7 @@ from airflow_txnlog.engine.errors import (
     CommitRetriesExceededError,
     CommitTooLargeError,
     InvalidArgumentError,
+    TableCreatedConcurrentlyError,
     UnsupportedFeatureError,
     VersionAlreadyExistsError,
 )
@@ -355,7 +356,10 @@ class Transaction:
             extra=extra,
         )
         actions: list[Action] = [info]
-        actions += [a for a in (self._protocol, metadata) if a is not None]
+        if self.read_version < 0:  # a deferred create: version 0 carries the table's protocol and metaData
+            metadata = metadata or self.snapshot.metadata
+        protocol = self._protocol or (self.snapshot.protocol if self.read_version < 0 else None)
+        actions += [a for a in (protocol, metadata) if a is not None]
         actions += self._txns + list(self._removes.values()) + list(self._adds.values())
         actions += self._cdc
         return serialize_actions(actions)
@@ -457,6 +461,8 @@ class Transaction:
 
     def _check_winners(self, read_set: ReadSet, attempt: int) -> int:
         """Check every commit from `attempt` on against ours; return the next version to try."""
+        if self.read_version < 0:  # a deferred create: whoever made version 0 made another table
+            raise TableCreatedConcurrentlyError()
         winners = list_after(self._storage, attempt - 1).run_from(attempt)
         for winner in read_commits(self._storage, winners):
             check_winner(

@@ -47,7 +47,8 @@ from airflow_txnlog.operators._spark_session import DEFAULT_SPARK_CONN_ID, spark
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-    from airflow_txnlog.spark import DmlResult, SparkTable
+    from airflow_txnlog.engine import Table
+    from airflow_txnlog.spark import DmlResult, SparkTable, WriteResult
 
 SourceFn = Callable[["SparkSession", Context], "DataFrame"]
 
@@ -95,10 +96,11 @@ class _SparkOperator(TxnLogBaseOperator):
         self.spark_conn_id = spark_conn_id
         self.spark_conf = str_mapping("spark_conf", spark_conf)
 
-    def _open(self, spark: SparkSession, context: Context) -> SparkTable:
+    def _open(self, spark: SparkSession, context: Context, table: Table | None = None) -> SparkTable:
+        """The table (`table`, else the one at `table_uri`) for Spark, its commits tagged as this run's."""
         from airflow_txnlog.spark import SparkTable  # noqa: PLC0415 - pyspark only at run time
 
-        table = self.hook.get_table(self.table_uri)
+        table = self.hook.get_table(self.table_uri) if table is None else table
         table.default_tags = {"owner": run_owner(context)}
         options = self.hook.storage_options_for(table.uri) or None
         return SparkTable(spark, table.uri, storage_options=options, table=table)
@@ -183,23 +185,9 @@ class TxnLogSparkWriteOperator(_SourceMixin, _SparkOperator):
             raise invalid(f"replace_where needs mode 'overwrite'; got mode {self.mode!r}")
 
     def execute(self, context: Context) -> dict[str, Any]:
-        from airflow_txnlog.engine import TableNotFoundError  # noqa: PLC0415 - no pyarrow at parse time
-        from airflow_txnlog.spark import SparkTable  # noqa: PLC0415
-
         self._check_mode()  # templated: rendered by now
         with self._session() as spark:
-            df = self._source_df(spark, context)
-            try:
-                st = self._open(spark, context)
-            except TableNotFoundError:
-                uri = self.hook.resolve_uri(self.table_uri)
-                opts = self.hook.storage_options_for(uri) or None
-                SparkTable.create(spark, uri, df, partition_by=self.partition_by, storage_options=opts)
-                st = self._open(spark, context)
-            txn = idempotency_txn(context, f"{self.dag_id}.{self.task_id}")
-            result = st.write(
-                df, mode=self.mode, replace_where=self.replace_where, merge_schema=self.merge_schema, txn=txn
-            )
+            result = self._write(spark, context, self._source_df(spark, context))
         if result.skipped:
             self.log.info(
                 "write already committed as version %s by an earlier try: nothing to do", result.version
@@ -212,6 +200,38 @@ class TxnLogSparkWriteOperator(_SourceMixin, _SparkOperator):
             "num_bytes": result.num_bytes,
             "skipped": result.skipped,
         }
+
+    def _write(self, spark: SparkSession, context: Context, df: DataFrame) -> WriteResult:
+        """The write; a missing table is created by it (version 0, one commit, as Delta does). When
+        another writer creates the table first (two first writes racing), the write runs again into
+        that table: its schema and partitioning then decide, as for any later write."""
+        from airflow_txnlog.engine import (  # noqa: PLC0415 - no pyarrow at parse time
+            TableCreatedConcurrentlyError,
+            TableExistsError,
+            TableNotFoundError,
+        )
+        from airflow_txnlog.spark.schemas import to_arrow_schema  # noqa: PLC0415
+
+        txn = idempotency_txn(context, f"{self.dag_id}.{self.task_id}")
+
+        def write(st: SparkTable) -> WriteResult:
+            return st.write(
+                df, mode=self.mode, replace_where=self.replace_where, merge_schema=self.merge_schema, txn=txn
+            )
+
+        try:
+            st = self._open(spark, context)
+        except TableNotFoundError:
+            schema = to_arrow_schema(df.schema)
+            try:
+                table = self.hook.create_table(
+                    self.table_uri, schema=schema, partition_by=self.partition_by, defer=True
+                )
+                return write(self._open(spark, context, table))
+            except (TableExistsError, TableCreatedConcurrentlyError):
+                self.log.info("another writer created %s first: writing into that table", self.table_uri)
+                st = self._open(spark, context)
+        return write(st)
 
 
 class TxnLogSparkDeleteOperator(_SparkOperator):

@@ -13,8 +13,10 @@
         files it wrote.
     driver (`commit`): ONE engine transaction: the adds, the removes (mode overwrite: every live file,
         or with `replaceWhere` the files of the matching partitions), the new metadata, the txn id;
-        a table that does not exist yet is created first (version 0), from the DataFrame's schema
-        and `partitionBy`. A failed commit deletes the new files unless it may have landed.
+        a table that does not exist yet is created by this very commit (version 0 carries the
+        protocol and metaData from the DataFrame's schema and `partitionBy`, as Delta's first
+        write to a new path; `Table.create(defer=True)`). A failed commit deletes the new files
+        unless it may have landed.
     driver (`abort`): every file the successful tasks wrote is deleted.
 
 No staging folder, no footer reads, no moves: the only storage calls on the driver are the log's.
@@ -44,6 +46,7 @@ from airflow_txnlog.engine import (
     SchemaMismatchError,
     Table,
     TableNotFoundError,
+    Transaction,
     conform_to_schema,
     parse_predicate,
     schema_from_json,
@@ -326,14 +329,39 @@ def committed(plan: Plan, txn: tuple[str, int]) -> bool:
 def commit_write(writer: TxnlogWriter, adds: list[AddFile], txn: tuple[str, int] | None) -> None:
     """The one commit of a data source write (see the module docstring)."""
     plan = writer.plan
-    if not writer.exists:
-        Table.create(
+    try:
+        t, removed = _transaction(writer, adds, txn)
+    except BaseException:
+        delete_files(plan, adds)  # nothing was committed
+        raise
+    try:
+        _commit(t, writer, adds, removed)
+    except ConcurrentTransactionError:
+        abort_files(plan, adds)  # (kept if our own put landed and was reported as a lost race)
+        if txn is not None and committed(plan, txn):
+            return  # the same idempotent write won concurrently: ours stays out
+        raise
+    except BaseException as exc:
+        # only when the commit certainly did not happen: an I/O error during the put may hide a
+        # commit that landed, and deleting its files would corrupt that version
+        if t.attempts == 0 or isinstance(exc, CommitConflictError | CommitRetriesExceededError):
+            delete_files(plan, adds)
+        raise
+
+
+def _transaction(
+    writer: TxnlogWriter, adds: list[AddFile], txn: tuple[str, int] | None
+) -> tuple[Transaction, list[AddFile]]:
+    """The staged commit and the files it removes. A new table is created deferred: this commit is
+    its version 0, with the protocol and metaData (as Delta's first write to a new path)."""
+    plan = writer.plan
+    if writer.exists:
+        table = Table.open(plan.uri, storage_options=plan.storage_options)
+    else:
+        table = Table.create(
             plan.uri, schema=plan.schema, partition_by=plan.partition_columns,
-            storage_options=plan.storage_options,
+            storage_options=plan.storage_options, defer=True,
         )  # fmt: skip
-        if not adds:
-            return
-    table = Table.open(plan.uri, storage_options=plan.storage_options)
     mode = "Overwrite" if writer.overwrite else "Append"
     params = {"mode": mode, "partitionBy": json.dumps(list(plan.partition_columns))}
     if plan.replace_where is not None:
@@ -349,19 +377,7 @@ def commit_write(writer: TxnlogWriter, adds: list[AddFile], txn: tuple[str, int]
         t.add(a)
     if txn is not None:
         t.set_app_transaction(*txn)
-    try:
-        _commit(t, writer, adds, removed)
-    except ConcurrentTransactionError:
-        abort_files(plan, adds)  # (kept if our own put landed and was reported as a lost race)
-        if txn is not None and committed(plan, txn):
-            return  # the same idempotent write won concurrently: ours stays out
-        raise
-    except BaseException as exc:
-        # only when the commit certainly did not happen: an I/O error during the put may hide a
-        # commit that landed, and deleting its files would corrupt that version
-        if t.attempts == 0 or isinstance(exc, CommitConflictError | CommitRetriesExceededError):
-            delete_files(plan, adds)
-        raise
+    return t, removed
 
 
 def _commit(t: Any, writer: TxnlogWriter, adds: list[AddFile], removed: list[AddFile]) -> None:

@@ -80,9 +80,12 @@ class SparkTable:
         scheme_map: Mapping[str, str] | None = None,
         name: str | None = None,
         description: str | None = None,
+        defer: bool = False,
     ) -> SparkTable:
         """Create an empty table (version 0) with `schema` (Arrow, Spark, or a DataFrame's schema;
-        a DataFrame's rows are not written: call `write` next). TableExistsError if one exists."""
+        a DataFrame's rows are not written: call `write` next). TableExistsError if one exists.
+        With `defer=True` nothing is written until the first commit (e.g. that `write`), which is
+        then version 0: one commit, as Delta's first write to a new path (`Table.create`)."""
         if isinstance(schema, DataFrame):
             schema = schema.schema
         arrow = to_arrow_schema(schema) if isinstance(schema, StructType) else schema
@@ -98,6 +101,7 @@ class SparkTable:
             storage_options=check.storage_options(storage_options),
             name=name,
             description=description,
+            defer=defer,
         )
         return cls(spark, uri, scheme_map=scheme_map, table=table)
 

@@ -206,7 +206,7 @@ def _commit(
             numRemovedFiles=len(change.removed), numRemovedBytes=sum(f.size for f in change.removed)
         )
         metrics.update(numAddedFiles=len(change.adds) + len(change.rewritten), **change.extra)
-    if change.empty and txn is None:
+    if change.empty and txn is None and t.read_version >= 0:  # (a deferred create commits: the table)
         return WriteResult(None, 0, 0, 0, metrics=metrics)  # an empty append: nothing to commit
     try:
         adds = [*change.adds, *change.rewritten]

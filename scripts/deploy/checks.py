@@ -149,7 +149,8 @@ def check_events(
         if extra.get("operation") != "PUBLISH":  # a publish names an earlier commit's version
             wrong += [] if commit.get("operation") == extra.get("operation") else ["operation"]
             wrong += [] if commit.get("readVersion") == extra.get("read_version") else ["read_version"]
-            follows = extra.get("version", 0) - 1
+            version = extra.get("version", 0)
+            follows = version - 1 if version else None  # version 0 (the write creating it) follows nothing
             wrong += [] if extra.get("previous_version") == follows else ["previous_version"]
             wrong += [] if job.get("jobRunId") == extra.get("run_id") else ["commit run"]
         if wrong:

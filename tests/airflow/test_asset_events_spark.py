@@ -15,6 +15,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+import pyarrow as pa
 import pytest
 
 from airflow_txnlog.assets import table_asset
@@ -75,10 +76,11 @@ def test_write_events_only_for_new_data(spark: Any, tmp_path: Path) -> None:
     _, out = _write(uri, [1, 2, 3], ctx := _context(1))
     extra = ctx["outlet_events"][asset].extra
     entry = next(h for h in Table.open(uri).history() if h["version"] == out["version"])
+    assert out["version"] == entry["version"] == 0 and "readVersion" not in entry
     assert extra == {
         "version": entry["version"],
-        "previous_version": entry["version"] - 1,
-        "read_version": entry["readVersion"],
+        "previous_version": None,  # the write created the table: version 0, as Delta's first write
+        "read_version": None,
         "operation": entry["operation"],
         "num_added_rows": 3,
         "num_removed_rows": 0,
@@ -151,3 +153,29 @@ def test_a_sync_merge_deletes_what_the_source_no_longer_has(spark: Any, tmp_path
     assert (extra["operation"], extra["version"]) == ("MERGE", out["version"])
     # rows: 1 inserted, 2 updated (one matched, one not matched by source), 2 deleted by source
     assert (extra["num_added_rows"], extra["num_updated_rows"], extra["num_removed_rows"]) == (1, 2, 2)
+
+
+def test_two_first_writes_racing_both_land(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The table is missing, so the write creates it with its own commit (version 0); another writer
+    creates it first, between this task's check and its commit: the write runs again into that
+    table (version 1) instead of failing the task."""
+    from airflow_txnlog.hooks.txnlog import TxnLogHook  # noqa: PLC0415
+
+    uri = str(tmp_path / "orders")
+    real = TxnLogHook.create_table
+
+    def create_then_lose_the_race(self: TxnLogHook, table_uri: str, **kwargs: Any) -> Table:
+        deferred = real(self, table_uri, **kwargs)
+        schema = deferred.snapshot().schema
+        other = Table.create(uri, schema=schema, partition_by=["part"])
+        other.write(pa.table({"id": [100], "part": ["z"]}, schema=schema))
+        return deferred
+
+    monkeypatch.setattr(TxnLogHook, "create_table", create_then_lose_the_race)
+    _, out = _write(uri, [1, 2], ctx := _context(5))
+    t = Table.open(uri)
+    assert out["version"] == t.latest_version() == 2  # the other writer's 0 and 1, then ours
+    assert sorted(t.snapshot().to_arrow().column("id").to_pylist()) == [1, 2, 100]
+    assert ctx["outlet_events"][table_asset(uri)].extra["version"] == 2

@@ -42,10 +42,10 @@ out["version"] = Table.open(root).latest_version()
 read = spark.read.format("txnlog").load(root)
 out["rows"] = read.count()
 out["filtered"] = read.filter("part = '1' AND id >= 2990").count()
-out["v1"] = spark.read.format("txnlog").option("versionAsOf", 1).load(root).count()
+out["v0"] = spark.read.format("txnlog").option("versionAsOf", 0).load(root).count()
 import datetime as dt
-at = dt.datetime.fromtimestamp(Table.open(root).history()[-2]["timestamp"] / 1000, dt.UTC).isoformat()
-out["t1"] = spark.read.format("txnlog").option("timestampAsOf", at).load(root).count()  # version 1
+at = dt.datetime.fromtimestamp(Table.open(root).history()[-1]["timestamp"] / 1000, dt.UTC).isoformat()
+out["t0"] = spark.read.format("txnlog").option("timestampAsOf", at).load(root).count()  # version 0
 one_per_file = spark.read.format("txnlog").option("maxPartitionBytes", 1).load(root)
 out["files"] = [one_per_file.rdd.getNumPartitions(), one_per_file.filter("part = '1'").rdd.getNumPartitions()]
 before = Table.open(root).latest_version()
@@ -136,8 +136,8 @@ def test_data_source_and_dml_on_a_standalone_cluster(cluster: str, tmp_path: Pat
     assert lines, proc.stdout[-3000:] + proc.stderr[-5000:]
     out = json.loads(lines[-1][len("RESULT ") :])
     assert out["executors"] == cluster
-    assert out["version"] == 2  # create, the append, the first txn write; the retry committed nothing
-    assert out["rows"] == 3010 and out["v1"] == 3000 and out["t1"] == 3000
+    assert out["version"] == 1  # the append (creating the table), the first txn write; not the retry
+    assert out["rows"] == 3010 and out["v0"] == 3000 and out["t0"] == 3000
     files, part_1 = out["files"]
     assert 0 < part_1 < files  # the partition filter pushed: fewer input partitions (one per file)
     assert out["failed"] and out["after_failure"] == 0

@@ -48,12 +48,17 @@ def _as_dicts(rows: list[tuple[int, str, float]], **extra: object) -> list[dict[
 
 
 def test_append_creates_then_appends_one_commit_each(spark, tmp_path: Path) -> None:
+    """A first write to a new path is one commit, version 0 (protocol, metaData and the adds), as
+    Delta writes it: no empty version for a sensor or a reader to see."""
     path = tmp_path / "t"
     _save(_df(spark, _rows(300)), path, partitionBy="part")
     table = Table.open(str(path))
-    assert table.latest_version() == 1 and table.snapshot().partition_columns == ["part"]  # create + data
+    assert table.latest_version() == 0 and table.snapshot().partition_columns == ["part"]
+    lines = (path / "_delta_log" / f"{0:020d}.json").read_text().splitlines()
+    kinds = [next(iter(json.loads(line))) for line in lines]
+    assert kinds[:3] == ["commitInfo", "protocol", "metaData"] and set(kinds[3:]) == {"add"}
     _save(_df(spark, _rows(50, start=300)), path)
-    assert Table.open(str(path)).latest_version() == 2
+    assert Table.open(str(path)).latest_version() == 1
     assert _ours(path) == _as_dicts(_rows(350)) == deltars_rows(path)
     assert all(
         f.partition_values["part"] in "abc" and f.stats for f in Table.open(str(path)).snapshot().files()
@@ -64,20 +69,20 @@ def test_overwrite_replace_where_and_merge_schema(spark, tmp_path: Path) -> None
     path = tmp_path / "t"
     _save(_df(spark, _rows(90)), path, partitionBy="part")
     _save(_df(spark, _rows(30, start=1000)), path, mode="overwrite")
-    assert Table.open(str(path)).latest_version() == 2 and _ours(path) == _as_dicts(_rows(30, start=1000))
+    assert Table.open(str(path)).latest_version() == 1 and _ours(path) == _as_dicts(_rows(30, start=1000))
     new_b = [(i, "b", 1.0) for i in range(5000, 5003)]
     _save(_df(spark, new_b), path, mode="overwrite", replaceWhere="part = 'b'")
     kept = [r for r in _rows(30, start=1000) if r[1] != "b"]
-    assert Table.open(str(path)).latest_version() == 3 and _ours(path) == _as_dicts(kept + new_b)
+    assert Table.open(str(path)).latest_version() == 2 and _ours(path) == _as_dicts(kept + new_b)
     extra = spark.createDataFrame([(7000, "a", 0.0, "x")], "id long, part string, v double, note string")
     _save(extra, path, mergeSchema="true")
     snap = Table.open(str(path)).snapshot()
-    assert snap.version == 4 and snap.schema.names == ["id", "part", "v", "note"]
+    assert snap.version == 3 and snap.schema.names == ["id", "part", "v", "note"]
     want = sorted(
         [*_as_dicts(kept + new_b, note=None), {"id": 7000, "part": "a", "v": 0.0, "note": "x"}], key=repr
     )
     assert _ours(path) == want == deltars_rows(path)
-    for version in (2, 3, 4):
+    for version in (0, 1, 2, 3):
         ops = [
             json.loads(line)
             for line in (path / "_delta_log" / f"{version:020d}.json").read_text().splitlines()
@@ -92,10 +97,10 @@ def test_a_retried_write_with_the_same_txn_version_commits_nothing(spark, tmp_pa
         _save(df, path, txnAppId="ingest", txnVersion=7)
     _save(df, path, txnAppId="ingest", txnVersion=6)  # older than what the table holds: no-op too
     table = Table.open(str(path))
-    assert table.latest_version() == 1 and len(_ours(path)) == 40
+    assert table.latest_version() == 0 and len(_ours(path)) == 40  # (version 0 holds the txn id too)
     files = _data_files(path)
     _save(df, path, txnAppId="ingest", txnVersion=8)
-    assert Table.open(str(path)).latest_version() == 2 and len(_data_files(path)) > len(files)
+    assert Table.open(str(path)).latest_version() == 1 and len(_data_files(path)) > len(files)
 
 
 def test_a_failing_job_leaves_no_commit_and_no_new_files(spark, tmp_path: Path) -> None:
@@ -149,7 +154,7 @@ def test_bad_writes_are_refused_before_any_job(
     _save(_df(spark, _rows(9)), path, partitionBy="part")
     with pytest.raises(Exception, match=match):
         _save(_df(spark, _rows(3)), path, mode=mode, **options)
-    assert Table.open(str(path)).latest_version() == 1 and len(_ours(path)) == 9
+    assert Table.open(str(path)).latest_version() == 0 and len(_ours(path)) == 9
 
 
 def test_write_options_parse() -> None:

@@ -152,3 +152,21 @@ def test_spark_unreachable_uris_are_refused(spark) -> None:
     with pytest.raises(InvalidArgumentError):
         SparkTable.create(spark, "memory://nowhere/t", SCHEMA)
     assert dt  # keep the import for readers of the timestamps above
+
+
+def test_a_deferred_create_and_its_first_write_are_one_commit(spark, tmp_path: Path) -> None:
+    """`SparkTable.create(defer=True)` then `write`: version 0 holds protocol, metaData and the rows
+    (Delta's first write to a new path), readable by delta-rs; nothing exists before the write."""
+    path = tmp_path / "t"
+    df = spark.createDataFrame(make_rows(range(40)))
+    st = SparkTable.create(spark, str(path), df, partition_by=["part"], defer=True)
+    assert not (path / "_delta_log").exists() and st.version() == -1
+    result = st.write(df, txn=("ingest", 1))
+    assert (result.version, result.num_rows) == (0, 40) and st.version() == 0
+    assert Table.open(str(path)).snapshot().txn_version("ingest") == 1
+    assert sorted(r["id"] for r in deltalake_rows(path)) == list(range(40))
+    assert st.write(df, txn=("ingest", 1)).skipped  # then an ordinary table
+    assert st.write(df.limit(3)).version == 1
+    empty = SparkTable.create(spark, str(tmp_path / "e"), df, defer=True)
+    assert empty.write(df.limit(0)).version == 0  # the table is created, without files, as Delta does
+    assert Table.open(str(tmp_path / "e")).snapshot().files() == []
