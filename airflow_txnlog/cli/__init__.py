@@ -12,7 +12,7 @@ human-readable rich output):
     txnlog savepoint delete URI NAME
     txnlog restore URI (--version N | --timestamp TS | --savepoint NAME) [--dry-run] [--force] [--owner O]
     txnlog vacuum URI [--retain-hours H] [--execute] [--no-enforce-retention]   dry run unless --execute
-    txnlog cleanup-log URI [--retain-hours H] [--dry-run]
+    txnlog cleanup-log URI [--retain-hours H] [--execute]                         dry run unless --execute
     txnlog health URI [--small-file-bytes B]
     txnlog publish URI [--version N] [--channel C]   mark an audited version (write-audit-publish)
     txnlog published URI [--channel C]          the version a channel publishes (exit 1: none)

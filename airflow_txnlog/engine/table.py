@@ -196,6 +196,11 @@ class Table:
     def storage(self) -> Storage:
         return self._storage
 
+    def _committed(self, what: str) -> None:
+        """InvalidArgumentError for maintenance on a deferred create that has committed nothing."""
+        if self._latest is not None and self._latest.version < 0 and self._refresh().version < 0:
+            raise InvalidArgumentError(f"cannot {what}: the table has no version yet (defer=True); write")
+
     def latest_version(self) -> int:
         """The newest committed version (lists the log; loads nothing)."""
         if self._latest is None:
@@ -203,7 +208,8 @@ class Table:
             assert latest is not None  # list_log raises TableNotFoundError on an empty log
             return latest
         start = self._latest.version
-        return max(start, list_after(self._storage, start).latest() or start)
+        found = list_after(self._storage, start).latest()
+        return start if found is None else max(start, found)
 
     def snapshot(
         self, version: int | None = None, timestamp: dt.datetime | str | int | None = None
@@ -353,6 +359,7 @@ class Table:
         expires_at: dt.datetime | str | int | None = None,
     ) -> Savepoint:
         """Savepoint `version` (default latest) under `name` (SavepointExistsError if taken)."""
+        self._committed("create savepoint")
         snap = self.snapshot(version)
         return savepoints.create_savepoint(
             self, snap, name, created_by=created_by, reason=reason, expires_at=expires_at
@@ -372,6 +379,7 @@ class Table:
         """Mark `version` (default latest) as audited on `channel`; readers that follow the channel
         see it from now on (engine.publications). Re-publishing the current version is a no-op; an
         older version raises `PublicationError`."""
+        self._committed("publish")
         return publications.publish(self, version, channel=channel)
 
     def publication(self, channel: str = DEFAULT_CHANNEL) -> Publication | None:
@@ -399,6 +407,7 @@ class Table:
             data-changing commits are foreign and make `on_foreign_commits="fail"` refuse. Without an
             owner no commit is considered foreign.
         """
+        self._committed("restore")
         restore_mod.check_options(dry_run=dry_run, on_foreign_commits=on_foreign_commits, owner=owner)
         target, snap = self._restore_target(version, timestamp, savepoint)
         # A savepoint's files are protected already; a plain version's are pinned until the commit.
@@ -429,6 +438,7 @@ class Table:
         self, *, retention_hours: float | None = None, dry_run: bool = True, enforce_retention: bool = True
     ) -> VacuumResult:
         """Delete files no version within the retention, tombstone or savepoint needs (dry run by default)."""
+        self._committed("vacuum")
         return vacuum_mod.vacuum(
             self, retention_hours=retention_hours, dry_run=dry_run, enforce_retention=enforce_retention
         )
@@ -436,9 +446,11 @@ class Table:
     def cleanup_log(self, *, retention_hours: float | None = None, dry_run: bool = True) -> CleanupResult:
         """Delete commits and checkpoints older than the log retention, below a checkpoint that stays
         (dry run by default: time travel to the versions below it ends)."""
+        self._committed("cleanup log")
         return log_cleanup.cleanup_log(self, retention_hours=retention_hours, dry_run=dry_run)
 
     def health(self, *, small_file_bytes: int | None = None) -> TableHealth:
+        self._committed("health")
         return table_health(self, small_file_bytes=small_file_bytes)
 
     def changes(
@@ -453,21 +465,25 @@ class Table:
     def rename_column(self, old: str, new: str) -> int:
         """Rename a column (a dotted path for a nested field) of a column-mapped table: metadata only,
         no file rewritten (`engine.schema_changes`); the new version."""
+        self._committed("rename column")
         return schema_changes.rename_column(self.transaction, old, new)
 
     def drop_columns(self, columns: Sequence[str]) -> int:
         """Drop columns of a column-mapped table from its schema: metadata only; the new version."""
+        self._committed("drop columns")
         return schema_changes.drop_columns(self.transaction, columns)
 
     def set_properties(self, properties: Mapping[str, str]) -> int:
         """Set table properties (merged into the configuration) and upgrade the protocol to the table
         features they turn on, as Delta's ALTER TABLE SET TBLPROPERTIES (`engine.table_features`);
         returns the new version. A downgrade or a feature the engine cannot honor is refused."""
+        self._committed("set properties")
         return set_table_properties(self.transaction, properties)
 
     # ------------------------------------------------------------------ checkpoints
     def checkpoint(self, version: int | None = None) -> None:
         """Write a checkpoint of `version` (default latest) and update `_last_checkpoint`."""
+        self._committed("checkpoint")
         snap = self.snapshot(version)
         retention = props.deleted_file_retention_ms(snap.metadata.configuration)
         write_checkpoint(

@@ -284,10 +284,11 @@ class Transaction:
         readers, writers = props.property_features(changed)
         implied_readers, implied_writers = implied_features(self._protocol or self.snapshot.protocol)
         missing = sorted((writers - implied_writers) | (readers - implied_readers))
-        if missing and self.read_version >= 0:
+        if missing:  # (a deferred create too: its properties belong in Table.create, which sets the protocol)
             raise UnsupportedFeatureError(
                 f"the new properties turn on table feature {missing[0]!r}, which the protocol does not "
-                "name; nothing was written. Help: use Table.set_properties, which upgrades the protocol",
+                "name; nothing was written. Help: use Table.set_properties, which upgrades the protocol, "
+                "or pass the properties to Table.create",
                 feature=missing[0],
             )
 

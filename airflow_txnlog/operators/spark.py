@@ -229,7 +229,9 @@ class TxnLogSparkWriteOperator(_SourceMixin, _SparkOperator):
                 )
                 return write(self._open(spark, context, table))
             except (TableExistsError, TableCreatedConcurrentlyError):
-                self.log.info("another writer created %s first: writing into that table", self.table_uri)
+                if self.mode != "append":  # an overwrite would replace what the other writer just wrote
+                    raise
+                self.log.info("another writer created %s first: appending to that table", self.table_uri)
                 st = self._open(spark, context)
         return write(st)
 
@@ -315,6 +317,13 @@ class TxnLogSparkMergeOperator(_SourceMixin, _SparkOperator):
             if when_not_matched_by_source_update is None
             else str_mapping(by_source, when_not_matched_by_source_update)
         )
+        if (
+            when_not_matched_by_source_update_condition is not None
+            and when_not_matched_by_source_update is None
+        ):
+            raise invalid(
+                "when_not_matched_by_source_update_condition needs when_not_matched_by_source_update"
+            )
         self.when_not_matched_by_source_update_condition = when_not_matched_by_source_update_condition
         self.when_not_matched_by_source_delete = _delete_clause(
             "when_not_matched_by_source_delete", when_not_matched_by_source_delete

@@ -207,9 +207,12 @@ def _find_touched(ctx: TableContext, spec: MergeSpec, candidates: list[AddFile])
     pairs = target.join(source, F.expr(spec.on), "left" if by_source else "inner")
     matched = F.col(_S_PRESENT).isNotNull()
     pairs = pairs.withColumn(_ACT, chain([(matched, tags(_matched(spec), "c"))], tags(by_source, "c")))
-    # A file is touched by a row some clause changes; with inserts, by every matched pair too (so
-    # that its source row is seen as matched in step 2).
-    pairs = pairs.filter((F.col(_ACT) != "c") | (matched if _inserts(spec) else F.lit(False)))
+    # A file is touched by a row some clause changes. With inserts, every matched pair touches its
+    # file too (so that its source row is seen as matched in step 2); with inserts or by-source
+    # clauses every matched pair counts for the ambiguity check, as in Delta: a target row matched
+    # twice in a rewritten file would otherwise be copied twice.
+    every_match = bool(_inserts(spec) or by_source)
+    pairs = pairs.filter((F.col(_ACT) != "c") | (matched if every_match else F.lit(False)))
     per_row = pairs.groupBy(FILE_COL, ROW_COL).agg(F.count(F.lit(1)).alias("n"), F.min(_ACT).alias("a"))
     counted = {"upd": "u", "del": "d", "upd_s": "U", "del_s": "D"}
     per_file = per_row.groupBy(FILE_COL).agg(

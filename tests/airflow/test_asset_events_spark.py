@@ -19,7 +19,7 @@ import pyarrow as pa
 import pytest
 
 from airflow_txnlog.assets import table_asset
-from airflow_txnlog.engine import Table
+from airflow_txnlog.engine import Table, TableCreatedConcurrentlyError
 from airflow_txnlog.operators.spark import (
     TxnLogSparkDeleteOperator,
     TxnLogSparkMergeOperator,
@@ -179,3 +179,18 @@ def test_two_first_writes_racing_both_land(
     assert out["version"] == t.latest_version() == 2  # the other writer's 0 and 1, then ours
     assert sorted(t.snapshot().to_arrow().column("id").to_pylist()) == [1, 2, 100]
     assert ctx["outlet_events"][table_asset(uri)].extra["version"] == 2
+
+    # An overwrite that loses the race fails rather than replace what the other writer just wrote.
+    lost = str(tmp_path / "lost")
+    uri = lost  # (what create_then_lose_the_race creates)
+    op = TxnLogSparkWriteOperator(
+        task_id="reload",
+        table_uri=lost,
+        source=lambda spark, _: spark.createDataFrame([(7, "a")], SCHEMA),
+        mode="overwrite",
+        partition_by=["part"],
+        spark_conn_id=None,
+    )
+    with pytest.raises(TableCreatedConcurrentlyError):
+        op.execute(_context(6))
+    assert Table.open(lost).snapshot().to_arrow().column("id").to_pylist() == [100]

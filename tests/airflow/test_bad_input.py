@@ -120,6 +120,10 @@ BUILD_CASES: dict[str, tuple[Callable[[str], Any], tuple[str, ...]]] = {
         lambda u: _merge(u, when_not_matched_by_source_update={"part": 1}),
         STR_MAP,
     ),
+    "merge by-source condition without its clause": (
+        lambda u: _merge(u, when_not_matched_by_source_update_condition="t.id > 1"),
+        ("needs when_not_matched_by_source_update",),
+    ),
     "merge by-source update star": (
         lambda u: _merge(u, when_not_matched_by_source_update="*"),
         STR_MAP,

@@ -3,6 +3,7 @@ protocol and metaData, as Delta writes a first write to a new path (one commit, 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import threading
 from pathlib import Path
@@ -18,6 +19,7 @@ from airflow_txnlog.engine import (
     Table,
     TableCreatedConcurrentlyError,
     TableExistsError,
+    UnsupportedFeatureError,
 )
 from tests.conftest import SCHEMA, rows
 
@@ -112,3 +114,50 @@ def test_column_mapping_and_in_commit_timestamps_on_a_deferred_create(tmp_path: 
     written = pq.read_schema(next(root.glob("*.parquet")))  # physical names in the file
     assert all(name.startswith("col-") for name in written.names)
     assert sorted(Table.open(str(root)).snapshot().to_arrow().column("id").to_pylist()) == [1, 2]
+
+
+def test_maintenance_before_the_first_commit_is_refused_and_writes_nothing(tmp_path: Path) -> None:
+    """A deferred table has no version: checkpoint, vacuum, savepoints, restore... refuse (vacuum's
+    own commit would otherwise become an empty version 0, a checkpoint a "version -1" file)."""
+    root = tmp_path / "t"
+    t = Table.create(str(root), schema=SCHEMA, defer=True)
+    calls = {
+        "checkpoint": t.checkpoint,
+        "vacuum": lambda: t.vacuum(dry_run=False),
+        "cleanup log": t.cleanup_log,
+        "create savepoint": lambda: t.create_savepoint("before"),
+        "restore": lambda: t.restore(version=0),
+        "publish": t.publish,
+        "health": t.health,
+        "set properties": lambda: t.set_properties({"delta.appendOnly": "true"}),
+        "rename column": lambda: t.rename_column("id", "key"),
+        "drop columns": lambda: t.drop_columns(["value"]),
+    }
+    for what, call in calls.items():
+        with pytest.raises(InvalidArgumentError, match=f"cannot {what}: the table has no version yet"):
+            call()
+    assert not root.exists()
+    assert t.write(rows([1])) == 0 and t.health().version == 0  # then they work
+
+
+def test_a_first_transaction_cannot_turn_on_features_its_protocol_lacks(tmp_path: Path) -> None:
+    """Properties that need table features belong in `create` (which sets the protocol), as for any
+    table whose metadata a transaction changes."""
+    root = tmp_path / "t"
+    t = Table.create(str(root), schema=SCHEMA, defer=True)
+    meta = t.snapshot().metadata
+    dvs = dataclasses.replace(meta, configuration={"delta.enableDeletionVectors": "true"})
+    with t.transaction("CREATE TABLE") as txn, pytest.raises(UnsupportedFeatureError, match=r"Table\.create"):
+        txn.update_metadata(dvs)
+        txn.commit()
+    assert not root.exists()
+
+
+def test_latest_version_sees_another_writers_version_zero(tmp_path: Path) -> None:
+    uri = str(tmp_path / "t")
+    deferred = Table.create(uri, schema=SCHEMA, defer=True)
+    assert deferred.latest_version() == -1
+    Table.create(uri, schema=SCHEMA)
+    assert deferred.latest_version() == 0
+    with pytest.raises(TableCreatedConcurrentlyError):
+        deferred.snapshot()

@@ -11,7 +11,7 @@ import pytest
 from deltalake import DeltaTable
 
 from airflow_txnlog.engine import InvalidArgumentError, Table
-from airflow_txnlog.spark import SparkTable
+from airflow_txnlog.spark import MultipleSourceRowsMatchedError, SparkTable
 from tests.spark.helpers import assert_same_as_deltalake, engine_rows, merge_source
 
 pytestmark = [pytest.mark.spark]
@@ -149,4 +149,16 @@ def test_by_source_clauses_must_not_read_themerge_source(spark, copy_table) -> N
     st.merge(source, "t.id = s.id").when_matched_delete().when_not_matched_by_source_delete(
         condition="t.id > 1"
     )
+    assert st.version() == before
+
+
+def test_a_target_row_two_source_rows_match_is_ambiguous_with_by_source_clauses(spark, copy_table) -> None:
+    """With a NOT MATCHED BY SOURCE clause every matched pair counts, as in Delta: row 5 matched
+    twice sits in a file the delete rewrites, and would otherwise be copied twice."""
+    path = copy_table(False, "t")
+    st = SparkTable(spark, str(path))
+    before = st.version()
+    dup = spark.createDataFrame(merge_source([5, 5, 6]))
+    with pytest.raises(MultipleSourceRowsMatchedError, match="more than one source row"):
+        st.merge(dup, "t.id = s.id").when_not_matched_by_source_delete(condition="t.id < 20").execute()
     assert st.version() == before
