@@ -12,14 +12,13 @@ Both start together (a barrier) and write their report as JSON.
 
 from __future__ import annotations
 
-import json
 import random
 import time
-from pathlib import Path
 from typing import Any
 
 from airflow_txnlog.engine import RestoreRetriesExceededError, Table
 from tests.conftest import rows
+from tests.reliability._util import finish_worker
 
 
 def run_writer(uri: str, options: dict[str, Any] | None, k: int, n: int, out: str, barrier: Any) -> None:
@@ -32,7 +31,7 @@ def run_writer(uri: str, options: dict[str, Any] | None, k: int, n: int, out: st
         version = t.write(rows(ids, f"w{k}"), txn=(f"w{k}", seq))
         commits.append({"version": version, "ids": ids})
         time.sleep(rng.random() * 0.03)
-    Path(out).write_text(json.dumps({"writer": k, "commits": commits}))
+    finish_worker(out, {"writer": k, "commits": commits})
 
 
 def run_guardian(uri: str, options: dict[str, Any] | None, rounds: int, out: str, barrier: Any) -> None:
@@ -56,4 +55,4 @@ def run_guardian(uri: str, options: dict[str, Any] | None, rounds: int, out: str
                 "foreign": res.foreign_versions,
             }
         )
-    Path(out).write_text(json.dumps({"restores": restores, "starved": starved}))
+    finish_worker(out, {"restores": restores, "starved": starved})

@@ -19,10 +19,8 @@ re-planned from the latest snapshot, as an application would. Results go to a JS
 from __future__ import annotations
 
 import dataclasses
-import json
 import random
 import time
-from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
@@ -30,6 +28,7 @@ import pyarrow.parquet as pq
 from airflow_txnlog.engine import AddFile, CommitConflictError, Table
 from airflow_txnlog.engine.writer import conform_to_schema, write_data_files
 from tests.conftest import rows
+from tests.reliability._util import finish_worker
 
 MAX_REPLANS = 500
 SHARED = ("s0", "s1", "s2", "s3")
@@ -227,4 +226,4 @@ def run_worker(
         "mismatches": w.mismatches,
         "seconds": round(time.monotonic() - started, 2),
     }
-    Path(out).write_text(json.dumps(result))
+    finish_worker(out, result)
