@@ -11,12 +11,13 @@ and rows removed (the removes' `numRecords`, when every remove carries stats; el
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
-from airflow_txnlog.engine.log_reader import read_commits
+from airflow_txnlog.engine.log_reader import LogCommit, read_commits
 from airflow_txnlog.engine.log_segment import list_log, monotonic_timestamps
 from airflow_txnlog.engine.storage import Storage
 from airflow_txnlog.engine.validate import number
@@ -49,6 +50,15 @@ def _timestamp(in_commit: Any, file_time: int) -> int:
     return file_time
 
 
+def commit_entry(commit: LogCommit, stamps: Mapping[int, int]) -> dict[str, Any]:
+    """A commit's commitInfo plus `version` and `timestamp` (its in-commit timestamp when plausible,
+    else the file's from `stamps`, `monotonic_timestamps` of the listing): `Table.history`'s entry."""
+    entry = dict(commit.info)
+    entry["version"] = commit.version
+    entry["timestamp"] = _timestamp(entry.get("inCommitTimestamp"), stamps[commit.version])
+    return entry
+
+
 def file_changes(actions: list[dict[str, Any]]) -> dict[str, int | None]:
     """Files, bytes and rows a commit's add / remove actions added and removed."""
     adds = [a["add"] for a in actions if isinstance(a.get("add"), dict)]
@@ -75,11 +85,7 @@ def history_page(storage: Storage, *, before: int | None = None, limit: int = 50
     chosen = [(v, listing.commits[v]) for v in versions[:limit]]
     entries = []
     for commit in read_commits(storage, chosen):
-        entry = dict(commit.info)
-        entry["version"] = commit.version
-        entry["timestamp"] = _timestamp(entry.get("inCommitTimestamp"), stamps[commit.version])
-        entry.update(file_changes(commit.actions))
-        entries.append(entry)
+        entries.append({**commit_entry(commit, stamps), **file_changes(commit.actions)})
     oldest = min(listing.commits)
     more = len(versions) > limit
     return HistoryPage(entries, max(listing.commits), oldest, chosen[-1][0] if more and chosen else None)

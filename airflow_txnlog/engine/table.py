@@ -45,6 +45,7 @@ from airflow_txnlog.engine.errors import (
     VersionNotFoundError,
 )
 from airflow_txnlog.engine.health import TableHealth, table_health
+from airflow_txnlog.engine.history import commit_entry
 from airflow_txnlog.engine.log_cleanup import CleanupResult
 from airflow_txnlog.engine.log_paths import LOG_DIR, commit_name
 from airflow_txnlog.engine.log_reader import list_after, read_commits
@@ -240,13 +241,7 @@ class Table:
         listing = list_log(self._storage)
         stamps = monotonic_timestamps(listing.commits)
         newest_first = sorted(listing.commits.items(), reverse=True)[:limit]
-        out = []
-        for commit in read_commits(self._storage, newest_first):
-            entry = dict(commit.info)
-            entry["version"] = commit.version
-            entry["timestamp"] = int(entry.get("inCommitTimestamp") or stamps[commit.version])
-            out.append(entry)
-        return out
+        return [commit_entry(commit, stamps) for commit in read_commits(self._storage, newest_first)]
 
     # ------------------------------------------------------------------ writing
     def transaction(

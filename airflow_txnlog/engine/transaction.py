@@ -357,9 +357,9 @@ class Transaction:
             extra=extra,
         )
         actions: list[Action] = [info]
+        protocol = self._protocol
         if self.read_version < 0:  # a deferred create: version 0 carries the table's protocol and metaData
-            metadata = metadata or self.snapshot.metadata
-        protocol = self._protocol or (self.snapshot.protocol if self.read_version < 0 else None)
+            protocol, metadata = protocol or self.snapshot.protocol, metadata or self.snapshot.metadata
         actions += [a for a in (protocol, metadata) if a is not None]
         actions += self._txns + list(self._removes.values()) + list(self._adds.values())
         actions += self._cdc

@@ -203,8 +203,9 @@ class TxnLogSparkWriteOperator(_SourceMixin, _SparkOperator):
 
     def _write(self, spark: SparkSession, context: Context, df: DataFrame) -> WriteResult:
         """The write; a missing table is created by it (version 0, one commit, as Delta does). When
-        another writer creates the table first (two first writes racing), the write runs again into
-        that table: its schema and partitioning then decide, as for any later write."""
+        another writer creates the table first (two first writes racing), an append runs again into
+        that table (its schema and partitioning then decide, as for any later write); an overwrite
+        fails rather than replace what the other writer just wrote."""
         from airflow_txnlog.engine import (  # noqa: PLC0415 - no pyarrow at parse time
             TableCreatedConcurrentlyError,
             TableExistsError,
