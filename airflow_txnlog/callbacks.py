@@ -1,7 +1,7 @@
 """`restore_on_failure`: an `on_failure_callback` that restores the savepoint taken earlier in the run.
 
 Whose commits are "ours": every commit inside an Airflow task records its provenance
-(engine.provenance), and with it the run's owner tag `<dag_id>/<run_id>`, whether a txnlog operator,
+(engine.write.provenance), and with it the run's owner tag `<dag_id>/<run_id>`, whether a txnlog operator,
 a plain `@task` calling `Table` / `SparkTable` or a PythonOperator made it. So the callback restores
 over every commit of this DAG run since the savepoint (any task, any try). A commit by anyone else
 (another run, another DAG, a script) is foreign: with `on_foreign_commits="fail"` the callback refuses
@@ -28,7 +28,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from airflow_txnlog.arguments import ForeignCommitsPolicy, check_choice
-from airflow_txnlog.engine.provenance import job_provenance  # light: no pyarrow
+from airflow_txnlog.engine.write.provenance import job_provenance  # light: no pyarrow
 from airflow_txnlog.hooks.txnlog import TxnLogHook
 from airflow_txnlog.operators._base import context_provenance, run_owner  # the engine's owner tag
 

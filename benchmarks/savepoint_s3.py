@@ -68,7 +68,7 @@ def build(endpoint: str, files: int) -> str:
 MEASURE = """
 import json, sys, time
 from airflow_txnlog.engine import Table
-from airflow_txnlog.engine.savepoints import missing_files
+from airflow_txnlog.engine.maintenance.savepoints import missing_files
 uri, opts, what, name = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3], sys.argv[4]
 t = Table.open(uri, storage_options=opts)
 paths = [f.path for f in t.snapshot(version=1).files()]

@@ -275,7 +275,7 @@ def _big_ops(engine: str, spec: dict[str, Any]) -> tuple[Callable[[str], Any], s
             return snap.add_actions().num_rows  # type: ignore[no-any-return]
         return len(snap.files())
 
-    from airflow_txnlog.engine.snapshot import Snapshot
+    from airflow_txnlog.engine.state.snapshot import Snapshot
 
     api = "add_actions()" if hasattr(Snapshot, "add_actions") else "files()"
     ops = {

@@ -1,6 +1,6 @@
 """Publication commands: `publish` (mark an audited version) and `published` (what a channel names).
 
-The by-hand side of write-audit-publish (engine.publications): after checking a version yourself,
+The by-hand side of write-audit-publish (engine.maintenance.publications): after checking a version yourself,
 `txnlog publish TABLE --version N` makes readers that follow the channel see it. Both print one JSON
 document with `--json` (camelCase keys, ISO-8601 UTC times), else a rich table.
 """

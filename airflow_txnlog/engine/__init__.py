@@ -19,21 +19,6 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the names below load on first use (PEP 562 __getattr__), see the docstring
-    from airflow_txnlog.engine import log_reader
-    from airflow_txnlog.engine.actions import (
-        AddCDCFile,
-        AddFile,
-        CommitInfo,
-        Metadata,
-        Protocol,
-        RemoveFile,
-        Txn,
-    )
-    from airflow_txnlog.engine.column_mapping import Names as ColumnNames
-    from airflow_txnlog.engine.column_mapping import with_new_fields, without_mapping
-    from airflow_txnlog.engine.commit_files import CommitFiles
-    from airflow_txnlog.engine.conflicts import IsolationLevel
-    from airflow_txnlog.engine.deletion_vectors import write_dv_file as write_deletion_vectors
     from airflow_txnlog.engine.errors import (
         AppendOnlyViolationError,
         CommitConflictError,
@@ -70,21 +55,37 @@ if TYPE_CHECKING:  # the names below load on first use (PEP 562 __getattr__), se
         VacuumInProgressError,
         VersionNotFoundError,
     )
-    from airflow_txnlog.engine.health import TableHealth
-    from airflow_txnlog.engine.log_cleanup import CleanupResult
-    from airflow_txnlog.engine.maintenance_table import MaintenanceTable
-    from airflow_txnlog.engine.predicates import Predicate, parse_predicate, to_arrow_expression
+    from airflow_txnlog.engine.features.column_mapping import Names as ColumnNames
+    from airflow_txnlog.engine.features.column_mapping import with_new_fields, without_mapping
+    from airflow_txnlog.engine.features.deletion_vectors import write_dv_file as write_deletion_vectors
+    from airflow_txnlog.engine.log import log_reader
+    from airflow_txnlog.engine.log.actions import (
+        AddCDCFile,
+        AddFile,
+        CommitInfo,
+        Metadata,
+        Protocol,
+        RemoveFile,
+        Txn,
+    )
+    from airflow_txnlog.engine.log.commit_files import CommitFiles
+    from airflow_txnlog.engine.log.stats import (
+        STRING_PREFIX,
+        LeafPath,
+        LeafStats,
+        indexed_leaves,
+        json_bounds,
+        stats_columns,
+        stats_json,
+    )
+    from airflow_txnlog.engine.maintenance.health import TableHealth
+    from airflow_txnlog.engine.maintenance.log_cleanup import CleanupResult
+    from airflow_txnlog.engine.maintenance.maintenance_table import MaintenanceTable
+    from airflow_txnlog.engine.maintenance.publication_records import DEFAULT_CHANNEL, Publication
+    from airflow_txnlog.engine.maintenance.restore import ForeignCommitsPolicy, RestoreResult
+    from airflow_txnlog.engine.maintenance.savepoints import Savepoint
+    from airflow_txnlog.engine.maintenance.vacuum import VacuumResult
     from airflow_txnlog.engine.properties import change_data_feed, num_indexed_cols, target_file_size
-
-    # Protocol helpers that airflow_txnlog.spark builds on (documented in docs/spark.md, "Engine names
-    # Spark uses"): SQL predicates, schemaString <-> Arrow, partition values' log form, the stats
-    # format (which leaves, how bounds are written, the JSON), the compaction target size. Spark imports
-    # them from here, never from the submodules.
-    from airflow_txnlog.engine.provenance import Provenance, job_provenance, run_owner_tag
-    from airflow_txnlog.engine.publication_records import DEFAULT_CHANNEL, Publication
-    from airflow_txnlog.engine.restore import ForeignCommitsPolicy, RestoreResult
-    from airflow_txnlog.engine.savepoints import Savepoint
-    from airflow_txnlog.engine.scan import FileScan
     from airflow_txnlog.engine.schema import (
         HIVE_NULL,
         parse_partition_value,
@@ -94,40 +95,39 @@ if TYPE_CHECKING:  # the names below load on first use (PEP 562 __getattr__), se
         type_text,
         uses_variant,
     )
-    from airflow_txnlog.engine.snapshot import Snapshot
-    from airflow_txnlog.engine.stats import (
-        STRING_PREFIX,
-        LeafPath,
-        LeafStats,
-        indexed_leaves,
-        json_bounds,
-        stats_columns,
-        stats_json,
-    )
+    from airflow_txnlog.engine.state.predicates import Predicate, parse_predicate, to_arrow_expression
+    from airflow_txnlog.engine.state.scan import FileScan
+    from airflow_txnlog.engine.state.snapshot import Snapshot
     from airflow_txnlog.engine.storage import storage_for
     from airflow_txnlog.engine.table import Table
-    from airflow_txnlog.engine.transaction import Transaction
-    from airflow_txnlog.engine.vacuum import VacuumResult
     from airflow_txnlog.engine.validate import one_of as check_choice
-    from airflow_txnlog.engine.writer import WriteMode, conform_to_schema, write_data_files
+    from airflow_txnlog.engine.write.conflicts import IsolationLevel
+
+    # Protocol helpers that airflow_txnlog.spark builds on (documented in docs/spark.md, "Engine names
+    # Spark uses"): SQL predicates, schemaString <-> Arrow, partition values' log form, the stats
+    # format (which leaves, how bounds are written, the JSON), the compaction target size. Spark imports
+    # them from here, never from the submodules.
+    from airflow_txnlog.engine.write.provenance import Provenance, job_provenance, run_owner_tag
+    from airflow_txnlog.engine.write.transaction import Transaction
+    from airflow_txnlog.engine.write.writer import WriteMode, conform_to_schema, write_data_files
 
 # public name -> (engine submodule, attribute in it; None: the submodule itself)
 _LAZY: dict[str, tuple[str, str | None]] = {
-    "AddCDCFile": ("actions", "AddCDCFile"),
-    "AddFile": ("actions", "AddFile"),
+    "AddCDCFile": ("log.actions", "AddCDCFile"),
+    "AddFile": ("log.actions", "AddFile"),
     "AppendOnlyViolationError": ("errors", "AppendOnlyViolationError"),
-    "CleanupResult": ("log_cleanup", "CleanupResult"),
-    "ColumnNames": ("column_mapping", "Names"),
-    "with_new_fields": ("column_mapping", "with_new_fields"),
-    "without_mapping": ("column_mapping", "without_mapping"),
-    "FileScan": ("scan", "FileScan"),
-    "CommitFiles": ("commit_files", "CommitFiles"),
+    "CleanupResult": ("maintenance.log_cleanup", "CleanupResult"),
+    "ColumnNames": ("features.column_mapping", "Names"),
+    "with_new_fields": ("features.column_mapping", "with_new_fields"),
+    "without_mapping": ("features.column_mapping", "without_mapping"),
+    "FileScan": ("state.scan", "FileScan"),
+    "CommitFiles": ("log.commit_files", "CommitFiles"),
     "storage_for": ("storage", "storage_for"),
-    "conform_to_schema": ("writer", "conform_to_schema"),
-    "write_data_files": ("writer", "write_data_files"),
+    "conform_to_schema": ("write.writer", "conform_to_schema"),
+    "write_data_files": ("write.writer", "write_data_files"),
     "uses_variant": ("schema", "uses_variant"),
     "CommitConflictError": ("errors", "CommitConflictError"),
-    "CommitInfo": ("actions", "CommitInfo"),
+    "CommitInfo": ("log.actions", "CommitInfo"),
     "CommitOutcomeUnknownError": ("errors", "CommitOutcomeUnknownError"),
     "CommitRetriesExceededError": ("errors", "CommitRetriesExceededError"),
     "CommitTooLargeError": ("errors", "CommitTooLargeError"),
@@ -135,73 +135,73 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "ConcurrentDeleteDeleteError": ("errors", "ConcurrentDeleteDeleteError"),
     "ConcurrentDeleteReadError": ("errors", "ConcurrentDeleteReadError"),
     "ConcurrentTransactionError": ("errors", "ConcurrentTransactionError"),
-    "DEFAULT_CHANNEL": ("publication_records", "DEFAULT_CHANNEL"),
+    "DEFAULT_CHANNEL": ("maintenance.publication_records", "DEFAULT_CHANNEL"),
     "FilesMissingError": ("errors", "FilesMissingError"),
     "ForeignCommitsError": ("errors", "ForeignCommitsError"),
-    "ForeignCommitsPolicy": ("restore", "ForeignCommitsPolicy"),
+    "ForeignCommitsPolicy": ("maintenance.restore", "ForeignCommitsPolicy"),
     "HIVE_NULL": ("schema", "HIVE_NULL"),
     "InvalidArgumentError": ("errors", "InvalidArgumentError"),
-    "IsolationLevel": ("conflicts", "IsolationLevel"),
-    "LeafPath": ("stats", "LeafPath"),
-    "LeafStats": ("stats", "LeafStats"),
+    "IsolationLevel": ("write.conflicts", "IsolationLevel"),
+    "LeafPath": ("log.stats", "LeafPath"),
+    "LeafStats": ("log.stats", "LeafStats"),
     "LogCorruptedError": ("errors", "LogCorruptedError"),
-    "MaintenanceTable": ("maintenance_table", "MaintenanceTable"),
-    "Metadata": ("actions", "Metadata"),
+    "MaintenanceTable": ("maintenance.maintenance_table", "MaintenanceTable"),
+    "Metadata": ("log.actions", "Metadata"),
     "MetadataChangedError": ("errors", "MetadataChangedError"),
     "NotPublishedError": ("errors", "NotPublishedError"),
-    "Predicate": ("predicates", "Predicate"),
+    "Predicate": ("state.predicates", "Predicate"),
     "PredicateError": ("errors", "PredicateError"),
-    "Protocol": ("actions", "Protocol"),
+    "Protocol": ("log.actions", "Protocol"),
     "TableCreatedConcurrentlyError": ("errors", "TableCreatedConcurrentlyError"),
     "ProtocolChangedError": ("errors", "ProtocolChangedError"),
-    "Provenance": ("provenance", "Provenance"),
-    "Publication": ("publication_records", "Publication"),
+    "Provenance": ("write.provenance", "Provenance"),
+    "Publication": ("maintenance.publication_records", "Publication"),
     "PublicationError": ("errors", "PublicationError"),
-    "RemoveFile": ("actions", "RemoveFile"),
+    "RemoveFile": ("log.actions", "RemoveFile"),
     "RestoreError": ("errors", "RestoreError"),
     "RestoreFilesMissingError": ("errors", "RestoreFilesMissingError"),
-    "RestoreResult": ("restore", "RestoreResult"),
+    "RestoreResult": ("maintenance.restore", "RestoreResult"),
     "RestoreRetriesExceededError": ("errors", "RestoreRetriesExceededError"),
     "RetentionTooShortError": ("errors", "RetentionTooShortError"),
-    "STRING_PREFIX": ("stats", "STRING_PREFIX"),
-    "Savepoint": ("savepoints", "Savepoint"),
+    "STRING_PREFIX": ("log.stats", "STRING_PREFIX"),
+    "Savepoint": ("maintenance.savepoints", "Savepoint"),
     "SavepointExistsError": ("errors", "SavepointExistsError"),
     "SavepointFilesMissingError": ("errors", "SavepointFilesMissingError"),
     "SavepointNotFoundError": ("errors", "SavepointNotFoundError"),
     "SchemaMismatchError": ("errors", "SchemaMismatchError"),
-    "Snapshot": ("snapshot", "Snapshot"),
+    "Snapshot": ("state.snapshot", "Snapshot"),
     "StorageError": ("errors", "StorageError"),
     "Table": ("table", "Table"),
     "TableExistsError": ("errors", "TableExistsError"),
-    "TableHealth": ("health", "TableHealth"),
+    "TableHealth": ("maintenance.health", "TableHealth"),
     "TableNotFoundError": ("errors", "TableNotFoundError"),
-    "Transaction": ("transaction", "Transaction"),
-    "Txn": ("actions", "Txn"),
+    "Transaction": ("write.transaction", "Transaction"),
+    "Txn": ("log.actions", "Txn"),
     "TxnLogError": ("errors", "TxnLogError"),
     "UnsupportedFeatureError": ("errors", "UnsupportedFeatureError"),
     "VacuumInProgressError": ("errors", "VacuumInProgressError"),
-    "VacuumResult": ("vacuum", "VacuumResult"),
+    "VacuumResult": ("maintenance.vacuum", "VacuumResult"),
     "VersionNotFoundError": ("errors", "VersionNotFoundError"),
-    "WriteMode": ("writer", "WriteMode"),
+    "WriteMode": ("write.writer", "WriteMode"),
     "check_choice": ("validate", "one_of"),
-    "indexed_leaves": ("stats", "indexed_leaves"),
-    "job_provenance": ("provenance", "job_provenance"),
-    "json_bounds": ("stats", "json_bounds"),
-    "log_reader": ("log_reader", None),
+    "indexed_leaves": ("log.stats", "indexed_leaves"),
+    "job_provenance": ("write.provenance", "job_provenance"),
+    "json_bounds": ("log.stats", "json_bounds"),
+    "log_reader": ("log.log_reader", None),
     "change_data_feed": ("properties", "change_data_feed"),
     "num_indexed_cols": ("properties", "num_indexed_cols"),
     "parse_partition_value": ("schema", "parse_partition_value"),
-    "parse_predicate": ("predicates", "parse_predicate"),
-    "run_owner_tag": ("provenance", "run_owner_tag"),
+    "parse_predicate": ("state.predicates", "parse_predicate"),
+    "run_owner_tag": ("write.provenance", "run_owner_tag"),
     "schema_from_json": ("schema", "schema_from_json"),
     "schema_to_json": ("schema", "schema_to_json"),
     "serialize_partition_value": ("schema", "serialize_partition_value"),
-    "stats_columns": ("stats", "stats_columns"),
-    "stats_json": ("stats", "stats_json"),
+    "stats_columns": ("log.stats", "stats_columns"),
+    "stats_json": ("log.stats", "stats_json"),
     "target_file_size": ("properties", "target_file_size"),
-    "to_arrow_expression": ("predicates", "to_arrow_expression"),
+    "to_arrow_expression": ("state.predicates", "to_arrow_expression"),
     "type_text": ("schema", "type_text"),
-    "write_deletion_vectors": ("deletion_vectors", "write_dv_file"),
+    "write_deletion_vectors": ("features.deletion_vectors", "write_dv_file"),
 }
 
 __all__ = [

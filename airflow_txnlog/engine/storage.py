@@ -51,9 +51,9 @@ import fsspec
 from fsspec.implementations.local import LocalFileSystem
 from typing_extensions import override
 
-from airflow_txnlog.engine.actions import has_scheme
 from airflow_txnlog.engine.errors import InvalidArgumentError, StorageError
-from airflow_txnlog.engine.log_paths import LOG_DIR, LogFile
+from airflow_txnlog.engine.log.actions import has_scheme
+from airflow_txnlog.engine.log.log_paths import LOG_DIR, LogFile
 from airflow_txnlog.engine.validate import flag, mapping
 
 # Object stores whose fsspec implementation performs a real conditional (exclusive) create.

@@ -6,10 +6,10 @@ commits). A commit never reloads the table; after a commit whose version is a mu
 A failed checkpoint is logged and never fails the commit.
 
 The maintenance operations (savepoints, restore, vacuum, log cleanup, health) get the table itself
-as their `MaintenanceTable` (engine.maintenance_table): its storage, `snapshot()`,
+as their `MaintenanceTable` (engine.maintenance.maintenance_table): its storage, `snapshot()`,
 `transaction(..., snapshot=)` and `txn_commit_version`. Public arguments are checked before anything
 is written (engine.validate).
-Every commit, CREATE TABLE included, records who made it (engine.provenance): inside an Airflow
+Every commit, CREATE TABLE included, records who made it (engine.write.provenance): inside an Airflow
 task its DAG, task, run and try in commitInfo.job and the run's owner tag; `history()` shows both.
 """
 
@@ -23,16 +23,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from airflow_txnlog.engine import log_cleanup, publications, savepoints, schema_changes
 from airflow_txnlog.engine import properties as props
-from airflow_txnlog.engine import restore as restore_mod
-from airflow_txnlog.engine import vacuum as vacuum_mod
-from airflow_txnlog.engine.actions import serialize_actions
-from airflow_txnlog.engine.change_data import changes as read_changes
-from airflow_txnlog.engine.checkpoint import DEFAULT_PART_SIZE, write_checkpoint
-from airflow_txnlog.engine.commit_files import CommitFiles, commit_files
-from airflow_txnlog.engine.conflicts import SERIALIZABLE, IsolationLevel
-from airflow_txnlog.engine.create_table import deferred_snapshot, unclaimed, version_zero, with_provenance
 from airflow_txnlog.engine.errors import (
     ConcurrentTransactionError,
     InvalidArgumentError,
@@ -44,28 +35,43 @@ from airflow_txnlog.engine.errors import (
     UnsupportedFeatureError,
     VersionNotFoundError,
 )
-from airflow_txnlog.engine.health import TableHealth, table_health
-from airflow_txnlog.engine.history import commit_entry
-from airflow_txnlog.engine.log_cleanup import CleanupResult
-from airflow_txnlog.engine.log_paths import LOG_DIR, commit_name
-from airflow_txnlog.engine.log_reader import list_after, read_commits
-from airflow_txnlog.engine.log_segment import list_log, monotonic_timestamps
-from airflow_txnlog.engine.publications import DEFAULT_CHANNEL, Publication
-from airflow_txnlog.engine.restore import ForeignCommitsPolicy, RestoreResult
-from airflow_txnlog.engine.savepoints import Savepoint
-from airflow_txnlog.engine.snapshot import Snapshot, load_snapshot, version_at
+from airflow_txnlog.engine.features.table_features import set_properties as set_table_properties
+from airflow_txnlog.engine.log.actions import serialize_actions
+from airflow_txnlog.engine.log.commit_files import CommitFiles, commit_files
+from airflow_txnlog.engine.log.log_paths import LOG_DIR, commit_name
+from airflow_txnlog.engine.log.log_reader import list_after, read_commits
+from airflow_txnlog.engine.log.log_segment import list_log, monotonic_timestamps
+from airflow_txnlog.engine.maintenance import log_cleanup, publications, savepoints
+from airflow_txnlog.engine.maintenance import restore as restore_mod
+from airflow_txnlog.engine.maintenance import vacuum as vacuum_mod
+from airflow_txnlog.engine.maintenance.health import TableHealth, table_health
+from airflow_txnlog.engine.maintenance.log_cleanup import CleanupResult
+from airflow_txnlog.engine.maintenance.publications import DEFAULT_CHANNEL, Publication
+from airflow_txnlog.engine.maintenance.restore import ForeignCommitsPolicy, RestoreResult
+from airflow_txnlog.engine.maintenance.savepoints import Savepoint
+from airflow_txnlog.engine.maintenance.vacuum import VacuumResult
+from airflow_txnlog.engine.state.change_data import changes as read_changes
+from airflow_txnlog.engine.state.checkpoint import DEFAULT_PART_SIZE, write_checkpoint
+from airflow_txnlog.engine.state.history import commit_entry
+from airflow_txnlog.engine.state.snapshot import Snapshot, load_snapshot, version_at
 from airflow_txnlog.engine.storage import Storage, storage_for
-from airflow_txnlog.engine.table_features import set_properties as set_table_properties
-from airflow_txnlog.engine.transaction import (
+from airflow_txnlog.engine.validate import flag, mapping, number, one_of, text
+from airflow_txnlog.engine.write import alter_table
+from airflow_txnlog.engine.write.conflicts import SERIALIZABLE, IsolationLevel
+from airflow_txnlog.engine.write.create_table import (
+    deferred_snapshot,
+    unclaimed,
+    version_zero,
+    with_provenance,
+)
+from airflow_txnlog.engine.write.transaction import (
     DEFAULT_MAX_ATTEMPTS,
     DEFAULT_MAX_COMMIT_BYTES,
     TAGS_EXAMPLE,
     Transaction,
     check_write_supported,
 )
-from airflow_txnlog.engine.vacuum import VacuumResult
-from airflow_txnlog.engine.validate import flag, mapping, number, one_of, text
-from airflow_txnlog.engine.writer import WriteMode, write, write_parameters
+from airflow_txnlog.engine.write.writer import WriteMode, write, write_parameters
 
 log = logging.getLogger(__name__)
 TXN_SEARCH_BATCH = 16
@@ -158,9 +164,9 @@ class Table:
     ) -> Table:
         """Create a table: version 0 with protocol and metaData (TableExistsError if one exists).
         With `defer=True` nothing is written yet: the first commit (a `write` or a `transaction`)
-        makes version 0, protocol and metaData included (engine.create_table).
+        makes version 0, protocol and metaData included (engine.write.create_table).
 
-        Every argument is checked before anything is written (see engine.create_table).
+        Every argument is checked before anything is written (see engine.write.create_table).
         """
         flag("defer", defer)
         actions = version_zero(
@@ -315,7 +321,7 @@ class Table:
         return self._find_txn_commit(app_id, version) or snap.version
 
     def commit_files(self, start: int, end: int) -> list[CommitFiles]:
-        """The data files commits `start`..`end` add and remove (engine.commit_files), for streams."""
+        """The data files commits `start`..`end` add and remove (engine.log.commit_files), for streams."""
         number("start", start, minimum=0, integer=True)
         number("end", end, minimum=0, integer=True)
         return commit_files(self._storage, start, end)
@@ -372,7 +378,7 @@ class Table:
     # ------------------------------------------------------------------ publications (write-audit-publish)
     def publish(self, version: int | None = None, *, channel: str = DEFAULT_CHANNEL) -> Publication:
         """Mark `version` (default latest) as audited on `channel`; readers that follow the channel
-        see it from now on (engine.publications). Re-publishing the current version is a no-op; an
+        see it from now on (engine.maintenance.publications). Re-publishing the current version is a no-op; an
         older version raises `PublicationError`."""
         self._committed("publish")
         return publications.publish(self, version, channel=channel)
@@ -396,7 +402,7 @@ class Table:
         on_foreign_commits: ForeignCommitsPolicy = "fail",
         owner: str | None = None,
     ) -> RestoreResult:
-        """Restore to a version, a timestamp or a savepoint as a new commit (see engine.restore).
+        """Restore to a version, a timestamp or a savepoint as a new commit (see engine.maintenance.restore).
 
         :param owner: commits tagged {"owner": owner} since the target are this caller's own; other
             data-changing commits are foreign and make `on_foreign_commits="fail"` refuse. Without an
@@ -453,24 +459,24 @@ class Table:
     ) -> pa.Table:
         """The rows that changed in versions `start_version`..`end_version` (latest if None), with
         `_change_type` (insert, delete, update_preimage, update_postimage), `_commit_version` and
-        `_commit_timestamp`: the change data feed, delta-rs's `load_cdf` shape (`engine.change_data`).
+        `_commit_timestamp`: the change data feed, delta-rs's `load_cdf` shape (`engine.state.change_data`).
         The table must have `delta.enableChangeDataFeed=true` over the whole range."""
         return read_changes(self._storage, start_version, end_version, columns=columns)
 
     def rename_column(self, old: str, new: str) -> int:
         """Rename a column (a dotted path for a nested field) of a column-mapped table: metadata only,
-        no file rewritten (`engine.schema_changes`); the new version."""
+        no file rewritten (`engine.write.alter_table`); the new version."""
         self._committed("rename column")
-        return schema_changes.rename_column(self.transaction, old, new)
+        return alter_table.rename_column(self.transaction, old, new)
 
     def drop_columns(self, columns: Sequence[str]) -> int:
         """Drop columns of a column-mapped table from its schema: metadata only; the new version."""
         self._committed("drop columns")
-        return schema_changes.drop_columns(self.transaction, columns)
+        return alter_table.drop_columns(self.transaction, columns)
 
     def set_properties(self, properties: Mapping[str, str]) -> int:
         """Set table properties (merged into the configuration) and upgrade the protocol to the table
-        features they turn on, as Delta's ALTER TABLE SET TBLPROPERTIES (`engine.table_features`);
+        features they turn on, as Delta's ALTER TABLE SET TBLPROPERTIES (`engine.features.table_features`);
         returns the new version. A downgrade or a feature the engine cannot honor is refused."""
         self._committed("set properties")
         return set_table_properties(self.transaction, properties)

@@ -6,10 +6,10 @@ The pattern (docs/airflow.md, "Write, audit, publish"):
               >> publish(version=<that version>)      # the only task that tells downstream
     restore on failure (callback or a one_failed task) # nothing was published
 
-The write commits to the one Delta log, so the table's latest version is unaudited until the audit
-passes; the publish task records the audited version on a publication channel (engine.publications)
-and emits the table's asset event. Downstream DAGs scheduled on the table's asset therefore only ever
-hear of audited versions, and readers that follow the channel (`Table.published_snapshot()`,
+The write commits to the one Delta log, so the table's latest version is unaudited until the audit passes; the
+publish task records the audited version on a publication channel (engine.maintenance.publications) and emits
+the table's asset event. Downstream DAGs scheduled on the table's asset therefore only ever hear of audited
+versions, and readers that follow the channel (`Table.published_snapshot()`,
 `SparkTable.to_df(published=True)`, `TxnLogVersionSensor(channel=...)`,
 `TxnLogVersionEventTrigger(channel=...)`) never load an unaudited one, even while it is the latest.
 
@@ -34,8 +34,8 @@ from airflow.sdk import Context
 
 from airflow_txnlog.arguments import channel_name, version_number
 from airflow_txnlog.assets import table_asset
-from airflow_txnlog.engine.provenance import job_provenance  # light: no pyarrow
-from airflow_txnlog.engine.publication_records import DEFAULT_CHANNEL  # light: no pyarrow
+from airflow_txnlog.engine.maintenance.publication_records import DEFAULT_CHANNEL  # light: no pyarrow
+from airflow_txnlog.engine.write.provenance import job_provenance  # light: no pyarrow
 from airflow_txnlog.operators._base import (
     TxnLogBaseOperator,
     commit_figures,

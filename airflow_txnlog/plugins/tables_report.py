@@ -6,7 +6,7 @@
   storage only (one listing, one commit file, the savepoint records), so a list refreshed without
   new commits loads no snapshot.
 - `detail`: the summary plus schema, protocol and table features, the health report and savepoints.
-- `history`: a page of the timeline (`engine.history.history_page`: only that page's commits are
+- `history`: a page of the timeline (`engine.state.history.history_page`: only that page's commits are
   read, no snapshot), each entry with its operation, figures, writer, a link to the DAG run, and
   marks for restores, schema changes and savepoints; `chart_data`: the latest page and the size
   after it, for the chart.
@@ -21,14 +21,14 @@ from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from airflow_txnlog.engine.provenance import job_provenance  # light: no pyarrow
+from airflow_txnlog.engine.write.provenance import job_provenance  # light: no pyarrow
 from airflow_txnlog.hooks.txnlog import TxnLogHook
 from airflow_txnlog.plugins.tables_catalog import KnownTable
 
 if TYPE_CHECKING:  # the engine (pyarrow) loads on the first request, not when Airflow loads plugins
-    from airflow_txnlog.engine.health import TableHealth
-    from airflow_txnlog.engine.history import HistoryPage
-    from airflow_txnlog.engine.savepoints import Savepoint
+    from airflow_txnlog.engine.maintenance.health import TableHealth
+    from airflow_txnlog.engine.maintenance.savepoints import Savepoint
+    from airflow_txnlog.engine.state.history import HistoryPage
     from airflow_txnlog.engine.storage import Storage
 
 _FACTS: OrderedDict[tuple[str, int], dict[str, Any]] = OrderedDict()
@@ -44,13 +44,13 @@ def _storage(known: KnownTable) -> Storage:
 
 
 def _page(storage: Storage, *, before: int | None, limit: int) -> HistoryPage:
-    from airflow_txnlog.engine.history import history_page  # noqa: PLC0415 - see TYPE_CHECKING
+    from airflow_txnlog.engine.state.history import history_page  # noqa: PLC0415 - see TYPE_CHECKING
 
     return history_page(storage, before=before, limit=limit)
 
 
 def _savepoints(storage: Storage) -> list[Savepoint]:
-    from airflow_txnlog.engine.savepoints import list_savepoints  # noqa: PLC0415
+    from airflow_txnlog.engine.maintenance.savepoints import list_savepoints  # noqa: PLC0415
 
     return list_savepoints(storage)
 

@@ -33,8 +33,8 @@ import logging
 from dataclasses import dataclass
 
 from airflow_txnlog.engine import log_reader
-from airflow_txnlog.engine import publication_records as publications
 from airflow_txnlog.engine.errors import StorageError
+from airflow_txnlog.engine.maintenance import publication_records as publications
 from airflow_txnlog.engine.storage import Storage, storage_for
 from airflow_txnlog.hooks.txnlog import TxnLogHook, secret_values
 

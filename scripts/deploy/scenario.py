@@ -96,7 +96,7 @@ def wait_for(what: str, predicate: Any, timeout: float, poll: float = 1.0) -> An
 def create_watched_table(stack: Stack) -> None:
     """Version 0 of the watched table, written as an outside writer that names itself."""
     from airflow_txnlog.engine import Table  # noqa: PLC0415 - after the environment is known
-    from airflow_txnlog.engine.provenance import provenance  # noqa: PLC0415
+    from airflow_txnlog.engine.write.provenance import provenance  # noqa: PLC0415
 
     schema = pa.schema([("id", pa.int64()), ("note", pa.string())])
     with provenance(dag_id="deploy_check_driver", task_id="create", run_id="driver"):
@@ -105,7 +105,7 @@ def create_watched_table(stack: Stack) -> None:
 
 def commit_watched(stack: Stack, n: int) -> int:
     from airflow_txnlog.engine import Table  # noqa: PLC0415
-    from airflow_txnlog.engine.provenance import provenance  # noqa: PLC0415
+    from airflow_txnlog.engine.write.provenance import provenance  # noqa: PLC0415
 
     rows = pa.table({"id": [n], "note": [f"commit {n}"]})
     with provenance(dag_id="deploy_check_driver", task_id="append", run_id=f"driver-{n}"):

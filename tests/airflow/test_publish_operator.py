@@ -15,7 +15,7 @@ import pytest
 
 from airflow_txnlog.assets import table_asset
 from airflow_txnlog.engine import InvalidArgumentError, Table
-from airflow_txnlog.engine.provenance import provenance
+from airflow_txnlog.engine.write.provenance import provenance
 from airflow_txnlog.operators.publish import TxnLogPublishOperator
 from tests.conftest import SCHEMA, rows
 

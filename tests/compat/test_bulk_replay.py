@@ -1,4 +1,4 @@
-"""Bulk JSON replay (engine.bulk_replay) gives exactly the state of the per-action replay, on every
+"""Bulk JSON replay (engine.log.bulk_replay) gives exactly the state of the per-action replay, on every
 reference table (Spark-written) whose log it accepts and on delta-rs-written logs; what it does not
 accept it hands back (None), never half-replayed."""
 
@@ -12,12 +12,12 @@ import pyarrow as pa
 import pytest
 from deltalake import write_deltalake
 
-from airflow_txnlog.engine.add_actions import select_adds
-from airflow_txnlog.engine.bulk_replay import bulk_state
 from airflow_txnlog.engine.errors import TxnLogError
-from airflow_txnlog.engine.log_reader import read_commits
-from airflow_txnlog.engine.log_segment import list_log
-from airflow_txnlog.engine.replay import LogState
+from airflow_txnlog.engine.log.bulk_replay import bulk_state
+from airflow_txnlog.engine.log.log_reader import read_commits
+from airflow_txnlog.engine.log.log_segment import list_log
+from airflow_txnlog.engine.log.replay import LogState
+from airflow_txnlog.engine.state.add_actions import select_adds
 from airflow_txnlog.engine.storage import storage_for
 
 from .conftest import GOLDEN_ROOT
@@ -116,7 +116,8 @@ def test_a_table_loaded_in_bulk_works_like_one_replayed_per_action(
 ) -> None:
     """Our own writer's log of 40 commits, no checkpoint: opened in bulk and per action, every view
     agrees; a commit on top, a checkpoint and a reopen keep agreeing."""
-    from airflow_txnlog.engine import Table, bulk_replay  # noqa: PLC0415
+    from airflow_txnlog.engine import Table  # noqa: PLC0415
+    from airflow_txnlog.engine.log import bulk_replay  # noqa: PLC0415
 
     root = str(tmp_path / "t")
     schema = pa.schema([("id", pa.int64()), ("p", pa.string())])

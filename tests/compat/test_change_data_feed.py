@@ -1,4 +1,4 @@
-"""Change data feed on read (`Table.changes`, engine.change_data) against delta-rs's `load_cdf` on the
+"""Change data feed on read (`Table.changes`, engine.state.change_data) against delta-rs's `load_cdf` on the
 same table: delta-rs writes it (an append, a delete and an update with `cdc` files under
 `_change_data/`, a merge), both read the changes, and the rows must be equal."""
 

@@ -19,9 +19,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from airflow_txnlog.engine import Table, UnsupportedFeatureError
-from airflow_txnlog.engine.actions import Metadata
-from airflow_txnlog.engine.spark_hash import part_of
-from airflow_txnlog.engine.stats_struct import parse_stats, stats_parsed_type, struct_json
+from airflow_txnlog.engine.log.actions import Metadata
+from airflow_txnlog.engine.log.spark_hash import part_of
+from airflow_txnlog.engine.log.stats_struct import parse_stats, stats_parsed_type, struct_json
 
 pytestmark = pytest.mark.compat
 

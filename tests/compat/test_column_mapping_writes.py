@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from airflow_txnlog.engine import Table
-from airflow_txnlog.engine.column_mapping import FIELD_ID, PHYSICAL_NAME
+from airflow_txnlog.engine.features.column_mapping import FIELD_ID, PHYSICAL_NAME
 from tests.deltars import deltars_rows
 
 SCHEMA = pa.schema(

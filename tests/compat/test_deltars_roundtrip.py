@@ -22,7 +22,7 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 
 from airflow_txnlog.engine import Table
-from airflow_txnlog.engine.spark_hash import part_of
+from airflow_txnlog.engine.log.spark_hash import part_of
 
 pytestmark = pytest.mark.compat
 

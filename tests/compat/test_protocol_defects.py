@@ -471,7 +471,7 @@ def test_multi_part_checkpoints_split_files_by_a_hash_of_the_path(tmp_path: Path
     t.checkpoint()
     parts = sorted((root / "_delta_log").glob(f"{8:020d}.checkpoint.*.parquet"))
     assert len(parts) >= 2
-    from airflow_txnlog.engine.spark_hash import part_of  # noqa: PLC0415 - the split rule itself
+    from airflow_txnlog.engine.log.spark_hash import part_of  # noqa: PLC0415 - the split rule itself
 
     for number, part in enumerate(parts, 1):
         for row in pq.read_table(part).column("add").to_pylist():

@@ -8,7 +8,7 @@ import pyarrow as pa
 import pytest
 
 from airflow_txnlog.engine import InvalidArgumentError, properties
-from airflow_txnlog.engine.actions import (
+from airflow_txnlog.engine.log.actions import (
     AddFile,
     CommitInfo,
     Metadata,
@@ -170,7 +170,7 @@ def test_table_property_helpers() -> None:
 
 
 def test_a_remove_carries_only_the_record_count_as_delta_on_spark_writes() -> None:
-    from airflow_txnlog.engine.actions import AddFile  # noqa: PLC0415
+    from airflow_txnlog.engine.log.actions import AddFile  # noqa: PLC0415
 
     stats = '{"numRecords":50,"minValues":{"id":1},"maxValues":{"id":9},"nullCount":{"id":0}}'
     add = AddFile(

@@ -23,7 +23,7 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 
 from airflow_txnlog.engine import AddFile, Table
-from airflow_txnlog.engine.predicates import may_match, parse_predicate
+from airflow_txnlog.engine.state.predicates import may_match, parse_predicate
 
 NESTED = pa.struct([("x", pa.int64()), ("y", pa.string())])
 UTC = dt.UTC

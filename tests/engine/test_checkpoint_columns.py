@@ -1,4 +1,4 @@
-"""Checkpoint columns read on demand (engine.checkpoint_columns): what opening reads, what a later
+"""Checkpoint columns read on demand (engine.log.checkpoint_columns): what opening reads, what a later
 read costs, parts that disagree on schema, and a checkpoint file cleaned up under a loaded snapshot."""
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from airflow_txnlog.engine import LogCorruptedError, Table, checkpoint_columns
+from airflow_txnlog.engine import LogCorruptedError, Table
+from airflow_txnlog.engine.log import checkpoint_columns
 
 
 def _table(root: Path, *, part_size: int = 1_000_000) -> Table:

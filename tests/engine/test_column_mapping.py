@@ -1,6 +1,6 @@
-"""Column mapping on read (engine.column_mapping): Spark-written reference tables in modes name and id,
-checkpoints of such tables, the id-mode rule (match by parquet field id, not name), and our appends
-to them (physical names and field ids, read back by delta-rs).
+"""Column mapping on read (engine.features.column_mapping): Spark-written reference tables in modes name and
+id, checkpoints of such tables, the id-mode rule (match by parquet field id, not name), and our appends to
+them (physical names and field ids, read back by delta-rs).
 
 Expected rows: Delta's DeltaTableReadsSuite answers (tests/compat/test_golden.py); the physical
 names are read from the tables' own schemaString, never assumed."""
@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from airflow_txnlog.engine import Table
-from airflow_txnlog.engine.column_mapping import Names, physical_name
+from airflow_txnlog.engine.features.column_mapping import Names, physical_name
 from tests.deltars import deltars_rows
 
 GOLDEN = Path(__file__).parents[1] / "compat" / "golden"

@@ -1,5 +1,5 @@
-"""Deletion vectors on read (engine.deletion_vectors): the descriptor's encodings as PROTOCOL.md gives
-them, a table another writer gave DVs (inline and on disk), corrupt DVs, and the reference tables.
+"""Deletion vectors on read (engine.features.deletion_vectors): the descriptor's encodings as PROTOCOL.md
+gives them, a table another writer gave DVs (inline and on disk), corrupt DVs, and the reference tables.
 
 Expected values come from outside the engine: the protocol's own examples (the UUID path), bitmaps
 serialized here with pyroaring in the portable format Delta writes, and Delta Kernel's expected
@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from pyroaring import BitMap64
 
 from airflow_txnlog.engine import LogCorruptedError, Table
-from airflow_txnlog.engine.deletion_vectors import (
+from airflow_txnlog.engine.features.deletion_vectors import (
     PORTABLE_MAGIC,
     DeletionVector,
     z85_decode,

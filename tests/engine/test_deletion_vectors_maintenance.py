@@ -18,7 +18,7 @@ import pyarrow as pa
 import pytest
 
 from airflow_txnlog.engine import Table
-from airflow_txnlog.engine.deletion_vectors import DeletionVector
+from airflow_txnlog.engine.features.deletion_vectors import DeletionVector
 
 GOLDEN = Path(__file__).parents[1] / "compat" / "golden" / "dv-partitioned-with-checkpoint"
 OLD = time.time() - 30 * 86400

@@ -1,4 +1,5 @@
-"""Vacuum fences (engine/fence.py): a savepoint made while a vacuum deletes never keeps a lost file.
+"""Vacuum fences (engine/maintenance/fence.py): a savepoint made while a vacuum deletes never keeps a
+lost file.
 
 The race test drives the interleaving the fence exists for, deterministically: the vacuum has
 re-read the savepoints (none) and is about to delete expired tombstones when another handle
@@ -16,9 +17,9 @@ from typing import Any
 import pytest
 
 from airflow_txnlog.engine import SavepointFilesMissingError, Table, VacuumInProgressError
-from airflow_txnlog.engine import fence as fence_mod
-from airflow_txnlog.engine.fence import FENCE_DIR, VacuumFence, live_fences, wait_for_vacuums
-from airflow_txnlog.engine.savepoints import create_savepoint
+from airflow_txnlog.engine.maintenance import fence as fence_mod
+from airflow_txnlog.engine.maintenance.fence import FENCE_DIR, VacuumFence, live_fences, wait_for_vacuums
+from airflow_txnlog.engine.maintenance.savepoints import create_savepoint
 from tests.conftest import SCHEMA, rows
 
 
@@ -133,7 +134,7 @@ def test_savepoint_gives_up_when_a_vacuum_keeps_running(tmp_path: Path) -> None:
 
 
 def test_restore_to_a_version_pins_its_files_until_committed(tmp_path: Path) -> None:
-    from airflow_txnlog.engine import restore as restore_mod  # noqa: PLC0415
+    from airflow_txnlog.engine.maintenance import restore as restore_mod  # noqa: PLC0415
 
     t = _old_version_table(str(tmp_path / "t"))
     seen: list[list[str]] = []

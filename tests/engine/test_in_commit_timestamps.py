@@ -16,7 +16,8 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from airflow_txnlog.engine import Table, UnsupportedFeatureError, transaction
+from airflow_txnlog.engine import Table, UnsupportedFeatureError
+from airflow_txnlog.engine.write import transaction
 
 SCHEMA = pa.schema([("id", pa.int64())])
 ICT = {"delta.enableInCommitTimestamps": "true"}

@@ -22,7 +22,7 @@ from airflow_txnlog.engine import (
     Table,
     VersionNotFoundError,
 )
-from airflow_txnlog.engine.log_paths import LOG_DIR
+from airflow_txnlog.engine.log.log_paths import LOG_DIR
 from tests.conftest import SCHEMA, rows
 
 
@@ -151,7 +151,7 @@ def test_restore_racing_an_append_never_keeps_the_appended_rows(table_uri: str) 
     planning); the restore's transaction must read that same snapshot, conflict with the append,
     re-plan from the new latest version and remove the appended file too.
     """
-    from airflow_txnlog.engine import restore as restore_mod  # noqa: PLC0415
+    from airflow_txnlog.engine.maintenance import restore as restore_mod  # noqa: PLC0415
 
     t = _base(table_uri)
     t.create_savepoint("sp")
@@ -208,7 +208,7 @@ def test_a_savepoint_checks_only_the_files_vacuum_may_take(
     """Files live in the latest version are never vacuumed: a savepoint of it checks none (one storage
     call per file was hours on a million-file table in an object store); of an older version, only
     the files the latest version no longer has."""
-    from airflow_txnlog.engine import savepoints as savepoints_mod  # noqa: PLC0415
+    from airflow_txnlog.engine.maintenance import savepoints as savepoints_mod  # noqa: PLC0415
 
     t = _base(table_uri)
     _delete_partition(t, "b")  # v4
@@ -228,7 +228,7 @@ def test_a_savepoint_checks_only_the_files_vacuum_may_take(
 
 
 def test_missing_files_keeps_the_order_of_what_it_checks(table_uri: str) -> None:
-    from airflow_txnlog.engine.savepoints import missing_files  # noqa: PLC0415
+    from airflow_txnlog.engine.maintenance.savepoints import missing_files  # noqa: PLC0415
 
     t = _base(table_uri)
     live = [f.path for f in t.snapshot().files()]
@@ -337,7 +337,7 @@ def test_a_replan_reads_only_the_new_commits_and_checks_each_file_once(
     """Two races lost to a writer: each re-plan reads the writer's new commit only (commits never
     change) and checks no file twice (the target's files are pinned); the third plan commits, and
     the writer's versions are recorded as discarded."""
-    from airflow_txnlog.engine import restore as restore_mod  # noqa: PLC0415
+    from airflow_txnlog.engine.maintenance import restore as restore_mod  # noqa: PLC0415
 
     t = _base(table_uri)
     _delete_partition(t, "b")  # v4: the restore re-adds part b's file
@@ -381,7 +381,7 @@ def test_restore_gives_up_on_a_table_that_keeps_changing(
 ) -> None:
     """Every re-plan loses a race: after MAX_REPLANS a retry error (not a foreign-commits one) says what
     to do, and the table is unchanged."""
-    from airflow_txnlog.engine import restore as restore_mod  # noqa: PLC0415
+    from airflow_txnlog.engine.maintenance import restore as restore_mod  # noqa: PLC0415
 
     def always_beaten(*_: object, **__: object) -> int:
         raise ConcurrentAppendError("a concurrent commit added a file", winning_version=99)

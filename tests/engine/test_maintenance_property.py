@@ -43,7 +43,7 @@ from airflow_txnlog.engine import (
     Table,
     VersionNotFoundError,
 )
-from airflow_txnlog.engine.savepoints import read_manifest
+from airflow_txnlog.engine.maintenance.savepoints import read_manifest
 
 pytestmark = pytest.mark.slow
 

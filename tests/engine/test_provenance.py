@@ -5,7 +5,13 @@ from __future__ import annotations
 import pytest
 
 from airflow_txnlog.engine import ForeignCommitsError, InvalidArgumentError, Table
-from airflow_txnlog.engine.provenance import Provenance, current, job_provenance, provenance, run_owner_tag
+from airflow_txnlog.engine.write.provenance import (
+    Provenance,
+    current,
+    job_provenance,
+    provenance,
+    run_owner_tag,
+)
 from tests.conftest import SCHEMA, rows
 
 AIRFLOW_ENV = {

@@ -17,9 +17,9 @@ from airflow_txnlog.engine import (
     Table,
     VacuumInProgressError,
 )
-from airflow_txnlog.engine import publications as pubs
-from airflow_txnlog.engine.fence import VacuumFence
-from airflow_txnlog.engine.provenance import provenance
+from airflow_txnlog.engine.maintenance import publications as pubs
+from airflow_txnlog.engine.maintenance.fence import VacuumFence
+from airflow_txnlog.engine.write.provenance import provenance
 from tests.conftest import SCHEMA, rows
 
 

@@ -1,5 +1,5 @@
 """Column mapping turned on for a table we wrote, then RENAME COLUMN / DROP COLUMNS (metadata only,
-engine.schema_changes): the files keep their names, readers see the new ones, older versions read
+engine.write.alter_table): the files keep their names, readers see the new ones, older versions read
 as they were, pruning keeps working through the physical names, and new data is written under the
 physical names (delta-rs reads the result)."""
 
@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from airflow_txnlog.engine import InvalidArgumentError, Table, UnsupportedFeatureError
-from airflow_txnlog.engine.column_mapping import physical_name
+from airflow_txnlog.engine.features.column_mapping import physical_name
 from tests.cli_support import run, run_json
 from tests.deltars import deltars_rows
 

@@ -1,4 +1,4 @@
-"""`Table.set_properties` (engine.table_features): properties merge into the configuration and the
+"""`Table.set_properties` (engine.features.table_features): properties merge into the configuration and the
 protocol grows to the table features they turn on, as Delta's ALTER TABLE SET TBLPROPERTIES does;
 a downgrade or a feature the engine cannot honor is refused with nothing written."""
 

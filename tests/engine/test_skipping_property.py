@@ -16,14 +16,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from airflow_txnlog.engine.actions import Metadata, Protocol
 from airflow_txnlog.engine.errors import PredicateError
-from airflow_txnlog.engine.log_segment import LogSegment
-from airflow_txnlog.engine.predicates import may_match, parse_predicate
-from airflow_txnlog.engine.replay import LogState
+from airflow_txnlog.engine.log.actions import Metadata, Protocol
+from airflow_txnlog.engine.log.log_segment import LogSegment
+from airflow_txnlog.engine.log.replay import LogState
+from airflow_txnlog.engine.log.stats_struct import parse_stats, stats_parsed_type
 from airflow_txnlog.engine.schema import schema_to_json
-from airflow_txnlog.engine.snapshot import Snapshot
-from airflow_txnlog.engine.stats_struct import parse_stats, stats_parsed_type
+from airflow_txnlog.engine.state.predicates import may_match, parse_predicate
+from airflow_txnlog.engine.state.snapshot import Snapshot
 from airflow_txnlog.engine.storage import storage_for
 
 SCHEMA = pa.schema(

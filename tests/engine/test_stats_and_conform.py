@@ -19,7 +19,7 @@ from airflow_txnlog.engine import (
     serialize_partition_value,
     stats_columns,
 )
-from airflow_txnlog.engine.stats import compute_stats
+from airflow_txnlog.engine.log.stats import compute_stats
 
 _PROP = "delta.dataSkippingStatsColumns"
 
@@ -85,7 +85,7 @@ def test_not_null_fields_under_null_structs_are_fine_and_named_when_violated(tmp
 
 
 def test_bulk_stats_parse_reads_sliced_and_non_ascii_columns_like_whole_ones() -> None:
-    from airflow_txnlog.engine.stats_struct import _ndjson, parse_stats  # noqa: PLC0415
+    from airflow_txnlog.engine.log.stats_struct import _ndjson, parse_stats  # noqa: PLC0415
 
     target = pa.struct([("numRecords", pa.int64()), ("minValues", pa.struct([("s", pa.string())]))])
     texts = ['{"numRecords": 1, "minValues": {"s": "é"}}', None, '{"numRecords": 3}', '{"numRecords": 4}']

@@ -1,5 +1,5 @@
-"""Type widening on read (engine.type_widening): the Spark-written reference tables, the protocol's list
-of supported changes, data skipping that stays sound on columns widened from float, and checkpoints.
+"""Type widening on read (engine.features.type_widening): the Spark-written reference tables, the protocol's
+list of supported changes, data skipping that stays sound on columns widened from float, and checkpoints.
 
 Expected rows are derived outside the engine: the version-0 row from Spark's own stats in the log
 (one row per file: min = max = the value) converted as the protocol says, the version-2 row from its
@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from airflow_txnlog.engine import Table, UnsupportedFeatureError
-from airflow_txnlog.engine.type_widening import check_supported, is_supported
+from airflow_txnlog.engine.features.type_widening import check_supported, is_supported
 
 GOLDEN = Path(__file__).parents[1] / "compat" / "golden"
 

@@ -1,4 +1,4 @@
-"""V2 checkpoints (engine.checkpoint_v2): the Spark-written reference tables (a JSON and a parquet
+"""V2 checkpoints (engine.log.checkpoint_v2): the Spark-written reference tables (a JSON and a parquet
 UUID-named checkpoint, each with two sidecars), a JSON checkpoint holding its file actions inline,
 a missing sidecar, and writing to such a table (our checkpoints of it are UUID-named V2 checkpoints
 with a sidecar, never multi-part, which the feature forbids).

@@ -8,7 +8,7 @@ from collections import Counter
 from typing import Any, NoReturn
 
 from airflow_txnlog.engine import Snapshot, Table
-from airflow_txnlog.engine.log_paths import parse_name
+from airflow_txnlog.engine.log.log_paths import parse_name
 from tests.conftest import SCHEMA, rows
 
 
@@ -59,9 +59,9 @@ def fingerprint(snap: Snapshot) -> dict[str, Any]:
 
 def full_replay_paths(t: Table, version: int) -> list[str]:
     """Live file paths at `version` by replaying every JSON commit from 0 (no checkpoint involved)."""
-    from airflow_txnlog.engine.log_segment import list_log  # noqa: PLC0415
-    from airflow_txnlog.engine.replay import LogState  # noqa: PLC0415
-    from airflow_txnlog.engine.snapshot import _replay  # noqa: PLC0415
+    from airflow_txnlog.engine.log.log_segment import list_log  # noqa: PLC0415
+    from airflow_txnlog.engine.log.replay import LogState  # noqa: PLC0415
+    from airflow_txnlog.engine.state.snapshot import _replay  # noqa: PLC0415
 
     listing = list_log(t.storage)
     commits = [(v, listing.commits[v]) for v in range(version + 1)]
@@ -70,7 +70,7 @@ def full_replay_paths(t: Table, version: int) -> list[str]:
 
 
 def read_commit(t: Table, version: int) -> list[dict[str, Any]]:
-    from airflow_txnlog.engine.log_reader import parse_commit  # noqa: PLC0415
+    from airflow_txnlog.engine.log.log_reader import parse_commit  # noqa: PLC0415
 
     name = f"{version:020d}.json"
     return parse_commit(t.storage.read(f"_delta_log/{name}"), name=name)

@@ -50,11 +50,11 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from airflow_txnlog.engine import Table
-from airflow_txnlog.engine import restore as restore_mod
 from airflow_txnlog.engine import table as table_mod
-from airflow_txnlog.engine import writer as writer_mod
-from airflow_txnlog.engine.log_paths import parse_name
+from airflow_txnlog.engine.log.log_paths import parse_name
+from airflow_txnlog.engine.maintenance import restore as restore_mod
 from airflow_txnlog.engine.storage import FsspecStorage
+from airflow_txnlog.engine.write import writer as writer_mod
 from tests.conftest import rows
 
 MAINTENANCE_POINTS = (

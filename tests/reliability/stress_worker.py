@@ -26,7 +26,7 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from airflow_txnlog.engine import AddFile, CommitConflictError, Table
-from airflow_txnlog.engine.writer import conform_to_schema, write_data_files
+from airflow_txnlog.engine.write.writer import conform_to_schema, write_data_files
 from tests.conftest import rows
 from tests.reliability._util import finish_worker
 

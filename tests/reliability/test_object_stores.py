@@ -31,7 +31,7 @@ from airflow_txnlog.engine import (
     TableExistsError,
     VersionNotFoundError,
 )
-from airflow_txnlog.engine.log_paths import LOG_DIR
+from airflow_txnlog.engine.log.log_paths import LOG_DIR
 from airflow_txnlog.engine.storage import FsspecStorage
 from tests.azurite import AzureContainer
 from tests.conftest import SCHEMA, rows
@@ -300,7 +300,7 @@ def test_conflicts_between_two_handles(s3_uri: str, s3_options: dict[str, Any]) 
 
 def _extra_file(t: Table, part: str) -> AddFile:
     """Write one data file through the engine's writer and return its (uncommitted) add."""
-    from airflow_txnlog.engine.writer import conform_to_schema, write_data_files  # noqa: PLC0415
+    from airflow_txnlog.engine.write.writer import conform_to_schema, write_data_files  # noqa: PLC0415
 
     snap = t.snapshot()
     data = conform_to_schema(rows([999], part), snap.schema)

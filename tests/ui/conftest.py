@@ -28,7 +28,7 @@ import pytest
 
 from airflow_txnlog.assets import table_asset_uri
 from airflow_txnlog.engine import Table
-from airflow_txnlog.engine.provenance import provenance
+from airflow_txnlog.engine.write.provenance import provenance
 from tests.conftest import SCHEMA, rows
 from tests.processes import free_port, run_python, stop
 

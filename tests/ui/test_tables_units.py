@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from airflow_txnlog.engine import Table
-from airflow_txnlog.engine.health import TableHealth
-from airflow_txnlog.engine.history import history_page
+from airflow_txnlog.engine.maintenance.health import TableHealth
+from airflow_txnlog.engine.state.history import history_page
 from airflow_txnlog.plugins import tables_report
 from airflow_txnlog.plugins.tables_access import may_read, readable_names
 from airflow_txnlog.plugins.tables_catalog import KnownTable, build_catalog, table_id_of

@@ -10,7 +10,7 @@ from airflow.sdk import DAG, task
 
 from airflow_txnlog.callbacks import restore_on_failure
 from airflow_txnlog.engine import Table
-from airflow_txnlog.engine.provenance import provenance
+from airflow_txnlog.engine.write.provenance import provenance
 from airflow_txnlog.operators.savepoint import TxnLogSavepointOperator
 
 TABLE = os.environ.get("TXNLOG_PROVENANCE_TABLE", "/tmp/unset")

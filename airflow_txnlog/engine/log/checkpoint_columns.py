@@ -1,0 +1,231 @@
+"""Checkpoint file actions read column by column, only when asked for.
+
+A checkpoint of a million-file table is mostly `add.stats` text (about 200 bytes a file) that opening
+a table, listing its paths or planning a vacuum never looks at. So loading reads only the columns
+that reconciliation needs (`add.path`, `remove.path` and the deletion vectors that are part of a
+file's key); every other field of the `add` / `remove` rows is read from the same files the first
+time a caller asks for it (`CheckpointColumns.read`), and kept.
+
+Invariants:
+- Row order is the files' own: parts in order, rows in order, only the rows where the action column
+  is non-null. Every read of the same action yields the same rows in the same order, so arrays read
+  at different times line up with the keys computed at load.
+- Parts may disagree on schema (another writer, an older version): a field absent from one part is
+  null in its rows; the field's type is the first part's that has it.
+- The checkpoint files are immutable but may be cleaned up later (log retention); a read after that
+  raises `LogCorruptedError` saying so, and the caller reloads the table.
+- Fields read are kept (a snapshot asks again), except `add.stats` when `add.stats_parsed` exists
+  (UNCACHED_WITH_STRUCT): the bulk of the bytes, and rarely needed then.
+- A field may be asked for in part, as dotted paths inside it (`stats_parsed.minValues.id`): only
+  those parquet leaves are read, and the field comes back as a struct with just those children (its
+  own nulls intact: a leaf's definition levels carry its parents'). Data skipping reads the stats of
+  the predicate's columns this way, a few percent of `stats_parsed`'s bytes. A part where none of
+  the paths exists gives the whole field.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterable, Sequence
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from airflow_txnlog.engine.errors import LogCorruptedError
+from airflow_txnlog.engine.log.actions import STATS_PARSED
+from airflow_txnlog.engine.log.stats_struct import conform_struct
+from airflow_txnlog.engine.storage import Storage
+
+
+def _valid_rows(table: pa.Table, column: str) -> pa.StructArray:
+    """The non-null rows of a struct column as one array (chunk by chunk: no ChunkedArray kernels)."""
+    chunks = [_valid(c) for c in table.column(column).chunks]
+    if not chunks:
+        return pa.array([], type=table.schema.field(column).type)
+    return chunks[0] if len(chunks) == 1 else pa.concat_arrays(chunks)
+
+
+# The JSON stats text is most of a checkpoint's bytes; where the checkpoint also has `stats_parsed`
+# it is needed rarely (the few `AddFile`s whose JSON is not rendered from the struct), so it is read
+# each time rather than kept. Without `stats_parsed` it is the only source of stats: kept.
+UNCACHED_WITH_STRUCT = frozenset({"stats"})
+
+
+class CheckpointColumns:
+    """Lazy access to the `add` / `remove` rows of one checkpoint (its part files in order)."""
+
+    def __init__(self, storage: Storage, folder: str, part_names: Sequence[str]):
+        self._storage = storage
+        self._paths = [f"{folder}/{name}" for name in part_names]
+        self._schemas: list[pa.Schema] = []
+        self._loaded = False
+        self._cache: dict[tuple[str, str], pa.Array] = {}
+
+    def _read(self, path: str, columns: Callable[[pa.Schema], list[str]]) -> tuple[pa.Schema, pa.Table]:
+        """(the file's schema, the columns `columns(schema)` names), in one open of the file."""
+        try:
+            with self._storage.open_input(path) as fh:
+                f = pq.ParquetFile(fh)
+                # (ParquetFile.read, not read_table, which would import pandas)
+                return f.schema_arrow, f.read(columns=columns(f.schema_arrow))
+        except FileNotFoundError as exc:
+            if self._loaded:  # it was there when the snapshot loaded
+                raise LogCorruptedError(
+                    f"checkpoint file {path} was removed after this snapshot was loaded (log cleanup?); "
+                    "Help: open the table again"
+                ) from exc
+            raise LogCorruptedError(f"checkpoint file {path} is unreadable: {exc}") from exc
+        except (OSError, pa.ArrowException) as exc:
+            raise LogCorruptedError(f"checkpoint file {path} is unreadable: {exc}") from exc
+
+    def load(self, whole: Sequence[str], parts: dict[str, Sequence[str]]) -> dict[str, pa.Array]:
+        """First read: the `whole` columns (small actions) and the given fields of each `parts`
+        column; returns the non-null rows of each, and keeps the fields for later reads."""
+
+        def wanted(schema: pa.Schema) -> list[str]:
+            names = [c for c in whole if c in schema.names]
+            for column, fields in parts.items():
+                names += [f"{column}.{n}" for n in fields if _has(schema, column, n)]
+            return names
+
+        tables = []
+        for path in self._paths:
+            schema, table = self._read(path, wanted)
+            self._schemas.append(schema)
+            tables.append(table)
+        self._loaded = True
+        out: dict[str, pa.Array] = {}
+        for column in [*whole, *parts]:
+            arrays = [_valid_rows(t, column) for t in tables if column in t.column_names]
+            if arrays:
+                out[column] = _concat(arrays)
+        for column in parts:
+            if column in out:
+                for i, child in enumerate(out[column].flatten()):
+                    self._cache[(column, out[column].type.field(i).name)] = child
+        return out
+
+    def field_names(self, column: str) -> list[str]:
+        """Fields of `column` in any part, first-seen order."""
+        seen: dict[str, None] = {}
+        for schema in self._schemas:
+            if column in schema.names:
+                seen.update((f.name, None) for f in schema.field(column).type)
+        return list(seen)
+
+    def read(self, column: str, fields: Sequence[str] | None = None) -> pa.StructArray:
+        """The non-null rows of `column` with `fields` (all when None; unknown names are left out;
+        a dotted name reads part of a field, see the module doc)."""
+        known = self.field_names(column)
+        asked = known if fields is None else list(fields)
+        names = [n for n in asked if n in known]
+        partial: dict[str, list[str]] = {}
+        for n in asked:
+            top, _, rest = n.partition(".")
+            if rest and top in known and top not in names:
+                partial.setdefault(top, []).append(rest)
+        names = names or ([] if partial else ["path"])
+        missing = [n for n in names if (column, n) not in self._cache]
+        fetched = self._fetch(column, missing) if missing else {}
+        children = [self._cache.get((column, n), fetched.get(n)) for n in names]
+        for top, paths in partial.items():
+            names.append(top)
+            whole = self._cache.get((column, top))
+            children.append(whole if whole is not None else self._fetch_paths(column, top, paths))
+        return pa.StructArray.from_arrays(children, names=names)
+
+    def _fetch_paths(self, column: str, top: str, paths: list[str]) -> pa.Array:
+        """Field `top` of `column` with only the children at `paths` (dotted, below `top`)."""
+        parts = []
+        for path, schema in zip(self._paths, self._schemas, strict=True):
+            if column not in schema.names:
+                continue
+            wanted = [f"{column}.{top}.{p}" for p in paths if _has_path(schema, [column, top, *p.split(".")])]
+            if not wanted:
+                wanted = [f"{column}.{top}"] if _has(schema, column, top) else [f"{column}.path"]
+            rows = _valid_rows(self._read(path, functools.partial(_fixed, wanted))[1], column)
+            parts.append(rows)
+        types = [r.type.field(top).type for r in parts if r.type.get_field_index(top) >= 0]
+        t = _unified(types) if types else pa.struct([])
+        return _concat([_child(rows, top, t) for rows in parts]) if parts else pa.array([], type=t)
+
+    def _fetch(self, column: str, names: list[str]) -> dict[str, pa.Array]:
+        per_part = []
+        for path, schema in zip(self._paths, self._schemas, strict=True):
+            if column not in schema.names:
+                continue
+            # (a part without any of the fields still gives its rows: their path marks them)
+            wanted = [f"{column}.{n}" for n in names if _has(schema, column, n)] or [f"{column}.path"]
+            rows = _valid_rows(self._read(path, functools.partial(_fixed, wanted))[1], column)
+            per_part.append(rows)
+        out: dict[str, pa.Array] = {}
+        for n in names:
+            t = _unified(s.field(column).type.field(n).type for s in self._schemas if _has(s, column, n))
+            parts = [_child(rows, n, t) for rows in per_part]
+            out[n] = _concat(parts) if parts else pa.array([], type=t)
+            if n not in UNCACHED_WITH_STRUCT or STATS_PARSED not in self.field_names(column):
+                self._cache[(column, n)] = out[n]
+        return out
+
+
+def _valid(arr: pa.Array) -> pa.Array:
+    """The non-null rows; a slice (no copy) when they are contiguous, as writers group actions by kind."""
+    if arr.null_count == 0:
+        return arr
+    where = pc.indices_nonzero(arr.is_valid())
+    if len(where) == 0:
+        return arr.slice(0, 0)
+    first, last = where[0].as_py(), where[-1].as_py()
+    if last - first + 1 == len(where):
+        return arr.slice(first, len(where))
+    return arr.take(where)
+
+
+def _fixed(columns: list[str], schema: pa.Schema) -> list[str]:
+    return columns
+
+
+def _has(schema: pa.Schema, column: str, name: str) -> bool:
+    return column in schema.names and schema.field(column).type.get_field_index(name) >= 0
+
+
+def _has_path(schema: pa.Schema, names: list[str]) -> bool:
+    """Does the nested field at `names` (column, field, ...) exist in `schema`?"""
+    if names[0] not in schema.names:
+        return False
+    t = schema.field(names[0]).type
+    for name in names[1:]:
+        if not pa.types.is_struct(t) or t.get_field_index(name) < 0:
+            return False
+        t = t.field(name).type
+    return True
+
+
+def _child(rows: pa.StructArray, name: str, t: pa.DataType) -> pa.Array:
+    i = rows.type.get_field_index(name)
+    if i < 0:
+        return pa.nulls(len(rows), t)
+    return _conform(rows.field(i), t)
+
+
+def _unified(types: Iterable[pa.DataType]) -> pa.DataType:
+    """One type for a field that parts may type differently (struct fields united, as a permissive
+    concat of the parts would)."""
+    fields = [pa.field("f", t) for t in types]
+    if all(f.type == fields[0].type for f in fields):
+        return fields[0].type
+    return pa.unify_schemas([pa.schema([f]) for f in fields], promote_options="permissive").field("f").type
+
+
+def _conform(arr: pa.Array, t: pa.DataType) -> pa.Array:
+    if arr.type == t:
+        return arr
+    return conform_struct(arr, t) if pa.types.is_struct(t) else arr.cast(t)
+
+
+def _concat(arrays: list[pa.Array]) -> pa.Array:
+    if len(arrays) == 1:
+        return arrays[0]
+    t = _unified(a.type for a in arrays)
+    return pa.concat_arrays([_conform(a, t) for a in arrays])

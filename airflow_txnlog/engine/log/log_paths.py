@@ -1,0 +1,60 @@
+"""Names of the files in `_delta_log/` and how to recognise them.
+
+- commit         `%020d.json`
+- checkpoint     `%020d.checkpoint.parquet` (classic), `%020d.checkpoint.%010d.%010d.parquet` (part i of n)
+- v2 checkpoint  `%020d.checkpoint.<uuid>.(json|parquet)` (engine.log.checkpoint_v2; sidecars in `_sidecars/`)
+- `_last_checkpoint` (a hint), `%020d.crc` (ignored), anything else (ignored).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+LOG_DIR = "_delta_log"
+LAST_CHECKPOINT = "_last_checkpoint"
+
+_COMMIT_RE = re.compile(r"^(\d{20})\.json$")
+_CLASSIC_CP_RE = re.compile(r"^(\d{20})\.checkpoint\.parquet$")
+_MULTI_CP_RE = re.compile(r"^(\d{20})\.checkpoint\.(\d{10})\.(\d{10})\.parquet$")
+_V2_CP_RE = re.compile(r"^(\d{20})\.checkpoint\.[0-9a-fA-F-]{36}\.(json|parquet)$")
+
+
+def commit_name(version: int) -> str:
+    return f"{version:020d}.json"
+
+
+def checkpoint_name(version: int, part: int | None = None, parts: int | None = None) -> str:
+    if part is None or parts is None:
+        return f"{version:020d}.checkpoint.parquet"
+    return f"{version:020d}.checkpoint.{part:010d}.{parts:010d}.parquet"
+
+
+@dataclass(frozen=True, slots=True)
+class LogFile:
+    """One file of the log as listed: its name inside `_delta_log/`, size and modification time (ms)."""
+
+    name: str
+    size: int
+    mtime_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedName:
+    kind: str  # "commit" | "checkpoint" | "v2checkpoint"
+    version: int
+    part: int = 1
+    parts: int = 1
+
+
+def parse_name(name: str) -> ParsedName | None:
+    """Classify a log file name; None for files the log protocol says to ignore."""
+    if m := _COMMIT_RE.match(name):
+        return ParsedName("commit", int(m.group(1)))
+    if m := _CLASSIC_CP_RE.match(name):
+        return ParsedName("checkpoint", int(m.group(1)))
+    if m := _MULTI_CP_RE.match(name):
+        return ParsedName("checkpoint", int(m.group(1)), int(m.group(2)), int(m.group(3)))
+    if m := _V2_CP_RE.match(name):
+        return ParsedName("v2checkpoint", int(m.group(1)))
+    return None

@@ -1,0 +1,300 @@
+"""Checkpoint stats in both of the protocol's forms: the JSON string `add.stats` and the typed struct
+`add.stats_parsed`.
+
+- `add_stats_json` gives each checkpoint add row's JSON stats, rendering `stats_parsed` (column-wise,
+  in Arrow) where another writer left `stats` null, so stats never fall out of a later checkpoint,
+  a savepoint manifest or a restore. Rendering matches the engine's stats writer: timestamps floored
+  to milliseconds with four-digit years (`Z` only for zoned columns), decimals in plain notation,
+  NaN/infinity dropped, strings JSON-escaped.
+- `stats_parsed_type(metadata)` is the struct a checkpoint writes under
+  `delta.checkpoint.writeStatsAsStruct=true`: numRecords, minValues/maxValues in each stats column's
+  own type, nullCount with long leaves, tightBounds; partition columns, arrays and maps are left out,
+  and the columns follow `delta.dataSkippingStatsColumns` or `dataSkippingNumIndexedCols`.
+- `parse_stats` builds that struct from the JSON strings in bulk with Arrow's JSON reader, falling
+  back row by row (dropping only values that do not fit) when the bulk read refuses a line.
+"""
+
+from __future__ import annotations
+
+import decimal
+import math
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import orjson
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.json as pj
+
+from airflow_txnlog.engine import properties as props
+from airflow_txnlog.engine.errors import InvalidArgumentError
+from airflow_txnlog.engine.log.actions import STATS_PARSED, Metadata
+from airflow_txnlog.engine.log.stats import LeafPath, has_bounds, indexed_leaves, stats_columns
+from airflow_txnlog.engine.schema import schema_from_json
+
+
+def may_contain(strings: pa.Array, *needles: bytes) -> bool:
+    """False only if no value of a string array contains any of `needles`: one copy and a scan per
+    needle (memcpy and memchr speed) of the values buffer, the whole of it (bytes outside a slice
+    can only make this say True)."""
+    if len(strings) == 0:
+        return False
+    if not (pa.types.is_string(strings.type) or pa.types.is_large_string(strings.type)):
+        return True
+    data = strings.buffers()[2]
+    if data is None:
+        return False
+    raw = data.to_pybytes()
+    return any(needle in raw for needle in needles)
+
+
+def field_names(t: pa.StructType) -> set[str]:
+    return {t.field(i).name for i in range(t.num_fields)}
+
+
+_NULL_TEXT = pa.nulls(1, pa.string())[0]  # (pa.scalar would import pandas, via pyarrow)
+
+
+def _with_python(text: pa.Array, mask: pa.Array, source: pa.Array, fix: Callable[[Any], str]) -> pa.Array:
+    """`text` with the (few) rows in `mask` replaced by `fix` of the same row of `source`."""
+    mask = pc.fill_null(mask, False)
+    if not pc.any(mask).as_py():
+        return text
+    fixed = [fix(v) for v in source.filter(mask).to_pylist()]
+    return pc.replace_with_mask(text, mask, pa.array(fixed, pa.string()))
+
+
+def _string_text(arr: pa.Array) -> pa.Array:
+    s = arr.cast(pa.string())
+    escaped = pc.replace_substring(pc.replace_substring(s, "\\", "\\\\"), '"', '\\"')
+    text = pc.binary_join_element_wise('"', escaped, '"', "")
+    # Control characters need \u escapes: rare in bounds, so orjson writes those rows.
+    odd = pc.match_substring_regex(s, r"[\x00-\x1f]")
+    return _with_python(text, odd, s, lambda v: orjson.dumps(v).decode())
+
+
+def _plain_decimal(text: str) -> str:
+    return format(decimal.Decimal(text), "f")
+
+
+def _leaf_text(arr: pa.Array) -> pa.Array | None:
+    """JSON text of each value of a stats leaf (null where null), None for a type stats do not hold."""
+    t = arr.type
+    if pa.types.is_integer(t) or pa.types.is_boolean(t):
+        return arr.cast(pa.string())
+    if pa.types.is_floating(t):  # a NaN or infinite bound bounds nothing
+        # A float32 as its exact double value (1.100000023841858, not 1.1), as our stats writer does.
+        return pc.if_else(pc.is_finite(arr), arr.cast(pa.float64()).cast(pa.string()), _NULL_TEXT)
+    if pa.types.is_decimal(t):  # the exact value, in plain notation (Arrow writes 0E-10 for 0 at scale 10)
+        text = arr.cast(pa.string())
+        plain = _with_python(
+            text, pc.match_substring(text, "E"), text, lambda v: format(decimal.Decimal(v), "f")
+        )
+        return plain
+    if pa.types.is_date(t):
+        return pc.binary_join_element_wise('"', arr.cast(pa.string()), '"', "")
+    if pa.types.is_timestamp(t):  # milliseconds, as Delta writes them (readers widen a max by 1 ms)
+        if t.tz is not None:
+            arr = arr.cast(pa.timestamp(t.unit, "UTC"))
+        ms = pc.floor_temporal(arr, unit="millisecond").cast(pa.timestamp("ms", arr.type.tz))
+        text = pc.strftime(ms, format="%Y-%m-%dT%H:%M:%S")
+        return pc.binary_join_element_wise('"', text, 'Z"' if t.tz is not None else '"', "")
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return _string_text(arr)
+    return None
+
+
+def struct_json(arr: pa.StructArray) -> pa.Array:
+    """The JSON object text of each row of a struct array (the `add.stats` form of `add.stats_parsed`)."""
+    members = []
+    for i, child in enumerate(arr.flatten()):  # (flatten: a null parent makes its children null)
+        text = struct_json(child) if pa.types.is_struct(child.type) else _leaf_text(child)
+        if text is not None:
+            key = "," + orjson.dumps(arr.type.field(i).name).decode() + ":"
+            members.append(pc.fill_null(pc.binary_join_element_wise(key, text, ""), ""))
+    if not members:
+        return pa.nulls(len(arr), pa.string())
+    body = pc.binary_join_element_wise(*members, "") if len(members) > 1 else members[0]
+    text = pc.binary_join_element_wise("{", pc.utf8_slice_codeunits(body, 1), "}", "")
+    return pc.if_else(pc.equal(body, ""), _NULL_TEXT, text)
+
+
+def add_stats_json(adds: pa.StructArray) -> pa.Array:
+    """Per checkpoint add row its stats JSON: `stats`, or where a writer left only `stats_parsed`, that."""
+    names = field_names(adds.type)
+    stats = adds.field("stats").cast(pa.string()) if "stats" in names else pa.nulls(len(adds), pa.string())
+    if STATS_PARSED not in names:
+        return stats
+    parsed = adds.field(STATS_PARSED)
+    missing = pc.and_(pc.is_null(stats), pc.is_valid(parsed))
+    if not pc.any(missing).as_py():
+        return stats
+    return pc.replace_with_mask(stats, missing, struct_json(parsed.filter(missing)))
+
+
+# ----------------------------------------------------------------------------- stats: JSON -> struct
+def _stats_leaves(data: list[pa.Field], conf: Mapping[str, str]) -> set[LeafPath]:
+    """The leaf paths the stats writer collects stats for (engine.log.stats.indexed_leaves, same rule)."""
+    try:
+        count, named = props.num_indexed_cols(conf), stats_columns(conf)
+    except InvalidArgumentError:
+        count, named = -1, None  # a malformed value: a superset of the stats any writer collected
+    return {path for path, _ in indexed_leaves(pa.schema(data), num_indexed_cols=count, stats_columns=named)}
+
+
+def _stats_fields(
+    fields: list[pa.Field], path: LeafPath, picked: set[LeafPath]
+) -> tuple[list[pa.Field], list[pa.Field]]:
+    """(minValues/maxValues fields, nullCount fields) of the stats columns among `fields`."""
+    bounds: list[pa.Field] = []
+    nulls: list[pa.Field] = []
+    for f in fields:
+        p = (*path, f.name)
+        if pa.types.is_struct(f.type):
+            b, n = _stats_fields([f.type.field(i) for i in range(f.type.num_fields)], p, picked)
+            if b:  # (parquet has no empty structs)
+                bounds.append(pa.field(f.name, pa.struct(b)))
+            if n:
+                nulls.append(pa.field(f.name, pa.struct(n)))
+        elif p in picked:
+            nulls.append(pa.field(f.name, pa.int64()))
+            if has_bounds(f.type):
+                bounds.append(pa.field(f.name, f.type))
+    return bounds, nulls
+
+
+def stats_parsed_type(metadata: Metadata) -> pa.StructType:
+    """The type of `add.stats_parsed` for a table: numRecords, then minValues / maxValues with each stats
+    column's own type and nullCount with long leaves (nested like the schema), then tightBounds."""
+    schema = schema_from_json(metadata.schema_string)
+    parts = set(metadata.partition_columns)
+    data = [f for f in schema if f.name not in parts]
+    bounds, nulls = _stats_fields(data, (), _stats_leaves(data, metadata.configuration))
+    fields = [pa.field("numRecords", pa.int64())]
+    if bounds:
+        fields += [pa.field("minValues", pa.struct(bounds)), pa.field("maxValues", pa.struct(bounds))]
+    if nulls:
+        fields.append(pa.field("nullCount", pa.struct(nulls)))
+    fields.append(pa.field("tightBounds", pa.bool_()))
+    return pa.struct(fields)
+
+
+def _json_readable(t: pa.DataType) -> pa.DataType:
+    """`t` with date leaves as strings: Arrow's JSON reader converts strings to timestamps, not dates."""
+    if pa.types.is_struct(t):
+        return pa.struct([pa.field(f.name, _json_readable(f.type)) for f in t])
+    return pa.string() if pa.types.is_date(t) else t
+
+
+def _ndjson(lines: pa.Array) -> pa.Buffer:
+    """The lines as one newline-delimited buffer, built in Arrow (no Python string per line): each
+    line gets a "\n" appended; the values buffer of that fresh array is then the whole document.
+    (64-bit offsets only when the document could pass 2 GiB: the cast is a full copy.)"""
+    data = lines.buffers()[2]
+    wide = data is not None and data.size + len(lines) >= 2**31 - 1
+    t = pa.large_string() if wide else pa.string()
+    joined = pc.binary_join_element_wise(
+        lines.cast(t) if wide else lines, pa.scalar("", t), pa.scalar("\n", t)
+    )
+    offsets = pa.Array.from_buffers(
+        pa.int64() if wide else pa.int32(), len(joined) + 1, [None, joined.buffers()[1]], offset=joined.offset
+    )
+    first, last = offsets[0].as_py(), offsets[-1].as_py()
+    return joined.buffers()[2].slice(first, last - first)
+
+
+def _parse_bulk(lines: pa.Array, target: pa.StructType) -> pa.StructArray:
+    raw = _json_readable(target)
+    longest = pc.max(pc.binary_length(lines)).as_py() or 0
+    table = pj.read_json(
+        pa.BufferReader(_ndjson(lines)),
+        read_options=pj.ReadOptions(block_size=max(16 << 20, 2 * longest + 2)),  # (fewer chunks to join)
+        parse_options=pj.ParseOptions(
+            explicit_schema=pa.schema(list(raw)), unexpected_field_behavior="ignore"
+        ),
+    )
+    if table.num_rows != len(lines):
+        raise pa.ArrowInvalid(f"{table.num_rows} stats objects parsed from {len(lines)} lines")
+    children = [c.combine_chunks() if c.num_chunks != 1 else c.chunk(0) for c in table.columns]
+    return conform_struct(pa.StructArray.from_arrays(children, fields=list(raw)), target)
+
+
+def _leaf(value: Any, t: pa.DataType) -> Any:
+    """A JSON stats value as a value of type `t`, or None where it does not fit the column's type."""
+    if value is None or isinstance(value, dict | list) or isinstance(value, bool) != pa.types.is_boolean(t):
+        return None
+    try:
+        if pa.types.is_decimal(t):
+            return pa.scalar(decimal.Decimal(str(value))).cast(t).as_py()
+        out = pa.scalar(value).cast(t).as_py()
+    except (pa.ArrowException, ArithmeticError, ValueError, TypeError):
+        return None
+    return None if isinstance(out, float) and not math.isfinite(out) else out
+
+
+def _coerce(value: Any, t: pa.DataType) -> Any:
+    if pa.types.is_struct(t):
+        if not isinstance(value, dict):
+            return None
+        return {f.name: _coerce(value.get(f.name), f.type) for f in t}
+    return _leaf(value, t)
+
+
+def _parse_rows(lines: list[str], target: pa.StructType) -> pa.StructArray:
+    """The slow path, for stats that do not fit the schema's types (e.g. "NaN" for a double): each
+    value that does not fit is dropped, the rest of the file's stats kept."""
+    rows = []
+    for line in lines:
+        try:
+            rows.append(_coerce(orjson.loads(line), target))
+        except orjson.JSONDecodeError:
+            rows.append(None)
+    return pa.array(rows, type=target)
+
+
+def parse_stats(stats: pa.Array, target: pa.StructType) -> pa.StructArray:
+    """`stats_parsed` of type `target` for a column of stats JSON strings (null where the JSON is)."""
+    missing = pc.is_null(stats)
+    lines = pc.fill_null(stats.cast(pa.string()), "{}")
+    try:
+        parsed = _parse_bulk(lines, target)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        parsed = _parse_rows(lines.to_pylist(), target)
+    mask = pc.or_(missing, pc.is_null(parsed))  # (a row whose JSON is unreadable has no stats either)
+    return pa.StructArray.from_arrays(parsed.flatten(), fields=list(target), mask=mask)
+
+
+# ----------------------------------------------------------------------------- write: rows
+def conform_struct(arr: pa.StructArray | None, target: pa.StructType) -> pa.StructArray:
+    """Project a struct array read from any writer onto our checkpoint struct type."""
+    if arr is None:
+        return pa.array([], type=target)
+    children = {arr.type.field(i).name: child for i, child in enumerate(arr.flatten())}
+    fields = [target.field(i) for i in range(target.num_fields)]
+    out = []
+    for f in fields:
+        child = children.get(f.name)
+        if child is None:
+            out.append(pa.nulls(len(arr), f.type))
+        elif pa.types.is_struct(f.type):
+            out.append(conform_struct(child, f.type))
+        else:
+            out.append(child if child.type == f.type else child.cast(f.type))
+    return pa.StructArray.from_arrays(out, fields=fields, mask=pc.invert(arr.is_valid()))
+
+
+# ----------------------------------------------------------------------------- read: exact floats
+def _widened(t: pa.DataType) -> pa.DataType:
+    """`t` with float32 leaves as float64."""
+    if pa.types.is_struct(t):
+        return pa.struct([pa.field(f.name, _widened(f.type)) for f in t])
+    return pa.float64() if pa.types.is_floating(t) and t.bit_width < 64 else t
+
+
+def parse_stats_exact(stats: pa.Array, target: pa.StructType) -> pa.StructArray:
+    """`parse_stats`, with float32 bounds read as doubles and then rounded to float32: the rounding
+    data skipping applies to a JSON bound (`predicates.stats_value`), which a direct float32 parse
+    differs from in rare double-rounding cases."""
+    wide = _widened(target)
+    parsed = parse_stats(stats, wide)
+    return parsed if wide == target else conform_struct(parsed, target)

@@ -1,0 +1,153 @@
+"""Log cleanup: delete old commits and checkpoints that no reader needs any more.
+
+Rule (Delta's metadata cleanup): with cutoff = now - `delta.logRetentionDuration` (30 days), find the
+newest complete checkpoint C whose commit is at or before the cutoff; delete every commit, checkpoint
+and `.crc` file of a version below C (all of them older than the cutoff, since commit times increase).
+Versions >= C stay reconstructable from C. Files are deleted oldest first, so a crash midway leaves a
+contiguous log.
+
+Cleanup refuses (`UnsupportedFeatureError`) a table with a writer feature this engine's checkpoints
+cannot carry (`engine.state.checkpoint.require_checkpoint_supported`): the checkpoint it would keep might be
+a lossy one, and deleting the commits below it would make the loss permanent.
+
+Publications hold it back: a reader following a channel (engine.maintenance.publications) loads the channel's
+current version from the log, so C is also at most the oldest channel's current version.
+
+Savepoints do not hold the log back: each savepoint's manifest holds the full state of its version,
+so a restore needs only the manifest and the data files (which vacuum keeps). This avoids Hudi's
+problem of a timeline that grows without bound behind an old savepoint.
+
+Sidecars: a v2 checkpoint's file actions may live in `_delta_log/_sidecars/`; once no remaining
+checkpoint names a sidecar and it is older than the log retention, it is deleted too (`sidecar_files`).
+
+Temp files: the local backend writes each commit/checkpoint to `_delta_log/.tmp/` before linking it
+into place; a writer killed in between leaves its temp file behind. Cleanup deletes temp files older
+than `TEMP_MAX_AGE_MS` (1 hour: a live write holds its temp file for milliseconds, and a temp file is
+never the commit itself, so deleting a stale one cannot lose data). They are listed in `temp_files`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import time
+from dataclasses import dataclass, field
+
+from airflow_txnlog.engine import properties as props
+from airflow_txnlog.engine.log import checkpoint_v2
+from airflow_txnlog.engine.log.log_paths import LOG_DIR, LogFile, parse_name
+from airflow_txnlog.engine.log.log_segment import LogListing, monotonic_timestamps
+from airflow_txnlog.engine.maintenance.maintenance_table import MaintenanceTable
+from airflow_txnlog.engine.maintenance.publications import protected_versions
+from airflow_txnlog.engine.state.checkpoint import require_checkpoint_supported
+from airflow_txnlog.engine.state.snapshot import Snapshot
+from airflow_txnlog.engine.storage import Storage
+from airflow_txnlog.engine.validate import flag, number
+
+_CRC_RE = re.compile(r"^(\d{20})\.crc$")
+TEMP_DIR = f"{LOG_DIR}/.tmp"
+TEMP_MAX_AGE_MS = 3_600_000
+SIDECARS = f"{LOG_DIR}/{checkpoint_v2.SIDECAR_DIR}"
+
+
+@dataclass(frozen=True)
+class CleanupResult:
+    files: list[str]  # names inside _delta_log/
+    dry_run: bool
+    checkpoint_version: int | None  # the checkpoint everything below was removed for
+    oldest_version_kept: int | None
+    temp_files: list[str] = field(default_factory=list)  # stale names inside _delta_log/.tmp/
+    sidecar_files: list[str] = field(default_factory=list)  # names inside _delta_log/_sidecars/
+
+
+def cleanup_log(table: MaintenanceTable, *, retention_hours: float | None, dry_run: bool) -> CleanupResult:
+    """Delete (or with `dry_run`, list) what the module docstring says, as of the latest snapshot."""
+    number("retention_hours", retention_hours, minimum=0, none_means="the table's log retention")
+    flag("dry_run", dry_run)
+    storage = table.storage
+    snap = table.snapshot()
+    require_checkpoint_supported(snap.protocol, "clean up the log")
+    files = storage.list_log()  # one listing: it classifies the versions and names what to delete
+    keep_ms = _retention_ms(snap, retention_hours)
+    result = _cleanup_versions(storage, snap, files, keep_ms=keep_ms, dry_run=dry_run)
+    gone = set(result.files)
+    kept = [f.name for f in files if f.name not in gone]
+    return dataclasses.replace(
+        result,
+        temp_files=_cleanup_temp(storage, dry_run=dry_run),
+        sidecar_files=_cleanup_sidecars(storage, kept, keep_ms=keep_ms, dry_run=dry_run),
+    )
+
+
+def _retention_ms(snap: Snapshot, retention_hours: float | None) -> int:
+    if retention_hours is not None:
+        return int(retention_hours * 3_600_000)
+    return props.log_retention_ms(snap.metadata.configuration)
+
+
+def _cleanup_sidecars(storage: Storage, kept: list[str], *, keep_ms: int, dry_run: bool) -> list[str]:
+    """Sidecars (v2 checkpoints' file actions) no remaining checkpoint names, older than the log
+    retention: a checkpoint being written has its sidecars before its main file, and they are new."""
+    try:
+        sidecars = storage.list_dir(SIDECARS)
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    named: set[str] = set()
+    for name in kept:  # the log files that stay: their v2 checkpoints name the sidecars to keep
+        if checkpoint_v2.is_v2_name(name):
+            named.update(p.rsplit("/", 1)[-1] for p in checkpoint_v2.plan(storage, name)[0][1:])
+    cutoff = int(time.time() * 1000) - keep_ms
+    stale = [f.name for f in sidecars if f.name not in named and f.mtime_ms < cutoff]
+    if not dry_run:
+        for name in stale:
+            storage.delete(f"{SIDECARS}/{name}")
+    return stale
+
+
+def _cleanup_temp(storage: Storage, *, dry_run: bool) -> list[str]:
+    try:
+        temps = storage.list_dir(TEMP_DIR)
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    cutoff = int(time.time() * 1000) - TEMP_MAX_AGE_MS
+    stale = [f.name for f in temps if f.mtime_ms < cutoff]
+    if not dry_run:
+        for name in stale:
+            storage.delete(f"{TEMP_DIR}/{name}")
+    return stale
+
+
+def _cleanup_versions(
+    storage: Storage, snap: Snapshot, files: list[LogFile], *, keep_ms: int, dry_run: bool
+) -> CleanupResult:
+    cutoff = int(time.time() * 1000) - keep_ms
+    listing = LogListing.build(files, complete=True)
+    stamps = monotonic_timestamps(listing.commits)
+    old_enough = [v for v in listing.checkpoints if v in stamps and stamps[v] <= cutoff]
+    cp = _newest_at_or_below(old_enough, min([snap.version, *protected_versions(storage)]))
+    if cp is None:
+        return CleanupResult([], dry_run, None, min(listing.commits, default=None))
+    doomed: list[tuple[int, str]] = []
+    for f in files:
+        parsed = parse_name(f.name)
+        crc = _CRC_RE.match(f.name)
+        version = parsed.version if parsed else (int(crc.group(1)) if crc else None)
+        if version is not None and version < cp:
+            doomed.append((version, f.name))
+    doomed.sort()
+    # A publish of an old version may have started since: its marker holds the log back too.
+    again = _newest_at_or_below(old_enough, min([snap.version, *protected_versions(storage)]))
+    if again != cp:
+        doomed = [(v, n) for v, n in doomed if again is not None and v < again]
+        cp = again
+    if cp is None:
+        return CleanupResult([], dry_run, None, min(listing.commits, default=None))
+    if not dry_run:
+        for _, name in doomed:
+            storage.delete(f"{LOG_DIR}/{name}")
+    return CleanupResult([n for _, n in doomed], dry_run, cp, cp)
+
+
+def _newest_at_or_below(checkpoints: list[int], ceiling: int) -> int | None:
+    """The newest checkpoint version at or below `ceiling` (None: none is)."""
+    return max((v for v in checkpoints if v <= ceiling), default=None)

@@ -1,0 +1,343 @@
+"""The live files of a snapshot as one Arrow table, in delta-rs's `get_add_actions(flatten=True)` layout.
+
+`file_table(base, tail, metadata)` builds it in bulk from the replayed state: the checkpoint's live add
+rows (an Arrow struct array) and the JSON commits' adds (dicts, converted to Arrow once by pyarrow's
+C++ converter). Columns, one row per live file, base rows first then tail adds (the order of
+`Snapshot.files()`):
+
+    path (decoded) | size_bytes | modification_time | data_change | num_records
+    | null_count.<col> | min.<col> | max.<col>     (nested leaves dotted: min.s.x)
+    | partitionValues (the raw string map; `typed_partitions` turns it into partition.<col>)
+
+The stats columns follow `stats_struct.stats_parsed_type(metadata)` (each column's own type; the
+columns the table's stats settings index). A row's stats come from the checkpoint's `stats_parsed`
+where the writer left it (read as its JSON rendering says: non-finite floats dropped, timestamps
+floored to ms), else from its JSON `stats`, parsed in bulk (`stats_struct.parse_stats_exact`).
+Partition values are typed per distinct value with `schema.parse_partition_value` (hive null,
+dates, timestamps, binary as UTF-8 as everywhere else), then spread to the rows with `take`: a table
+has few distinct partition values, so this is the only Python work per value, never per file.
+The one per-file Python step is decoding the rare percent-encoded path (`urllib.parse.unquote`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+from urllib.parse import unquote
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from airflow_txnlog.engine.features.column_mapping import (
+    Names,
+    logical_view,
+    physical_metadata,
+    rename_map_keys,
+)
+from airflow_txnlog.engine.log.actions import (
+    ADD,
+    PARTITION_VALUES_PARSED,
+    STATS_PARSED,
+    AddFile,
+    Metadata,
+    decode_path,
+)
+from airflow_txnlog.engine.log.replay import STR_MAP, LogState
+from airflow_txnlog.engine.log.stats_struct import (
+    add_stats_json,
+    conform_struct,
+    field_names,
+    may_contain,
+    parse_stats_exact,
+    stats_parsed_type,
+)
+from airflow_txnlog.engine.schema import parse_partition_value
+
+PARTITION_VALUES = "partitionValues"  # internal column: the raw partition value strings
+_CORE = pa.struct(
+    [
+        ("path", pa.string()),
+        (PARTITION_VALUES, STR_MAP),
+        ("size", pa.int64()),
+        ("modificationTime", pa.int64()),
+        ("dataChange", pa.bool_()),
+        ("stats", pa.string()),
+    ]
+)
+BaseRows = Callable[[Sequence[str]], pa.StructArray | None]
+_STATS_PARTS = (("null_count", "nullCount"), ("min", "minValues"), ("max", "maxValues"))
+
+
+def _core(base: pa.StructArray | None, tail: list[dict[str, Any]]) -> pa.StructArray:
+    parts = [] if base is None else [conform_struct(base, _CORE)]
+    # (missing keys become nulls, extra keys are ignored: pyarrow converts the dicts in C++)
+    parts.append(pa.array(tail, type=_CORE))
+    return pa.concat_arrays(parts) if len(parts) > 1 else parts[0]
+
+
+def _decoded(paths: pa.Array) -> pa.Array:
+    if not may_contain(paths, b"%"):  # the common case, decided by one buffer scan
+        return paths
+    encoded = pc.fill_null(pc.match_substring(paths, "%"), False)
+    if not pc.any(encoded).as_py():
+        return paths
+    fixed = [unquote(p) for p in paths.filter(encoded).to_pylist()]
+    return pc.replace_with_mask(paths, encoded, pa.array(fixed, pa.string()))
+
+
+def _as_json_says(arr: pa.Array) -> pa.Array:
+    """A `stats_parsed` leaf as its JSON rendering (`stats_struct.struct_json`) says it: infinite or
+    NaN floats dropped, timestamps floored to milliseconds, so both forms of stats bound alike."""
+    t = arr.type
+    if pa.types.is_struct(t):
+        children = [_as_json_says(c) for c in arr.flatten()]
+        return pa.StructArray.from_arrays(children, fields=list(t), mask=pc.invert(arr.is_valid()))
+    if pa.types.is_floating(t):
+        return pc.if_else(pc.is_finite(arr), arr, pa.nulls(1, t)[0])
+    if pa.types.is_timestamp(t):
+        return pc.floor_temporal(arr, unit="millisecond")
+    return arr
+
+
+def _parsed_base(base: pa.StructArray | None, target: pa.StructType) -> pa.StructArray | None:
+    """The checkpoint's `stats_parsed` in `target`, None where absent or of a type we cannot cast."""
+    if base is None or STATS_PARSED not in field_names(base.type):
+        return None
+    try:
+        return _as_json_says(conform_struct(base.field(STATS_PARSED), target))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        return None  # a writer's struct we cannot cast: its JSON stats are used instead
+
+
+def _stats(
+    core: pa.StructArray, base: pa.StructArray | None, base_rows: BaseRows, target: pa.StructType
+) -> pa.StructArray:
+    """Typed stats per row: the checkpoint's `stats_parsed` where present, else the JSON parsed in bulk.
+    The checkpoint's JSON `stats` column is read only when some row has no `stats_parsed`."""
+    n_base = 0 if base is None else len(base)
+    tail_text = core.field("stats").slice(n_base)
+    parsed = _parsed_base(base, target)
+    if parsed is not None and parsed.null_count == 0:
+        return pa.concat_arrays([parsed, parse_stats_exact(tail_text, target)])
+    base_text = pa.nulls(n_base, pa.string())
+    if n_base:
+        rows = base_rows(["stats"])
+        if rows is not None and rows.type.get_field_index("stats") >= 0:
+            base_text = rows.field("stats").cast(pa.string())
+    if parsed is not None:
+        base_text = pc.if_else(parsed.is_valid(), pa.nulls(1, pa.string())[0], base_text)
+    from_json = parse_stats_exact(pa.concat_arrays([base_text, tail_text]), target)
+    if parsed is None:
+        return from_json
+    parsed = pa.concat_arrays([parsed, pa.nulls(len(tail_text), target)])
+    return pc.if_else(parsed.is_valid(), parsed, from_json)
+
+
+def _flatten(arr: pa.StructArray, prefix: str) -> list[tuple[str, pa.Array]]:
+    out: list[tuple[str, pa.Array]] = []
+    for i, child in enumerate(arr.flatten()):  # flatten: a null parent makes its children null
+        name = f"{prefix}.{arr.type.field(i).name}"
+        out.extend(_flatten(child, name) if pa.types.is_struct(child.type) else [(name, child)])
+    return out
+
+
+def _leaf_paths(t: pa.StructType) -> list[str]:
+    """The dotted paths of `t`'s fields, one level into each struct (`minValues.id`, `numRecords`)."""
+    return [f"{f.name}.{c.name}" for f in t if pa.types.is_struct(f.type) for c in f.type] + [
+        f.name for f in t if not pa.types.is_struct(f.type)
+    ]
+
+
+def _only(target: pa.StructType, columns: frozenset[str]) -> pa.StructType:
+    """`target` (a stats_parsed type) keeping only the top-level columns in `columns`."""
+    fields = []
+    for f in target:
+        if pa.types.is_struct(f.type):
+            kept = [c for c in f.type if c.name in columns]
+            if kept:
+                fields.append(pa.field(f.name, pa.struct(kept)))
+        else:
+            fields.append(f)
+    return pa.struct(fields)
+
+
+def file_table(
+    base_rows: BaseRows,
+    tail: list[dict[str, Any]],
+    metadata: Metadata,
+    *,
+    columns: frozenset[str] | None = None,
+    names: Names | None = None,
+) -> pa.Table:
+    """The live files as one table (see the module doc); `partitionValues` still raw strings.
+
+    :param base_rows: the checkpoint's live add rows with the given fields (`LogState.live_base_adds`).
+    :param columns: only the stats of these columns (and the partition values if one of them is a
+        partition column): the narrow table data skipping needs; the other columns are null.
+    :param names: column mapping: the log's stats and partition values use physical names; they are
+        read as such and the table comes out in logical names.
+    """
+    meta = physical_metadata(metadata) if names is not None else None
+    logical = stats_parsed_type(metadata)
+    target = stats_parsed_type(meta) if meta is not None else logical
+    if columns is None:
+        fields = [*_CORE.names[:-1], STATS_PARSED]
+    else:
+        physical_cols = frozenset(names.physical_of(c) for c in columns) if names is not None else columns
+        target, logical = _only(target, physical_cols), _only(logical, columns)
+        # (no paths: the narrow table only feeds the pruning mask; only the stats leaves it needs)
+        fields = [f"{STATS_PARSED}.{leaf}" for leaf in _leaf_paths(target)]
+        if columns & set(metadata.partition_columns):
+            fields.append(PARTITION_VALUES)
+    base = base_rows(fields)
+    core = _core(base, tail)
+    stats = logical_view(_stats(core, base, base_rows, target), logical)
+    by_name = dict(
+        zip([logical.field(i).name for i in range(logical.num_fields)], stats.flatten(), strict=True)
+    )
+    cols: list[tuple[str, pa.Array]] = [
+        ("path", _decoded(core.field("path"))),
+        ("size_bytes", pc.fill_null(core.field("size"), 0)),
+        ("modification_time", pc.fill_null(core.field("modificationTime"), 0)),
+        ("data_change", pc.fill_null(core.field("dataChange"), True)),
+        ("num_records", by_name["numRecords"]),
+    ]
+    for prefix, key in _STATS_PARTS:
+        if key in by_name:
+            cols.extend(_flatten(by_name[key], prefix))
+    values = core.field(PARTITION_VALUES)
+    if names is not None:
+        values = rename_map_keys(values, {names.physical_of(c): c for c in metadata.partition_columns})
+    cols.append((PARTITION_VALUES, values))
+    return pa.table(dict(cols))
+
+
+def raw_partition(table: pa.Table, column: str) -> pa.Array:
+    """Per file the partition value string of `column` (null where absent)."""
+    values = table.column(PARTITION_VALUES)
+    return partition_lookup(values.chunk(0) if values.num_chunks == 1 else values.combine_chunks(), column)
+
+
+def partition_lookup(values: pa.Array, column: str) -> pa.Array:
+    """Per row of a `partitionValues` map column, the value string of `column` (null where absent).
+
+    Fast path: when every row's map holds `column` exactly once (the normal case: the hits fall one
+    in each row, in row order), the items at the hits are the answer; otherwise `map_lookup`,
+    several times slower."""
+    if len(values) == 0:
+        return pa.array([], pa.string())
+    if values.offset == 0 and values.null_count == 0 and len(values.keys) >= len(values):
+        hits = np.flatnonzero(pc.equal(values.keys, column).to_numpy(zero_copy_only=False))
+        if len(hits) == len(values):
+            offsets = values.offsets.to_numpy()
+            rows = np.searchsorted(offsets, hits, side="right") - 1
+            if np.array_equal(rows, np.arange(len(values))):
+                return values.items.take(pa.array(hits)).cast(pa.string())
+    return pc.map_lookup(values, column, "first")
+
+
+def parsed_partition(raw: pa.Array, t: pa.DataType) -> tuple[list[Any], pa.Array]:
+    """(distinct values parsed with `parse_partition_value`, per-file index into them)."""
+    encoded = raw.dictionary_encode()
+    return [parse_partition_value(v, t) for v in encoded.dictionary.to_pylist()], encoded.indices
+
+
+def typed_partition(raw: pa.Array, t: pa.DataType) -> pa.Array:
+    """The partition values of one column in its type (raises for a value that is not of the type)."""
+    if pa.types.is_string(t):
+        return pc.if_else(pc.equal(raw, ""), pa.nulls(1, pa.string())[0], raw)
+    values, indices = parsed_partition(raw, t)
+    if pa.types.is_floating(t):  # a double rounded to the column's type, as a C cast does
+        return pa.array(values, pa.float64()).cast(t).take(indices)
+    return pa.array(values, t).take(indices)
+
+
+def add_actions_table(files: pa.Table, schema: pa.Schema, partition_columns: list[str]) -> pa.Table:
+    """`files` (a `file_table`) with `partitionValues` replaced by typed `partition.<col>` columns."""
+    out = files.drop_columns([PARTITION_VALUES])
+    for c in partition_columns:
+        out = out.append_column(
+            f"partition.{c}", typed_partition(raw_partition(files, c), schema.field(c).type)
+        )
+    return out
+
+
+# ----------------------------------------------------------------------------- AddFile objects
+def _column(arr: pa.StructArray, name: str) -> list[Any]:
+    """A field of checkpoint add rows as Python values (all None when the writer left it out)."""
+    if arr.type.get_field_index(name) < 0 or arr.field(name).null_count == len(arr):
+        return [None] * len(arr)
+    return arr.field(name).to_pylist()  # type: ignore[no-any-return]
+
+
+def adds_from_struct(arr: pa.StructArray) -> list[AddFile]:
+    """AddFiles of checkpoint add rows, column by column; stats from `stats` or else `stats_parsed`."""
+    cols = [
+        _column(arr, n)
+        for n in (
+            "path",
+            "partitionValues",
+            "size",
+            "modificationTime",
+            "dataChange",
+            "tags",
+            "deletionVector",
+            "baseRowId",
+            "defaultRowCommitVersion",
+            "clusteringProvider",
+        )
+    ]
+    stats = add_stats_json(arr).to_pylist()
+    return [
+        AddFile(
+            path=decode_path(p),
+            partition_values=dict(pv or ()),
+            size=s or 0,
+            modification_time=mt or 0,
+            data_change=True if dc is None else dc,
+            stats=st,
+            tags=dict(tg) if tg else None,
+            deletion_vector=dict(dv) if dv else None,
+            base_row_id=row_id,
+            default_row_commit_version=row_version,
+            clustering_provider=cp,
+            encoded_path=p,
+        )
+        for p, pv, s, mt, dc, tg, dv, row_id, row_version, cp, st in zip(*cols, stats, strict=True)
+    ]
+
+
+def _base_rows_for(state: LogState, picked: list[int], n_base: int) -> pa.StructArray | None:
+    """Every field of the live base rows at `picked` (ascending). For up to half the rows of a
+    checkpoint that has `stats_parsed`, the JSON `stats` column (most of a checkpoint's bytes) is not
+    read: those rows' JSON is rendered from their struct (`add_stats_json`), unless one lacks it."""
+    if not picked:
+        return None
+    names = state.source.field_names(ADD) if state.source is not None else []
+    if STATS_PARSED in names and "stats" in names and len(picked) * 2 <= n_base:
+        rows = state.live_base_adds([n for n in names if n not in ("stats", PARTITION_VALUES_PARSED)])
+        assert rows is not None
+        rows = rows.take(pa.array(picked, pa.int64()))
+        if rows.field(STATS_PARSED).null_count == 0:
+            return rows
+    rows = state.live_base_adds()
+    assert rows is not None
+    return rows if picked == list(range(n_base)) else rows.take(pa.array(picked, pa.int64()))
+
+
+def select_adds(state: LogState, keep: Sequence[int] | None = None) -> list[AddFile]:
+    """`AddFile`s of the live files at positions `keep` (all if None) of `LogState.live_add_keys`,
+    in the order asked for: only those rows of the checkpoint become Python objects."""
+    n_tail = sum(1 for is_add, _ in state.tail.values() if is_add)
+    n_base = state.num_files() - n_tail
+    wanted = list(range(n_base + n_tail)) if keep is None else list(keep)
+    order = sorted(set(wanted))
+    if order and (order[0] < 0 or order[-1] >= n_base + n_tail):
+        raise IndexError(f"file positions must be in [0, {n_base + n_tail}), got {order[0]}..{order[-1]}")
+    picked = [i for i in order if i < n_base]
+    base = _base_rows_for(state, picked, n_base)
+    found = dict(zip(picked, adds_from_struct(base), strict=True)) if base is not None else {}
+    tail = state.tail_adds()
+    found.update((i, AddFile.from_wire(tail[i - n_base])) for i in order[len(picked) :])
+    return [found[i] for i in wanted]

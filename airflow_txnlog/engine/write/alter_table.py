@@ -1,0 +1,119 @@
+"""Metadata-only schema changes on column-mapped tables: RENAME COLUMN, DROP COLUMNS, and turning
+column mapping on (Delta PROTOCOL.md "Column Mapping").
+
+Under column mapping a field's logical name (what users see) is separate from its physical name
+(what files, stats and partition values use), so renaming changes only the logical name and dropping
+only removes the field from the schema: no data file is rewritten, and older versions read as before.
+
+    enable (`delta.columnMapping.mode` = `name` on a table without mapping): every field, nested ones
+        too, gets `delta.columnMapping.id` (1, 2, ... depth first) and `physicalName` = its current
+        name, which is what the existing files use; `delta.columnMapping.maxColumnId` records the
+        highest id; the protocol gains the `columnMapping` feature. `id` mode needs field ids in
+        every file, which existing files lack: only at table creation (refused here).
+    rename `a` -> `b` (dotted paths for nested fields: `s.x`): the field keeps its physical name and
+        id; a renamed partition column is renamed in `partitionColumns` too.
+    drop: the fields leave the schema (never a partition column, never every column).
+
+Each is one commit of a new metaData (and protocol, when mapping is enabled).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import pyarrow as pa
+
+from airflow_txnlog.engine.errors import InvalidArgumentError, UnsupportedFeatureError
+from airflow_txnlog.engine.features import column_mapping
+from airflow_txnlog.engine.schema import schema_from_json, schema_to_json
+from airflow_txnlog.engine.validate import names, text
+from airflow_txnlog.engine.write.transaction import Transaction
+
+HELP_ENABLE = "Help: set_properties({'delta.columnMapping.mode': 'name'}) first (no file is rewritten)"
+Begin = Callable[[str, dict[str, Any]], Transaction]
+
+
+def _require_mapping(conf: dict[str, str], what: str) -> None:
+    if column_mapping.mode(conf) == "none":
+        raise UnsupportedFeatureError(
+            f"{what} needs column mapping (the files keep the old names); this table has none. {HELP_ENABLE}",
+            feature="columnMapping",
+        )
+
+
+def _path(spec: str, what: str) -> list[str]:
+    text(what, spec)
+    parts = spec.split(".")
+    if not spec or any(not p for p in parts):
+        raise InvalidArgumentError(f"{what}: {spec!r} is not a column name or dotted path")
+    return parts
+
+
+def _rename_in(fields: list[pa.Field], path: list[str], new: str, full: str) -> list[pa.Field]:
+    lower = {f.name.lower(): i for i, f in enumerate(fields)}
+    i = lower.get(path[0].lower())
+    if i is None:
+        raise InvalidArgumentError(
+            f"rename_column: no column {full!r}; columns are {[f.name for f in fields]}"
+        )
+    f = fields[i]
+    if len(path) > 1:
+        if not pa.types.is_struct(f.type):
+            raise InvalidArgumentError(
+                f"rename_column: {f.name!r} is not a struct, so {full!r} names nothing"
+            )
+        f = f.with_type(pa.struct(_rename_in(list(f.type), path[1:], new, full)))
+    else:
+        if new.lower() in lower and lower[new.lower()] != i:
+            raise InvalidArgumentError(f"rename_column: a column {new!r} already exists there")
+        f = f.with_name(new)
+    return [*fields[:i], f, *fields[i + 1 :]]
+
+
+def rename_column(begin: Begin, old: str, new: str) -> int:
+    """Rename column `old` (a dotted path for a nested field) to `new`; the new version."""
+    path = _path(old, "rename_column: old")
+    text("rename_column: new", new)
+    if not new or "." in new:
+        raise InvalidArgumentError(f"rename_column: new name {new!r} must be a plain, non-empty name")
+    txn = begin("RENAME COLUMN", {"oldColumnPath": old, "newColumnPath": new})
+    meta = txn.snapshot.metadata
+    _require_mapping(dict(meta.configuration), "rename_column")
+    schema = schema_from_json(meta.schema_string)
+    renamed = pa.schema(_rename_in(list(schema), path, new, old), metadata=schema.metadata)
+    parts = tuple(
+        new if len(path) == 1 and c.lower() == path[0].lower() else c for c in meta.partition_columns
+    )
+    txn.update_metadata(
+        dataclasses.replace(meta, schema_string=schema_to_json(renamed), partition_columns=parts)
+    )
+    return txn.commit()
+
+
+def drop_columns(begin: Begin, columns: Sequence[str]) -> int:
+    """Drop top-level `columns` from the schema; the new version."""
+    wanted = names("drop_columns: columns", list(columns), none_means="")
+    if not wanted:
+        raise InvalidArgumentError("drop_columns: name at least one column")
+    txn = begin("DROP COLUMNS", {"columns": json.dumps(list(wanted))})
+    meta = txn.snapshot.metadata
+    _require_mapping(dict(meta.configuration), "drop_columns")
+    schema = schema_from_json(meta.schema_string)
+    by_lower = {f.name.lower(): f.name for f in schema}
+    missing = [c for c in wanted if c.lower() not in by_lower]
+    if missing:
+        raise InvalidArgumentError(f"drop_columns: no columns {missing}; columns are {schema.names}")
+    drop = {by_lower[c.lower()] for c in wanted}
+    parts = drop & set(meta.partition_columns)
+    if parts:
+        raise InvalidArgumentError(
+            f"drop_columns: {sorted(parts)} are partition columns and cannot be dropped"
+        )
+    if len(drop) == len(schema):
+        raise InvalidArgumentError("drop_columns: a table keeps at least one column")
+    kept = pa.schema([f for f in schema if f.name not in drop], metadata=schema.metadata)
+    txn.update_metadata(dataclasses.replace(meta, schema_string=schema_to_json(kept)))
+    return txn.commit()

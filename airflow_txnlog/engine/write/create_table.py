@@ -1,0 +1,223 @@
+"""Version 0 of a new table: the checks of `Table.create`'s arguments, and the actions it commits.
+
+Every argument is checked before the storage is touched, so a refused create writes nothing:
+- schema: a non-empty `pyarrow.Schema`, column names non-empty and unique ignoring case;
+- partition_by: a list or tuple of schema columns (a bare string is refused rather than read as one
+  column per letter), of primitive types, without repeats, leaving at least one data column;
+- properties: a mapping of str to str (Delta's `configuration` is text) whose `delta.*` values that
+  the engine interprets are well-formed (`engine.properties.validate`);
+- name, description: strings or None.
+Version 0 holds commitInfo, protocol and metaData. The protocol is (1, 2), or (3, 7) with the
+`timestampNtz` feature when the schema has timezone-less timestamps (`appendOnly` then becomes a
+writer feature too, when the table is append-only). With `delta.columnMapping.mode` = `name` or `id`
+every field (nested ones too) gets an id and a physical name `col-<uuid>`, as Delta's CREATE gives
+them, and the protocol is (2, 5) -- or `columnMapping` is listed when table features are needed anyway.
+Deferred creation (`Table.create(defer=True)`) writes nothing: the table reads `deferred_snapshot`,
+version -1 holding the protocol and metaData, until its first transaction commits them with its own
+actions as version 0 -- what Delta writes for a first write to a new path (`df.write.save(path)`) or
+a CREATE TABLE AS SELECT: one commit, no empty version for sensors and readers to see.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+
+import orjson
+import pyarrow as pa
+
+from airflow_txnlog.engine import properties as props
+from airflow_txnlog.engine.errors import (
+    InvalidArgumentError,
+    TableCreatedConcurrentlyError,
+    UnsupportedFeatureError,
+)
+from airflow_txnlog.engine.features import column_mapping
+from airflow_txnlog.engine.features.table_features import upgraded
+from airflow_txnlog.engine.log.actions import IN_COMMIT_TIMESTAMP, Action, CommitInfo, Metadata, Protocol
+from airflow_txnlog.engine.log.log_segment import LogSegment
+from airflow_txnlog.engine.log.replay import LogState
+from airflow_txnlog.engine.log.stats import stats_columns
+from airflow_txnlog.engine.schema import normalize_schema, schema_to_json, uses_timestamp_ntz, uses_variant
+from airflow_txnlog.engine.state.snapshot import Snapshot
+from airflow_txnlog.engine.storage import Storage
+from airflow_txnlog.engine.validate import mapping, text
+from airflow_txnlog.engine.write import provenance
+from airflow_txnlog.engine.write.transaction import ENGINE_INFO
+
+
+def _partition_columns(partition_by: object) -> tuple[str, ...]:
+    if isinstance(partition_by, str | bytes) or not isinstance(partition_by, Sequence):
+        raise InvalidArgumentError(
+            f"partition_by must be a list or tuple of column names such as ['day'], or (); "
+            f"got {type(partition_by).__name__} {partition_by!r:.80}"
+        )
+    parts = tuple(partition_by)
+    if not all(isinstance(c, str) for c in parts):
+        raise InvalidArgumentError(f"partition_by must hold column names (str), got {list(parts)!r:.80}")
+    return parts
+
+
+def _validate_schema(schema: pa.Schema, partition_by: tuple[str, ...]) -> pa.Schema:
+    if not isinstance(schema, pa.Schema) or len(schema) == 0:
+        raise InvalidArgumentError("schema must be a non-empty pyarrow.Schema")
+    lowered = [n.lower() for n in schema.names]
+    if len(set(lowered)) != len(lowered) or any(not n for n in schema.names):
+        raise InvalidArgumentError(
+            f"column names must be non-empty and unique (case-insensitive): {schema.names}"
+        )
+    for c in partition_by:
+        if c not in schema.names:
+            raise InvalidArgumentError(f"partition column {c!r} is not in the schema {schema.names}")
+        t = schema.field(c).type
+        if pa.types.is_nested(t):
+            raise InvalidArgumentError(f"partition column {c!r} must have a primitive type, not {t}")
+    if len(set(partition_by)) != len(partition_by):
+        raise InvalidArgumentError(f"partition columns repeat: {list(partition_by)}")
+    if partition_by and len(partition_by) == len(schema):
+        raise InvalidArgumentError("at least one column must not be a partition column")
+    return normalize_schema(schema)
+
+
+# Column metadata keys of features the engine does not honor when it writes (Delta's generated and
+# identity columns, column invariants, column mapping ids/names): a column carrying one is refused.
+_COLUMN_FEATURES = {
+    "delta.generationExpression": "generatedColumns",
+    "delta.identity.": "identityColumns",
+    "delta.invariants": "invariants",
+    "delta.columnMapping.": "columnMapping",
+}
+
+
+def _refuse_column_features(schema: pa.Schema) -> None:
+    def walk(field: pa.Field, path: str) -> None:
+        for raw_key in field.metadata or {}:
+            key = raw_key.decode() if isinstance(raw_key, bytes) else str(raw_key)
+            for prefix, feature in _COLUMN_FEATURES.items():
+                if key.startswith(prefix):
+                    raise UnsupportedFeatureError(
+                        f"column {path!r} has metadata {key!r}, which needs the table feature {feature!r}; "
+                        "this engine does not honor it when writing, so nothing was created",
+                        feature=feature,
+                    )
+        t = field.type
+        if pa.types.is_struct(t):
+            children = [(c, f"{path}.{c.name}") for c in t]
+        elif pa.types.is_list(t) or pa.types.is_large_list(t):
+            children = [(t.value_field, f"{path}.element")]
+        elif pa.types.is_map(t):
+            children = [(t.key_field, f"{path}.key"), (t.item_field, f"{path}.value")]
+        else:
+            children = []
+        for child, child_path in children:
+            walk(child, child_path)
+
+    for f in schema:
+        walk(f, f.name)
+
+
+def version_zero(
+    schema: pa.Schema,
+    *,
+    partition_by: Sequence[str],
+    properties: Mapping[str, str] | None,
+    name: str | None,
+    description: str | None,
+) -> list[Action]:
+    """commitInfo, protocol and metaData of a new table (InvalidArgumentError for a bad argument)."""
+    parts = _partition_columns(partition_by)
+    norm = _validate_schema(schema, parts)
+    _refuse_column_features(schema)
+    conf = mapping("properties", properties, example="{'delta.appendOnly': 'true'}", str_values=True)
+    props.validate(conf)
+    stats_columns(conf)  # malformed quoting in delta.dataSkippingStatsColumns: InvalidArgumentError
+    text("name", name)
+    text("description", description)
+    if uses_variant(schema_to_json(norm)):
+        raise UnsupportedFeatureError(
+            "the schema has a variant column (table feature variantType), which this engine reads but "
+            "does not write; nothing was created",
+            feature="variantType",
+        )
+    if column_mapping.mode(conf) != "none":  # Delta's CREATE: every field gets an id and a new name
+        schema, top = column_mapping.mapped_schema(norm, fresh=True)
+        conf[column_mapping.MAX_COLUMN_ID] = str(top)
+    protocol = _protocol(conf, ntz=uses_timestamp_ntz(norm))
+    now = int(time.time() * 1000)
+    metadata = Metadata(
+        id=str(uuid.uuid4()),
+        schema_string=schema_to_json(schema),
+        partition_columns=parts,
+        configuration=conf,
+        name=name,
+        description=description,
+        created_time=now,
+    )
+    info = CommitInfo(
+        timestamp=now,
+        operation="CREATE TABLE",
+        operation_parameters={
+            "isManaged": "false",
+            "description": description or "",
+            "partitionBy": orjson.dumps(list(parts)).decode(),
+            "properties": orjson.dumps(conf).decode(),
+        },
+        is_blind_append=True,
+        engine_info=ENGINE_INFO,
+        txn_id=str(uuid.uuid4()),
+        extra={IN_COMMIT_TIMESTAMP: now} if props.in_commit_timestamps(conf) else {},
+    )
+    return [info, protocol, metadata]
+
+
+def _protocol(conf: Mapping[str, str], *, ntz: bool) -> Protocol:
+    """(1, 2) unless a feature needs table features: timestampNtz (reader and writer), in-commit
+    timestamps (writer only), and the features properties turn on (`table_features.upgraded`); at
+    writer version 7 appendOnly is listed when the property is on."""
+    ict = props.in_commit_timestamps(conf)
+    writer = (["timestampNtz"] if ntz else []) + (["inCommitTimestamp"] if ict else [])
+    base = Protocol(1, 2)
+    if writer:
+        writer += ["appendOnly"] if props.append_only(conf) else []
+        base = (
+            Protocol(3, 7, ("timestampNtz",), tuple(writer)) if ntz else Protocol(1, 7, None, tuple(writer))
+        )
+    readers, writers = props.property_features(conf)  # deletion vectors, type widening, v2 checkpoints
+    versions: dict[str, int] = {}
+    if column_mapping.mode(conf) != "none":
+        if readers or writers or base.min_writer_version == 7:
+            readers.add("columnMapping")
+        else:  # on its own: the legacy (2, 5), which every reader of column mapping knows
+            versions = {"delta.minReaderVersion": 2, "delta.minWriterVersion": 5}
+    return upgraded(base, readers, writers, versions)
+
+
+def with_provenance(actions: list[Action]) -> list[Action]:
+    """Version 0's commitInfo with the provenance every Transaction commit gets (engine.write.provenance)."""
+    out: list[Action] = []
+    for action in actions:
+        if isinstance(action, CommitInfo):
+            tags, extra = provenance.commit_fields({}, action.extra)
+            out.append(dataclasses.replace(action, extra={**extra, "tags": tags} if tags else extra))
+        else:
+            out.append(action)
+    return out
+
+
+def deferred_snapshot(storage: Storage, actions: list[Action]) -> Snapshot:
+    """What a table created with `defer=True` reads before its first commit: version -1, with the
+    protocol and metaData of `version_zero`'s `actions` (which that commit writes; see the module)."""
+    protocol = next(a for a in actions if isinstance(a, Protocol))
+    metadata = next(a for a in actions if isinstance(a, Metadata))
+    state = LogState(version=-1, protocol=protocol, metadata=metadata)
+    return Snapshot(storage, state, LogSegment(-1, None, [], []), {})
+
+
+def unclaimed(snap: Snapshot) -> Snapshot:
+    """A deferred create's `snap` while its location is still empty; once another writer has made a
+    version 0 there, TableCreatedConcurrentlyError (its table may differ from the one asked for)."""
+    if snap.update().version >= 0:
+        raise TableCreatedConcurrentlyError()
+    return snap

@@ -1,0 +1,501 @@
+"""Optimistic transactions: read a snapshot, stage actions, commit with `put_if_absent`.
+
+Commit loop (Delta's optimistic concurrency):
+    attempt = read_version + 1
+    loop (at most `max_attempts` times):
+        put_if_absent(attempt.json, commitInfo + actions)      -> success: return attempt
+        on "already exists" (`VersionAlreadyExistsError`, internal): read the winning commits
+        attempt..latest (engine.log.log_reader), run `conflicts.check_winner` on each (raises the
+        specific conflict error), then attempt = latest + 1.
+    out of attempts: `CommitRetriesExceededError`.
+Any other storage failure during the put is a `CommitOutcomeUnknownError`: the object may have been
+written before the failure, so the caller must look before retrying.
+The commit content never changes between attempts (readVersion stays the version we read), so a
+retry is only allowed when the conflict checks prove our actions are still valid on top of the
+winners. Blind appends (only adds, nothing read) never conflict with other appends, which is why the
+attempt budget is generous: a busy table must not make us drop a commit.
+
+Before the first attempt the transaction is validated, and nothing is written if it is invalid:
+its arguments (isolation level, parameters/metrics/extra that must serialize to JSON, str tags),
+protocol features we cannot write, `delta.appendOnly`, paths escaping the table root, duplicate
+actions for one path. (A transaction without actions commits a version holding only commitInfo, as
+Delta's VACUUM START/END do; a 0-byte commit file is never written.)
+Every commit records its provenance (engine.write.provenance): inside an Airflow task, commitInfo.job
+and the run's `owner` tag, so that a restore can tell the run's own commits from other writers'.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import posixpath
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from types import TracebackType
+from typing import Any
+
+from airflow_txnlog import __version__
+from airflow_txnlog.engine import properties as props
+from airflow_txnlog.engine.errors import (
+    AppendOnlyViolationError,
+    CommitOutcomeUnknownError,
+    CommitRetriesExceededError,
+    CommitTooLargeError,
+    InvalidArgumentError,
+    TableCreatedConcurrentlyError,
+    UnsupportedFeatureError,
+    VersionAlreadyExistsError,
+)
+from airflow_txnlog.engine.features import type_widening
+from airflow_txnlog.engine.log.actions import (
+    IN_COMMIT_TIMESTAMP,
+    Action,
+    AddCDCFile,
+    AddFile,
+    CommitInfo,
+    Metadata,
+    Protocol,
+    RemoveFile,
+    Txn,
+    has_scheme,
+    serialize_actions,
+)
+from airflow_txnlog.engine.log.log_paths import LOG_DIR, commit_name
+from airflow_txnlog.engine.log.log_reader import list_after, read_commit_info, read_commits
+from airflow_txnlog.engine.log.replay import file_key
+from airflow_txnlog.engine.schema import uses_variant
+from airflow_txnlog.engine.state.predicates import Predicate, Range, parse_predicate
+from airflow_txnlog.engine.state.snapshot import Snapshot, check_read_supported
+from airflow_txnlog.engine.storage import Storage
+from airflow_txnlog.engine.validate import json_mapping, mapping, number, one_of, text
+from airflow_txnlog.engine.write import provenance
+from airflow_txnlog.engine.write.conflicts import (
+    SERIALIZABLE,
+    SNAPSHOT_ISOLATION,
+    IsolationLevel,
+    ReadSet,
+    check_winner,
+)
+
+ENGINE_INFO = f"airflow-txnlog/{__version__}"
+DEFAULT_MAX_ATTEMPTS = 100
+# 256 MiB of JSON holds 0.5-2 million add/remove actions (120-500 bytes each, with stats): far beyond
+# a sane single commit, yet small enough that one runaway commit cannot stall every reader.
+DEFAULT_MAX_COMMIT_BYTES = 256 * 1024 * 1024
+# deletionVectors: honored by never writing a new DV (allowed: a writer MAY use them), by every
+# remove carrying the DV of the file it removes (the key is path + DV id) and by reading DVs wherever
+# rows are read (engine scan, Spark scan); maintenance keeps DV files (vacuum, savepoints, restore).
+# inCommitTimestamp: every commit's commitInfo (first, as always) carries a strictly increasing
+# `inCommitTimestamp`; the commit that turns it on records the enablement version and timestamp.
+# changeDataFeed: appends and whole-file removes need nothing (readers infer inserts / deletes); the
+# engine's Spark DML, which rewrites parts of files, writes change files (`add_cdc`); a raw
+# transaction that rewrites part of a file must add them itself.
+# columnMapping: read, renamed, dropped (metadata only); the writers write physical names and field
+# ids (`column_mapping.Names.to_files`); a raw transaction adding files must have written them too.
+# v2Checkpoint: read and written as UUID-named V2 checkpoints with a sidecar (engine.log.checkpoint_v2).
+# typeWidening: honored by never changing a column's type (schema evolution only adds columns, and
+# keeps every field's metadata, `delta.typeChanges` included) and by reading widened files.
+SUPPORTED_WRITER_FEATURES = frozenset(
+    {
+        "appendOnly",
+        "invariants",
+        "timestampNtz",
+        "vacuumProtocolCheck",
+        "deletionVectors",
+        "inCommitTimestamp",
+        "v2Checkpoint",
+        "changeDataFeed",
+        "columnMapping",
+    }
+    | type_widening.FEATURES
+)
+MAX_WRITER_VERSION = 7
+TAGS_EXAMPLE = "{'owner': 'dag_id/run_id'}"
+
+
+def check_write_supported(protocol: Protocol, metadata: Metadata) -> None:
+    """Raise UnsupportedFeatureError unless this engine can write the table without breaking it."""
+    check_read_supported(protocol, metadata)
+    w = protocol.min_writer_version
+    if w > MAX_WRITER_VERSION:
+        raise UnsupportedFeatureError(f"the table needs writer version {w}", feature=f"writerVersion{w}")
+    if w == MAX_WRITER_VERSION:
+        for feature in sorted(set(protocol.writer_features or ()) - SUPPORTED_WRITER_FEATURES):
+            raise UnsupportedFeatureError(
+                f"the table uses writer feature {feature!r}, which this engine cannot write", feature=feature
+            )
+    conf, schema_text = metadata.configuration, metadata.schema_string  # field metadata is in the JSON
+    active = {
+        "checkConstraints": any(k.startswith("delta.constraints.") for k in conf),
+        "generatedColumns": "delta.generationExpression" in schema_text,
+        "identityColumns": "delta.identity." in schema_text,
+        "invariants": "delta.invariants" in schema_text,
+        "variantType": uses_variant(schema_text),  # read only: writing Variant data is not supported
+    }
+    for feature, on in active.items():
+        if on:
+            raise UnsupportedFeatureError(
+                f"the table uses {feature}, which this engine cannot enforce when writing", feature=feature
+            )
+
+
+# What a legacy protocol version implies, as table features (PROTOCOL.md "Table Features").
+_LEGACY_WRITER = (
+    "appendOnly",
+    "invariants",
+    "checkConstraints",
+    "changeDataFeed",
+    "generatedColumns",
+    "columnMapping",
+    "identityColumns",
+)
+_LEGACY_WRITER_COUNT = {2: 2, 3: 3, 4: 5, 5: 6, 6: 7}
+
+
+def implied_features(protocol: Protocol) -> tuple[set[str], set[str]]:
+    """(reader features, writer features) the protocol supports: listed ones at versions 3 / 7,
+    the ones a legacy version implies below them."""
+    readers = set(protocol.reader_features or ())
+    writers = set(protocol.writer_features or ())
+    if protocol.min_writer_version < 7:
+        writers |= set(_LEGACY_WRITER[: _LEGACY_WRITER_COUNT.get(protocol.min_writer_version, 0)])
+    if protocol.min_reader_version == 2:
+        readers.add("columnMapping")
+    return readers, writers
+
+
+class Transaction:
+    """One atomic change to a table. Use through `Table.transaction()` as a context manager.
+
+    :param snapshot: the version the transaction reads (its `readVersion`).
+    :param operation: the commitInfo operation name, e.g. "WRITE", "DELETE", "OPTIMIZE".
+    """
+
+    def __init__(
+        self,
+        storage: Storage,
+        snapshot: Snapshot,
+        *,
+        operation: str,
+        parameters: Mapping[str, Any] | None = None,
+        isolation_level: IsolationLevel = SERIALIZABLE,
+        max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+        max_commit_bytes: int | None = DEFAULT_MAX_COMMIT_BYTES,
+        on_committed: Callable[[int], None] | None = None,
+        tags: Mapping[str, str] | None = None,
+    ) -> None:
+        number("max_attempts", max_attempts, minimum=1, integer=True)
+        number("max_commit_bytes", max_commit_bytes, minimum=1, integer=True, none_means="no limit")
+        text("operation", operation, none_ok=False, empty_ok=False)
+        one_of("isolation_level", isolation_level, IsolationLevel)
+        self._storage = storage
+        self.snapshot = snapshot
+        self.read_version = snapshot.version
+        self.operation = operation
+        self.parameters = json_mapping("parameters", parameters, example="{'mode': 'Append'}")
+        self.isolation_level: str = isolation_level
+        self.max_attempts = max_attempts
+        self.max_commit_bytes = max_commit_bytes
+        self._on_committed = on_committed
+        self.tags = mapping("tags", tags, example=TAGS_EXAMPLE, str_values=True)
+        self._adds: dict[str, AddFile] = {}
+        self._removes: dict[str, RemoveFile] = {}
+        self._txns: list[Txn] = []
+        self._cdc: list[AddCDCFile] = []
+        self._metadata: Metadata | None = None
+        self._protocol: Protocol | None = None
+        self._read_predicates: list[Predicate] = []
+        self._read_whole_table = False
+        self._read_keys: set[str] = set()
+        self._app_ids: set[str] = set()
+        self.committed_version: int | None = None
+        self.attempts = 0
+
+    def __enter__(self) -> Transaction:
+        return self
+
+    def __exit__(
+        self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        return None  # an uncommitted transaction leaves no trace in the log
+
+    # ------------------------------------------------------------------ reads
+    def read_files(self, filter: str | None = None) -> list[AddFile]:
+        """Live files matching `filter` (all if None), recorded as read for conflict detection."""
+        files = self.snapshot.files(filter)
+        if filter is None:
+            self._read_whole_table = True
+        else:
+            self._read_predicates.append(parse_predicate(filter, self.snapshot.schema))
+        self._read_keys.update(file_key(f.path, f.deletion_vector) for f in files)
+        return files
+
+    def txn_version(self, app_id: str) -> int | None:
+        """Last committed version of an idempotent writer (recorded as read)."""
+        self._app_ids.add(app_id)
+        return self.snapshot.txn_version(app_id)
+
+    # ------------------------------------------------------------------ writes
+    def add(self, add: AddFile) -> None:
+        key = file_key(add.path, add.deletion_vector)
+        if key in self._adds:
+            raise InvalidArgumentError(f"file {add.path!r} is added twice in one transaction")
+        self._adds[key] = add
+
+    def add_cdc(self, cdc: AddCDCFile) -> None:
+        """Stage a change data file (change data feed): with any, the feed of this commit is exactly
+        the change files' rows, so a commit that rewrites part of a file must list them all."""
+        _check_inside_root(cdc.path, self._storage.fs_root)
+        self._cdc.append(cdc)
+
+    def remove(self, file: AddFile | RemoveFile, *, data_change: bool = True) -> None:
+        if isinstance(file, AddFile):
+            file = file.remove(deletion_timestamp=int(time.time() * 1000), data_change=data_change)
+        key = file_key(file.path, file.deletion_vector)
+        if key in self._removes:
+            raise InvalidArgumentError(f"file {file.path!r} is removed twice in one transaction")
+        self._removes[key] = file
+
+    def set_app_transaction(self, app_id: str, version: int) -> None:
+        if not app_id or not isinstance(version, int) or version < 0:
+            raise InvalidArgumentError(
+                f"txn needs a non-empty app id and a version >= 0, got {app_id!r}, {version!r}"
+            )
+        self._app_ids.add(app_id)
+        self._txns.append(Txn(app_id, version, int(time.time() * 1000)))
+
+    def update_metadata(self, metadata: Metadata) -> None:
+        self._metadata = metadata
+
+    def update_protocol(self, protocol: Protocol) -> None:
+        cur = self.snapshot.protocol
+        if (protocol.min_reader_version, protocol.min_writer_version) < (
+            cur.min_reader_version,
+            cur.min_writer_version,
+        ):
+            raise InvalidArgumentError("a protocol is never downgraded")
+        self._protocol = protocol
+
+    # ------------------------------------------------------------------ commit
+    def _check_new_properties(self, metadata: Metadata) -> None:
+        """Properties this transaction turns on: honored by the engine, and named by the protocol."""
+        before = self.snapshot.metadata.configuration
+        changed = {k: v for k, v in metadata.configuration.items() if before.get(k) != v}
+        props.refuse_unhonored_features(changed)
+        readers, writers = props.property_features(changed)
+        implied_readers, implied_writers = implied_features(self._protocol or self.snapshot.protocol)
+        missing = sorted((writers - implied_writers) | (readers - implied_readers))
+        if missing:  # (a deferred create too: its properties belong in Table.create, which sets the protocol)
+            raise UnsupportedFeatureError(
+                f"the new properties turn on table feature {missing[0]!r}, which the protocol does not "
+                "name; nothing was written. Help: use Table.set_properties, which upgrades the protocol, "
+                "or pass the properties to Table.create",
+                feature=missing[0],
+            )
+
+    def _validate(self) -> None:
+        metadata = self._metadata or self.snapshot.metadata
+        check_write_supported(self._protocol or self.snapshot.protocol, metadata)
+        if self._metadata is not None:  # a property turned on now must be one the engine honors
+            self._check_new_properties(metadata)
+        # As Delta's prepareCommit: the table the transaction read decides, so one commit cannot turn
+        # appendOnly off and remove data at once (a restore to a version before appendOnly was set
+        # is refused the same way when it must remove data, as Spark's RESTORE is).
+        read_conf = self.snapshot.metadata.configuration
+        if props.append_only(read_conf) and any(r.data_change for r in self._removes.values()):
+            raise AppendOnlyViolationError(
+                "the table is append-only (delta.appendOnly=true in the version this transaction read): "
+                "data-changing removes are not allowed. Help: set delta.appendOnly=false in a commit of its "
+                "own first, if removing data is intended"
+            )
+        for add in self._adds.values():
+            _check_inside_root(add.path, self._storage.root)
+        both = set(self._adds) & set(self._removes)
+        if both:
+            raise InvalidArgumentError(f"file {sorted(both)[0]!r} is both added and removed in one commit")
+
+    def _read_set(self) -> ReadSet:
+        changes = [a.data_change for a in self._adds.values()] + [
+            r.data_change for r in self._removes.values()
+        ]
+        only_rearrange = bool(changes) and not any(changes)
+        blind = (
+            not self._removes
+            and not self._read_keys
+            and not self._read_whole_table
+            and not (self._read_predicates or self._metadata or self._protocol)
+        )
+        return ReadSet(
+            isolation_level=SNAPSHOT_ISOLATION if only_rearrange else self.isolation_level,
+            is_blind_append=blind,
+            read_whole_table=self._read_whole_table,
+            read_predicates=tuple(self._read_predicates),
+            read_file_keys=frozenset(self._read_keys),
+            app_ids=frozenset(self._app_ids),
+            removed_keys=frozenset(self._removes),
+            writes_protocol=self._protocol is not None,
+        )
+
+    def _payload(
+        self, read_set: ReadSet, metrics: dict[str, Any], extra: dict[str, Any], *, version: int
+    ) -> bytes:
+        now = int(time.time() * 1000)
+        metadata = self._metadata
+        if self._in_commit_timestamps():
+            ict = self._next_ict(version, now)
+            extra = {**extra, IN_COMMIT_TIMESTAMP: ict}
+            metadata = self._with_ict_enablement(version, ict)
+        info = CommitInfo(
+            timestamp=now,
+            operation=self.operation,
+            operation_parameters=self.parameters,
+            read_version=self.read_version if self.read_version >= 0 else None,
+            isolation_level=read_set.isolation_level,
+            is_blind_append=read_set.is_blind_append,
+            operation_metrics=metrics,
+            engine_info=ENGINE_INFO,
+            txn_id=str(uuid.uuid4()),
+            extra=extra,
+        )
+        actions: list[Action] = [info]
+        protocol = self._protocol
+        if self.read_version < 0:  # a deferred create: version 0 carries the table's protocol and metaData
+            protocol, metadata = protocol or self.snapshot.protocol, metadata or self.snapshot.metadata
+        actions += [a for a in (protocol, metadata) if a is not None]
+        actions += self._txns + list(self._removes.values()) + list(self._adds.values())
+        actions += self._cdc
+        return serialize_actions(actions)
+
+    def commit(
+        self,
+        *,
+        metrics: Mapping[str, Any] | None = None,
+        user_metadata: str | None = None,
+        extra: Mapping[str, Any] | None = None,
+    ) -> int:
+        """Commit the staged actions; returns the new version. Raises a conflict error if unsafe.
+
+        :param extra: more commitInfo fields (e.g. "discardedVersions"); its `tags` merge with the
+            transaction's own tags.
+        """
+        if self.committed_version is not None:
+            raise InvalidArgumentError("this transaction has already been committed")
+        self._validate()
+        read_set = self._read_set()
+        fields = self._info_fields(metrics, user_metadata, extra)
+        attempt = self.read_version + 1
+        payload = self._payload(read_set, *fields, version=attempt)
+        if self.max_commit_bytes is not None and len(payload) > self.max_commit_bytes:
+            actions = len(self._adds) + len(self._removes) + len(self._txns)
+            raise CommitTooLargeError(len(payload), self.max_commit_bytes, actions)
+        while self.attempts < self.max_attempts:
+            self.attempts += 1
+            if self.attempts > 1 and self._in_commit_timestamps():  # after the winners' timestamps
+                payload = self._payload(read_set, *fields, version=attempt)
+            try:
+                self._put(attempt, payload)
+            except VersionAlreadyExistsError:
+                attempt = self._check_winners(read_set, attempt)
+                continue
+            self.committed_version = attempt
+            if self._on_committed is not None:
+                self._on_committed(attempt)
+            return attempt
+        raise CommitRetriesExceededError(
+            f"gave up after {self.max_attempts} commit attempts: the table is too busy. "
+            "Help: retry later or raise max_commit_attempts."
+        )
+
+    def _in_commit_timestamps(self) -> bool:
+        return props.in_commit_timestamps((self._metadata or self.snapshot.metadata).configuration)
+
+    def _with_ict_enablement(self, version: int, ict: int) -> Metadata | None:
+        """The metadata to commit: when this commit turns in-commit timestamps on for an existing
+        table, with the enablement version and timestamp it must record (PROTOCOL.md "In-Commit
+        Timestamps"; they name this very attempt, so they are set per attempt)."""
+        if self._metadata is None or self.read_version < 0:
+            return self._metadata
+        if props.in_commit_timestamps(self.snapshot.metadata.configuration):
+            return self._metadata
+        extra = {props.ICT_ENABLEMENT_VERSION: str(version), props.ICT_ENABLEMENT_TIMESTAMP: str(ict)}
+        return dataclasses.replace(self._metadata, configuration={**self._metadata.configuration, **extra})
+
+    def _next_ict(self, version: int, now: int) -> int:
+        """`inCommitTimestamp` of commit `version`: now, but later than the previous commit's
+        (PROTOCOL.md "In-Commit Timestamps": strictly increasing, whatever the clocks say)."""
+        if version == 0:
+            return now
+        info = self.snapshot.state.commit_infos.get(version - 1)
+        if info is None:
+            info = read_commit_info(self._storage, version - 1) or {}
+        prev = info.get(IN_COMMIT_TIMESTAMP)
+        if not isinstance(prev, int):  # the commit that turns them on: after the last commit's time
+            prev = info.get("timestamp") if isinstance(info.get("timestamp"), int) else None
+        return max(now, int(prev) + 1) if isinstance(prev, int) else now
+
+    def _info_fields(
+        self, metrics: object, user_metadata: object, extra: object
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """(operationMetrics, the other commitInfo fields added to the standard ones), checked."""
+        checked_metrics = json_mapping("metrics", metrics, example="{'numFiles': 3}")
+        info_extra = json_mapping("extra", extra, example="{'discardedVersions': [4]}")
+        text("user_metadata", user_metadata)
+        own_tags = mapping(
+            "extra['tags']", info_extra.pop("tags", None), example=TAGS_EXAMPLE, str_values=True
+        )
+        # Provenance (engine.write.provenance) is read at commit time: the commit, not the staging, is
+        # what an Airflow task made. Its owner tag sits under the caller's tags, which win.
+        tags, info_extra = provenance.commit_fields({**self.tags, **own_tags}, info_extra)
+        if tags:
+            info_extra["tags"] = tags
+        if user_metadata:
+            info_extra["userMetadata"] = user_metadata
+        return checked_metrics, info_extra
+
+    def _put(self, version: int, payload: bytes) -> None:
+        """Create commit `version`, or VersionAlreadyExistsError when another writer created it first."""
+        try:
+            self._storage.put_if_absent(f"{LOG_DIR}/{commit_name(version)}", payload)
+        except FileExistsError as exc:
+            raise VersionAlreadyExistsError(version) from exc
+        except OSError as exc:  # the object may have landed before the failure: we cannot tell
+            raise CommitOutcomeUnknownError(version, exc) from exc
+
+    def _check_winners(self, read_set: ReadSet, attempt: int) -> int:
+        """Check every commit from `attempt` on against ours; return the next version to try."""
+        if self.read_version < 0:  # a deferred create: whoever made version 0 made another table
+            raise TableCreatedConcurrentlyError()
+        winners = list_after(self._storage, attempt - 1).run_from(attempt)
+        for winner in read_commits(self._storage, winners):
+            check_winner(
+                read_set,
+                winner.version,
+                winner.actions,
+                ranges=self._ranges,
+                protocol_supported=self._protocol_ok,
+            )
+        return attempt + len(winners)
+
+    def _ranges(self, add: Mapping[str, Any], columns: frozenset[str]) -> Mapping[str, Range]:
+        return self.snapshot.file_ranges(AddFile.from_wire(add), columns)
+
+    def _protocol_ok(self, wire: Mapping[str, Any]) -> bool:
+        try:
+            check_write_supported(Protocol.from_wire(wire), self._metadata or self.snapshot.metadata)
+        except UnsupportedFeatureError:
+            return False
+        return True
+
+
+def _check_inside_root(path: str, root: str) -> None:
+    """Refuse add paths that would point outside the table root."""
+    if "\\" in path or ".." in path.split("/"):
+        raise InvalidArgumentError(f"add path {path!r} has a '..' segment: it could escape the table root")
+    if has_scheme(path) or path.startswith("/"):
+        local = "/" + path[5:].lstrip("/") if path.startswith("file:") else path
+        if not posixpath.normpath(local).startswith(root.rstrip("/") + "/"):
+            raise InvalidArgumentError(f"add path {path!r} is outside the table root {root!r}")
+        return
+    norm = posixpath.normpath(path)
+    if norm.startswith("../") or norm == ".." or "\\" in path or not path:
+        raise InvalidArgumentError(f"add path {path!r} escapes the table root")
