@@ -17,6 +17,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
+from airflow_txnlog._shown import listed, shown
+
 if TYPE_CHECKING:
     from airflow_txnlog.engine import InvalidArgumentError
 
@@ -45,9 +47,7 @@ def check_choice(name: str, value: object, choices: Any) -> None:
     """Refuse `value` unless it is one of the `Literal` alias `choices`."""
     accepted = get_args(choices)
     if not isinstance(value, str) or value not in accepted:
-        *rest, last = (repr(choice) for choice in accepted)
-        names = f"{', '.join(rest)} or {last}" if rest else last
-        raise invalid(f"{name} must be {names}; got {value!r}")
+        raise invalid(f"{name} must be {listed(accepted)}; got {shown(value)}")
 
 
 def str_mapping(name: str, value: object) -> dict[str, str]:

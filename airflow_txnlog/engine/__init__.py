@@ -1,11 +1,18 @@
 """The transaction-log engine: a Delta Lake protocol implementation in pure Python + pyarrow + fsspec.
 
-Never imports airflow, pyspark or pandas. Module order (each imports only those before it):
-errors -> validate -> actions / log_paths / schema / properties / stats / predicates -> storage ->
-log_segment -> replay / log_reader -> checkpoint / scan -> snapshot -> conflicts -> transaction ->
-writer / create_table -> fence -> maintenance_table -> savepoints -> restore / vacuum / log_cleanup ->
-health -> table (pyproject.toml's "engine layers" contract enforces it).
-`log_reader` is the one way to read the log after a version (commits, commitInfo, the checkpoint hint).
+Never imports airflow, pyspark or pandas. The engine is a house of rooms (docs/architecture.md);
+each room may import only the rooms below it, and pyproject.toml's import-linter contracts enforce it:
+
+    table.py        the entry point: `Table` (create / open, read, write, maintain)
+    maintenance/    savepoints, restore, vacuum, log cleanup, publications, health
+    write/          transactions and conflicts, the writer, CREATE TABLE, ALTER TABLE, provenance
+    state/          a table at one version: snapshot, scan, predicates and skipping, checkpoints
+    features/       Delta table features: supported features, column mapping, deletion vectors, ...
+    log/            the wire format and reading the log: actions, listing, replay, checkpoint columns
+    storage.py, schema.py, properties.py, validate.py, errors.py   the foundations
+
+`log.log_reader` is the one way to read the log after a version (commits, commitInfo, the
+checkpoint hint). The names below are the public API; the rooms' modules are not.
 
 The public names load lazily (PEP 562): `import airflow_txnlog.engine` costs nothing, and
 `from airflow_txnlog.engine import Table` imports only what `Table` needs. A process that needs only

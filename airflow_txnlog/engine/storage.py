@@ -44,6 +44,7 @@ import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any, BinaryIO, TypeVar
 from urllib.parse import urlsplit
 
@@ -52,11 +53,27 @@ from fsspec.implementations.local import LocalFileSystem
 from typing_extensions import override
 
 from airflow_txnlog.engine.errors import InvalidArgumentError, StorageError
-from airflow_txnlog.engine.log.actions import has_scheme
-from airflow_txnlog.engine.log.log_paths import LOG_DIR, LogFile
 from airflow_txnlog.engine.validate import flag, mapping
 
 # Object stores whose fsspec implementation performs a real conditional (exclusive) create.
+LOG_DIR = "_delta_log"  # the log's folder under the table root (engine.log.log_paths names its files)
+
+
+@dataclass(frozen=True, slots=True)
+class ListedFile:
+    """One file of a listing: its name inside the folder listed, size and modification time (ms)."""
+
+    name: str
+    size: int
+    mtime_ms: int
+
+
+def has_scheme(path: str) -> bool:
+    """A path in the log is a URI with a scheme (`s3://...`), not a key relative to the table root."""
+    head, sep, _ = path.partition(":")
+    return bool(sep) and len(head) > 1 and head.isalnum() and "/" not in head
+
+
 ATOMIC_PROTOCOLS = frozenset({"s3", "s3a", "gs", "gcs", "abfs", "abfss", "az"})
 _SCHEME_ALIASES = {"s3a": "s3", "s3n": "s3", "gcs": "gs"}
 
@@ -100,7 +117,7 @@ class Storage(ABC):
         """Create or replace `key` so that readers see either the old or the new content."""
 
     @abstractmethod
-    def list_dir(self, key_dir: str, start_after: str | None = None) -> list[LogFile]:
+    def list_dir(self, key_dir: str, start_after: str | None = None) -> list[ListedFile]:
         """Files (not folders) directly in `key_dir` whose name sorts after `start_after`, sorted."""
 
     @abstractmethod
@@ -113,7 +130,7 @@ class Storage(ABC):
     def open_input(self, key: str) -> BinaryIO:
         return self.fs.open(self.full_path(key), "rb")  # type: ignore[no-any-return]
 
-    def list_log(self, start_after: str | None = None) -> list[LogFile]:
+    def list_log(self, start_after: str | None = None) -> list[ListedFile]:
         try:
             return self.list_dir(LOG_DIR, start_after)
         except FileNotFoundError:
@@ -164,13 +181,13 @@ class LocalStorage(Storage):
         os.replace(tmp, self._p(key))
 
     @override
-    def list_dir(self, key_dir: str, start_after: str | None = None) -> list[LogFile]:
-        out: list[LogFile] = []
+    def list_dir(self, key_dir: str, start_after: str | None = None) -> list[ListedFile]:
+        out: list[ListedFile] = []
         with os.scandir(self._p(key_dir)) as it:
             for e in it:
                 if (start_after is None or e.name > start_after) and e.is_file():
                     st = e.stat()
-                    out.append(LogFile(e.name, st.st_size, st.st_mtime_ns // 1_000_000))
+                    out.append(ListedFile(e.name, st.st_size, st.st_mtime_ns // 1_000_000))
         out.sort(key=lambda f: f.name)
         return out
 
@@ -333,7 +350,7 @@ class FsspecStorage(Storage):
 
     @_os_errors
     @override
-    def list_dir(self, key_dir: str, start_after: str | None = None) -> list[LogFile]:
+    def list_dir(self, key_dir: str, start_after: str | None = None) -> list[ListedFile]:
         base = self.full_path(key_dir)
         try:
             entries = self.fs.ls(base, detail=True, refresh=True)
@@ -345,7 +362,7 @@ class FsspecStorage(Storage):
                 continue
             name = str(info["name"]).rstrip("/").rsplit("/", 1)[-1]
             if start_after is None or name > start_after:
-                out.append(LogFile(name, int(info.get("size") or 0), _mtime_ms(info)))
+                out.append(ListedFile(name, int(info.get("size") or 0), _mtime_ms(info)))
         out.sort(key=lambda f: f.name)
         return out
 
@@ -370,7 +387,7 @@ class S3Storage(FsspecStorage):
     """s3fs tables: a listing from a name asks S3 itself for the keys after it (StartAfter)."""
 
     @override
-    def list_dir(self, key_dir: str, start_after: str | None = None) -> list[LogFile]:
+    def list_dir(self, key_dir: str, start_after: str | None = None) -> list[ListedFile]:
         if start_after is None:
             return super().list_dir(key_dir)
         from s3fs.errors import translate_boto_error  # noqa: PLC0415 - s3fs is the optional `s3` extra
@@ -385,14 +402,14 @@ class S3Storage(FsspecStorage):
             "StartAfter": prefix + start_after,
             **getattr(self.fs, "req_kw", {}),
         }
-        out: list[LogFile] = []
+        out: list[ListedFile] = []
         while True:
             try:
                 page = self.fs.call_s3("list_objects_v2", **kwargs)
             except Exception as exc:  # botocore's ClientError -> the OSError subclass s3fs would raise
                 raise translate_boto_error(exc) from exc
             for obj in page.get("Contents", []):
-                out.append(LogFile(obj["Key"][len(prefix) :], int(obj.get("Size") or 0), _mtime_ms(obj)))
+                out.append(ListedFile(obj["Key"][len(prefix) :], int(obj.get("Size") or 0), _mtime_ms(obj)))
             if not page.get("IsTruncated"):
                 break
             kwargs["ContinuationToken"] = page["NextContinuationToken"]
@@ -420,7 +437,7 @@ class MemoryStorage(FsspecStorage):
             self.fs.pipe_file(path, data)
 
     @override
-    def list_dir(self, key_dir: str, start_after: str | None = None) -> list[LogFile]:
+    def list_dir(self, key_dir: str, start_after: str | None = None) -> list[ListedFile]:
         if not self.fs.exists(self.full_path(key_dir)):
             raise FileNotFoundError(key_dir)
         return super().list_dir(key_dir, start_after)

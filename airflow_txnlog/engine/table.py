@@ -28,18 +28,14 @@ from airflow_txnlog.engine.errors import (
     ConcurrentTransactionError,
     InvalidArgumentError,
     LogCorruptedError,
-    RestoreError,
     StorageError,
-    TableExistsError,
     TxnLogError,
     UnsupportedFeatureError,
     VersionNotFoundError,
 )
-from airflow_txnlog.engine.features.table_features import set_properties as set_table_properties
-from airflow_txnlog.engine.log.actions import serialize_actions
+from airflow_txnlog.engine.features.table_features import check_write_supported
 from airflow_txnlog.engine.log.commit_files import CommitFiles, commit_files
-from airflow_txnlog.engine.log.log_paths import LOG_DIR, commit_name
-from airflow_txnlog.engine.log.log_reader import list_after, read_commits
+from airflow_txnlog.engine.log.log_reader import find_txn_commit, list_after, read_commits
 from airflow_txnlog.engine.log.log_segment import list_log, monotonic_timestamps
 from airflow_txnlog.engine.maintenance import log_cleanup, publications, savepoints
 from airflow_txnlog.engine.maintenance import restore as restore_mod
@@ -55,11 +51,11 @@ from airflow_txnlog.engine.state.checkpoint import DEFAULT_PART_SIZE, write_chec
 from airflow_txnlog.engine.state.history import commit_entry
 from airflow_txnlog.engine.state.snapshot import Snapshot, load_snapshot, version_at
 from airflow_txnlog.engine.storage import Storage, storage_for
-from airflow_txnlog.engine.validate import flag, mapping, number, one_of, text
+from airflow_txnlog.engine.validate import flag, mapping, number, one_of, text, txn_pair
 from airflow_txnlog.engine.write import alter_table
 from airflow_txnlog.engine.write.conflicts import SERIALIZABLE, IsolationLevel
 from airflow_txnlog.engine.write.create_table import (
-    deferred_snapshot,
+    create_at,
     unclaimed,
     version_zero,
     with_provenance,
@@ -69,28 +65,14 @@ from airflow_txnlog.engine.write.transaction import (
     DEFAULT_MAX_COMMIT_BYTES,
     TAGS_EXAMPLE,
     Transaction,
-    check_write_supported,
 )
 from airflow_txnlog.engine.write.writer import WriteMode, write, write_parameters
 
 log = logging.getLogger(__name__)
-TXN_SEARCH_BATCH = 16
 
 
 def _now_ms() -> int:
     return int(time.time() * 1000)
-
-
-def _checked_txn(txn: object) -> tuple[str, int]:
-    """(app id, version) of a `txn=` argument, or InvalidArgumentError."""
-    if isinstance(txn, tuple | list) and len(txn) == 2:
-        app_id, version = txn
-        ok_version = isinstance(version, int) and not isinstance(version, bool) and version >= 0
-        if isinstance(app_id, str) and app_id and ok_version:
-            return app_id, version
-    raise InvalidArgumentError(
-        f"txn must be a pair (non-empty app id, version >= 0) such as ('ingest', 42); got {txn!r:.80}"
-    )
 
 
 class Table:
@@ -174,24 +156,8 @@ class Table:
         )
         actions = with_provenance(actions)
         storage = storage_for(uri, storage_options, single_writer=single_writer)
-        try:
-            existing = storage.list_log()
-        except OSError as exc:  # e.g. a file where the folder should be, a missing bucket
-            raise StorageError(f"cannot create the table at {storage.root!r}: {exc}") from exc
-        if any(f.name.endswith(".json") for f in existing):
-            raise TableExistsError(f"a Delta table already exists at {storage.root!r}")
-        if defer:
-            table = cls(storage, **kw)
-            table._latest = deferred_snapshot(storage, actions)
-            return table
-        try:
-            storage.put_if_absent(f"{LOG_DIR}/{commit_name(0)}", serialize_actions(actions))
-        except FileExistsError as exc:
-            raise TableExistsError(f"a Delta table already exists at {storage.root!r}") from exc
-        except OSError as exc:
-            raise StorageError(f"cannot create the table at {storage.root!r}: {exc}") from exc
         table = cls(storage, **kw)
-        table._latest = load_snapshot(storage)
+        table._latest = create_at(storage, actions, defer=defer)
         return table
 
     # ------------------------------------------------------------------ reading
@@ -314,11 +280,11 @@ class Table:
             return done  # the same idempotent write won concurrently: ours must not commit
 
     def _txn_done(self, snap: Snapshot, txn: tuple[str, int]) -> int | None:
-        app_id, version = _checked_txn(txn)
+        app_id, version = txn_pair(txn)
         seen = snap.txn_version(app_id)
         if seen is None or seen < version:
             return None
-        return self._find_txn_commit(app_id, version) or snap.version
+        return find_txn_commit(self._storage, app_id, version) or snap.version
 
     def commit_files(self, start: int, end: int) -> list[CommitFiles]:
         """The data files commits `start`..`end` add and remove (engine.log.commit_files), for streams."""
@@ -336,18 +302,7 @@ class Table:
         """The version whose commit recorded txn `app_id` at `version` or later (None if not in the log)."""
         text("app_id", app_id, none_ok=False, empty_ok=False)
         number("version", version, minimum=0, integer=True)
-        return self._find_txn_commit(app_id, version)
-
-    def _find_txn_commit(self, app_id: str, version: int) -> int | None:
-        """The version whose commit wrote txn (app_id, >= version), searching newest first."""
-        newest_first = sorted(list_log(self._storage).commits.items(), reverse=True)
-        # Small batches: the commit searched for is usually among the newest, so stop reading early.
-        for commit in read_commits(self._storage, newest_first, batch=TXN_SEARCH_BATCH):
-            for a in commit.actions:
-                t = a.get("txn")
-                if t and t.get("appId") == app_id and int(t.get("version", -1)) >= version:
-                    return commit.version
-        return None
+        return find_txn_commit(self._storage, app_id, version)
 
     # ------------------------------------------------------------------ maintenance
     def create_savepoint(
@@ -410,30 +365,14 @@ class Table:
         """
         self._committed("restore")
         restore_mod.check_options(dry_run=dry_run, on_foreign_commits=on_foreign_commits, owner=owner)
-        target, snap = self._restore_target(version, timestamp, savepoint)
+        target, snap = restore_mod.restore_target(
+            self, version=version, timestamp=timestamp, savepoint=savepoint
+        )
         # A savepoint's files are protected already; a plain version's are pinned until the commit.
         with restore_mod.pinned(self, None if dry_run else snap):
             return restore_mod.restore(
                 self, target, dry_run=dry_run, on_foreign_commits=on_foreign_commits, owner=owner
             )
-
-    def _restore_target(
-        self, version: int | None, timestamp: dt.datetime | str | int | None, savepoint: str | None
-    ) -> tuple[restore_mod.RestoreTarget, Snapshot | None]:
-        """The target, and its snapshot unless it is a savepoint (whose manifest holds the state)."""
-        if sum(x is not None for x in (version, timestamp, savepoint)) != 1:
-            raise InvalidArgumentError("restore needs exactly one of version, timestamp or savepoint")
-        if savepoint is not None:
-            sp = savepoints.get_savepoint(self._storage, savepoint)
-            if sp.table_id != self._refresh().metadata.id:
-                raise RestoreError(f"savepoint {savepoint!r} belongs to another table (id {sp.table_id})")
-            state = savepoints.read_manifest(self._storage, sp)
-            params = {"savepoint": savepoint, "version": sp.version}
-            return restore_mod.RestoreTarget(sp.version, state, f"restore:{savepoint}", params), None
-        snap = self.snapshot(version=version, timestamp=timestamp)
-        params = {"version": snap.version, "timestamp": str(timestamp) if timestamp is not None else None}
-        params = {k: v for k, v in params.items() if v is not None}
-        return restore_mod.RestoreTarget(snap.version, snap.state, f"restore:v{snap.version}", params), snap
 
     def vacuum(
         self, *, retention_hours: float | None = None, dry_run: bool = True, enforce_retention: bool = True
@@ -479,7 +418,7 @@ class Table:
         features they turn on, as Delta's ALTER TABLE SET TBLPROPERTIES (`engine.features.table_features`);
         returns the new version. A downgrade or a feature the engine cannot honor is refused."""
         self._committed("set properties")
-        return set_table_properties(self.transaction, properties)
+        return alter_table.set_properties(self.transaction, properties)
 
     # ------------------------------------------------------------------ checkpoints
     def checkpoint(self, version: int | None = None) -> None:

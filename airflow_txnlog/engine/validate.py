@@ -25,6 +25,7 @@ from typing import Any, get_args
 
 import orjson
 
+from airflow_txnlog._shown import shown
 from airflow_txnlog.engine.errors import InvalidArgumentError
 
 # A name safe as one path segment on every store: savepoint names, publication channels.
@@ -42,18 +43,13 @@ def safe_name(what: str, value: object) -> str:
     return value
 
 
-def _shown(value: object) -> str:
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
-
-
 def one_of(name: str, value: object, alias: Any) -> None:
     """Refuse `value` unless it is one of the values of the `Literal` alias."""
     accepted = get_args(alias)
     if isinstance(value, str) and value in accepted:
         return
     listed = ", ".join(repr(a) for a in accepted)
-    raise InvalidArgumentError(f"{name} must be one of {listed}; got {_shown(value)}")
+    raise InvalidArgumentError(f"{name} must be one of {listed}; got {shown(value)}")
 
 
 def mapping(name: str, value: object, *, example: str, str_values: bool = False) -> dict[str, Any]:
@@ -69,7 +65,7 @@ def mapping(name: str, value: object, *, example: str, str_values: bool = False)
         if not isinstance(key, str) or (str_values and not isinstance(item, str)):
             raise InvalidArgumentError(
                 f"{name} must map str to {'str' if str_values else 'values'} (such as {example}); "
-                f"key {_shown(key)} ({type(key).__name__}) has a {type(item).__name__} value"
+                f"key {shown(key)} ({type(key).__name__}) has a {type(item).__name__} value"
             )
     return dict(value)
 
@@ -102,7 +98,7 @@ def number(
     kind = "an integer" if integer else "a number"
     alternative = f", or None ({none_means})" if none_means is not None else ""
     raise InvalidArgumentError(
-        f"{name} must be at least {minimum:g} ({kind}){alternative}; got {_shown(value)}"
+        f"{name} must be at least {minimum:g} ({kind}){alternative}; got {shown(value)}"
     )
 
 
@@ -113,14 +109,14 @@ def text(name: str, value: object, *, none_ok: bool = True, empty_ok: bool = Tru
     if not isinstance(value, str) or (not empty_ok and not value.strip()):
         kind = "a string" if empty_ok else "a non-empty string"
         raise InvalidArgumentError(
-            f"{name} must be {kind}{' or None' if none_ok else ''}; got {_shown(value)}"
+            f"{name} must be {kind}{' or None' if none_ok else ''}; got {shown(value)}"
         )
 
 
 def flag(name: str, value: object) -> None:
     """Refuse anything but True or False."""
     if not isinstance(value, bool):
-        raise InvalidArgumentError(f"{name} must be True or False; got {_shown(value)}")
+        raise InvalidArgumentError(f"{name} must be True or False; got {shown(value)}")
 
 
 def names(name: str, value: object, *, none_means: str) -> list[str] | None:
@@ -130,8 +126,20 @@ def names(name: str, value: object, *, none_means: str) -> list[str] | None:
     if isinstance(value, str | bytes) or not isinstance(value, Sequence):
         raise InvalidArgumentError(
             f"{name} must be a list of column names such as ['id'], or None ({none_means}); "
-            f"got {_shown(value)}"
+            f"got {shown(value)}"
         )
     if not all(isinstance(item, str) for item in value):
-        raise InvalidArgumentError(f"{name} must hold column names (str); got {_shown(value)}")
+        raise InvalidArgumentError(f"{name} must hold column names (str); got {shown(value)}")
     return list(value)
+
+
+def txn_pair(txn: object) -> tuple[str, int]:
+    """(app id, version) of an idempotent write's `txn=` argument, or InvalidArgumentError."""
+    if isinstance(txn, tuple | list) and len(txn) == 2:
+        app_id, version = txn
+        ok_version = isinstance(version, int) and not isinstance(version, bool) and version >= 0
+        if isinstance(app_id, str) and app_id and ok_version:
+            return app_id, version
+    raise InvalidArgumentError(
+        f"txn must be a pair (non-empty app id, version >= 0) such as ('ingest', 42); got {shown(txn)}"
+    )

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit
 
 if TYPE_CHECKING:
@@ -40,9 +40,20 @@ if TYPE_CHECKING:
     from openlineage.client.facet_v2 import RunFacet
 
     from airflow_txnlog.engine import Table
-    from airflow_txnlog.operators._base import TxnLogBaseOperator
+    from airflow_txnlog.hooks.txnlog import TxnLogHook
 
     Lineage: TypeAlias = OperatorLineage[Dataset, RunFacet]  # what the provider's operator hooks return
+
+
+class LineageOperator(Protocol):
+    """What lineage needs of an operator (`TxnLogBaseOperator` is one): its table and its hook.
+    A structural type, so this module never imports the operators that import it."""
+
+    table_uri: str
+
+    @property
+    def hook(self) -> TxnLogHook: ...
+
 
 _S3 = {"s3", "s3a", "s3n"}  # Hadoop's s3a / s3n name the same buckets as s3
 _AZURE_DFS = {"abfs", "abfss", "az"}  # adlfs: `abfs://container/path` with the account in the options
@@ -79,7 +90,7 @@ def dataset_name(uri: str, storage_options: Mapping[str, Any] | None = None) -> 
 
 
 def table_lineage(
-    operator: TxnLogBaseOperator,
+    operator: LineageOperator,
     *,
     read_version: int | None,
     committed_version: int | None,
@@ -125,7 +136,7 @@ def table_lineage(
     return OperatorLineage(inputs=inputs, outputs=outputs)
 
 
-def start_lineage(operator: TxnLogBaseOperator, *, extra_inputs: Sequence[str] = ()) -> Lineage:
+def start_lineage(operator: LineageOperator, *, extra_inputs: Sequence[str] = ()) -> Lineage:
     """The START event's lineage: the table (and `extra_inputs`) as inputs, named only (no table I/O)."""
     from airflow.providers.openlineage.extractors import OperatorLineage  # noqa: PLC0415 - optional
     from openlineage.client.event_v2 import InputDataset  # noqa: PLC0415
@@ -134,13 +145,13 @@ def start_lineage(operator: TxnLogBaseOperator, *, extra_inputs: Sequence[str] =
     return OperatorLineage(inputs=[InputDataset(namespace, name), *_plain_inputs(operator, extra_inputs)])
 
 
-def _plain_inputs(operator: TxnLogBaseOperator, uris: Sequence[str]) -> list[Dataset]:
+def _plain_inputs(operator: LineageOperator, uris: Sequence[str]) -> list[Dataset]:
     from openlineage.client.event_v2 import InputDataset  # noqa: PLC0415 - optional
 
     return [InputDataset(*_name(operator, uri)) for uri in uris]
 
 
-def _name(operator: TxnLogBaseOperator, uri: str) -> tuple[str, str]:
+def _name(operator: LineageOperator, uri: str) -> tuple[str, str]:
     """`dataset_name`, reading the connection only for an Azure URI without its account.
 
     The provider runs the START hook before `execute` has looked the connection up, by default in
@@ -154,7 +165,8 @@ def _name(operator: TxnLogBaseOperator, uri: str) -> tuple[str, str]:
 def _commit(table: Table, version: int) -> tuple[dict[str, Any], int | None]:
     """(commitInfo, bytes of the files it added) of one commit, from that one file ({} / None if gone)."""
     from airflow_txnlog.engine import log_reader  # noqa: PLC0415 - no pyarrow at parse time
-    from airflow_txnlog.engine.log.log_paths import LOG_DIR, commit_name  # noqa: PLC0415
+    from airflow_txnlog.engine.log.log_paths import commit_name  # noqa: PLC0415
+    from airflow_txnlog.engine.storage import LOG_DIR  # noqa: PLC0415
 
     try:
         data = table.storage.read(f"{LOG_DIR}/{commit_name(version)}")
@@ -170,7 +182,7 @@ def _output_statistics(info: Mapping[str, Any], added_bytes: int | None) -> Any 
     """rows / bytes / files a commit wrote, from its operationMetrics (see `commit_figures`)."""
     from openlineage.client.facet_v2 import output_statistics_output_dataset as stats  # noqa: PLC0415
 
-    from airflow_txnlog.operators._base import commit_figures  # noqa: PLC0415 - _base imports us lazily
+    from airflow_txnlog.operators._figures import commit_figures  # noqa: PLC0415 - _base imports us lazily
 
     if not info:
         return None

@@ -20,6 +20,7 @@ from typing import Any, Literal, get_args
 
 from pyspark.sql import DataFrame
 
+from airflow_txnlog._shown import listed, shown
 from airflow_txnlog.engine import InvalidArgumentError
 
 #: MERGE `set=` / `values=`: every column, taken from the source column of the same name.
@@ -27,14 +28,8 @@ AllColumns = Literal["*"]
 ALL: AllColumns = "*"
 
 
-def _listed(values: Sequence[object]) -> str:
-    shown = [repr(v) for v in values]
-    return shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " or " + shown[-1]
-
-
 def _got(value: object) -> str:
-    text = repr(value)
-    return f"got {type(value).__name__} {text if len(text) <= 80 else text[:77] + '...'}"
+    return f"got {type(value).__name__} {shown(value)}"
 
 
 def sql_text(name: str, value: object, *, none_means: str | None = None) -> None:
@@ -79,7 +74,7 @@ def all_or_sql_mapping(name: str, value: object, *, all_method: str) -> dict[str
     if value == ALL:
         return None
     accepted = (
-        f"{_listed(get_args(AllColumns))} (every column, as {all_method}() does), "
+        f"{listed(get_args(AllColumns))} (every column, as {all_method}() does), "
         "or a mapping {target column: SQL expression} such as {'value': 's.value'}"
     )
     if isinstance(value, str):

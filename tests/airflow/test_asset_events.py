@@ -18,7 +18,8 @@ from airflow.sdk.definitions.asset import AssetUniqueKey
 
 from airflow_txnlog.assets import table_asset, table_asset_uri
 from airflow_txnlog.engine import Table
-from airflow_txnlog.operators._base import TxnLogBaseOperator, commit_figures
+from airflow_txnlog.operators._base import TxnLogBaseOperator
+from airflow_txnlog.operators._figures import commit_figures
 from airflow_txnlog.triggers.version import TxnLogVersionEventTrigger
 from tests.conftest import SCHEMA, rows
 

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from airflow_txnlog.engine import RetentionTooShortError, Table
-from airflow_txnlog.engine.log.log_paths import LOG_DIR
+from airflow_txnlog.engine.storage import LOG_DIR
 from airflow_txnlog.operators.maintenance import (
     TxnLogCheckpointOperator,
     TxnLogCleanupLogOperator,

@@ -22,7 +22,7 @@ from airflow_txnlog.engine import (
     Table,
     VersionNotFoundError,
 )
-from airflow_txnlog.engine.log.log_paths import LOG_DIR
+from airflow_txnlog.engine.storage import LOG_DIR
 from tests.conftest import SCHEMA, rows
 
 
@@ -160,7 +160,7 @@ def test_restore_racing_an_append_never_keeps_the_appended_rows(table_uri: str) 
     Table.open(table_uri).write(rows([70], "a"))  # the racing append (v5)
     result = restore_mod.restore(
         _StalePlan(t, stale),
-        t._restore_target(None, None, "sp")[0],
+        restore_mod.restore_target(t, version=None, timestamp=None, savepoint="sp")[0],
         dry_run=False,
         on_foreign_commits="force",
         owner=None,

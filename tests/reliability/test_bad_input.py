@@ -32,7 +32,7 @@ from airflow_txnlog.engine import (
     UnsupportedFeatureError,
     VersionNotFoundError,
 )
-from airflow_txnlog.engine.log.log_paths import LOG_DIR
+from airflow_txnlog.engine.storage import LOG_DIR
 from tests.conftest import SCHEMA, rows
 
 

@@ -19,8 +19,7 @@ from typing import Any
 import pytest
 
 from airflow_txnlog.engine import LogCorruptedError, Table
-from airflow_txnlog.engine.log.log_paths import LOG_DIR
-from airflow_txnlog.engine.storage import Storage, storage_for
+from airflow_txnlog.engine.storage import LOG_DIR, Storage, storage_for
 from tests.conftest import SCHEMA, rows
 from tests.reliability._util import fingerprint
 from tests.reliability.conftest import Backend

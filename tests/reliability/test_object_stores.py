@@ -31,8 +31,7 @@ from airflow_txnlog.engine import (
     TableExistsError,
     VersionNotFoundError,
 )
-from airflow_txnlog.engine.log.log_paths import LOG_DIR
-from airflow_txnlog.engine.storage import FsspecStorage
+from airflow_txnlog.engine.storage import LOG_DIR, FsspecStorage
 from tests.azurite import AzureContainer
 from tests.conftest import SCHEMA, rows
 from tests.reliability._util import build_table, commit_versions, ids, log_names

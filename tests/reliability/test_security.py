@@ -30,7 +30,7 @@ from airflow_txnlog.engine import (
     TxnLogError,
     VersionNotFoundError,
 )
-from airflow_txnlog.engine.log.log_paths import LOG_DIR
+from airflow_txnlog.engine.storage import LOG_DIR
 from tests.azurite import ACCOUNT_KEY, AzureContainer
 from tests.conftest import SCHEMA, rows
 from tests.reliability.conftest import S3_KEY, S3_SECRET, S3Server

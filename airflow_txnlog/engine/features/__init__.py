@@ -1,9 +1,9 @@
 """Delta table features: what each one means for readers and writers.
 
-What lives here: which reader and writer features this engine supports (and which its checkpoints
-carry) and how properties turn
-features on (`table_features`), column mapping's logical / physical names (`column_mapping`),
-deletion vectors (`deletion_vectors`: decode, write, apply), and type widening (`type_widening`).
+What lives here: which reader and writer features this engine supports, which its checkpoints carry
+and how properties turn features on (`table_features`), column mapping's logical / physical names
+(`column_mapping`), deletion vectors (`deletion_vectors`: decode, write, apply), and type widening
+(`type_widening`).
 A new Delta feature (constraints, generated and identity columns, row tracking, domain metadata,
 clustering) gets its module here: its wire names, how its configuration is parsed and checked, and
 the pure functions state and write call to honor it.

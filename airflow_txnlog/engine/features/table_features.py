@@ -1,33 +1,33 @@
-"""Setting table properties, with the protocol upgrade they need (Delta's ALTER TABLE SET TBLPROPERTIES).
+"""Delta table features: which ones this engine reads and writes, and how properties turn them on.
 
-    properties -> the table features they turn on (FEATURE_PROPERTIES; `delta.feature.<name>` =
-                  `supported` names one directly; `delta.minReaderVersion` / `minWriterVersion`
-                  raise the versions)
-               -> the new protocol = the current one + those features, never less:
-                  a legacy protocol moving to table features (reader 3 / writer 7) lists the features
-                  its versions implied (Delta's rule), so nothing the table had is lost
-               -> one commit: metaData with the merged configuration (+ protocol when it grows)
+    read   check_read_supported: the reader version and features (SUPPORTED_READER_FEATURES), type
+           widening it can read, the column-mapping mode
+    write  check_write_supported: the writer version and features (SUPPORTED_WRITER_FEATURES), and the
+           features a table's metadata uses that a writer must enforce (constraints, generated and
+           identity columns, invariants): a table using one the engine cannot enforce is refused
+    legacy implied_features: what a protocol below reader 3 / writer 7 implies (PROTOCOL.md)
+    change features_for / upgraded / requested_versions: properties -> the table features they turn
+           on (FEATURE_PROPERTIES; `delta.feature.<name>` = `supported` names one directly;
+           `delta.minReaderVersion` / `minWriterVersion` raise the versions) -> the new protocol =
+           the current one + those features, never less: a legacy protocol moving to table features
+           lists the features its versions implied (Delta's rule), so nothing the table had is lost.
 
 A property whose feature the engine cannot honor (change data feed, row tracking, column mapping,
 in-commit timestamps on an existing table, ...) is refused before anything is written; so is any
 attempt to lower a protocol version. Turning a feature's property off keeps the feature in the
-protocol, as Delta does.
+protocol, as Delta does. The commit that changes properties is engine.write.alter_table's.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Mapping
 
 from airflow_txnlog.engine import properties as props
 from airflow_txnlog.engine.errors import InvalidArgumentError, UnsupportedFeatureError
-from airflow_txnlog.engine.features import column_mapping
+from airflow_txnlog.engine.features import column_mapping, type_widening
 from airflow_txnlog.engine.log.actions import Metadata, Protocol
-from airflow_txnlog.engine.schema import schema_from_json, schema_to_json
-from airflow_txnlog.engine.validate import mapping
-from airflow_txnlog.engine.write.transaction import SUPPORTED_WRITER_FEATURES, Transaction, implied_features
+from airflow_txnlog.engine.schema import schema_from_json, schema_to_json, uses_variant
 
 READER_WRITER_FEATURES = frozenset(
     {
@@ -42,6 +42,175 @@ READER_WRITER_FEATURES = frozenset(
 )
 _VERSION_KEYS = {"delta.minReaderVersion": 3, "delta.minWriterVersion": 7}
 FEATURE_PREFIX = "delta.feature."
+
+# columnMapping: modes name and id (engine.features.column_mapping), read with logical names.
+# variantType: read as delta-rs does (engine.schema.VARIANT); writers refuse such tables.
+SUPPORTED_READER_FEATURES = frozenset(
+    {
+        "timestampNtz",
+        "vacuumProtocolCheck",
+        "columnMapping",
+        "deletionVectors",
+        "v2Checkpoint",
+        "variantType",
+        "variantType-preview",
+    }
+    | type_widening.FEATURES
+)
+MAX_READER_VERSION = 3
+
+
+def check_read_supported(protocol: Protocol, metadata: Metadata) -> None:
+    """Raise UnsupportedFeatureError unless this engine can read the table correctly."""
+    if protocol.min_reader_version > MAX_READER_VERSION:
+        raise UnsupportedFeatureError(
+            f"the table needs reader version {protocol.min_reader_version}; this engine reads up to 3",
+            feature=f"readerVersion{protocol.min_reader_version}",
+        )
+    features = set(protocol.reader_features or ()) if protocol.min_reader_version == 3 else set()
+    for feature in sorted(features - SUPPORTED_READER_FEATURES):
+        raise UnsupportedFeatureError(
+            f"the table uses reader feature {feature!r}, which is not supported", feature=feature
+        )
+    if features & type_widening.FEATURES or type_widening.TYPE_CHANGES in metadata.schema_string:
+        type_widening.check_supported(schema_from_json(metadata.schema_string))
+    mapping = column_mapping.mode(metadata.configuration)
+    if mapping not in ("none", "name", "id"):
+        raise UnsupportedFeatureError(
+            f"column mapping mode {mapping!r} is not supported", feature="columnMapping"
+        )
+
+
+# deletionVectors: honored by never writing a new DV (allowed: a writer MAY use them), by every
+# remove carrying the DV of the file it removes (the key is path + DV id) and by reading DVs wherever
+# rows are read (engine scan, Spark scan); maintenance keeps DV files (vacuum, savepoints, restore).
+# inCommitTimestamp: every commit's commitInfo (first, as always) carries a strictly increasing
+# `inCommitTimestamp`; the commit that turns it on records the enablement version and timestamp.
+# changeDataFeed: appends and whole-file removes need nothing (readers infer inserts / deletes); the
+# engine's Spark DML, which rewrites parts of files, writes change files (`add_cdc`); a raw
+# transaction that rewrites part of a file must add them itself.
+# columnMapping: read, renamed, dropped (metadata only); the writers write physical names and field
+# ids (`column_mapping.Names.to_files`); a raw transaction adding files must have written them too.
+# v2Checkpoint: read and written as UUID-named V2 checkpoints with a sidecar (engine.log.checkpoint_v2).
+# typeWidening: honored by never changing a column's type (schema evolution only adds columns, and
+# keeps every field's metadata, `delta.typeChanges` included) and by reading widened files.
+SUPPORTED_WRITER_FEATURES = frozenset(
+    {
+        "appendOnly",
+        "invariants",
+        "timestampNtz",
+        "vacuumProtocolCheck",
+        "deletionVectors",
+        "inCommitTimestamp",
+        "v2Checkpoint",
+        "changeDataFeed",
+        "columnMapping",
+    }
+    | type_widening.FEATURES
+)
+MAX_WRITER_VERSION = 7
+
+
+def check_write_supported(protocol: Protocol, metadata: Metadata) -> None:
+    """Raise UnsupportedFeatureError unless this engine can write the table without breaking it."""
+    check_read_supported(protocol, metadata)
+    w = protocol.min_writer_version
+    if w > MAX_WRITER_VERSION:
+        raise UnsupportedFeatureError(f"the table needs writer version {w}", feature=f"writerVersion{w}")
+    if w == MAX_WRITER_VERSION:
+        for feature in sorted(set(protocol.writer_features or ()) - SUPPORTED_WRITER_FEATURES):
+            raise UnsupportedFeatureError(
+                f"the table uses writer feature {feature!r}, which this engine cannot write", feature=feature
+            )
+    conf, schema_text = metadata.configuration, metadata.schema_string  # field metadata is in the JSON
+    active = {
+        "checkConstraints": any(k.startswith("delta.constraints.") for k in conf),
+        "generatedColumns": "delta.generationExpression" in schema_text,
+        "identityColumns": "delta.identity." in schema_text,
+        "invariants": "delta.invariants" in schema_text,
+        "variantType": uses_variant(schema_text),  # read only: writing Variant data is not supported
+    }
+    for feature, on in active.items():
+        if on:
+            raise UnsupportedFeatureError(
+                f"the table uses {feature}, which this engine cannot enforce when writing", feature=feature
+            )
+
+
+# What a legacy protocol version implies, as table features (PROTOCOL.md "Table Features").
+_LEGACY_WRITER = (
+    "appendOnly",
+    "invariants",
+    "checkConstraints",
+    "changeDataFeed",
+    "generatedColumns",
+    "columnMapping",
+    "identityColumns",
+)
+_LEGACY_WRITER_COUNT = {2: 2, 3: 3, 4: 5, 5: 6, 6: 7}
+
+
+def implied_features(protocol: Protocol) -> tuple[set[str], set[str]]:
+    """(reader features, writer features) the protocol supports: listed ones at versions 3 / 7,
+    the ones a legacy version implies below them."""
+    readers = set(protocol.reader_features or ())
+    writers = set(protocol.writer_features or ())
+    if protocol.min_writer_version < 7:
+        writers |= set(_LEGACY_WRITER[: _LEGACY_WRITER_COUNT.get(protocol.min_writer_version, 0)])
+    if protocol.min_reader_version == 2:
+        readers.add("columnMapping")
+    return readers, writers
+
+
+# Writer features whose state a classic checkpoint (engine.state.checkpoint's columns) carries
+# completely: table properties, schema metadata, column types, domainMetadata rows and the add fields
+# of row tracking and clustering, and the deletion vector descriptors of adds and removes
+# (deletionVectors; a part may hold an add and a tombstone of one path with different DVs: rows are
+# keyed by (path, DV id)). v2Checkpoint tables get UUID-named V2 checkpoints with a sidecar
+# (engine.log.checkpoint_v2.write). Anything else (features not yet known) is refused rather than
+# written lossily.
+CHECKPOINT_WRITER_FEATURES = frozenset(_LEGACY_WRITER) | frozenset(
+    {
+        "timestampNtz",
+        "domainMetadata",
+        "rowTracking",
+        "clustering",
+        "vacuumProtocolCheck",
+        "inCommitTimestamp",
+        "allowColumnDefaults",
+        "deletionVectors",
+        "typeWidening",
+        "typeWidening-preview",
+        "v2Checkpoint",
+    }
+)
+
+
+def require_checkpoint_supported(protocol: Protocol, action: str) -> None:
+    """UnsupportedFeatureError unless a checkpoint written by this engine keeps all of the table's state.
+
+    :param action: what the caller was about to do, for the message ("write a checkpoint", ...).
+    """
+    w = protocol.min_writer_version
+    if w > MAX_WRITER_VERSION:
+        raise UnsupportedFeatureError(
+            f"cannot {action}: the table needs writer version {w}; this engine writes checkpoints up to 7",
+            feature=f"writerVersion{w}",
+        )
+    if w < MAX_WRITER_VERSION:
+        return  # legacy protocols imply only features a classic checkpoint carries
+    for feature in sorted(set(protocol.writer_features or ()) - CHECKPOINT_WRITER_FEATURES):
+        raise UnsupportedFeatureError(
+            f"cannot {action}: the table uses writer feature {feature!r}, which this engine's checkpoints "
+            "cannot carry; a checkpoint without it would lose table state once older commits are cleaned. "
+            "Nothing was written. Help: let an engine that supports the feature checkpoint this table",
+            feature=feature,
+        )
+
+
+def changes_protocol_only(key: str) -> bool:
+    """`delta.feature.*` and the version keys change the protocol; Delta does not keep them as properties."""
+    return key in _VERSION_KEYS or key.startswith(FEATURE_PREFIX)
 
 
 def features_for(changes: Mapping[str, str]) -> tuple[set[str], set[str]]:
@@ -90,7 +259,7 @@ def upgraded(
     )
 
 
-def _versions(changes: Mapping[str, str], protocol: Protocol) -> dict[str, int]:
+def requested_versions(changes: Mapping[str, str], protocol: Protocol) -> dict[str, int]:
     out: dict[str, int] = {}
     for key, top in _VERSION_KEYS.items():
         if key not in changes:
@@ -111,38 +280,7 @@ def _versions(changes: Mapping[str, str], protocol: Protocol) -> dict[str, int]:
     return out
 
 
-def set_properties(
-    transaction: Callable[[str, dict[str, Any]], Transaction], properties: Mapping[str, str]
-) -> int:
-    """Merge `properties` into the table's configuration (see the module docstring); the new version.
-
-    :param transaction: the table's `transaction` (operation, parameters) -> a new transaction."""
-    changes = mapping("properties", properties, example="{'delta.appendOnly': 'true'}", str_values=True)
-    if not changes:
-        raise InvalidArgumentError("properties is empty: nothing to set")
-    txn = transaction("SET TBLPROPERTIES", {"properties": json.dumps(dict(changes))})
-    snap = txn.snapshot
-    versions = _versions(changes, snap.protocol)
-    readers, writers = features_for(changes)
-    # (delta.feature.* and the version keys change the protocol; Delta does not keep them)
-    conf = {k: v for k, v in changes.items() if k not in _VERSION_KEYS and not k.startswith(FEATURE_PREFIX)}
-    metadata = snap.metadata
-    if props.COLUMN_MAPPING_MODE in conf:
-        metadata, extra = _mapping(metadata, conf.pop(props.COLUMN_MAPPING_MODE))
-        conf.update(extra)
-        if extra:
-            readers.add("columnMapping")
-            writers.add("columnMapping")
-    merged = {**metadata.configuration, **conf}
-    props.validate({k: v for k, v in merged.items() if k != props.COLUMN_MAPPING_MODE})
-    protocol = upgraded(snap.protocol, readers, writers, versions)
-    if protocol != snap.protocol:
-        txn.update_protocol(protocol)
-    txn.update_metadata(dataclasses.replace(metadata, configuration=merged))
-    return txn.commit()
-
-
-def _mapping(metadata: Metadata, value: str) -> tuple[Metadata, dict[str, str]]:
+def enable_column_mapping(metadata: Metadata, value: str) -> tuple[Metadata, dict[str, str]]:
     """(metadata with a mapped schema, properties to set) for `delta.columnMapping.mode` = `value`."""
     new = str(value).strip().lower()
     current = column_mapping.mode(metadata.configuration)

@@ -21,6 +21,8 @@ from urllib.parse import quote, unquote
 
 import orjson
 
+from airflow_txnlog.engine.storage import has_scheme
+
 # Wire names of the actions.
 COMMIT_INFO = "commitInfo"
 PROTOCOL = "protocol"
@@ -51,11 +53,6 @@ def encode_path(path: str) -> str:
 def decode_path(path: str) -> str:
     """Decode a log path once: the result names the file (relative to the root, or absolute)."""
     return unquote(path) if "%" in path else path
-
-
-def has_scheme(path: str) -> bool:
-    head, sep, _ = path.partition(":")
-    return bool(sep) and len(head) > 1 and head.isalnum() and "/" not in head
 
 
 def _opt_map(value: Any) -> dict[str, Any] | None:

@@ -41,9 +41,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from airflow_txnlog.engine.errors import LogCorruptedError
-from airflow_txnlog.engine.log.actions import ADD, REMOVE, decode_path, has_scheme
-from airflow_txnlog.engine.log.log_paths import LOG_DIR
-from airflow_txnlog.engine.storage import Storage
+from airflow_txnlog.engine.log.actions import ADD, REMOVE, decode_path
+from airflow_txnlog.engine.storage import LOG_DIR, Storage, has_scheme
 
 SIDECAR_DIR = "_sidecars"
 CHECKPOINT_METADATA = "checkpointMetadata"

@@ -11,7 +11,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-LOG_DIR = "_delta_log"
 LAST_CHECKPOINT = "_last_checkpoint"
 
 _COMMIT_RE = re.compile(r"^(\d{20})\.json$")
@@ -28,15 +27,6 @@ def checkpoint_name(version: int, part: int | None = None, parts: int | None = N
     if part is None or parts is None:
         return f"{version:020d}.checkpoint.parquet"
     return f"{version:020d}.checkpoint.{part:010d}.{parts:010d}.parquet"
-
-
-@dataclass(frozen=True, slots=True)
-class LogFile:
-    """One file of the log as listed: its name inside `_delta_log/`, size and modification time (ms)."""
-
-    name: str
-    size: int
-    mtime_ms: int
 
 
 @dataclass(frozen=True, slots=True)

@@ -39,15 +39,16 @@ import orjson
 
 from airflow_txnlog.engine.errors import LogCorruptedError
 from airflow_txnlog.engine.log.actions import COMMIT_INFO
-from airflow_txnlog.engine.log.log_paths import LAST_CHECKPOINT, LOG_DIR, LogFile, commit_name
-from airflow_txnlog.engine.log.log_segment import LogListing
-from airflow_txnlog.engine.storage import Storage
+from airflow_txnlog.engine.log.log_paths import LAST_CHECKPOINT, commit_name
+from airflow_txnlog.engine.log.log_segment import LogListing, list_log
+from airflow_txnlog.engine.storage import LOG_DIR, ListedFile, Storage
 
 # Commits per `read_many`: one concurrent round trip on object stores for a poll or a refresh, while
 # a replay of thousands of commits never holds them all in memory at once.
 READ_BATCH = 128
+TXN_SEARCH_BATCH = 16  # the commit searched for is usually among the newest: stop reading early
 
-CommitFiles = Sequence[tuple[int, LogFile]]
+CommitFiles = Sequence[tuple[int, ListedFile]]
 """(version, listed file) pairs, as `LogListing.run_from` and `LogSegment.commits` give them."""
 
 
@@ -159,6 +160,18 @@ def _iter_actions(data: bytes, *, name: str) -> Iterator[dict[str, Any]]:
         yield action
     if not seen:
         raise LogCorruptedError(f"{name} is empty")
+
+
+def find_txn_commit(storage: Storage, app_id: str, version: int) -> int | None:
+    """The version whose commit recorded txn `app_id` at `version` or later, searching newest first
+    in small batches (None: no commit still in the log recorded it)."""
+    newest_first = sorted(list_log(storage).commits.items(), reverse=True)
+    for commit in read_commits(storage, newest_first, batch=TXN_SEARCH_BATCH):
+        for a in commit.actions:
+            t = a.get("txn")
+            if t and t.get("appId") == app_id and int(t.get("version", -1)) >= version:
+                return commit.version
+    return None
 
 
 def read_last_checkpoint(storage: Storage) -> LastCheckpoint | None:

@@ -17,20 +17,20 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from airflow_txnlog.engine.errors import LogCorruptedError, TableNotFoundError, VersionNotFoundError
-from airflow_txnlog.engine.log.log_paths import LOG_DIR, LogFile, parse_name
-from airflow_txnlog.engine.storage import Storage
+from airflow_txnlog.engine.log.log_paths import parse_name
+from airflow_txnlog.engine.storage import LOG_DIR, ListedFile, Storage
 
 
 @dataclass
 class LogListing:
     """The log files seen by one listing, classified by version."""
 
-    commits: dict[int, LogFile] = field(default_factory=dict)
+    commits: dict[int, ListedFile] = field(default_factory=dict)
     checkpoints: dict[int, list[str]] = field(default_factory=dict)  # complete sets only
     complete: bool = True  # False when listed from a hint (older files not seen)
 
     @classmethod
-    def build(cls, files: list[LogFile], *, complete: bool) -> LogListing:
+    def build(cls, files: list[ListedFile], *, complete: bool) -> LogListing:
         out = cls(complete=complete)
         multi: dict[tuple[int, int], dict[int, str]] = {}
         for f in files:
@@ -58,7 +58,7 @@ class LogListing:
     def checkpoints_at_or_below(self, version: int) -> list[int]:
         return sorted((v for v in self.checkpoints if v <= version), reverse=True)
 
-    def run_from(self, first: int, until: int | None = None) -> list[tuple[int, LogFile]]:
+    def run_from(self, first: int, until: int | None = None) -> list[tuple[int, ListedFile]]:
         """The contiguous commits `first`, `first`+1, ... (up to `until`) that the listing holds."""
         run = []
         while first in self.commits and (until is None or first <= until):
@@ -85,7 +85,7 @@ class LogSegment:
     version: int
     checkpoint_version: int | None
     checkpoint_parts: list[str]
-    commits: list[tuple[int, LogFile]]  # checkpoint+1 .. version, in order
+    commits: list[tuple[int, ListedFile]]  # checkpoint+1 .. version, in order
 
 
 def segment_for(
@@ -114,7 +114,7 @@ def segment_for(
     return LogSegment(version, cp, parts, commits)
 
 
-def monotonic_timestamps(commits: Mapping[int, LogFile], *, after: int | None = None) -> dict[int, int]:
+def monotonic_timestamps(commits: Mapping[int, ListedFile], *, after: int | None = None) -> dict[int, int]:
     """Commit timestamps from modification times, forced strictly increasing by version (and above
     `after`, the timestamp of the version before the first of `commits`, when it is known)."""
     out: dict[int, int] = {}

@@ -34,8 +34,7 @@ from types import TracebackType
 import orjson
 
 from airflow_txnlog.engine.errors import VacuumInProgressError
-from airflow_txnlog.engine.log.log_paths import LogFile
-from airflow_txnlog.engine.storage import Storage
+from airflow_txnlog.engine.storage import ListedFile, Storage
 
 FENCE_DIR = "_savepoints/_fences"
 FENCE_REFRESH_MS = 2 * 60 * 1000
@@ -74,7 +73,7 @@ class VacuumFence:
         self._storage.delete(self.key)
 
 
-def live_fences(storage: Storage, now_ms: int | None = None) -> list[LogFile]:
+def live_fences(storage: Storage, now_ms: int | None = None) -> list[ListedFile]:
     """Fences of vacuums that may still be deleting (stale ones excluded)."""
     now = _now_ms() if now_ms is None else now_ms
     try:

@@ -7,8 +7,8 @@ Versions >= C stay reconstructable from C. Files are deleted oldest first, so a 
 contiguous log.
 
 Cleanup refuses (`UnsupportedFeatureError`) a table with a writer feature this engine's checkpoints
-cannot carry (`engine.state.checkpoint.require_checkpoint_supported`): the checkpoint it would keep might be
-a lossy one, and deleting the commits below it would make the loss permanent.
+cannot carry (`engine.features.table_features.require_checkpoint_supported`): the checkpoint it
+would keep might be a lossy one, and deleting the commits below it would make the loss permanent.
 
 Publications hold it back: a reader following a channel (engine.maintenance.publications) loads the channel's
 current version from the log, so C is also at most the oldest channel's current version.
@@ -34,14 +34,14 @@ import time
 from dataclasses import dataclass, field
 
 from airflow_txnlog.engine import properties as props
+from airflow_txnlog.engine.features.table_features import require_checkpoint_supported
 from airflow_txnlog.engine.log import checkpoint_v2
-from airflow_txnlog.engine.log.log_paths import LOG_DIR, LogFile, parse_name
+from airflow_txnlog.engine.log.log_paths import parse_name
 from airflow_txnlog.engine.log.log_segment import LogListing, monotonic_timestamps
 from airflow_txnlog.engine.maintenance.maintenance_table import MaintenanceTable
 from airflow_txnlog.engine.maintenance.publications import protected_versions
-from airflow_txnlog.engine.state.checkpoint import require_checkpoint_supported
 from airflow_txnlog.engine.state.snapshot import Snapshot
-from airflow_txnlog.engine.storage import Storage
+from airflow_txnlog.engine.storage import LOG_DIR, ListedFile, Storage
 from airflow_txnlog.engine.validate import flag, number
 
 _CRC_RE = re.compile(r"^(\d{20})\.crc$")
@@ -118,7 +118,7 @@ def _cleanup_temp(storage: Storage, *, dry_run: bool) -> list[str]:
 
 
 def _cleanup_versions(
-    storage: Storage, snap: Snapshot, files: list[LogFile], *, keep_ms: int, dry_run: bool
+    storage: Storage, snap: Snapshot, files: list[ListedFile], *, keep_ms: int, dry_run: bool
 ) -> CleanupResult:
     cutoff = int(time.time() * 1000) - keep_ms
     listing = LogListing.build(files, complete=True)

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import datetime as dt
 import random
 import time
 import uuid
@@ -40,6 +41,8 @@ import pyarrow.compute as pc
 from airflow_txnlog.engine.errors import (
     CommitConflictError,
     ForeignCommitsError,
+    InvalidArgumentError,
+    RestoreError,
     RestoreFilesMissingError,
     RestoreRetriesExceededError,
     SavepointFilesMissingError,
@@ -49,7 +52,13 @@ from airflow_txnlog.engine.log.actions import ADD, METADATA, REMOVE, AddFile, Me
 from airflow_txnlog.engine.log.log_reader import list_after, read_commits
 from airflow_txnlog.engine.log.replay import LogState, positions_not_in
 from airflow_txnlog.engine.maintenance.maintenance_table import MaintenanceTable
-from airflow_txnlog.engine.maintenance.savepoints import create_savepoint, delete_savepoint, missing_files
+from airflow_txnlog.engine.maintenance.savepoints import (
+    create_savepoint,
+    delete_savepoint,
+    get_savepoint,
+    missing_files,
+    read_manifest,
+)
 from airflow_txnlog.engine.state.add_actions import select_adds
 from airflow_txnlog.engine.state.snapshot import Snapshot
 from airflow_txnlog.engine.storage import Storage
@@ -74,6 +83,30 @@ class RestoreTarget:
     state: LogState
     app_id: str  # txn app id making the restore idempotent
     parameters: dict[str, Any]
+
+
+def restore_target(
+    table: MaintenanceTable,
+    *,
+    version: int | None,
+    timestamp: dt.datetime | str | int | None,
+    savepoint: str | None,
+) -> tuple[RestoreTarget, Snapshot | None]:
+    """The target of exactly one of version, timestamp or savepoint, and its snapshot unless it is a
+    savepoint (whose manifest holds the state)."""
+    if sum(x is not None for x in (version, timestamp, savepoint)) != 1:
+        raise InvalidArgumentError("restore needs exactly one of version, timestamp or savepoint")
+    if savepoint is not None:
+        sp = get_savepoint(table.storage, savepoint)
+        if sp.table_id != table.snapshot().metadata.id:
+            raise RestoreError(f"savepoint {savepoint!r} belongs to another table (id {sp.table_id})")
+        state = read_manifest(table.storage, sp)
+        params = {"savepoint": savepoint, "version": sp.version}
+        return RestoreTarget(sp.version, state, f"restore:{savepoint}", params), None
+    snap = table.snapshot(version=version, timestamp=timestamp)
+    params = {"version": snap.version, "timestamp": str(timestamp) if timestamp is not None else None}
+    params = {k: v for k, v in params.items() if v is not None}
+    return RestoreTarget(snap.version, snap.state, f"restore:v{snap.version}", params), snap
 
 
 @dataclass(frozen=True)

@@ -43,15 +43,11 @@ from airflow_txnlog.engine.errors import (
     SavepointNotFoundError,
 )
 from airflow_txnlog.engine.features.deletion_vectors import dv_file_paths
+from airflow_txnlog.engine.features.table_features import require_checkpoint_supported
 from airflow_txnlog.engine.log.replay import LogState, key_path
 from airflow_txnlog.engine.maintenance.fence import DEFAULT_WAIT_S, wait_for_vacuums
 from airflow_txnlog.engine.maintenance.maintenance_table import MaintenanceTable
-from airflow_txnlog.engine.state.checkpoint import (
-    checkpoint_table,
-    parquet_bytes,
-    read_checkpoint,
-    require_checkpoint_supported,
-)
+from airflow_txnlog.engine.state.checkpoint import checkpoint_table, parquet_bytes, read_checkpoint
 from airflow_txnlog.engine.state.snapshot import Snapshot, to_epoch_ms
 from airflow_txnlog.engine.storage import Storage
 from airflow_txnlog.engine.validate import safe_name, text

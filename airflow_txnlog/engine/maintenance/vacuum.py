@@ -34,14 +34,13 @@ import pyarrow.compute as pc
 from airflow_txnlog.engine import properties as props
 from airflow_txnlog.engine.errors import RetentionTooShortError
 from airflow_txnlog.engine.features.deletion_vectors import dv_file_paths
-from airflow_txnlog.engine.log.actions import has_scheme
 from airflow_txnlog.engine.log.replay import key_paths
 from airflow_txnlog.engine.maintenance.fence import VacuumFence
 from airflow_txnlog.engine.maintenance.maintenance_table import MaintenanceTable
 from airflow_txnlog.engine.maintenance.publications import published_keys
 from airflow_txnlog.engine.maintenance.savepoints import protected_paths
 from airflow_txnlog.engine.state.snapshot import Snapshot
-from airflow_txnlog.engine.storage import LocalStorage, Storage
+from airflow_txnlog.engine.storage import LocalStorage, Storage, has_scheme
 from airflow_txnlog.engine.validate import flag, number
 
 HOUR_MS = 3_600_000

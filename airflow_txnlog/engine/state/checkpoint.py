@@ -2,8 +2,9 @@
 
 Write path (classic checkpoint, optionally split into parts):
 1. refuse (`UnsupportedFeatureError`) a table whose protocol has a writer feature outside
-   `CHECKPOINT_WRITER_FEATURES`: such a feature may keep state in actions or fields this writer does
-   not know, and a checkpoint without them loses that state for good once the log is cleaned;
+   `CHECKPOINT_WRITER_FEATURES` (engine.features.table_features): such a feature may keep state in
+   actions or fields this writer does not know, and a checkpoint without them loses that state for
+   good once the log is cleaned;
 2. rows = protocol, metaData, every txn, every live domainMetadata (removed=false), every live add
    (dataChange=false), every tombstone newer than now - `delta.deletedFileRetentionDuration`; one row
    per action, exactly one of the top-level struct columns is non-null in each row. Adds carry every
@@ -49,8 +50,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from airflow_txnlog.engine.errors import LogCorruptedError, TxnLogError, UnsupportedFeatureError
+from airflow_txnlog.engine.errors import LogCorruptedError, TxnLogError
 from airflow_txnlog.engine.features import column_mapping
+from airflow_txnlog.engine.features.table_features import require_checkpoint_supported
 from airflow_txnlog.engine.log import checkpoint_v2
 from airflow_txnlog.engine.log.actions import (
     ADD,
@@ -62,10 +64,9 @@ from airflow_txnlog.engine.log.actions import (
     STATS_PARSED,
     TXN,
     Metadata,
-    Protocol,
 )
 from airflow_txnlog.engine.log.checkpoint_columns import CheckpointColumns
-from airflow_txnlog.engine.log.log_paths import LAST_CHECKPOINT, LOG_DIR, checkpoint_name
+from airflow_txnlog.engine.log.log_paths import LAST_CHECKPOINT, checkpoint_name
 from airflow_txnlog.engine.log.log_reader import read_last_checkpoint
 from airflow_txnlog.engine.log.replay import ADD_TYPE, DV_TYPE, REMOVE_TYPE, STR_MAP, LogState, struct_keys
 from airflow_txnlog.engine.log.spark_hash import part_numbers
@@ -77,7 +78,7 @@ from airflow_txnlog.engine.log.stats_struct import (
 )
 from airflow_txnlog.engine.schema import schema_from_json
 from airflow_txnlog.engine.state.add_actions import partition_lookup, typed_partition
-from airflow_txnlog.engine.storage import Storage
+from airflow_txnlog.engine.storage import LOG_DIR, Storage
 
 METADATA_TYPE = pa.struct(
     [
@@ -105,62 +106,11 @@ DOMAIN_METADATA_TYPE = pa.struct(
 )
 DEFAULT_PART_SIZE = 1_000_000
 
-# Writer features whose state a classic checkpoint with the columns above carries completely: table
-# properties, schema metadata, column types, domainMetadata rows and the add fields of row tracking
-# and clustering, and the deletion vector descriptors of adds and removes (deletionVectors; a part
-# may hold an add and a tombstone of one path with different DVs: rows are keyed by (path, DV id)).
-# v2Checkpoint tables get UUID-named V2 checkpoints with a sidecar (checkpoint_v2.write). Anything else
-# (features not yet known) is refused rather than written lossily.
-CHECKPOINT_WRITER_FEATURES = frozenset(
-    {
-        "appendOnly",
-        "invariants",
-        "checkConstraints",
-        "changeDataFeed",
-        "generatedColumns",
-        "columnMapping",
-        "identityColumns",
-        "timestampNtz",
-        "domainMetadata",
-        "rowTracking",
-        "clustering",
-        "vacuumProtocolCheck",
-        "inCommitTimestamp",
-        "allowColumnDefaults",
-        "deletionVectors",
-        "typeWidening",
-        "typeWidening-preview",
-        "v2Checkpoint",  # written as a UUID-named V2 checkpoint (checkpoint_v2.write)
-    }
-)
-MAX_WRITER_VERSION = 7
 WRITE_STATS_AS_JSON = "delta.checkpoint.writeStatsAsJson"
 WRITE_STATS_AS_STRUCT = "delta.checkpoint.writeStatsAsStruct"
 
 
-# ----------------------------------------------------------------------------- features and properties
-def require_checkpoint_supported(protocol: Protocol, action: str) -> None:
-    """UnsupportedFeatureError unless a checkpoint written by this engine keeps all of the table's state.
-
-    :param action: what the caller was about to do, for the message ("write a checkpoint", ...).
-    """
-    w = protocol.min_writer_version
-    if w > MAX_WRITER_VERSION:
-        raise UnsupportedFeatureError(
-            f"cannot {action}: the table needs writer version {w}; this engine writes checkpoints up to 7",
-            feature=f"writerVersion{w}",
-        )
-    if w < MAX_WRITER_VERSION:
-        return  # legacy protocols imply only features a classic checkpoint carries
-    for feature in sorted(set(protocol.writer_features or ()) - CHECKPOINT_WRITER_FEATURES):
-        raise UnsupportedFeatureError(
-            f"cannot {action}: the table uses writer feature {feature!r}, which this engine's checkpoints "
-            "cannot carry; a checkpoint without it would lose table state once older commits are cleaned. "
-            "Nothing was written. Help: let an engine that supports the feature checkpoint this table",
-            feature=feature,
-        )
-
-
+# ----------------------------------------------------------------------------- properties
 def write_stats_as_json(conf: Mapping[str, str]) -> bool:
     """`delta.checkpoint.writeStatsAsJson`, default true (only an explicit "false" turns it off)."""
     return str(conf.get(WRITE_STATS_AS_JSON, "true")).strip().lower() != "false"

@@ -29,11 +29,11 @@ from airflow_txnlog.engine import properties as props
 from airflow_txnlog.engine.errors import (
     InvalidArgumentError,
     LogCorruptedError,
-    UnsupportedFeatureError,
     VersionNotFoundError,
 )
 from airflow_txnlog.engine.features import column_mapping, type_widening
 from airflow_txnlog.engine.features.deletion_vectors import deleted_rows
+from airflow_txnlog.engine.features.table_features import check_read_supported
 from airflow_txnlog.engine.log import bulk_replay
 from airflow_txnlog.engine.log.actions import IN_COMMIT_TIMESTAMP, AddFile, Metadata, Protocol, RemoveFile
 from airflow_txnlog.engine.log.bulk_replay import bulk_state
@@ -60,43 +60,6 @@ from airflow_txnlog.engine.state.scan import read_files
 from airflow_txnlog.engine.state.skipping import may_match_mask
 from airflow_txnlog.engine.storage import Storage
 from airflow_txnlog.engine.validate import names
-
-# columnMapping: modes name and id (engine.features.column_mapping), read with logical names.
-# variantType: read as delta-rs does (engine.schema.VARIANT); writers refuse such tables.
-SUPPORTED_READER_FEATURES = frozenset(
-    {
-        "timestampNtz",
-        "vacuumProtocolCheck",
-        "columnMapping",
-        "deletionVectors",
-        "v2Checkpoint",
-        "variantType",
-        "variantType-preview",
-    }
-    | type_widening.FEATURES
-)
-MAX_READER_VERSION = 3
-
-
-def check_read_supported(protocol: Protocol, metadata: Metadata) -> None:
-    """Raise UnsupportedFeatureError unless this engine can read the table correctly."""
-    if protocol.min_reader_version > MAX_READER_VERSION:
-        raise UnsupportedFeatureError(
-            f"the table needs reader version {protocol.min_reader_version}; this engine reads up to 3",
-            feature=f"readerVersion{protocol.min_reader_version}",
-        )
-    features = set(protocol.reader_features or ()) if protocol.min_reader_version == 3 else set()
-    for feature in sorted(features - SUPPORTED_READER_FEATURES):
-        raise UnsupportedFeatureError(
-            f"the table uses reader feature {feature!r}, which is not supported", feature=feature
-        )
-    if features & type_widening.FEATURES or type_widening.TYPE_CHANGES in metadata.schema_string:
-        type_widening.check_supported(schema_from_json(metadata.schema_string))
-    mapping = column_mapping.mode(metadata.configuration)
-    if mapping not in ("none", "name", "id"):
-        raise UnsupportedFeatureError(
-            f"column mapping mode {mapping!r} is not supported", feature="columnMapping"
-        )
 
 
 class Snapshot:

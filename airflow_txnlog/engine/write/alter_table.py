@@ -1,5 +1,6 @@
-"""Metadata-only schema changes on column-mapped tables: RENAME COLUMN, DROP COLUMNS, and turning
-column mapping on (Delta PROTOCOL.md "Column Mapping").
+"""Delta's ALTER TABLE: metadata-only commits. SET TBLPROPERTIES (with the protocol upgrade the
+properties need, engine.features.table_features), and the schema changes of column-mapped tables:
+RENAME COLUMN, DROP COLUMNS, turning column mapping on (Delta PROTOCOL.md "Column Mapping").
 
 Under column mapping a field's logical name (what users see) is separate from its physical name
 (what files, stats and partition values use), so renaming changes only the logical name and dropping
@@ -21,15 +22,16 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
 
+from airflow_txnlog.engine import properties as props
 from airflow_txnlog.engine.errors import InvalidArgumentError, UnsupportedFeatureError
-from airflow_txnlog.engine.features import column_mapping
+from airflow_txnlog.engine.features import column_mapping, table_features
 from airflow_txnlog.engine.schema import schema_from_json, schema_to_json
-from airflow_txnlog.engine.validate import names, text
+from airflow_txnlog.engine.validate import mapping, names, text
 from airflow_txnlog.engine.write.transaction import Transaction
 
 HELP_ENABLE = "Help: set_properties({'delta.columnMapping.mode': 'name'}) first (no file is rewritten)"
@@ -116,4 +118,34 @@ def drop_columns(begin: Begin, columns: Sequence[str]) -> int:
         raise InvalidArgumentError("drop_columns: a table keeps at least one column")
     kept = pa.schema([f for f in schema if f.name not in drop], metadata=schema.metadata)
     txn.update_metadata(dataclasses.replace(meta, schema_string=schema_to_json(kept)))
+    return txn.commit()
+
+
+def set_properties(begin: Begin, properties: Mapping[str, str]) -> int:
+    """Merge `properties` into the table's configuration and upgrade the protocol to the features
+    they turn on (engine.features.table_features); the new version.
+
+    :param begin: the table's `transaction` (operation, parameters) -> a new transaction."""
+    changes = mapping("properties", properties, example="{'delta.appendOnly': 'true'}", str_values=True)
+    if not changes:
+        raise InvalidArgumentError("properties is empty: nothing to set")
+    txn = begin("SET TBLPROPERTIES", {"properties": json.dumps(dict(changes))})
+    snap = txn.snapshot
+    versions = table_features.requested_versions(changes, snap.protocol)
+    readers, writers = table_features.features_for(changes)
+    # (delta.feature.* and the version keys change the protocol; Delta does not keep them)
+    conf = {k: v for k, v in changes.items() if not table_features.changes_protocol_only(k)}
+    metadata = snap.metadata
+    if props.COLUMN_MAPPING_MODE in conf:
+        metadata, extra = table_features.enable_column_mapping(metadata, conf.pop(props.COLUMN_MAPPING_MODE))
+        conf.update(extra)
+        if extra:
+            readers.add("columnMapping")
+            writers.add("columnMapping")
+    merged = {**metadata.configuration, **conf}
+    props.validate({k: v for k, v in merged.items() if k != props.COLUMN_MAPPING_MODE})
+    protocol = table_features.upgraded(snap.protocol, readers, writers, versions)
+    if protocol != snap.protocol:
+        txn.update_protocol(protocol)
+    txn.update_metadata(dataclasses.replace(metadata, configuration=merged))
     return txn.commit()

@@ -31,18 +31,28 @@ import pyarrow as pa
 from airflow_txnlog.engine import properties as props
 from airflow_txnlog.engine.errors import (
     InvalidArgumentError,
+    StorageError,
     TableCreatedConcurrentlyError,
+    TableExistsError,
     UnsupportedFeatureError,
 )
 from airflow_txnlog.engine.features import column_mapping
 from airflow_txnlog.engine.features.table_features import upgraded
-from airflow_txnlog.engine.log.actions import IN_COMMIT_TIMESTAMP, Action, CommitInfo, Metadata, Protocol
+from airflow_txnlog.engine.log.actions import (
+    IN_COMMIT_TIMESTAMP,
+    Action,
+    CommitInfo,
+    Metadata,
+    Protocol,
+    serialize_actions,
+)
+from airflow_txnlog.engine.log.log_paths import commit_name
 from airflow_txnlog.engine.log.log_segment import LogSegment
 from airflow_txnlog.engine.log.replay import LogState
 from airflow_txnlog.engine.log.stats import stats_columns
 from airflow_txnlog.engine.schema import normalize_schema, schema_to_json, uses_timestamp_ntz, uses_variant
-from airflow_txnlog.engine.state.snapshot import Snapshot
-from airflow_txnlog.engine.storage import Storage
+from airflow_txnlog.engine.state.snapshot import Snapshot, load_snapshot
+from airflow_txnlog.engine.storage import LOG_DIR, Storage
 from airflow_txnlog.engine.validate import mapping, text
 from airflow_txnlog.engine.write import provenance
 from airflow_txnlog.engine.write.transaction import ENGINE_INFO
@@ -221,3 +231,24 @@ def unclaimed(snap: Snapshot) -> Snapshot:
     if snap.update().version >= 0:
         raise TableCreatedConcurrentlyError()
     return snap
+
+
+def create_at(storage: Storage, actions: list[Action], *, defer: bool) -> Snapshot:
+    """Create the table `actions` (version_zero's) describe at `storage`: refuse a location that has a
+    table (TableExistsError), then write version 0 and return its snapshot, or with `defer` write
+    nothing and return the deferred snapshot (version -1) the first commit will make real."""
+    try:
+        existing = storage.list_log()
+    except OSError as exc:  # e.g. a file where the folder should be, a missing bucket
+        raise StorageError(f"cannot create the table at {storage.root!r}: {exc}") from exc
+    if any(f.name.endswith(".json") for f in existing):
+        raise TableExistsError(f"a Delta table already exists at {storage.root!r}")
+    if defer:
+        return deferred_snapshot(storage, actions)
+    try:
+        storage.put_if_absent(f"{LOG_DIR}/{commit_name(0)}", serialize_actions(actions))
+    except FileExistsError as exc:
+        raise TableExistsError(f"a Delta table already exists at {storage.root!r}") from exc
+    except OSError as exc:
+        raise StorageError(f"cannot create the table at {storage.root!r}: {exc}") from exc
+    return load_snapshot(storage)

@@ -46,7 +46,7 @@ from airflow_txnlog.engine.errors import (
     UnsupportedFeatureError,
     VersionAlreadyExistsError,
 )
-from airflow_txnlog.engine.features import type_widening
+from airflow_txnlog.engine.features.table_features import check_write_supported, implied_features
 from airflow_txnlog.engine.log.actions import (
     IN_COMMIT_TIMESTAMP,
     Action,
@@ -57,16 +57,14 @@ from airflow_txnlog.engine.log.actions import (
     Protocol,
     RemoveFile,
     Txn,
-    has_scheme,
     serialize_actions,
 )
-from airflow_txnlog.engine.log.log_paths import LOG_DIR, commit_name
+from airflow_txnlog.engine.log.log_paths import commit_name
 from airflow_txnlog.engine.log.log_reader import list_after, read_commit_info, read_commits
 from airflow_txnlog.engine.log.replay import file_key
-from airflow_txnlog.engine.schema import uses_variant
 from airflow_txnlog.engine.state.predicates import Predicate, Range, parse_predicate
-from airflow_txnlog.engine.state.snapshot import Snapshot, check_read_supported
-from airflow_txnlog.engine.storage import Storage
+from airflow_txnlog.engine.state.snapshot import Snapshot
+from airflow_txnlog.engine.storage import LOG_DIR, Storage, has_scheme
 from airflow_txnlog.engine.validate import json_mapping, mapping, number, one_of, text
 from airflow_txnlog.engine.write import provenance
 from airflow_txnlog.engine.write.conflicts import (
@@ -82,86 +80,7 @@ DEFAULT_MAX_ATTEMPTS = 100
 # 256 MiB of JSON holds 0.5-2 million add/remove actions (120-500 bytes each, with stats): far beyond
 # a sane single commit, yet small enough that one runaway commit cannot stall every reader.
 DEFAULT_MAX_COMMIT_BYTES = 256 * 1024 * 1024
-# deletionVectors: honored by never writing a new DV (allowed: a writer MAY use them), by every
-# remove carrying the DV of the file it removes (the key is path + DV id) and by reading DVs wherever
-# rows are read (engine scan, Spark scan); maintenance keeps DV files (vacuum, savepoints, restore).
-# inCommitTimestamp: every commit's commitInfo (first, as always) carries a strictly increasing
-# `inCommitTimestamp`; the commit that turns it on records the enablement version and timestamp.
-# changeDataFeed: appends and whole-file removes need nothing (readers infer inserts / deletes); the
-# engine's Spark DML, which rewrites parts of files, writes change files (`add_cdc`); a raw
-# transaction that rewrites part of a file must add them itself.
-# columnMapping: read, renamed, dropped (metadata only); the writers write physical names and field
-# ids (`column_mapping.Names.to_files`); a raw transaction adding files must have written them too.
-# v2Checkpoint: read and written as UUID-named V2 checkpoints with a sidecar (engine.log.checkpoint_v2).
-# typeWidening: honored by never changing a column's type (schema evolution only adds columns, and
-# keeps every field's metadata, `delta.typeChanges` included) and by reading widened files.
-SUPPORTED_WRITER_FEATURES = frozenset(
-    {
-        "appendOnly",
-        "invariants",
-        "timestampNtz",
-        "vacuumProtocolCheck",
-        "deletionVectors",
-        "inCommitTimestamp",
-        "v2Checkpoint",
-        "changeDataFeed",
-        "columnMapping",
-    }
-    | type_widening.FEATURES
-)
-MAX_WRITER_VERSION = 7
 TAGS_EXAMPLE = "{'owner': 'dag_id/run_id'}"
-
-
-def check_write_supported(protocol: Protocol, metadata: Metadata) -> None:
-    """Raise UnsupportedFeatureError unless this engine can write the table without breaking it."""
-    check_read_supported(protocol, metadata)
-    w = protocol.min_writer_version
-    if w > MAX_WRITER_VERSION:
-        raise UnsupportedFeatureError(f"the table needs writer version {w}", feature=f"writerVersion{w}")
-    if w == MAX_WRITER_VERSION:
-        for feature in sorted(set(protocol.writer_features or ()) - SUPPORTED_WRITER_FEATURES):
-            raise UnsupportedFeatureError(
-                f"the table uses writer feature {feature!r}, which this engine cannot write", feature=feature
-            )
-    conf, schema_text = metadata.configuration, metadata.schema_string  # field metadata is in the JSON
-    active = {
-        "checkConstraints": any(k.startswith("delta.constraints.") for k in conf),
-        "generatedColumns": "delta.generationExpression" in schema_text,
-        "identityColumns": "delta.identity." in schema_text,
-        "invariants": "delta.invariants" in schema_text,
-        "variantType": uses_variant(schema_text),  # read only: writing Variant data is not supported
-    }
-    for feature, on in active.items():
-        if on:
-            raise UnsupportedFeatureError(
-                f"the table uses {feature}, which this engine cannot enforce when writing", feature=feature
-            )
-
-
-# What a legacy protocol version implies, as table features (PROTOCOL.md "Table Features").
-_LEGACY_WRITER = (
-    "appendOnly",
-    "invariants",
-    "checkConstraints",
-    "changeDataFeed",
-    "generatedColumns",
-    "columnMapping",
-    "identityColumns",
-)
-_LEGACY_WRITER_COUNT = {2: 2, 3: 3, 4: 5, 5: 6, 6: 7}
-
-
-def implied_features(protocol: Protocol) -> tuple[set[str], set[str]]:
-    """(reader features, writer features) the protocol supports: listed ones at versions 3 / 7,
-    the ones a legacy version implies below them."""
-    readers = set(protocol.reader_features or ())
-    writers = set(protocol.writer_features or ())
-    if protocol.min_writer_version < 7:
-        writers |= set(_LEGACY_WRITER[: _LEGACY_WRITER_COUNT.get(protocol.min_writer_version, 0)])
-    if protocol.min_reader_version == 2:
-        readers.add("columnMapping")
-    return readers, writers
 
 
 class Transaction:

@@ -1,0 +1,123 @@
+"""The engine's house (docs/architecture.md): the public names of `airflow_txnlog.engine` are a fixed
+set, whichever room their module lives in; every module of a room is named in that room's
+import-linter contract (a module left out of it would be free to import its room-mates upward); each
+room says what lives there and what it may import; no module of the package exceeds 500 lines.
+
+The contracts themselves run in `lint-imports` (the test command); here one is shown to fail on an
+upward import, so a contract that checks nothing cannot pass unnoticed.
+"""
+
+from __future__ import annotations
+
+import ast
+import shutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+import airflow_txnlog.engine as engine
+
+REPO = Path(__file__).resolve().parents[2]
+ENGINE = REPO / "airflow_txnlog" / "engine"
+ROOMS = ("log", "features", "state", "write", "maintenance")
+MAX_LINES = 500
+
+# The public API, as it was before the engine moved into rooms (issue 25): moving modules must not
+# add, drop or rename one. Change this list only with the API itself (and docs/engine.md).
+PUBLIC_NAMES = {
+    *("DEFAULT_CHANNEL", "HIVE_NULL", "STRING_PREFIX"),
+    *("AddCDCFile", "AddFile", "CommitInfo", "Metadata", "Protocol", "RemoveFile", "Txn"),
+    *("CleanupResult", "ColumnNames", "CommitFiles", "FileScan", "ForeignCommitsPolicy", "IsolationLevel"),
+    *("LeafPath", "LeafStats", "MaintenanceTable", "Predicate", "Provenance", "Publication"),
+    *("RestoreResult", "Savepoint", "Snapshot", "Table", "TableHealth", "Transaction", "VacuumResult"),
+    "WriteMode",
+    *("TxnLogError", "AppendOnlyViolationError", "CommitConflictError", "CommitOutcomeUnknownError"),
+    *("CommitRetriesExceededError", "CommitTooLargeError", "ConcurrentAppendError"),
+    *("ConcurrentDeleteDeleteError", "ConcurrentDeleteReadError", "ConcurrentTransactionError"),
+    *("FilesMissingError", "ForeignCommitsError", "InvalidArgumentError", "LogCorruptedError"),
+    *("MetadataChangedError", "NotPublishedError", "PredicateError", "ProtocolChangedError"),
+    *("PublicationError", "RestoreError", "RestoreFilesMissingError", "RestoreRetriesExceededError"),
+    *("RetentionTooShortError", "SavepointExistsError", "SavepointFilesMissingError"),
+    *("SavepointNotFoundError", "SchemaMismatchError", "StorageError", "TableCreatedConcurrentlyError"),
+    *("TableExistsError", "TableNotFoundError", "UnsupportedFeatureError", "VacuumInProgressError"),
+    "VersionNotFoundError",
+    *("change_data_feed", "check_choice", "conform_to_schema", "indexed_leaves", "job_provenance"),
+    *("json_bounds", "log_reader", "num_indexed_cols", "parse_partition_value", "parse_predicate"),
+    *("run_owner_tag", "schema_from_json", "schema_to_json", "serialize_partition_value"),
+    *("stats_columns", "stats_json", "storage_for", "target_file_size", "to_arrow_expression"),
+    *("type_text", "uses_variant", "with_new_fields", "without_mapping", "write_data_files"),
+    "write_deletion_vectors",
+}
+
+
+def _contracts() -> list[dict[str, object]]:
+    config = tomllib.loads((REPO / "pyproject.toml").read_text())
+    contracts: list[dict[str, object]] = config["tool"]["importlinter"]["contracts"]
+    return contracts
+
+
+def _layer_names(contract: dict[str, object]) -> set[str]:
+    layers = contract["layers"]
+    assert isinstance(layers, list)
+    return {name.strip() for layer in layers for name in str(layer).split("|")}
+
+
+def test_public_names_are_the_same_set() -> None:
+    assert set(engine.__all__) == PUBLIC_NAMES
+    assert len(engine.__all__) == len(PUBLIC_NAMES)  # no name listed twice
+    for name in PUBLIC_NAMES:
+        assert getattr(engine, name) is not None, name
+
+
+def test_room_contract_names_every_room_and_root_module() -> None:
+    (rooms,) = [c for c in _contracts() if c.get("containers") == ["airflow_txnlog.engine"]]
+    root_modules = {p.stem for p in ENGINE.glob("*.py")} - {"__init__"}
+    assert _layer_names(rooms) == set(ROOMS) | root_modules
+
+
+@pytest.mark.parametrize("room", ROOMS)
+def test_each_room_contract_names_every_module_of_the_room(room: str) -> None:
+    (contract,) = [c for c in _contracts() if c.get("containers") == [f"airflow_txnlog.engine.{room}"]]
+    modules = {p.stem for p in (ENGINE / room).glob("*.py")} - {"__init__"}
+    assert _layer_names(contract) == modules, f"engine/{room}/ and its import-linter contract disagree"
+
+
+@pytest.mark.parametrize("room", ROOMS)
+def test_each_room_says_what_lives_there_and_what_it_may_import(room: str) -> None:
+    init = ENGINE / room / "__init__.py"
+    tree = ast.parse(init.read_text())
+    doc = ast.get_docstring(tree) or ""
+    assert "What lives here" in doc and "May import" in doc, init
+    assert len(tree.body) == 1, f"{init} holds code: a room's __init__ must stay a docstring (lazy imports)"
+
+
+def test_no_module_of_the_package_exceeds_500_lines() -> None:
+    too_long = {
+        str(p.relative_to(REPO)): n
+        for p in (REPO / "airflow_txnlog").rglob("*.py")
+        if (n := len(p.read_text().splitlines())) > MAX_LINES
+    }
+    assert too_long == {}
+
+
+def test_an_upward_import_breaks_the_contracts(tmp_path: Path) -> None:
+    """A copy of the package where the log imports the state: lint-imports must refuse it."""
+    shutil.copytree(REPO / "airflow_txnlog", tmp_path / "airflow_txnlog")
+    shutil.copy(REPO / "pyproject.toml", tmp_path / "pyproject.toml")
+    actions = tmp_path / "airflow_txnlog" / "engine" / "log" / "actions.py"
+    actions.write_text(actions.read_text() + "\nfrom airflow_txnlog.engine.state import snapshot  # noqa\n")
+    lint = Path(sys.executable).with_name("lint-imports")
+    out = subprocess.run(
+        [str(lint), "--no-cache"],
+        cwd=tmp_path,
+        env={"PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert out.returncode != 0, out.stdout
+    assert "engine rooms" in out.stdout and "BROKEN" in out.stdout
+    assert "airflow_txnlog.engine.log.actions -> airflow_txnlog.engine.state.snapshot" in out.stdout
