@@ -19,7 +19,7 @@ files dated 30 days back, which both engines must plan to delete under the defau
 delta-rs needs ``full=True`` for that: its default ("lite") mode only considers files named by
 ``remove`` tombstones and never lists the directory.
 
-Rows are measured through :class:`benchmarks.run.Runner` (fresh process per measurement, warm-up on
+Rows are measured through :class:`benchmarks.runner.Runner` (fresh process per measurement, warm-up on
 a tiny table, engines interleaved) and reported in their own section of docs/benchmarks.md between
 ``<!-- million-files:start -->`` and ``<!-- million-files:end -->``; the P report is left alone.
 """
@@ -40,7 +40,7 @@ import orjson
 from benchmarks import generate as gen
 
 if TYPE_CHECKING:
-    from benchmarks.run import Runner
+    from benchmarks.runner import Runner
 
 RECIPE = 1  # bump when the table layout changes, so cached tables are rebuilt
 BIG_CHECKPOINT_VERSION = 200
@@ -372,7 +372,7 @@ def rows(runner: Runner) -> list[dict[str, Any]]:
 
 
 def _header(runner: Runner, load: str, command: str) -> list[str]:
-    from benchmarks.run import machine_info
+    from benchmarks.runner import machine_info
 
     info, m = runner.big_info, machine_info()
     lines = [
