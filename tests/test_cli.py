@@ -327,3 +327,25 @@ def test_console_script_error(tmp_path: Path) -> None:
     assert proc.stderr.startswith("error: ")
     assert len(proc.stderr.splitlines()) == 1
     assert "Traceback" not in proc.stderr
+
+
+def test_history_at_80_columns_prints_records_not_a_folded_table(table_path: Path) -> None:
+    """Piped (80 columns unless COLUMNS says more), the table became one letter-column per cell
+    line; records keep each field whole on its own line, within 80 columns."""
+    result = run("history", str(table_path), env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert all(len(line) <= 80 for line in lines), [line for line in lines if len(line) > 80]
+    headings = [line for line in lines if re.match(r"\d+  \d{4}-\d\d-\d\d \d\d:\d\d:\d\d  ", line)]
+    assert [h.split()[0] for h in headings] == ["3", "2", "1", "0"]
+    assert headings[-1].endswith("CREATE TABLE")
+    assert '  parameters  mode=Append, partitionBy=["day"]' in lines
+    assert any(line.startswith("  metrics     numFiles=1, numOutputRows=1") for line in lines)
+
+
+def test_files_at_80_columns_keep_each_path_on_one_line(table_path: Path) -> None:
+    result = run("files", str(table_path), env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.output
+    paths = [f["path"] for f in run_json("files", str(table_path))["files"]]
+    assert all(p in result.stdout.splitlines() for p in paths)  # greppable, not folded
+    assert f"  partition values  day={DAY_A}" in result.stdout.splitlines()

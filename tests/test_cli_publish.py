@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -53,3 +54,12 @@ def test_bad_channel_is_an_error(table_path: Path) -> None:
     assert out.exit_code == 1
     assert "invalid publication channel" in out.stderr
     assert not (table_path / "_published").exists()
+
+
+def test_nothing_published_json_says_so(table_path: Path) -> None:
+    """`published --json` with nothing published prints an object that says so (was `null`), exit 1."""
+    out = run("published", str(table_path), "--json")
+    assert out.exit_code == 1
+    assert json.loads(out.stdout) == {"channel": "published", "published": False, "version": None}
+    run_json("publish", str(table_path), "--version", "2")
+    assert run_json("published", str(table_path))["published"] is True

@@ -6,6 +6,7 @@ import contextlib
 import datetime as dt
 import json
 import sys
+import textwrap
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Annotated, Any
 
@@ -119,6 +120,36 @@ def key_value_table(title: str, rows: Sequence[tuple[str, Any]]) -> RichTable:
     for key, value in rows:
         table.add_row(key, "-" if value is None or value == "" else str(value))
     return table
+
+
+WIDE_COLUMNS = 120  # narrower consoles (and pipes, 80 unless COLUMNS says otherwise) get records
+
+
+def print_rows(table: RichTable, rows: Sequence[Sequence[str]], *, heading: int) -> None:
+    """`table` with `rows` on a console at least WIDE_COLUMNS wide; otherwise one record per row, which
+    stays readable at 80 columns: the first `heading` cells on one line, then each other non-empty
+    cell as `  <column>  <value>`, wrapped under its value (a cell's lines joined by ', ')."""
+    out = console()
+    if out.width >= WIDE_COLUMNS:
+        for row in rows:
+            table.add_row(*row)
+        out.print(table)
+        return
+    names = [str(c.header) for c in table.columns]
+    label = max((len(n) for n in names[heading:]), default=0)
+    lines = [str(table.title)] if table.title else []
+    for row in rows:
+        lines.append("  ".join(cell for cell in row[:heading] if cell))
+        for name, cell in zip(names[heading:], row[heading:], strict=True):
+            if cell:
+                lines.append(_wrapped(f"  {name:<{label}}  ", ", ".join(cell.splitlines()), out.width))
+    out.print("\n".join(lines), soft_wrap=True)
+
+
+def _wrapped(prefix: str, text: str, width: int) -> str:
+    return textwrap.fill(
+        text, width=max(width, len(prefix) + 20), initial_indent=prefix, subsequent_indent=" " * len(prefix)
+    )
 
 
 def print_paths(title: str, paths: Sequence[str]) -> None:

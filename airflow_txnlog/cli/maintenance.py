@@ -25,6 +25,7 @@ from airflow_txnlog.cli._output import (
     key_value_table,
     open_table,
     print_paths,
+    print_rows,
     short_time,
 )
 from airflow_txnlog.engine import (
@@ -143,19 +144,20 @@ def _print_savepoints(docs: Sequence[Mapping[str, Any]]) -> None:
     for col in ("name", "version", "files", "size", "created (UTC)", "by", "expires (UTC)", "reason"):
         numeric = col in ("version", "files", "size")
         table.add_column(col, justify="right" if numeric else "left", overflow="fold", no_wrap=numeric)
-    for d in docs:
-        expires = short_time(d["expiresAt"]) + (" (expired)" if d["expired"] else "")
-        table.add_row(
+    rows = [
+        [
             d["name"],
             str(d["version"]),
             str(d["numFiles"]),
             str(d["sizeBytes"]),
             short_time(d["createdAt"]),
             d["createdBy"] or "-",
-            expires,
+            short_time(d["expiresAt"]) + (" (expired)" if d["expired"] else ""),
             d["reason"] or "-",
-        )
-    console().print(table)
+        ]
+        for d in docs
+    ]
+    print_rows(table, rows, heading=1)
 
 
 def _print_restore(doc: Mapping[str, Any]) -> None:

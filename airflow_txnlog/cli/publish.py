@@ -31,6 +31,7 @@ ChannelOpt = Annotated[
 def publication_doc(pub: Publication) -> dict[str, Any]:
     return {
         "channel": pub.channel,
+        "published": True,
         "version": pub.version,
         "previousVersion": pub.previous_version,
         "commitTimestamp": iso_ms(pub.commit_timestamp),
@@ -74,12 +75,13 @@ def publish(
 def published(
     ctx: typer.Context, uri: UriArg, channel: ChannelOpt = DEFAULT_CHANNEL, as_json: JsonOpt = False
 ) -> None:
-    """The version a channel currently publishes (exit 1 when nothing is published)."""
+    """The version a channel currently publishes (exit 1 when nothing is published; with --json an
+    object saying `"published": false`)."""
     with engine_errors():
         pub = open_table(ctx, uri).publication(channel)
     if pub is None:
-        if as_json:
-            emit_json(None)
+        if as_json:  # an object that says so (null alone told a script nothing); still exit 1
+            emit_json({"channel": channel, "published": False, "version": None})
         else:
             console().print(f"nothing is published on channel {channel!r}")
         raise typer.Exit(1)

@@ -20,6 +20,7 @@ from airflow_txnlog.cli._output import (
     engine_errors,
     iso_ms,
     open_table,
+    print_rows,
 )
 from airflow_txnlog.engine import AddFile, Snapshot, type_text
 
@@ -133,18 +134,19 @@ def _print_history(doc: Sequence[Mapping[str, Any]]) -> None:
     table.add_column("read", justify="right", no_wrap=True)
     table.add_column("blind", no_wrap=True)
     table.add_column("metrics", overflow="fold")
-    for e in doc:
-        stamp = (e["timestamp"] or "").replace("T", " ")[:19]
-        table.add_row(
+    rows = [
+        [
             str(e["version"]),
-            stamp,
+            (e["timestamp"] or "").replace("T", " ")[:19],
             e["operation"] or "",
             compact(e["operationParameters"], "\n"),
             "" if e["readVersion"] is None else str(e["readVersion"]),
             "" if e["isBlindAppend"] is None else str(e["isBlindAppend"]).lower(),
             compact(e["operationMetrics"], "\n"),
-        )
-    console().print(table)
+        ]
+        for e in doc
+    ]
+    print_rows(table, rows, heading=3)
 
 
 def _print_files(doc: Mapping[str, Any]) -> None:
@@ -154,10 +156,16 @@ def _print_files(doc: Mapping[str, Any]) -> None:
     table = RichTable(title=title, title_justify="left")
     for col in ("path", "partition values", "size", "numRecords"):
         table.add_column(col, overflow="fold", justify="right" if col in ("size", "numRecords") else "left")
-    for f in doc["files"]:
-        records = "" if f["numRecords"] is None else str(f["numRecords"])
-        table.add_row(f["path"], compact(f["partitionValues"]), str(f["size"]), records)
-    console().print(table)
+    rows = [
+        [
+            f["path"],
+            compact(f["partitionValues"]),
+            str(f["size"]),
+            "" if f["numRecords"] is None else str(f["numRecords"]),
+        ]
+        for f in doc["files"]
+    ]
+    print_rows(table, rows, heading=1)
 
 
 # ---------------------------------------------------------------------------------------------- commands

@@ -127,6 +127,10 @@ class Storage(ABC):
     def exists(self, key: str) -> bool:
         return bool(self.fs.exists(self.full_path(key)))
 
+    def remove_empty_dir(self, key_dir: str) -> None:
+        """Remove the folder `key_dir` if it is empty (object stores have no folders: nothing to do)."""
+        return None
+
     def open_input(self, key: str) -> BinaryIO:
         return self.fs.open(self.full_path(key), "rb")  # type: ignore[no-any-return]
 
@@ -178,7 +182,16 @@ class LocalStorage(Storage):
     def write(self, key: str, data: bytes) -> None:
         os.makedirs(os.path.dirname(self._p(key)), exist_ok=True)
         tmp = self._temp_write(key, data)
-        os.replace(tmp, self._p(key))
+        try:
+            os.replace(tmp, self._p(key))
+        except FileNotFoundError:  # another process removed the emptied folder meanwhile: make it again
+            os.makedirs(os.path.dirname(self._p(key)), exist_ok=True)
+            os.replace(tmp, self._p(key))
+
+    @override
+    def remove_empty_dir(self, key_dir: str) -> None:
+        with contextlib.suppress(OSError):  # not empty (another writer's file), or already gone
+            os.rmdir(self._p(key_dir))
 
     @override
     def list_dir(self, key_dir: str, start_after: str | None = None) -> list[ListedFile]:

@@ -6,8 +6,8 @@
        column-mapped table physical names and field ids), exactly as `df.write.format("txnlog")`
        does (`source_write`: one implementation of writing files). Its driver-side commit step
        does not commit: it writes the new files' `add` actions to a manifest
-       `_txnlog_staging/<uuid>.json`, which `write_files` reads back and deletes. No listing, no
-       footer reads, no moves or copies.
+       `_txnlog_staging/<uuid>.json`, which `write_files` reads back and deletes (with the folder,
+       once no other writer's manifest is in it). No listing, no footer reads, no moves or copies.
     2. The operation commits adds (and removes) through one engine transaction (`commit`).
 
 Failure anywhere before the commit leaves the table at its old version: a failing task deletes the
@@ -119,6 +119,7 @@ def write_files(
     finally:
         with contextlib.suppress(OSError):
             table.storage.delete(manifest)
+            table.storage.remove_empty_dir(STAGING_DIR)  # no empty folder left in the table root
     adds = [AddFile.from_wire(json.loads(line)["add"]) for line in lines if line.strip()]
     return adds if data_change else [dataclasses.replace(a, data_change=False) for a in adds]
 

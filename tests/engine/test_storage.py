@@ -71,3 +71,33 @@ def test_non_atomic_backend_refuses_unless_single_writer(tmp_path: Path) -> None
     single.put_if_absent("_delta_log/00000000000000000000.json", b"a\n")
     with pytest.raises(FileExistsError):
         single.put_if_absent("_delta_log/00000000000000000000.json", b"b\n")
+
+
+def test_remove_empty_dir_removes_only_an_empty_folder(tmp_path: Path) -> None:
+    s = LocalStorage(str(tmp_path))
+    s.write("_staging/a.json", b"{}")
+    s.remove_empty_dir("_staging")  # another writer's manifest is in it: kept
+    assert s.read("_staging/a.json") == b"{}"
+    s.delete("_staging/a.json")
+    s.remove_empty_dir("_staging")
+    assert not (tmp_path / "_staging").exists()
+    s.remove_empty_dir("_staging")  # already gone: no error
+    storage_for("memory://remove-empty/t").remove_empty_dir("_staging")  # object stores: nothing to do
+
+
+def test_write_survives_its_folder_being_removed_meanwhile(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A writer whose emptied folder another process removes between making it and renaming its temp
+    file into it (the staging folder race) makes the folder again instead of failing."""
+    s = LocalStorage(str(tmp_path))
+    real = s._temp_write
+
+    def temp_then_folder_removed(key: str, data: bytes) -> str:
+        tmp = real(key, data)
+        (tmp_path / "_staging").rmdir()  # the other writer's remove_empty_dir, at the worst moment
+        return tmp
+
+    monkeypatch.setattr(s, "_temp_write", temp_then_folder_removed)
+    s.write("_staging/b.json", b"[]")
+    assert s.read("_staging/b.json") == b"[]"

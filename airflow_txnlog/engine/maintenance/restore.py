@@ -46,6 +46,7 @@ from airflow_txnlog.engine.errors import (
     RestoreFilesMissingError,
     RestoreRetriesExceededError,
     SavepointFilesMissingError,
+    VersionNotFoundError,
 )
 from airflow_txnlog.engine.features.deletion_vectors import dv_file_paths
 from airflow_txnlog.engine.log.actions import ADD, METADATA, REMOVE, AddFile, Metadata
@@ -55,7 +56,9 @@ from airflow_txnlog.engine.maintenance.maintenance_table import MaintenanceTable
 from airflow_txnlog.engine.maintenance.savepoints import (
     create_savepoint,
     delete_savepoint,
+    existing_savepoints,
     get_savepoint,
+    list_savepoints,
     missing_files,
     read_manifest,
 )
@@ -103,10 +106,26 @@ def restore_target(
         state = read_manifest(table.storage, sp)
         params = {"savepoint": savepoint, "version": sp.version}
         return RestoreTarget(sp.version, state, f"restore:{savepoint}", params), None
-    snap = table.snapshot(version=version, timestamp=timestamp)
+    try:
+        snap = table.snapshot(version=version, timestamp=timestamp)
+    except VersionNotFoundError as exc:
+        if version is None or version > table.snapshot().version:
+            raise
+        raise VersionNotFoundError(f"{exc}. {_savepoint_way_out(table.storage, version)}") from exc
     params = {"version": snap.version, "timestamp": str(timestamp) if timestamp is not None else None}
     params = {k: v for k, v in params.items() if v is not None}
     return RestoreTarget(snap.version, snap.state, f"restore:v{snap.version}", params), snap
+
+
+def _savepoint_way_out(storage: Storage, version: int) -> str:
+    """What can still restore a version whose commits log cleanup removed: a savepoint taken of it."""
+    holding = [s.name for s in list_savepoints(storage) if s.version == version]
+    if holding:
+        return f"Help: savepoint {holding[0]!r} holds version {version}: restore(savepoint={holding[0]!r})"
+    return (
+        f"No savepoint holds version {version} ({existing_savepoints(storage)}); a version stays "
+        "restorable after log cleanup only through a savepoint taken of it (create_savepoint)"
+    )
 
 
 @dataclass(frozen=True)

@@ -256,7 +256,18 @@ def get_savepoint(storage: Storage, name: str) -> Savepoint:
     try:
         return _load_record(storage, _record_key(name), name)
     except FileNotFoundError as exc:
-        raise SavepointNotFoundError(f"no savepoint named {name!r}") from exc
+        raise SavepointNotFoundError(f"no savepoint named {name!r}; {existing_savepoints(storage)}") from exc
+
+
+def existing_savepoints(storage: Storage) -> str:
+    """The table's savepoints for an error message: "savepoints of this table: 'a' (version 3), ..."."""
+    try:
+        found = list_savepoints(storage)
+    except (LogCorruptedError, OSError):  # only a message: an unreadable record must not hide the error
+        return "the table's savepoints could not be listed"
+    if not found:
+        return "this table has no savepoints"
+    return "savepoints of this table: " + ", ".join(f"{s.name!r} (version {s.version})" for s in found)
 
 
 def delete_savepoint(storage: Storage, name: str) -> Savepoint | None:
