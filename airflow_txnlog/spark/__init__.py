@@ -23,12 +23,14 @@ from airflow_txnlog.spark.errors import (
     ConstraintViolationError,
     MultipleSourceRowsMatchedError,
     SparkJobError,
+    SparkWorkersError,
 )
 from airflow_txnlog.spark.merge import MergeBuilder
 from airflow_txnlog.spark.results import DmlResult, WriteResult
 from airflow_txnlog.spark.source import register
 from airflow_txnlog.spark.table import SparkTable
 from airflow_txnlog.spark.uris import DEFAULT_SCHEME_MAP, to_hadoop_uri
+from airflow_txnlog.spark.workers import WorkersCannotImportWarning
 
 __all__ = [
     "DEFAULT_SCHEME_MAP",
@@ -38,6 +40,8 @@ __all__ = [
     "MultipleSourceRowsMatchedError",
     "SparkJobError",
     "SparkTable",
+    "SparkWorkersError",
+    "WorkersCannotImportWarning",
     "WriteMode",
     "WriteResult",
     "register",

@@ -26,3 +26,8 @@ class MultipleSourceRowsMatchedError(TxnLogError):
 class SparkJobError(TxnLogError):
     """A Spark job of a write or DML failed; the table is unchanged (staged files were removed or are
     unreferenced orphans that vacuum reclaims). The Spark exception is the `__cause__`."""
+
+
+class SparkWorkersError(SparkJobError):
+    """A Spark job failed because its Python workers run an interpreter that cannot import this
+    package (or pyarrow); the message names the interpreter to give them (`spark.workers`)."""

@@ -44,6 +44,7 @@ from airflow_txnlog.spark.source_stream import (
     TxnlogStreamWriter,
 )
 from airflow_txnlog.spark.source_write import TxnlogWriter
+from airflow_txnlog.spark.workers import check_workers
 
 NAME = "txnlog"
 FILTER_PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
@@ -56,6 +57,7 @@ def register(spark: SparkSession) -> None:
     implements `pushFilters` while the setting is off (its default)."""
     spark.dataSource.register(TxnlogDataSource)
     spark.conf.set(FILTER_PUSHDOWN_CONF, "true")
+    check_workers(spark)  # a local session whose workers lack the package: a warning before any job
 
 
 def _for_schema(options: Mapping[str, str]) -> ReadOptions:

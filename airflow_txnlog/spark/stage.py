@@ -40,6 +40,7 @@ from airflow_txnlog.spark.errors import ConstraintViolationError, SparkJobError
 from airflow_txnlog.spark.scan import TableContext
 from airflow_txnlog.spark.schemas import CHECK_MARKER, to_arrow_schema
 from airflow_txnlog.spark.source import register
+from airflow_txnlog.spark.workers import workers_failure
 
 STAGING_DIR = "_txnlog_staging"
 SESSION_TZ_CONF = "spark.sql.session.timeZone"
@@ -67,6 +68,9 @@ def spark_failure(exc: Exception, what: str) -> Exception:
     if CHECK_MARKER in text:
         detail = text.split(CHECK_MARKER, 1)[1].strip().splitlines()[0].split(" SQLSTATE:")[0]
         return ConstraintViolationError(f"{what} failed, nothing was committed: {detail}")
+    workers = workers_failure(text, what)
+    if workers is not None:
+        return workers
     first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
     return SparkJobError(f"the Spark job for {what} failed, the table is unchanged: {first}")
 

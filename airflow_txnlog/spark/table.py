@@ -34,6 +34,7 @@ from airflow_txnlog.spark.results import DmlResult, WriteResult
 from airflow_txnlog.spark.scan import TableHandle, scan
 from airflow_txnlog.spark.schemas import to_arrow_schema
 from airflow_txnlog.spark.uris import to_hadoop_uri
+from airflow_txnlog.spark.workers import check_workers
 
 
 class SparkTable:
@@ -59,6 +60,7 @@ class SparkTable:
     ) -> None:
         self.spark = spark
         self.scheme_map = check.scheme_map(scheme_map)
+        check_workers(spark)  # a local session whose workers lack the package: warned before any job
         if table is None:
             table = Table.open(uri, storage_options=check.storage_options(storage_options))
         elif not isinstance(table, Table):
