@@ -2,7 +2,8 @@
 
 `shown(value)` is the value's repr cut to 80 characters (a 10 MB list must not become a 10 MB error
 message or log line); `listed(values)` names accepted values as `'a', 'b' or 'c'`. The engine
-(engine.validate), the Spark layer (spark._arguments) and the Airflow layer (arguments) use them.
+(engine.validate and the checks in its modules), the Spark layer (spark._arguments) and the Airflow
+layer (arguments) use them.
 This module imports nothing, so the Airflow layer's checks still load nothing heavy while a DAG file
 is parsed.
 """

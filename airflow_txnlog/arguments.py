@@ -59,7 +59,7 @@ def str_mapping(name: str, value: object) -> dict[str, str]:
     for key, item in value.items():
         if not isinstance(key, str) or not isinstance(item, str):
             raise invalid(
-                f"{name} must be a mapping of str to str; key {key!r} ({type(key).__name__}) "
+                f"{name} must be a mapping of str to str; key {shown(key)} ({type(key).__name__}) "
                 f"has a {type(item).__name__} value"
             )
     return dict(value)
@@ -70,9 +70,9 @@ def column_names(name: str, value: object) -> list[str]:
     if value is None:
         return []
     if isinstance(value, str) or not isinstance(value, Sequence):
-        raise invalid(f"{name} must be a list of column names; got {value!r}")
+        raise invalid(f"{name} must be a list of column names; got {shown(value)}")
     if not all(isinstance(item, str) and item for item in value):
-        raise invalid(f"{name} must be a list of non-empty column names; got {list(value)!r}")
+        raise invalid(f"{name} must be a list of non-empty column names; got {shown(list(value))}")
     return list(value)
 
 
@@ -84,7 +84,7 @@ def operation_names(name: str, value: object) -> list[str] | None:
     if not isinstance(items, Sequence) or not all(isinstance(op, str) and op.strip() for op in items):
         raise invalid(
             f"{name} must be None (any operation) or a list of operation names such as "
-            f"['WRITE', 'MERGE']; got {value!r}"
+            f"['WRITE', 'MERGE']; got {shown(value)}"
         )
     return list(items)
 
@@ -120,7 +120,9 @@ def hours(name: str, value: object) -> float | None:
         return None
     number = _number(value, float)
     if number is None or math.isnan(number) or number < 0:
-        raise invalid(f"{name} must be None (the table's retention) or a number of hours >= 0; got {value!r}")
+        raise invalid(
+            f"{name} must be None (the table's retention) or a number of hours >= 0; got {shown(value)}"
+        )
     return float(number)
 
 
@@ -130,7 +132,7 @@ def version_number(name: str, value: object) -> int | None:
         return None
     number = _number(value, int)
     if number is None or (isinstance(value, float) and not value.is_integer()):
-        raise invalid(f"{name} must be None or an integer table version; got {value!r}")
+        raise invalid(f"{name} must be None or an integer table version; got {shown(value)}")
     return int(number)
 
 
@@ -140,4 +142,4 @@ def flag(name: str, value: object) -> bool:
         return bool(value)
     if isinstance(value, str) and value.strip().lower() in _FLAG_WORDS:
         return _FLAG_WORDS[value.strip().lower()]
-    raise invalid(f"{name} must be true or false; got {value!r}")
+    raise invalid(f"{name} must be true or false; got {shown(value)}")

@@ -1,7 +1,7 @@
 # ruff: noqa: PLC0415
 """One measurement in a fresh interpreter: ``python -m benchmarks.workers '<json spec>'``.
 
-:mod:`benchmarks.run` starts one process per measurement so that no cache of either engine (object
+:class:`benchmarks.runner.Runner` starts one process per measurement so that no cache of either engine (object
 store handles, parsed logs, memoised snapshots) can survive from one measurement to the next, and so that
 a crash or a hang of one engine cannot take the harness down. Imports happen before the clock starts;
 only the operation itself is timed, with :func:`time.perf_counter`.

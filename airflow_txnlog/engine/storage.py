@@ -55,7 +55,6 @@ from typing_extensions import override
 from airflow_txnlog.engine.errors import InvalidArgumentError, StorageError
 from airflow_txnlog.engine.validate import flag, mapping
 
-# Object stores whose fsspec implementation performs a real conditional (exclusive) create.
 LOG_DIR = "_delta_log"  # the log's folder under the table root (engine.log.log_paths names its files)
 
 
@@ -74,6 +73,7 @@ def has_scheme(path: str) -> bool:
     return bool(sep) and len(head) > 1 and head.isalnum() and "/" not in head
 
 
+# Object stores whose fsspec implementation performs a real conditional (exclusive) create.
 ATOMIC_PROTOCOLS = frozenset({"s3", "s3a", "gs", "gcs", "abfs", "abfss", "az"})
 _SCHEME_ALIASES = {"s3a": "s3", "s3n": "s3", "gcs": "gs"}
 

@@ -23,6 +23,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from airflow_txnlog._shown import shown
 from airflow_txnlog.engine import properties as props
 from airflow_txnlog.engine.errors import (
     ConcurrentTransactionError,
@@ -236,7 +237,7 @@ class Table:
             snapshot = self._refresh()
         elif not isinstance(snapshot, Snapshot) or snapshot.storage.root != self._storage.root:
             raise InvalidArgumentError(
-                f"snapshot must be a Snapshot of {self.uri!r} or None; got {snapshot!r:.80}"
+                f"snapshot must be a Snapshot of {self.uri!r} or None; got {shown(snapshot)}"
             )
         return Transaction(
             self._storage,
@@ -365,9 +366,14 @@ class Table:
         """
         self._committed("restore")
         restore_mod.check_options(dry_run=dry_run, on_foreign_commits=on_foreign_commits, owner=owner)
-        target, snap = restore_mod.restore_target(
-            self, version=version, timestamp=timestamp, savepoint=savepoint
-        )
+        if sum(x is not None for x in (version, timestamp, savepoint)) != 1:
+            raise InvalidArgumentError("restore needs exactly one of version, timestamp or savepoint")
+        if savepoint is not None:
+            target, snap = restore_mod.savepoint_target(self, savepoint), None
+        else:
+            target, snap = restore_mod.version_target(
+                self.snapshot, self._storage, version=version, timestamp=timestamp
+            )
         # A savepoint's files are protected already; a plain version's are pinned until the commit.
         with restore_mod.pinned(self, None if dry_run else snap):
             return restore_mod.restore(

@@ -32,6 +32,8 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit
 
+from airflow_txnlog.operators._figures import commit_figures
+
 if TYPE_CHECKING:
     from typing import TypeAlias
 
@@ -181,8 +183,6 @@ def _commit(table: Table, version: int) -> tuple[dict[str, Any], int | None]:
 def _output_statistics(info: Mapping[str, Any], added_bytes: int | None) -> Any | None:
     """rows / bytes / files a commit wrote, from its operationMetrics (see `commit_figures`)."""
     from openlineage.client.facet_v2 import output_statistics_output_dataset as stats  # noqa: PLC0415
-
-    from airflow_txnlog.operators._figures import commit_figures  # noqa: PLC0415 - _base imports us lazily
 
     if not info:
         return None

@@ -51,7 +51,9 @@ def string_keyed(name: str, value: object, *, accepted: str, empty_ok: bool = Tr
         raise InvalidArgumentError(f"{name} must not be empty: it must be {accepted}")
     for key in value:
         if not isinstance(key, str) or not key:
-            raise InvalidArgumentError(f"{name} keys must be non-empty strings ({accepted}); got key {key!r}")
+            raise InvalidArgumentError(
+                f"{name} keys must be non-empty strings ({accepted}); got key {shown(key)}"
+            )
     return dict(value)
 
 
@@ -107,7 +109,7 @@ def column_names(name: str, value: object) -> tuple[str, ...]:
         raise InvalidArgumentError(f"{name} must be {accepted}; {_got(value)}")
     for item in value:
         if not isinstance(item, str) or not item:
-            raise InvalidArgumentError(f"{name} must be {accepted}; got item {item!r}")
+            raise InvalidArgumentError(f"{name} must be {accepted}; got item {shown(item)}")
     return tuple(value)
 
 

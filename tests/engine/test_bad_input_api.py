@@ -266,3 +266,15 @@ def test_valid_values_still_accepted(table_uri: str) -> None:
         assert txn.commit(metrics={"numRemovedFiles": 1}, extra={"tags": {"k": "v"}}) == 2
     assert [h["tags"] for h in t.history(limit=2)] == [{"k": "v"}, {"owner": "run"}]
     assert t.restore(version=1, on_foreign_commits="force", dry_run=True).dry_run
+
+
+def test_create_with_a_bad_handle_option_writes_nothing(tmp_path: Any) -> None:
+    """The handle's options (and unknown keywords) are checked before version 0 is written: they were
+    checked after, so a bad `checkpoint_part_size` left a table behind (found moving `create`)."""
+    uri = str(tmp_path / "t")
+    with pytest.raises(InvalidArgumentError, match="checkpoint_part_size"):
+        Table.create(uri, schema=SCHEMA, checkpoint_part_size=0)
+    with pytest.raises(TypeError, match="bogus"):
+        Table.create(uri, schema=SCHEMA, bogus=1)
+    assert not (tmp_path / "t" / "_delta_log").exists()
+    assert Table.create(uri, schema=SCHEMA).latest_version() == 0

@@ -160,7 +160,7 @@ def test_restore_racing_an_append_never_keeps_the_appended_rows(table_uri: str) 
     Table.open(table_uri).write(rows([70], "a"))  # the racing append (v5)
     result = restore_mod.restore(
         _StalePlan(t, stale),
-        restore_mod.restore_target(t, version=None, timestamp=None, savepoint="sp")[0],
+        restore_mod.savepoint_target(t, "sp"),
         dry_run=False,
         on_foreign_commits="force",
         owner=None,

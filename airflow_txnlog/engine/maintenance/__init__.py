@@ -8,5 +8,5 @@ and never deletes a file a live version or a savepoint needs.
 
 May import: every room below (write, state, features, log) and the root's storage, schema,
 properties, validate and errors. Inside the engine only `table` imports this room (the
-Airflow layer and the CLI use a few of its modules directly).
+Airflow layer uses a few of its modules directly).
 """

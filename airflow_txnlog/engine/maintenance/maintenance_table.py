@@ -6,8 +6,7 @@ import it); they name what they need of a table as a `typing.Protocol` instead, 
 delta-kernel-rs passes a `Committer` trait rather than the whole engine:
 
 - `storage`: the table's files;
-- `snapshot(version=, timestamp=)`: the latest version, brought up to date (only new commits are
-  read), or the version asked for (a restore's target);
+- `snapshot()`: the latest version, brought up to date (only new commits are read);
 - `transaction(operation, parameters, snapshot=...)`: a transaction reading `snapshot` (default the
   latest), committed through the table so that its checkpoint policy and limits apply;
 - `txn_commit_version(app_id, version)`: which commit recorded an idempotent writer's txn.
@@ -19,7 +18,6 @@ only files (listing or reading savepoints) keep taking a `Storage`.
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Mapping
 from typing import Any, Protocol
 
@@ -34,10 +32,8 @@ class MaintenanceTable(Protocol):
     @property
     def storage(self) -> Storage: ...
 
-    def snapshot(
-        self, version: int | None = None, timestamp: dt.datetime | str | int | None = None
-    ) -> Snapshot:
-        """The latest snapshot, or the one of `version` / as of `timestamp`."""
+    def snapshot(self) -> Snapshot:
+        """The latest snapshot."""
         ...
 
     def transaction(

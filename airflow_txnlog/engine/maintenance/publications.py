@@ -39,6 +39,7 @@ import uuid
 
 import orjson
 
+from airflow_txnlog._shown import shown
 from airflow_txnlog.engine.errors import InvalidArgumentError, NotPublishedError, PublicationError
 from airflow_txnlog.engine.features.deletion_vectors import dv_file_paths
 from airflow_txnlog.engine.maintenance.fence import DEFAULT_WAIT_S, wait_for_vacuums
@@ -136,7 +137,7 @@ def publish(
     if version is None:
         version = latest.version
     if not isinstance(version, int) or isinstance(version, bool) or version < 0:
-        raise InvalidArgumentError(f"version must be a non-negative integer, got {version!r:.80}")
+        raise InvalidArgumentError(f"version must be a non-negative integer, got {shown(version)}")
     if version > latest.version:
         raise InvalidArgumentError(
             f"cannot publish version {version}: the table's latest version is {latest.version}"

@@ -32,7 +32,7 @@ import datetime as dt
 import random
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -41,7 +41,6 @@ import pyarrow.compute as pc
 from airflow_txnlog.engine.errors import (
     CommitConflictError,
     ForeignCommitsError,
-    InvalidArgumentError,
     RestoreError,
     RestoreFilesMissingError,
     RestoreRetriesExceededError,
@@ -88,30 +87,30 @@ class RestoreTarget:
     parameters: dict[str, Any]
 
 
-def restore_target(
-    table: MaintenanceTable,
+def savepoint_target(table: MaintenanceTable, name: str) -> RestoreTarget:
+    """The target of a restore to savepoint `name` (its manifest holds the state)."""
+    sp = get_savepoint(table.storage, name)
+    if sp.table_id != table.snapshot().metadata.id:
+        raise RestoreError(f"savepoint {name!r} belongs to another table (id {sp.table_id})")
+    state = read_manifest(table.storage, sp)
+    return RestoreTarget(sp.version, state, f"restore:{name}", {"savepoint": name, "version": sp.version})
+
+
+def version_target(
+    snapshot_of: Callable[..., Snapshot],
+    storage: Storage,
     *,
     version: int | None,
     timestamp: dt.datetime | str | int | None,
-    savepoint: str | None,
-) -> tuple[RestoreTarget, Snapshot | None]:
-    """The target of exactly one of version, timestamp or savepoint, and its snapshot unless it is a
-    savepoint (whose manifest holds the state)."""
-    if sum(x is not None for x in (version, timestamp, savepoint)) != 1:
-        raise InvalidArgumentError("restore needs exactly one of version, timestamp or savepoint")
-    if savepoint is not None:
-        sp = get_savepoint(table.storage, savepoint)
-        if sp.table_id != table.snapshot().metadata.id:
-            raise RestoreError(f"savepoint {savepoint!r} belongs to another table (id {sp.table_id})")
-        state = read_manifest(table.storage, sp)
-        params = {"savepoint": savepoint, "version": sp.version}
-        return RestoreTarget(sp.version, state, f"restore:{savepoint}", params), None
+) -> tuple[RestoreTarget, Snapshot]:
+    """The target of a restore to `version` or `timestamp`, and its snapshot (`snapshot_of`: the
+    table's `snapshot`). A version whose commits log cleanup removed names the way out."""
     try:
-        snap = table.snapshot(version=version, timestamp=timestamp)
+        snap = snapshot_of(version=version, timestamp=timestamp)
     except VersionNotFoundError as exc:
-        if version is None or version > table.snapshot().version:
+        if version is None or version > snapshot_of().version:
             raise
-        raise VersionNotFoundError(f"{exc}. {_savepoint_way_out(table.storage, version)}") from exc
+        raise VersionNotFoundError(f"{exc}. {_savepoint_way_out(storage, version)}") from exc
     params = {"version": snap.version, "timestamp": str(timestamp) if timestamp is not None else None}
     params = {k: v for k, v in params.items() if v is not None}
     return RestoreTarget(snap.version, snap.state, f"restore:v{snap.version}", params), snap

@@ -28,6 +28,7 @@ from collections.abc import Mapping, Sequence
 import orjson
 import pyarrow as pa
 
+from airflow_txnlog._shown import shown
 from airflow_txnlog.engine import properties as props
 from airflow_txnlog.engine.errors import (
     InvalidArgumentError,
@@ -62,11 +63,11 @@ def _partition_columns(partition_by: object) -> tuple[str, ...]:
     if isinstance(partition_by, str | bytes) or not isinstance(partition_by, Sequence):
         raise InvalidArgumentError(
             f"partition_by must be a list or tuple of column names such as ['day'], or (); "
-            f"got {type(partition_by).__name__} {partition_by!r:.80}"
+            f"got {type(partition_by).__name__} {shown(partition_by)}"
         )
     parts = tuple(partition_by)
     if not all(isinstance(c, str) for c in parts):
-        raise InvalidArgumentError(f"partition_by must hold column names (str), got {list(parts)!r:.80}")
+        raise InvalidArgumentError(f"partition_by must hold column names (str), got {shown(list(parts))}")
     return parts
 
 

@@ -30,6 +30,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from airflow_txnlog._shown import shown
 from airflow_txnlog.engine.errors import InvalidArgumentError
 
 OWNER_TAG = "owner"  # the tag engine.maintenance.restore reads to tell a run's own commits from foreign ones
@@ -107,7 +108,7 @@ def _opt(name: str, value: object) -> str | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, str | int):
-        raise InvalidArgumentError(f"provenance {name} must be a str or an int, got {value!r:.80}")
+        raise InvalidArgumentError(f"provenance {name} must be a str or an int, got {shown(value)}")
     return str(value)
 
 
@@ -124,7 +125,7 @@ def provenance(
     """Record every commit made inside the block as made by this DAG/task/run (wins over the env)."""
     for name, value in (("dag_id", dag_id), ("run_id", run_id)):
         if not isinstance(value, str) or not value:
-            raise InvalidArgumentError(f"provenance {name} must be a non-empty str, got {value!r:.80}")
+            raise InvalidArgumentError(f"provenance {name} must be a non-empty str, got {shown(value)}")
     prov = Provenance(
         dag_id=dag_id,
         run_id=run_id,
