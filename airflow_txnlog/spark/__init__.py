@@ -28,6 +28,7 @@ from airflow_txnlog.spark.errors import (
 from airflow_txnlog.spark.merge import MergeBuilder
 from airflow_txnlog.spark.results import DmlResult, WriteResult
 from airflow_txnlog.spark.source import register
+from airflow_txnlog.spark.source_errors import txnlog_errors
 from airflow_txnlog.spark.table import SparkTable
 from airflow_txnlog.spark.uris import DEFAULT_SCHEME_MAP, to_hadoop_uri
 from airflow_txnlog.spark.workers import WorkersCannotImportWarning
@@ -46,4 +47,5 @@ __all__ = [
     "WriteResult",
     "register",
     "to_hadoop_uri",
+    "txnlog_errors",
 ]

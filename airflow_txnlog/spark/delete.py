@@ -30,6 +30,7 @@ from airflow_txnlog.engine import AddCDCFile, AddFile, Transaction
 from airflow_txnlog.spark import change_data, delete_local, deletion_vectors
 from airflow_txnlog.spark._arguments import sql_text
 from airflow_txnlog.spark._dml import dml_result, elapsed_ms, file_metrics, output_rows
+from airflow_txnlog.spark.conditions import check_condition
 from airflow_txnlog.spark.planning import (
     Case,
     Plan,
@@ -51,6 +52,7 @@ def delete(h: TableHandle, predicate: str | None) -> DmlResult:
     start = time.monotonic()
     txn = h.table.transaction("DELETE", {"predicate": json.dumps([predicate] if predicate else [])})
     ctx = h.context(txn.snapshot)
+    check_condition(ctx.empty_df(), predicate, "DELETE predicate")  # before any job
     plan = classify(predicate, ctx)
     candidates = read_candidates(txn, plan)
     if plan.case is Case.DATA:

@@ -25,6 +25,7 @@ from pyspark.sql import functions as F
 
 from airflow_txnlog.engine import InvalidArgumentError
 from airflow_txnlog.spark._dml import resolve_columns
+from airflow_txnlog.spark.conditions import check_condition, check_expressions, check_join
 from airflow_txnlog.spark.planning import is_true
 from airflow_txnlog.spark.scan import TableContext, scan
 from airflow_txnlog.spark.schemas import spark_type
@@ -92,6 +93,29 @@ def _assignments(ctx: TableContext, spec: MergeSpec, clause: Clause) -> dict[str
     return {n: f"`{spec.source_alias}`.`{source_cols[n.lower()]}`" for n in ctx.schema.names}
 
 
+def _check_sql(ctx: TableContext, spec: MergeSpec, clauses: Sequence[Clause]) -> None:
+    """ON, and each matched / insert clause's condition and values over the rows its scope sees,
+    analysed by Spark over empty DataFrames (no job); the by-source clauses: `_target_only`."""
+    t, s = spec.target_alias, spec.source_alias
+    target = ctx.empty_df().alias(t)
+    source = ctx.spark.createDataFrame([], spec.source.schema).alias(s)
+    names = f"target ({t}) columns: {', '.join(target.columns)}; source ({s}) columns: "
+    names += ", ".join(source.columns)
+    check_join(target, source, spec.on, "MERGE ON clause", names)
+    pairs = target.join(source, F.expr(spec.on), "inner")
+    for c in clauses:
+        if c.by_source:
+            continue
+        rows, valid = (
+            (source, f"source ({s}) columns: {', '.join(source.columns)}")
+            if c.kind == "insert"
+            else (pairs, names)
+        )
+        what = f"{SCOPE_NAMES[c.scope]} {c.kind}"
+        check_condition(rows, c.condition, f"{what} condition", valid)
+        check_expressions(rows, c.assignments or {}, f"{what} value", valid)
+
+
 def resolved(ctx: TableContext, spec: MergeSpec) -> MergeSpec:
     """`spec` with each update / insert clause keyed by the table's columns (`*` expanded), and the
     not-matched-by-source clauses checked to read the target only.
@@ -103,6 +127,7 @@ def resolved(ctx: TableContext, spec: MergeSpec) -> MergeSpec:
         c if c.kind == "delete" else dataclasses.replace(c, assignments=_assignments(ctx, spec, c))
         for c in spec.clauses
     )
+    _check_sql(ctx, spec, clauses)
     by_source = [c for c in clauses if c.by_source]
     if by_source:
         target_only = scan(ctx, []).alias(spec.target_alias)  # analysed by Spark, no job runs

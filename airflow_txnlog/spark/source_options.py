@@ -41,6 +41,21 @@ WRITE_OPTIONS = _COMMON | {
     "__txnlog_manifest",
 }
 
+# How the options are spelled in docs/spark.md (Spark matches option names case-insensitively).
+_SPELLING = {
+    "storageoptions": "storageOptions",
+    "versionasof": "versionAsOf",
+    "timestampasof": "timestampAsOf",
+    "maxpartitionbytes": "maxPartitionBytes",
+    "replacewhere": "replaceWhere",
+    "mergeschema": "mergeSchema",
+    "overwriteschema": "overwriteSchema",
+    "partitionby": "partitionBy",
+    "txnappid": "txnAppId",
+    "txnversion": "txnVersion",
+    "maxrowsperfile": "maxRowsPerFile",
+}
+
 
 def _option_value(raw: str) -> Any:
     """A `storage.<key>` value: `true` / `false` / numbers as such (fsspec takes `anon=False`, not
@@ -59,8 +74,10 @@ def _common(
     opts = {str(k).lower(): str(v) for k, v in options.items()}
     unknown = sorted(k for k in opts if k not in known and not k.startswith(STORAGE_PREFIX))
     if unknown:
+        accepted = ", ".join(_SPELLING.get(k, k) for k in sorted(known) if not k.startswith("__"))
         raise InvalidArgumentError(
-            f"txnlog: unknown {what} options {unknown}; see docs/spark.md for the options table"
+            f"txnlog: unknown {what} options {unknown}; {what} options: {accepted}, "
+            f"{STORAGE_PREFIX}<key> (docs/spark.md)"
         )
     if not opts.get("path"):
         raise InvalidArgumentError(

@@ -40,6 +40,7 @@ from airflow_txnlog.spark.errors import ConstraintViolationError, SparkJobError
 from airflow_txnlog.spark.scan import TableContext
 from airflow_txnlog.spark.schemas import CHECK_MARKER, to_arrow_schema
 from airflow_txnlog.spark.source import register
+from airflow_txnlog.spark.source_errors import carried_error
 from airflow_txnlog.spark.workers import workers_failure
 
 STAGING_DIR = "_txnlog_staging"
@@ -71,6 +72,9 @@ def spark_failure(exc: Exception, what: str) -> Exception:
     workers = workers_failure(text, what)
     if workers is not None:
         return workers
+    carried = carried_error(exc)  # our data source refused something: that error, not Spark's wrapper
+    if carried is not None:
+        return carried
     first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
     return SparkJobError(f"the Spark job for {what} failed, the table is unchanged: {first}")
 

@@ -26,6 +26,7 @@ from airflow_txnlog.engine import AddCDCFile, AddFile
 from airflow_txnlog.spark import change_data, deletion_vectors
 from airflow_txnlog.spark._arguments import sql_mapping, sql_text
 from airflow_txnlog.spark._dml import dml_result, elapsed_ms, file_metrics, output_rows, resolve_columns
+from airflow_txnlog.spark.conditions import check_condition, check_expressions
 from airflow_txnlog.spark.planning import (
     classify,
     is_true,
@@ -60,6 +61,8 @@ def update(h: TableHandle, predicate: str | None, assignments: Mapping[str, str]
     txn = h.table.transaction("UPDATE", params)
     ctx = h.context(txn.snapshot)
     sets = resolve_columns(ctx, assignments, "update")
+    check_condition(ctx.empty_df(), predicate, "UPDATE predicate")  # before any job
+    check_expressions(ctx.empty_df(), sets, "UPDATE set value")
     candidates = read_candidates(txn, classify(predicate, ctx))
     condition = is_true(predicate)
     counts = matched_files(ctx, candidates, condition)
