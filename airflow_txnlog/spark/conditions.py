@@ -20,10 +20,10 @@ Spark's exception stays the `__cause__`.
 from __future__ import annotations
 
 import contextlib
-import logging
 from collections.abc import Iterator, Mapping
 
 from pyspark.errors import AnalysisException
+from pyspark.logger import PySparkLogger
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
@@ -37,7 +37,9 @@ _NOT_BOOLEAN = ("DATATYPE_MISMATCH.FILTER_NOT_BOOLEAN", "DATATYPE_MISMATCH.UNEXP
 def quiet_analysis() -> Iterator[None]:
     """Mute PySpark's loggers that print every captured analysis error at ERROR: while a user's SQL
     is checked, the error raised in its place is the report."""
-    loggers = [logging.getLogger(name) for name in _QUERY_CONTEXT_LOGGERS]
+    # PySparkLogger.getLogger: a plain logging.getLogger would create them as plain Loggers, whose
+    # .exception() refuses the errorClass= PySpark passes (a TypeError in every later analysis error).
+    loggers = [PySparkLogger.getLogger(name) for name in _QUERY_CONTEXT_LOGGERS]
     before = [logger.disabled for logger in loggers]
     for logger in loggers:
         logger.disabled = True

@@ -8,12 +8,14 @@ AnalysisException (Spark chooses that class); `txnlog_errors()` gives ours back.
 
 from __future__ import annotations
 
-import logging
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from pyspark.errors import AnalysisException
+from pyspark.logger import PySparkLogger
 
 from airflow_txnlog.engine import InvalidArgumentError, PredicateError, TxnLogError
 from airflow_txnlog.spark import SparkTable, register, txnlog_errors
@@ -43,7 +45,7 @@ def _refused(st: SparkTable, call: Any, kind: type[TxnLogError], capfd: pytest.C
     assert st.table.latest_version() == before  # nothing committed
     assert "_txnlog" not in str(err.value)  # no internal plan column named
     assert "ERROR" not in capfd.readouterr().err  # PySpark's query-context loggers stayed quiet
-    assert not logging.getLogger("SQLQueryContextLogger").disabled  # ... and are back on
+    assert not PySparkLogger.getLogger("SQLQueryContextLogger").disabled  # ... and are back on
     return _first_line(err.value)
 
 
@@ -122,3 +124,19 @@ def test_no_path_and_replace_where_on_a_data_column(table: SparkTable) -> None:
         "txnlog: replaceWhere 'amount > 1' names data columns ['amount']"
     )
     assert table.table.latest_version() == 1
+
+
+def test_muting_leaves_pyspark_loggers_pyspark_loggers() -> None:
+    """Regression: muting the query-context loggers before PySpark had made them created plain
+    Loggers, and every later analysis error died in PySpark's logging with a TypeError."""
+    code = (
+        "import logging\n"
+        "from pyspark.logger import PySparkLogger\n"
+        "from airflow_txnlog.spark.conditions import quiet_analysis\n"
+        "with quiet_analysis():\n"
+        "    pass\n"
+        "for name in ('SQLQueryContextLogger', 'DataFrameQueryContextLogger'):\n"
+        "    assert isinstance(logging.getLogger(name), PySparkLogger), name\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
