@@ -31,6 +31,7 @@ from pyspark.sql import DataFrame
 from airflow_txnlog.engine import AddFile, InvalidArgumentError, target_file_size
 from airflow_txnlog.spark._arguments import positive_int, sql_text
 from airflow_txnlog.spark._dml import dml_result, elapsed_ms, file_metrics
+from airflow_txnlog.spark.conditions import check_condition
 from airflow_txnlog.spark.planning import Case, classify, read_candidates
 from airflow_txnlog.spark.results import DmlResult
 from airflow_txnlog.spark.scan import TableContext, TableHandle, scan
@@ -94,6 +95,7 @@ def optimize(h: TableHandle, where: str | None, file_size: int | None) -> DmlRes
     txn = h.table.transaction("OPTIMIZE", params)
     ctx = h.context(txn.snapshot)
     target = target_file_size(ctx.properties, file_size)
+    check_condition(ctx.empty_df(), where, "OPTIMIZE where predicate")  # an unknown column, by name
     plan = classify(where, ctx)
     if plan.case is Case.DATA:
         raise InvalidArgumentError(

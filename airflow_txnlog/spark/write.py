@@ -41,6 +41,7 @@ from airflow_txnlog.engine import (
 )
 from airflow_txnlog.spark import change_data
 from airflow_txnlog.spark._arguments import app_transaction, column_names, dataframe, flag, sql_text
+from airflow_txnlog.spark.conditions import check_condition
 from airflow_txnlog.spark.planning import (
     Case,
     classify,
@@ -156,6 +157,7 @@ def write(
     if txn is not None:
         t.set_app_transaction(*txn)
     if replace_where is not None:
+        check_condition(ctx.empty_df(), replace_where, "replace_where predicate")  # before any job
         conformed = _check_rows(conformed, replace_where)
     adds = write_files(ctx, h.table, conformed, what="WRITE")
     cdc: list[AddCDCFile] = []

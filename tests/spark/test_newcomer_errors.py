@@ -86,6 +86,15 @@ def test_a_predicate_that_does_not_parse(table: SparkTable, capfd: Any) -> None:
     assert first.startswith("the DELETE predicate is not valid Spark SQL: [PARSE_SYNTAX_ERROR]")
 
 
+def test_a_misspelled_column_in_replace_where_or_optimize_where(table: SparkTable, capfd: Any) -> None:
+    df = table.spark.createDataFrame([(3, 1.0, "a")], "id long, amount double, day string")
+    call = lambda: table.write(df, mode="overwrite", replace_where="dya = 'a'")  # noqa: E731
+    first = _refused(table, call, PredicateError, capfd)
+    assert first == f"unknown column `dya` in the replace_where predicate; {COLUMNS}"
+    first = _refused(table, lambda: table.optimize(where="dya = 'a'"), PredicateError, capfd)
+    assert first == f"unknown column `dya` in the OPTIMIZE where predicate; {COLUMNS}"
+
+
 @pytest.mark.parametrize(
     ("options", "first"),
     [
