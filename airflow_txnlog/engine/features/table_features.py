@@ -21,7 +21,9 @@ protocol, as Delta does. The commit that changes properties is engine.write.alte
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+import json
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 from airflow_txnlog.engine import properties as props
 from airflow_txnlog.engine.errors import InvalidArgumentError, UnsupportedFeatureError
@@ -109,6 +111,17 @@ SUPPORTED_WRITER_FEATURES = frozenset(
     | type_widening.FEATURES
 )
 MAX_WRITER_VERSION = 7
+# Features a table may list without using them: Delta lists every feature a legacy writer version
+# implied when it moves a table to table features (writer 7), used or not. As in Delta Kernel's
+# `hasKernelWriteSupport`, they block a write only when a column or property uses them
+# (`features_in_use`); the engine cannot enforce them yet (issue 26).
+WRITABLE_WHEN_UNUSED = frozenset({"invariants", "checkConstraints", "generatedColumns", "identityColumns"})
+_CONSTRAINT_PREFIX = "delta.constraints."
+_FIELD_MARKS = {  # a field metadata key (or key prefix) -> the feature it uses
+    "delta.invariants": "invariants",
+    "delta.generationExpression": "generatedColumns",
+    "delta.identity.": "identityColumns",
+}
 
 
 def check_write_supported(protocol: Protocol, metadata: Metadata) -> None:
@@ -118,23 +131,48 @@ def check_write_supported(protocol: Protocol, metadata: Metadata) -> None:
     if w > MAX_WRITER_VERSION:
         raise UnsupportedFeatureError(f"the table needs writer version {w}", feature=f"writerVersion{w}")
     if w == MAX_WRITER_VERSION:
-        for feature in sorted(set(protocol.writer_features or ()) - SUPPORTED_WRITER_FEATURES):
+        listed = set(protocol.writer_features or ())
+        for feature in sorted(listed - SUPPORTED_WRITER_FEATURES - WRITABLE_WHEN_UNUSED):
             raise UnsupportedFeatureError(
                 f"the table uses writer feature {feature!r}, which this engine cannot write", feature=feature
             )
-    conf, schema_text = metadata.configuration, metadata.schema_string  # field metadata is in the JSON
-    active = {
-        "checkConstraints": any(k.startswith("delta.constraints.") for k in conf),
-        "generatedColumns": "delta.generationExpression" in schema_text,
-        "identityColumns": "delta.identity." in schema_text,
-        "invariants": "delta.invariants" in schema_text,
-        "variantType": uses_variant(schema_text),  # read only: writing Variant data is not supported
-    }
-    for feature, on in active.items():
-        if on:
-            raise UnsupportedFeatureError(
-                f"the table uses {feature}, which this engine cannot enforce when writing", feature=feature
-            )
+    for feature, where in sorted(features_in_use(metadata).items()):
+        raise UnsupportedFeatureError(
+            f"the table uses {feature} ({where}), which this engine cannot enforce when writing",
+            feature=feature,
+        )
+
+
+def features_in_use(metadata: Metadata) -> dict[str, str]:
+    """The features the table's properties and columns use that a writer must enforce, each with
+    where it is used (a property, or a column path); Variant columns too (read only)."""
+    used: dict[str, str] = {}
+    constraints = sorted(k for k in metadata.configuration if k.startswith(_CONSTRAINT_PREFIX))
+    if constraints:
+        used["checkConstraints"] = f"property {constraints[0]}"
+    for path, keys in _field_metadata(json.loads(metadata.schema_string)):
+        for mark, feature in _FIELD_MARKS.items():
+            if any(k == mark or (mark.endswith(".") and k.startswith(mark)) for k in keys):
+                used.setdefault(feature, f"column {path}")
+    if uses_variant(metadata.schema_string):
+        used["variantType"] = "a variant column; writing Variant data is not supported"
+    return used
+
+
+def _field_metadata(node: Any, path: str = "") -> Iterator[tuple[str, set[str]]]:
+    """(column path, its metadata keys) of every field of a Delta schema JSON, nested ones included."""
+    if not isinstance(node, dict):
+        return
+    if node.get("type") == "struct":
+        for field in node.get("fields", []):
+            name = f"{path}.{field.get('name')}" if path else str(field.get("name"))
+            yield name, set(field.get("metadata") or {})
+            yield from _field_metadata(field.get("type"), name)
+    elif node.get("type") == "array":
+        yield from _field_metadata(node.get("elementType"), f"{path}.element")
+    elif node.get("type") == "map":
+        yield from _field_metadata(node.get("keyType"), f"{path}.key")
+        yield from _field_metadata(node.get("valueType"), f"{path}.value")
 
 
 # What a legacy protocol version implies, as table features (PROTOCOL.md "Table Features").
