@@ -22,7 +22,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator, Mapping
 
-from pyspark.errors import AnalysisException
+from pyspark.errors import AnalysisException, ParseException
 from pyspark.logger import PySparkLogger
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -98,7 +98,7 @@ def _error(kind: type[TxnLogError], exc: AnalysisException, what: str, valid: st
         detail = params.get("sqlExpr") or params.get("exprName") or ""
         kind_of = params.get("actualDataType") or params.get("inputType") or params.get("type") or ""
         return kind(f"the {what} must be a condition (true / false): {detail} is {kind_of}")
-    if condition.startswith("PARSE_SYNTAX_ERROR") or "ParseException" in type(exc).__name__:
+    if isinstance(exc, ParseException):
         return kind(f"the {what} is not valid Spark SQL: {_first_line(exc)}")
     return kind(f"the {what} cannot be analysed: {_first_line(exc)} ({valid})")
 

@@ -61,8 +61,9 @@ def update(h: TableHandle, predicate: str | None, assignments: Mapping[str, str]
     txn = h.table.transaction("UPDATE", params)
     ctx = h.context(txn.snapshot)
     sets = resolve_columns(ctx, assignments, "update")
-    check_condition(ctx.empty_df(), predicate, "UPDATE predicate")  # before any job
-    check_expressions(ctx.empty_df(), sets, "UPDATE set value")
+    rows = ctx.empty_df()  # the table's columns, no rows: Spark analyses, no job runs
+    check_condition(rows, predicate, "UPDATE predicate")
+    check_expressions(rows, sets, "UPDATE set value")
     candidates = read_candidates(txn, classify(predicate, ctx))
     condition = is_true(predicate)
     counts = matched_files(ctx, candidates, condition)

@@ -64,3 +64,11 @@ def test_a_missing_savepoint_lists_the_existing_ones(tmp_path: Path) -> None:
         SavepointNotFoundError, match=r"^no savepoint named 'nosuch'; this table has no savepoints$"
     ):
         t.get_savepoint("nosuch")
+
+
+def test_an_unreadable_savepoint_record_does_not_hide_the_version_error(tmp_path: Path) -> None:
+    t = _cleaned(str(tmp_path))
+    t.storage.write("_savepoints/broken.json", b"{not json")
+    with pytest.raises(VersionNotFoundError) as err:
+        t.restore(version=0)
+    assert "No savepoint holds version 0 (the table's savepoints could not be listed)" in str(err.value)

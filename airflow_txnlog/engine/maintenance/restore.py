@@ -57,9 +57,9 @@ from airflow_txnlog.engine.maintenance.savepoints import (
     delete_savepoint,
     existing_savepoints,
     get_savepoint,
-    list_savepoints,
     missing_files,
     read_manifest,
+    savepoints_for_message,
 )
 from airflow_txnlog.engine.state.add_actions import select_adds
 from airflow_txnlog.engine.state.snapshot import Snapshot
@@ -118,11 +118,12 @@ def version_target(
 
 def _savepoint_way_out(storage: Storage, version: int) -> str:
     """What can still restore a version whose commits log cleanup removed: a savepoint taken of it."""
-    holding = [s.name for s in list_savepoints(storage) if s.version == version]
+    found = savepoints_for_message(storage)  # one listing for both answers
+    holding = [s.name for s in found or [] if s.version == version]
     if holding:
         return f"Help: savepoint {holding[0]!r} holds version {version}: restore(savepoint={holding[0]!r})"
     return (
-        f"No savepoint holds version {version} ({existing_savepoints(storage)}); a version stays "
+        f"No savepoint holds version {version} ({existing_savepoints(storage, found)}); a version stays "
         "restorable after log cleanup only through a savepoint taken of it (create_savepoint)"
     )
 

@@ -259,11 +259,19 @@ def get_savepoint(storage: Storage, name: str) -> Savepoint:
         raise SavepointNotFoundError(f"no savepoint named {name!r}; {existing_savepoints(storage)}") from exc
 
 
-def existing_savepoints(storage: Storage) -> str:
-    """The table's savepoints for an error message: "savepoints of this table: 'a' (version 3), ..."."""
+def savepoints_for_message(storage: Storage) -> list[Savepoint] | None:
+    """The table's savepoints for an error message; None when they cannot be read (an unreadable
+    record must not hide the error being reported)."""
     try:
-        found = list_savepoints(storage)
-    except (LogCorruptedError, OSError):  # only a message: an unreadable record must not hide the error
+        return list_savepoints(storage)
+    except (LogCorruptedError, OSError):
+        return None
+
+
+def existing_savepoints(storage: Storage, found: list[Savepoint] | None = None) -> str:
+    """ "savepoints of this table: 'a' (version 3), ..." for an error message (`found`: already listed)."""
+    found = savepoints_for_message(storage) if found is None else found
+    if found is None:
         return "the table's savepoints could not be listed"
     if not found:
         return "this table has no savepoints"
