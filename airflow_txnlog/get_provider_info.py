@@ -32,6 +32,7 @@ def get_provider_info() -> dict[str, Any]:
                     "airflow_txnlog.operators.maintenance",
                     "airflow_txnlog.operators.savepoint",
                     "airflow_txnlog.operators.publish",
+                    "airflow_txnlog.operators.constraints",
                 ],
             }
         ],

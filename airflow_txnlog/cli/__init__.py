@@ -90,6 +90,8 @@ app.command()(publish.published)
 app.command("set-properties")(schema.set_properties)
 app.command("rename-column")(schema.rename_column)
 app.command("drop-columns")(schema.drop_columns)
+app.command("add-constraint")(schema.add_constraint)
+app.command("drop-constraint")(schema.drop_constraint)
 
 
 def main() -> None:

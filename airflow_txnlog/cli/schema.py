@@ -1,8 +1,11 @@
-"""Schema and property commands: `set-properties`, `rename-column`, `drop-columns`.
+"""Schema and property commands: `set-properties`, `rename-column`, `drop-columns`,
+`add-constraint`, `drop-constraint`.
 
 `txnlog set-properties TABLE delta.columnMapping.mode=name` turns column mapping on (no file is
 rewritten); then `rename-column TABLE old new` and `drop-columns TABLE a b` change only the schema.
-Each commits one version and prints it (`--json`: {"version": N}).
+`txnlog add-constraint TABLE positive "amount > 0"` checks every live row with the engine first
+(a table too big for one machine: `SparkTable.add_constraint`). Each commits one version and prints
+it (`--json`: {"version": N}; `drop-constraint --if-exists` of a missing one: {"version": null}).
 """
 
 from __future__ import annotations
@@ -15,9 +18,11 @@ from airflow_txnlog.cli._output import JsonOpt, UriArg, console, emit_json, engi
 from airflow_txnlog.engine import InvalidArgumentError
 
 
-def _done(what: str, version: int, as_json: bool) -> None:
+def _done(what: str, version: int | None, as_json: bool) -> None:
     if as_json:
         emit_json({"version": version})
+    elif version is None:
+        console().print(f"{what}: nothing to do, no version committed")
     else:
         console().print(f"{what}: committed version {version}")
 
@@ -67,3 +72,31 @@ def drop_columns(
     with engine_errors():
         version = open_table(ctx, uri).drop_columns(columns)
     _done("drop-columns", version, as_json)
+
+
+def add_constraint(
+    ctx: typer.Context,
+    uri: UriArg,
+    name: Annotated[str, typer.Argument(help="The constraint's name (letters, digits, underscores).")],
+    expression: Annotated[str, typer.Argument(help='A Spark SQL boolean expression, e.g. "amount > 0".')],
+    as_json: JsonOpt = False,
+) -> None:
+    """Add a CHECK constraint, after checking every live row (NULL breaks it, as in Delta)."""
+    with engine_errors():
+        version = open_table(ctx, uri).add_constraint(name, expression)
+    _done("add-constraint", version, as_json)
+
+
+def drop_constraint(
+    ctx: typer.Context,
+    uri: UriArg,
+    name: Annotated[str, typer.Argument(help="The constraint's name.")],
+    if_exists: Annotated[
+        bool, typer.Option("--if-exists", help="A missing constraint is not an error.")
+    ] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Drop a CHECK constraint."""
+    with engine_errors():
+        version = open_table(ctx, uri).drop_constraint(name, if_exists=if_exists)
+    _done("drop-constraint", version, as_json)

@@ -36,6 +36,7 @@ if TYPE_CHECKING:  # the names below load on first use (PEP 562 __getattr__), se
         ConcurrentDeleteDeleteError,
         ConcurrentDeleteReadError,
         ConcurrentTransactionError,
+        ConstraintViolationError,
         FilesMissingError,
         ForeignCommitsError,
         InvalidArgumentError,
@@ -58,13 +59,21 @@ if TYPE_CHECKING:  # the names below load on first use (PEP 562 __getattr__), se
         TableExistsError,
         TableNotFoundError,
         TxnLogError,
+        UnsupportedExpressionError,
         UnsupportedFeatureError,
         VacuumInProgressError,
         VersionNotFoundError,
     )
     from airflow_txnlog.engine.features.column_mapping import Names as ColumnNames
     from airflow_txnlog.engine.features.column_mapping import with_new_fields, without_mapping
+    from airflow_txnlog.engine.features.constraints import Rule as RowRule
+    from airflow_txnlog.engine.features.constraints import check_rows as check_row_rules
+    from airflow_txnlog.engine.features.constraints import compile_rules as compile_row_rules
+    from airflow_txnlog.engine.features.constraints import rules as row_rules
+    from airflow_txnlog.engine.features.constraints import violation_error as row_rule_violation
     from airflow_txnlog.engine.features.deletion_vectors import write_dv_file as write_deletion_vectors
+    from airflow_txnlog.engine.features.generated import enforced as generated_columns
+    from airflow_txnlog.engine.features.generated import expression_columns, rewrite_columns
     from airflow_txnlog.engine.log import log_reader
     from airflow_txnlog.engine.log.actions import (
         AddCDCFile,
@@ -116,7 +125,12 @@ if TYPE_CHECKING:  # the names below load on first use (PEP 562 __getattr__), se
     # them from here, never from the submodules.
     from airflow_txnlog.engine.write.provenance import Provenance, job_provenance, run_owner_tag
     from airflow_txnlog.engine.write.transaction import Transaction
-    from airflow_txnlog.engine.write.writer import WriteMode, conform_to_schema, write_data_files
+    from airflow_txnlog.engine.write.writer import (
+        WriteMode,
+        conform_rows,
+        conform_to_schema,
+        write_data_files,
+    )
 
 # public name -> (engine submodule, attribute in it; None: the submodule itself)
 _LAZY: dict[str, tuple[str, str | None]] = {
@@ -158,6 +172,17 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "NotPublishedError": ("errors", "NotPublishedError"),
     "Predicate": ("state.predicates", "Predicate"),
     "PredicateError": ("errors", "PredicateError"),
+    "RowRule": ("features.constraints", "Rule"),
+    "generated_columns": ("features.generated", "enforced"),
+    "expression_columns": ("features.generated", "expression_columns"),
+    "rewrite_columns": ("features.generated", "rewrite_columns"),
+    "conform_rows": ("write.writer", "conform_rows"),
+    "check_row_rules": ("features.constraints", "check_rows"),
+    "compile_row_rules": ("features.constraints", "compile_rules"),
+    "row_rules": ("features.constraints", "rules"),
+    "row_rule_violation": ("features.constraints", "violation_error"),
+    "ConstraintViolationError": ("errors", "ConstraintViolationError"),
+    "UnsupportedExpressionError": ("errors", "UnsupportedExpressionError"),
     "Protocol": ("log.actions", "Protocol"),
     "TableCreatedConcurrentlyError": ("errors", "TableCreatedConcurrentlyError"),
     "ProtocolChangedError": ("errors", "ProtocolChangedError"),
@@ -230,6 +255,7 @@ __all__ = [
     "ConcurrentDeleteDeleteError",
     "ConcurrentDeleteReadError",
     "ConcurrentTransactionError",
+    "ConstraintViolationError",
     "FileScan",
     "FilesMissingError",
     "ForeignCommitsError",
@@ -256,6 +282,7 @@ __all__ = [
     "RestoreResult",
     "RestoreRetriesExceededError",
     "RetentionTooShortError",
+    "RowRule",
     "Savepoint",
     "SavepointExistsError",
     "SavepointFilesMissingError",
@@ -271,6 +298,7 @@ __all__ = [
     "Transaction",
     "Txn",
     "TxnLogError",
+    "UnsupportedExpressionError",
     "UnsupportedFeatureError",
     "VacuumInProgressError",
     "VacuumResult",
@@ -278,7 +306,12 @@ __all__ = [
     "WriteMode",
     "change_data_feed",
     "check_choice",
+    "check_row_rules",
+    "compile_row_rules",
+    "conform_rows",
     "conform_to_schema",
+    "expression_columns",
+    "generated_columns",
     "indexed_leaves",
     "job_provenance",
     "json_bounds",
@@ -286,6 +319,9 @@ __all__ = [
     "num_indexed_cols",
     "parse_partition_value",
     "parse_predicate",
+    "rewrite_columns",
+    "row_rule_violation",
+    "row_rules",
     "run_owner_tag",
     "schema_from_json",
     "schema_to_json",

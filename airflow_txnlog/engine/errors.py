@@ -51,6 +51,40 @@ class PredicateError(TxnLogError, ValueError):
     """A SQL predicate could not be parsed or refers to unknown columns."""
 
 
+class UnsupportedExpressionError(TxnLogError):
+    """A valid Spark SQL expression (a constraint, a generation expression) uses something the
+    engine's Arrow evaluator cannot compute; nothing was written. Spark paths (`SparkTable`)
+    evaluate it with Spark itself."""
+
+
+class ConstraintViolationError(TxnLogError):
+    """Rows written break a rule of the table or of the write: a CHECK constraint, a column
+    invariant, a NULL in a NOT NULL column, a generated column's value, or a row outside
+    `replace_where`. Nothing was committed and the files written for it were removed.
+
+    `constraint` / `expression` name the rule (None where the rule is not a named constraint),
+    `row` holds one offending row's values (column -> value) and `count` how many rows broke it
+    (None when the write stopped at the first one)."""
+
+    # (class defaults: an error carried back from a Spark worker is rebuilt from its message only)
+    constraint: str | None = None
+    expression: str | None = None
+    row: dict[str, object] | None = None
+    count: int | None = None
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        constraint: str | None = None,
+        expression: str | None = None,
+        row: dict[str, object] | None = None,
+        count: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.constraint, self.expression, self.row, self.count = constraint, expression, row, count
+
+
 class StorageError(TxnLogError):
     """The storage backend failed, or cannot give the atomicity a commit needs."""
 

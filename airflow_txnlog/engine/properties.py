@@ -169,7 +169,8 @@ def property_features(conf: Mapping[str, str]) -> tuple[set[str], set[str]]:
     return readers, writers
 
 
-_FEATURE_PREFIXES = {"delta.constraints.": "checkConstraints", "delta.feature.": ""}
+# (`delta.constraints.*` are not here: they are added by ADD CONSTRAINT, engine.write.alter_table)
+_FEATURE_PREFIXES = {"delta.feature.": ""}
 
 
 def refuse_unhonored_features(conf: Mapping[str, str]) -> None:

@@ -34,6 +34,7 @@ from airflow_txnlog.engine.errors import (
     UnsupportedFeatureError,
     VersionNotFoundError,
 )
+from airflow_txnlog.engine.features.constraints import constraints as table_constraints
 from airflow_txnlog.engine.features.table_features import check_write_supported
 from airflow_txnlog.engine.log.commit_files import CommitFiles, commit_files
 from airflow_txnlog.engine.log.log_reader import find_txn_commit, list_after, read_commits
@@ -54,6 +55,7 @@ from airflow_txnlog.engine.state.snapshot import Snapshot, load_snapshot, versio
 from airflow_txnlog.engine.storage import Storage, storage_for
 from airflow_txnlog.engine.validate import flag, mapping, number, one_of, text, txn_pair
 from airflow_txnlog.engine.write import alter_table
+from airflow_txnlog.engine.write.alter_table import RowCheck
 from airflow_txnlog.engine.write.conflicts import SERIALIZABLE, IsolationLevel
 from airflow_txnlog.engine.write.create_table import (
     create_at,
@@ -143,18 +145,22 @@ class Table:
         description: str | None = None,
         single_writer: bool = False,
         defer: bool = False,
+        generated_columns: Mapping[str, str] | None = None,
         **kw: Any,
     ) -> Table:
         """Create a table: version 0 with protocol and metaData (TableExistsError if one exists).
         With `defer=True` nothing is written yet: the first commit (a `write` or a `transaction`)
         makes version 0, protocol and metaData included (engine.write.create_table).
+        `generated_columns` ({column: Spark SQL expression}) makes generated columns, which writes fill
+        and check (engine.features.generated).
 
         Every argument is checked before anything is written (see engine.write.create_table).
         """
         flag("defer", defer)
         actions = version_zero(
-            schema, partition_by=partition_by, properties=properties, name=name, description=description
-        )
+            schema, partition_by=partition_by, properties=properties, name=name, description=description,
+            generated_columns=generated_columns,
+        )  # fmt: skip
         actions = with_provenance(actions)
         storage = storage_for(uri, storage_options, single_writer=single_writer)
         table = cls(storage, **kw)
@@ -425,6 +431,25 @@ class Table:
         returns the new version. A downgrade or a feature the engine cannot honor is refused."""
         self._committed("set properties")
         return alter_table.set_properties(self.transaction, properties)
+
+    def add_constraint(self, name: str, expression: str, *, check: RowCheck | None = None) -> int:
+        """ALTER TABLE ADD CONSTRAINT: every later write must satisfy the Spark SQL boolean `expression`
+        (NULL breaks it). Existing rows are checked first (ConstraintViolationError naming how many
+        break it, nothing written); the protocol gains `checkConstraints`. Returns the new version.
+
+        :param check: (snapshot, rule) -> (live rows breaking it, one of them); default: the engine
+            reads every live file (`SparkTable.add_constraint` passes a Spark job)."""
+        self._committed("add a constraint")
+        return alter_table.add_constraint(self.transaction, name, expression, check=check)
+
+    def drop_constraint(self, name: str, *, if_exists: bool = False) -> int | None:
+        """ALTER TABLE DROP CONSTRAINT; the new version (None: absent and `if_exists`)."""
+        self._committed("drop a constraint")
+        return alter_table.drop_constraint(self.transaction, name, if_exists=if_exists)
+
+    def constraints(self) -> dict[str, str]:
+        """The table's CHECK constraints: name -> Spark SQL expression."""
+        return table_constraints(self.snapshot().metadata)
 
     # ------------------------------------------------------------------ checkpoints
     def checkpoint(self, version: int | None = None) -> None:

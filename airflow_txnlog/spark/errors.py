@@ -7,12 +7,14 @@ a check fails the job, so nothing is committed).
 
 from __future__ import annotations
 
-from airflow_txnlog.engine import TxnLogError
+from airflow_txnlog.engine import ConstraintViolationError, TxnLogError
 
-
-class ConstraintViolationError(TxnLogError):
-    """Rows written break a rule of the write: a NULL in a NOT NULL column, or a row outside
-    `replace_where`. The Spark job failed and nothing was committed."""
+__all__ = [
+    "ConstraintViolationError",  # the engine's: one class whichever path found the violating row
+    "MultipleSourceRowsMatchedError",
+    "SparkJobError",
+    "SparkWorkersError",
+]
 
 
 class MultipleSourceRowsMatchedError(TxnLogError):

@@ -26,6 +26,7 @@ from pyspark.sql import functions as F
 from airflow_txnlog.engine import InvalidArgumentError
 from airflow_txnlog.spark._dml import resolve_columns
 from airflow_txnlog.spark.conditions import check_condition, check_expressions, check_join
+from airflow_txnlog.spark.generated import assigned
 from airflow_txnlog.spark.planning import is_true
 from airflow_txnlog.spark.scan import TableContext, scan
 from airflow_txnlog.spark.schemas import spark_type
@@ -84,13 +85,19 @@ class MergeSpec:
 
 
 def _assignments(ctx: TableContext, spec: MergeSpec, clause: Clause) -> dict[str, str]:
+    """The clause's values keyed by table column, `*` expanded, plus its generated columns'."""
+    target = spec.target_alias
+    keep = None if clause.kind == "insert" else (lambda c: f"`{target}`.`{c}`")
     if clause.assignments is not None:
-        return resolve_columns(ctx, clause.assignments, f"merge {clause.kind}")
+        return assigned(ctx, resolve_columns(ctx, clause.assignments, f"merge {clause.kind}"), keep=keep)
     source_cols = {c.lower(): c for c in spec.source.columns}
-    missing = [n for n in ctx.schema.names if n.lower() not in source_cols]
+    computed = set(ctx.generated)  # (a source may leave them out, as in Delta)
+    missing = [n for n in ctx.schema.names if n.lower() not in source_cols and n not in computed]
     if missing:
         raise InvalidArgumentError(f"merge {clause.kind} *: the source lacks target columns {missing}")
-    return {n: f"`{spec.source_alias}`.`{source_cols[n.lower()]}`" for n in ctx.schema.names}
+    alias = spec.source_alias
+    sets = {n: f"`{alias}`.`{source_cols[n.lower()]}`" for n in ctx.schema.names if n.lower() in source_cols}
+    return assigned(ctx, sets, keep=keep)
 
 
 def _check_sql(ctx: TableContext, spec: MergeSpec, clauses: Sequence[Clause]) -> None:

@@ -19,7 +19,7 @@ reports it; `file_key()` maps it back to the table-relative path on the driver.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
@@ -30,10 +30,13 @@ from pyspark.sql.types import BooleanType, LongType, StringType, StructField, St
 from airflow_txnlog.engine import (
     AddFile,
     ColumnNames,
+    RowRule,
     Snapshot,
     Table,
     UnsupportedFeatureError,
+    generated_columns,
     parse_partition_value,
+    row_rules,
     without_mapping,
 )
 from airflow_txnlog.spark.schemas import CHECK_MARKER, data_schema, to_spark_schema
@@ -64,6 +67,10 @@ class TableContext:
     deleted_rows: Callable[[AddFile], Any] | None = None
     # column mapping: the files' physical names (`Snapshot.column_names`); None when not mapped
     names: ColumnNames | None = None
+    # the table's CHECK constraints, column invariants and generated columns' rules, which every
+    # write enforces (`spark.rules`), and the generated columns (column -> expression) writes fill
+    rules: tuple[RowRule, ...] = ()
+    generated: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
     def of(
@@ -78,6 +85,8 @@ class TableContext:
             dict(scheme_map),
             snapshot.deleted_rows,
             snapshot.column_names,
+            tuple(row_rules(snapshot.metadata, snapshot.protocol)),
+            generated_columns(snapshot.metadata, snapshot.protocol),
         )
 
     def physical(self, column: str) -> str:

@@ -6,7 +6,8 @@ directions: Arrow -> `schema_to_json` -> `StructType.fromJson`, and Spark -> `js
 
 Schema enforcement on write (`conform`), as Delta does it:
 - columns are matched by name, case-insensitively, and written with the table's spelling and order;
-- a column the DataFrame lacks is written as NULL if it is nullable, else `SchemaMismatchError`;
+- a column the DataFrame lacks is written as NULL if it is nullable, else `SchemaMismatchError`; a
+  generated column it lacks is computed from its expression (Spark SQL, cast to the column's type);
 - a column whose type differs from the table's is a `SchemaMismatchError` (no silent casts);
 - a column the table lacks is a `SchemaMismatchError`, unless `merge_schema=True`: then it is added
   at the end of the schema as nullable (partition columns never change);
@@ -17,7 +18,7 @@ Schema enforcement on write (`conform`), as Delta does it:
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import pyarrow as pa
 from pyspark.sql import Column, DataFrame
@@ -62,7 +63,11 @@ def _evolve(schema: pa.Schema, extra: list[StructField]) -> pa.Schema:
 
 
 def conform(
-    df: DataFrame, schema: pa.Schema, *, merge_schema: bool = False
+    df: DataFrame,
+    schema: pa.Schema,
+    *,
+    merge_schema: bool = False,
+    generated: Mapping[str, str] | None = None,
 ) -> tuple[DataFrame, pa.Schema | None]:
     """`df` projected onto the table's columns (see the module docstring), and the evolved schema
     when `merge_schema` added columns (else None)."""
@@ -78,6 +83,10 @@ def conform(
         )
     target = _evolve(schema, extra) if extra else schema
     spark_schema = to_spark_schema(target)
+    for column, expression in (generated or {}).items():  # what the data lacks, Spark computes
+        if column.lower() not in by_lower:
+            df = df.withColumn(column, F.expr(expression).cast(spark_type(schema, column)))
+            by_lower[column.lower()] = df.schema[column]
     problems: list[str] = []
     cols = [_column(by_lower, field, problems) for field in spark_schema.fields]
     if problems:

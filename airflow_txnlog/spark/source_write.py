@@ -43,12 +43,18 @@ from airflow_txnlog.engine import (
     ConcurrentTransactionError,
     InvalidArgumentError,
     Metadata,
+    RowRule,
     SchemaMismatchError,
     Table,
     TableNotFoundError,
     Transaction,
-    conform_to_schema,
+    UnsupportedExpressionError,
+    check_row_rules,
+    compile_row_rules,
+    conform_rows,
+    generated_columns,
     parse_predicate,
+    row_rules,
     schema_from_json,
     schema_to_json,
     storage_for,
@@ -74,6 +80,10 @@ class Plan:
     replace_where: str | None
     max_rows: int
     prefix: str = ""  # a folder of the table for the files (`_change_data/`)
+    # the table's CHECK constraints and invariants, checked on the executors by the engine's Arrow
+    # evaluator (a files-only write has none: SparkTable checked them with Spark, `spark.rules`)
+    rules: tuple[RowRule, ...] = ()
+    generated: Mapping[str, str] = field(default_factory=dict)  # columns the rows may lack: computed
 
 
 @dataclass(frozen=True)
@@ -82,7 +92,7 @@ class Written(WriterCommitMessage):
 
 
 def _evolved(
-    current: pa.Schema, incoming: pa.Schema, options: WriteOptions
+    current: pa.Schema, incoming: pa.Schema, options: WriteOptions, generated: Mapping[str, str]
 ) -> tuple[pa.Schema, dict[str, str]]:
     """(the table schema after the write, DataFrame column -> table column renames)."""
     by_lower = {n.lower(): n for n in current.names}
@@ -97,7 +107,7 @@ def _evolved(
         )
     target = pa.schema(list(current) + [f.with_nullable(True) for f in extra])
     probe = incoming.empty_table().rename_columns([renames.get(n, n) for n in incoming.names])
-    conform_to_schema(probe, target)  # a type or NOT NULL mismatch fails here, before any task
+    conform_rows(probe, target, generated)  # a type or NOT NULL mismatch fails here, before any task
     return target, renames
 
 
@@ -161,15 +171,26 @@ class TxnlogWriter(DataSourceArrowWriter):
             schema, renames = incoming, dict[str, str]()
             self.metadata = dataclasses.replace(snap.metadata, schema_string=schema_to_json(incoming))
         else:
-            schema, renames = _evolved(snap.schema, incoming, self.options)
+            generated = generated_columns(snap.metadata, snap.protocol)
+            schema, renames = _evolved(snap.schema, incoming, self.options, generated)
             if schema != snap.schema:
                 self.metadata = with_new_fields(snap.metadata, schema)
                 schema = schema_from_json(self.metadata.schema_string)
         self._check_replace_where(schema, parts)
         names = ColumnNames.of(self.metadata) if self.metadata is not None else snap.column_names
+        rules = tuple(row_rules(self.metadata or snap.metadata, snap.protocol))
+        computed = generated_columns(self.metadata or snap.metadata, snap.protocol)
+        try:
+            compile_row_rules(rules, schema)  # one the executors cannot check fails here, before any task
+        except UnsupportedExpressionError as exc:
+            raise UnsupportedExpressionError(
+                f"txnlog: {exc} Help: write with SparkTable.write, which checks the table's rules with "
+                "Spark SQL"
+            ) from exc
         return Plan(
             self.options.path, self.options.storage_options or None, schema, parts,
             dict(snap.properties), names, renames, self.options.replace_where, self.options.max_rows,
+            rules=rules, generated=computed,
         )  # fmt: skip
 
     def _check_replace_where(self, schema: pa.Schema, parts: Sequence[str]) -> None:
@@ -246,16 +267,17 @@ def write_task(plan: Plan, batches: Iterator[pa.RecordBatch]) -> list[AddFile]:
     written: list[AddFile] = []
     pending: list[pa.RecordBatch] = []
     rows = 0
+    rules = compile_row_rules(plan.rules, plan.schema)
     try:
         for batch in batches:
             if batch.num_rows:
                 pending.append(batch)
                 rows += batch.num_rows
             if rows >= plan.max_rows:
-                written += _flush(plan, storage, conf, pending)
+                written += _flush(plan, storage, conf, pending, rules)
                 pending, rows = [], 0
         if pending:
-            written += _flush(plan, storage, conf, pending)
+            written += _flush(plan, storage, conf, pending, rules)
     except BaseException:
         for a in written:
             with contextlib.suppress(OSError):
@@ -264,11 +286,14 @@ def write_task(plan: Plan, batches: Iterator[pa.RecordBatch]) -> list[AddFile]:
     return written
 
 
-def _flush(plan: Plan, storage: Any, conf: dict[str, str], batches: list[pa.RecordBatch]) -> list[AddFile]:
+def _flush(
+    plan: Plan, storage: Any, conf: dict[str, str], batches: list[pa.RecordBatch], rules: Sequence[Any]
+) -> list[AddFile]:
     data = pa.Table.from_batches(batches)
     if plan.renames:
         data = data.rename_columns([plan.renames.get(n, n) for n in data.column_names])
-    data = conform_to_schema(data, plan.schema)
+    data = conform_rows(data, plan.schema, plan.generated)  # (generated columns the rows lack are computed)
+    check_row_rules(rules, data)
     if plan.replace_where is not None:
         tree = parse_predicate(plan.replace_where, plan.schema).tree
         # (a NULL result is not TRUE: such a row does not satisfy the predicate either)
@@ -375,6 +400,7 @@ def _transaction(
         t.remove(f)
     for a in adds:
         t.add(a)
+    t.rows_checked()  # (every task checked plan.rules, which came from the version `t` reads)
     if txn is not None:
         t.set_app_transaction(*txn)
     return t, removed

@@ -1,6 +1,8 @@
 """Spark writes the data files straight to their final places, the driver commits.
 
-    1. `write_files` hands the DataFrame (already conformed to the table's columns) to the `txnlog`
+    1. `write_files` guards the DataFrame (already conformed to the table's columns) with the
+       table's CHECK constraints and invariants (`rules.guard`: a breaking row fails the job) and
+       hands it to the `txnlog`
        data source in its files-only mode: on the executors the engine's writer turns the Arrow
        batches into parquet files at `col=value/part-....parquet` (stats from the batches; on a
        column-mapped table physical names and field ids), exactly as `df.write.format("txnlog")`
@@ -37,6 +39,7 @@ from airflow_txnlog.engine import (
     schema_to_json,
 )
 from airflow_txnlog.spark.errors import ConstraintViolationError, SparkJobError
+from airflow_txnlog.spark.rules import guard, rule_failure
 from airflow_txnlog.spark.scan import TableContext
 from airflow_txnlog.spark.schemas import CHECK_MARKER, to_arrow_schema
 from airflow_txnlog.spark.source import register
@@ -108,6 +111,10 @@ def write_files(
     table root to put the files in (change data files go to `_change_data/`).
     """
     manifest = f"{STAGING_DIR}/{uuid.uuid4().hex}.json"
+    # rows this write changes or adds must keep the table's rules; compaction and change data
+    # files copy rows that already did (or are no table rows at all)
+    rules = ctx.rules if data_change and folder is None else ()
+    df = guard(df, rules)
     register(ctx.spark)
     writer = (
         df.write.format("txnlog")
@@ -121,7 +128,7 @@ def write_files(
         with session_conf(ctx.spark, conf or {}):
             writer.save(table.uri)
     except Exception as exc:  # pyspark raises many types (captured JVM errors, Py4J, Connect)
-        raise spark_failure(exc, what) from exc
+        raise (rule_failure(exc, rules, what) or spark_failure(exc, what)) from exc
     try:
         lines = table.storage.read(manifest).splitlines()
     finally:
@@ -158,6 +165,7 @@ def commit(
             txn.add(a)
         for c in cdc:
             txn.add_cdc(c)
+        txn.rows_checked()  # (write_files guarded every new row; a DV-only rewrite keeps a subset)
         return txn.commit(metrics=metrics)
     except BaseException as exc:
         # Only when the commit certainly did not happen: an I/O error during the put may hide a

@@ -22,7 +22,15 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
-from airflow_txnlog.engine import DEFAULT_CHANNEL, InvalidArgumentError, Table, WriteMode
+from airflow_txnlog.engine import (
+    DEFAULT_CHANNEL,
+    InvalidArgumentError,
+    RowRule,
+    Snapshot,
+    Table,
+    TxnLogError,
+    WriteMode,
+)
 from airflow_txnlog.spark import _arguments as check
 from airflow_txnlog.spark import delete as _delete
 from airflow_txnlog.spark import optimize as _optimize
@@ -31,8 +39,10 @@ from airflow_txnlog.spark import write as _write
 from airflow_txnlog.spark.merge import MergeBuilder
 from airflow_txnlog.spark.merge_clauses import MergeSpec
 from airflow_txnlog.spark.results import DmlResult, WriteResult
+from airflow_txnlog.spark.rules import rows_breaking
 from airflow_txnlog.spark.scan import TableHandle, scan
 from airflow_txnlog.spark.schemas import to_arrow_schema
+from airflow_txnlog.spark.stage import spark_failure
 from airflow_txnlog.spark.uris import to_hadoop_uri
 from airflow_txnlog.spark.workers import check_workers
 
@@ -83,11 +93,14 @@ class SparkTable:
         name: str | None = None,
         description: str | None = None,
         defer: bool = False,
+        generated_columns: Mapping[str, str] | None = None,
     ) -> SparkTable:
         """Create an empty table (version 0) with `schema` (Arrow, Spark, or a DataFrame's schema;
         a DataFrame's rows are not written: call `write` next). TableExistsError if one exists.
         With `defer=True` nothing is written until the first commit (e.g. that `write`), which is
-        then version 0: one commit, as Delta's first write to a new path (`Table.create`)."""
+        then version 0: one commit, as Delta's first write to a new path (`Table.create`).
+        `generated_columns` ({column: Spark SQL expression}): generated columns, which every write
+        fills (Spark SQL) where the data leaves them out and checks where it does not."""
         if isinstance(schema, DataFrame):
             schema = schema.schema
         arrow = to_arrow_schema(schema) if isinstance(schema, StructType) else schema
@@ -104,6 +117,7 @@ class SparkTable:
             name=name,
             description=description,
             defer=defer,
+            generated_columns=generated_columns,
         )
         return cls(spark, uri, scheme_map=scheme_map, table=table)
 
@@ -184,6 +198,26 @@ class SparkTable:
         if source_alias == target_alias:
             raise InvalidArgumentError("source_alias and target_alias must differ")
         return MergeBuilder(self._handle, MergeSpec(source_df, on, source_alias, target_alias))
+
+    # ------------------------------------------------------------------ constraints
+    def add_constraint(self, name: str, expression: str) -> int:
+        """ALTER TABLE ADD CONSTRAINT (`Table.add_constraint`), the existing rows checked by a Spark
+        job (so any Spark SQL boolean expression works); the new version."""
+
+        def check(snap: Snapshot, rule: RowRule) -> tuple[int, dict[str, Any] | None]:
+            try:
+                return rows_breaking(scan(self._handle.context(snap), snap.files()), rule)
+            except TxnLogError:
+                raise
+            except Exception as exc:  # pyspark raises many types (captured JVM errors, Py4J, Connect)
+                raise spark_failure(exc, "ADD CONSTRAINT") from exc
+
+        return self.table.add_constraint(name, expression, check=check)
+
+    def drop_constraint(self, name: str, *, if_exists: bool = False) -> int | None:
+        """ALTER TABLE DROP CONSTRAINT (`Table.drop_constraint`); the new version (None: absent and
+        `if_exists`)."""
+        return self.table.drop_constraint(name, if_exists=if_exists)
 
     def optimize(self, *, where: str | None = None, target_file_size: int | None = None) -> DmlResult:
         """Compact small files per partition (dataChange=false)."""

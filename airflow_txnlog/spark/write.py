@@ -147,8 +147,8 @@ def write(
     if txn is not None and (done := _done(h.table, txn)) is not None:
         return WriteResult(version=done, skipped=True)
     t = h.table.transaction("WRITE", _parameters(mode, snap.partition_columns, replace_where))
-    conformed, evolved = conform(df, t.snapshot.schema, merge_schema=merge_schema)
     ctx = h.context(t.snapshot)
+    conformed, evolved = conform(df, t.snapshot.schema, merge_schema=merge_schema, generated=ctx.generated)
     if evolved is not None:  # (new columns of a column-mapped table get ids and physical names)
         meta = with_new_fields(t.snapshot.metadata, evolved)
         t.update_metadata(meta)

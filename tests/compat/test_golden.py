@@ -1152,6 +1152,28 @@ GOLDEN: dict[str, Golden] = {
     "hive/deltatbl-touch-files-needed-for-partitioned": load(
         "GT hive deltatbl-touch-files-needed-for-partitioned", 0, 4, _hive_ab("c1", "c2")
     ),
+    # --- delta-spark-features: Delta's Spark test resources (issue 26; tests/engine/test_generated.py
+    # writes the generated-column ones) ----------------------------------------------------------------
+    "delta-spark-features/dbr_8_0_non_generated_columns": load(
+        "GeneratedColumnSuite: DBR 8.0 table, generation expression metadata without the feature; 0 rows",
+        0,
+        1,
+        lambda: [],
+    ),
+    "delta-spark-features/dbr_8_1_generated_columns": load(
+        "GeneratedColumnSuite: DBR 8.1 table, c2 = c1 + 1 at writer version 4; log only", 0, 0, lambda: []
+    ),
+    "delta-spark-features/identity_test_written_by_version_5": load(
+        "IdentityColumnSuite: identity id (start 1, step 1, highWaterMark 4); rows from its stats",
+        0,
+        2,
+        lambda: [
+            {"id": 1, "part": 1, "value": "one"},
+            {"id": 2, "part": 2, "value": "two"},
+            {"id": 4, "part": 3, "value": "three"},
+        ],
+        deltalake=True,
+    ),
 }
 
 # Tables whose rows come only from deltalake (no literal expectation in the Delta sources was found).

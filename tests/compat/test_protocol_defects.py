@@ -309,10 +309,11 @@ def test_savepoint_manifest_keeps_domains_and_row_tracking_fields(tmp_path: Path
 
 
 # ------------------------------------------------------------------ 3. feature properties at create
+# (CHECK constraints, generated columns and invariants are honored since issue 26:
+# tests/engine/test_constraints.py, tests/engine/test_generated.py)
 @pytest.mark.parametrize(
     ("properties", "feature"),
     [
-        ({"delta.constraints.positive": "id > 0"}, "checkConstraints"),
         ({"delta.enableRowTracking": "true"}, "rowTracking"),
         ({"delta.feature.domainMetadata": "supported"}, "domainMetadata"),
     ],
@@ -329,18 +330,14 @@ def test_create_refuses_feature_properties_it_cannot_honor(
 @pytest.mark.parametrize(
     "metadata",
     [
-        {"delta.generationExpression": "id * 2"},
         {
             "delta.identity.start": "1",
             "delta.identity.step": "1",
             "delta.identity.allowExplicitInsert": "false",
         },
-        {"delta.invariants": '{"expression":{"expression":"g > 0"}}'},
     ],
 )
-def test_create_refuses_generated_identity_and_invariant_columns(
-    tmp_path: Path, metadata: dict[str, str]
-) -> None:
+def test_create_refuses_identity_columns(tmp_path: Path, metadata: dict[str, str]) -> None:
     root = tmp_path / "t"
     field_md = {k: json.dumps(v) if not v.startswith("{") else v for k, v in metadata.items()}
     schema = pa.schema([("id", pa.int64()), pa.field("g", pa.int64(), metadata=field_md)])

@@ -4,8 +4,9 @@ When Delta moves a table from a legacy writer version (2-6) to table features (w
 turn on deletion vectors) it lists every feature the old version implied, used or not:
 `invariants`, `checkConstraints`, `generatedColumns`, `identityColumns`. Such a table with no
 constraint, generated or identity column anywhere is written like any other; one that uses one is
-refused until the engine enforces it. The logs here are built by hand, as Delta writes them, and
-every write is read back by delta-rs.
+refused until the engine enforces it (CHECK constraints and invariants are enforced now:
+tests/engine/test_constraints.py and the cases below). The logs here are built by hand, as Delta
+writes them, and every write is read back by delta-rs.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
 
-from airflow_txnlog.engine import Table, UnsupportedFeatureError
+from airflow_txnlog.engine import ConstraintViolationError, Table, UnsupportedFeatureError
 
 IMPLIED = ["appendOnly", "invariants", "checkConstraints", "generatedColumns", "identityColumns"]
 
@@ -72,25 +73,12 @@ def test_a_legacy_protocol_with_nothing_in_use_is_written(tmp_path: Path, writer
 
 USES = [
     (
-        "checkConstraints",
-        "property delta.constraints.positive",
-        [_field("id")],
-        {"delta.constraints.positive": "id > 0"},
-    ),
-    ("generatedColumns", "column id", [_field("id", **{"delta.generationExpression": "1"})], {}),
-    (
         "identityColumns",
         "column id",
         [_field("id", **{"delta.identity.start": 1, "delta.identity.step": 1})],
         {},
     ),
-    (
-        "invariants",
-        "column id",
-        [_field("id", **{"delta.invariants": '{"expression": {"expression": "id > 0"}}'})],
-        {},
-    ),
-    (  # a nested field counts too
+    (  # a nested generated field: Delta has none, the writers here enforce only top-level ones
         "generatedColumns",
         "column s.d",
         [
@@ -142,3 +130,42 @@ def test_an_unknown_writer_feature_is_still_refused_by_name(tmp_path: Path) -> N
     uri = _table(tmp_path / "t", protocol, [_field("id")], {})
     with pytest.raises(UnsupportedFeatureError, match="writer feature 'rowTracking'"):
         Table.open(uri).write(pa.table({"id": [1]}, schema=pa.schema([("id", pa.int64())])))
+
+
+ENFORCED = [
+    ("checkConstraints", [_field("id")], {"delta.constraints.positive": "id > 0"}),
+    ("invariants", [_field("id", **{"delta.invariants": '{"expression": {"expression": "id > 0"}}'})], {}),
+]
+
+
+@pytest.mark.parametrize(("feature", "fields", "conf"), ENFORCED, ids=[e[0] for e in ENFORCED])
+@pytest.mark.parametrize(
+    "protocol", [UPGRADED, {"minReaderVersion": 1, "minWriterVersion": 6}], ids=["w7", "w6"]
+)
+def test_a_constraint_or_invariant_in_use_is_enforced(
+    tmp_path: Path, feature: str, fields: list[dict[str, Any]], conf: dict[str, str], protocol: dict[str, Any]
+) -> None:
+    """Rows that keep the rule are written (and read back by delta-rs); a breaking row is refused
+    with nothing written."""
+    uri = _table(tmp_path / "t", protocol, fields, conf)
+    _write_and_read_back(uri)
+    with pytest.raises(ConstraintViolationError, match=r"id > 0\) is violated by 1 row; one of them: id=-5"):
+        Table.open(uri).write(pa.table({"id": [7, -5]}, schema=pa.schema([("id", pa.int64())])))
+    assert Table.open(uri).latest_version() == 1
+    assert len(DeltaTable(uri).file_uris()) == 1
+    assert len(list((tmp_path / "t").glob("*.parquet"))) == 1  # the refused write left no file
+
+
+@pytest.mark.parametrize(
+    "protocol", [UPGRADED, {"minReaderVersion": 1, "minWriterVersion": 6}], ids=["w7", "w6"]
+)
+def test_a_generated_column_in_use_is_filled_and_enforced(tmp_path: Path, protocol: dict[str, Any]) -> None:
+    fields = [_field("id"), _field("twice", **{"delta.generationExpression": "id * 2"})]
+    uri = _table(tmp_path / "t", protocol, fields, {})
+    t = Table.open(uri)
+    assert t.write(pa.table({"id": [1, 2]}, schema=pa.schema([("id", pa.int64())]))) == 1
+    assert sorted(DeltaTable(uri).to_pyarrow_table().column("twice").to_pylist()) == [2, 4]
+    wrong = pa.table({"id": [3], "twice": [7]}, schema=pa.schema([("id", pa.int64()), ("twice", pa.int64())]))
+    with pytest.raises(ConstraintViolationError, match=r"generated column twice = id \* 2"):
+        t.write(wrong)
+    assert t.latest_version() == 1

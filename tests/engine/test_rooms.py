@@ -50,6 +50,10 @@ PUBLIC_NAMES = {
     *("stats_columns", "stats_json", "storage_for", "target_file_size", "to_arrow_expression"),
     *("type_text", "uses_variant", "with_new_fields", "without_mapping", "write_data_files"),
     "write_deletion_vectors",
+    # issue 26: row rules (CHECK constraints, invariants) for the Spark layer and the data source
+    *("ConstraintViolationError", "UnsupportedExpressionError", "RowRule", "row_rules"),
+    *("compile_row_rules", "check_row_rules", "row_rule_violation"),
+    *("generated_columns", "conform_rows", "expression_columns", "rewrite_columns"),
 }
 
 

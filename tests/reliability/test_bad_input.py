@@ -20,6 +20,7 @@ from airflow_txnlog.engine import (
     AddFile,
     AppendOnlyViolationError,
     CommitTooLargeError,
+    ConstraintViolationError,
     InvalidArgumentError,
     PredicateError,
     Protocol,
@@ -419,13 +420,15 @@ def test_unknown_reader_feature_refuses_reads(tmp_path: Path, protocol: dict[str
     g.unchanged()
 
 
-def test_check_constraint_table_refuses_writes(tmp_path: Path) -> None:
+def test_check_constraint_table_refuses_violating_writes(tmp_path: Path) -> None:
+    """A constraint another writer committed (here by hand, with the legacy writer version 3 it
+    needs) is enforced: a breaking row writes nothing."""
     g = Guard(tmp_path / "t")
     meta = g.t.snapshot().metadata.to_wire()["metaData"]
-    meta["configuration"] = {"delta.constraints.positive": "id > 0"}
-    _raw_commit(g.t, [{"metaData": meta}])
+    meta["configuration"] = {"delta.constraints.small": "id < 5"}
+    _raw_commit(g.t, [{"protocol": {"minReaderVersion": 1, "minWriterVersion": 3}}, {"metaData": meta}])
     g.before = tree(g.root)
-    with pytest.raises(UnsupportedFeatureError, match="checkConstraints"):
+    with pytest.raises(ConstraintViolationError, match=r"small \(id < 5\) is violated by 1 row"):
         Table.open(str(g.root)).write(rows([9]))
     g.unchanged()
 

@@ -2,9 +2,11 @@
 
 What lives here: which reader and writer features this engine supports, which its checkpoints carry
 and how properties turn features on (`table_features`), column mapping's logical / physical names
-(`column_mapping`), deletion vectors (`deletion_vectors`: decode, write, apply), and type widening
-(`type_widening`).
-A new Delta feature (constraints, generated and identity columns, row tracking, domain metadata,
+(`column_mapping`), deletion vectors (`deletion_vectors`: decode, write, apply), type widening
+(`type_widening`), the row rules every write keeps: CHECK constraints and invariants
+(`constraints`) and generated columns (`generated`), with Spark SQL expressions compiled for Arrow
+data by `sql_expressions` (its functions in `sql_functions`).
+A new Delta feature (identity columns, row tracking, domain metadata,
 clustering) gets its module here: its wire names, how its configuration is parsed and checked, and
 the pure functions state and write call to honor it.
 

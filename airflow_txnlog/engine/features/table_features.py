@@ -100,6 +100,8 @@ SUPPORTED_WRITER_FEATURES = frozenset(
     {
         "appendOnly",
         "invariants",
+        "checkConstraints",
+        "generatedColumns",
         "timestampNtz",
         "vacuumProtocolCheck",
         "deletionVectors",
@@ -115,7 +117,10 @@ MAX_WRITER_VERSION = 7
 # implied when it moves a table to table features (writer 7), used or not. As in Delta Kernel's
 # `hasKernelWriteSupport`, they block a write only when a column or property uses them
 # (`features_in_use`); the engine cannot enforce them yet (issue 26).
-WRITABLE_WHEN_UNUSED = frozenset({"invariants", "checkConstraints", "generatedColumns", "identityColumns"})
+WRITABLE_WHEN_UNUSED = frozenset({"identityColumns"})
+# Features in use that every write path enforces (engine.features.constraints and .generated; the
+# Spark layer evaluates the same expressions with Spark SQL), so a table using them is writable.
+ENFORCED_WHEN_USED = frozenset({"invariants", "checkConstraints", "generatedColumns"})
 _CONSTRAINT_PREFIX = "delta.constraints."
 _FIELD_MARKS = {  # a field metadata key (or key prefix) -> the feature it uses
     "delta.invariants": "invariants",
@@ -137,10 +142,21 @@ def check_write_supported(protocol: Protocol, metadata: Metadata) -> None:
                 f"the table uses writer feature {feature!r}, which this engine cannot write", feature=feature
             )
     for feature, where in sorted(features_in_use(metadata).items()):
+        if feature in ENFORCED_WHEN_USED and not (
+            feature == "generatedColumns" and _nested_generated(metadata)
+        ):
+            continue
         raise UnsupportedFeatureError(
             f"the table uses {feature} ({where}), which this engine cannot enforce when writing",
             feature=feature,
         )
+
+
+def _nested_generated(metadata: Metadata) -> bool:
+    """Whether a nested field has a generation expression (Delta makes only top-level columns
+    generated, and the writers here enforce only those)."""
+    paths = _field_metadata(json.loads(metadata.schema_string))
+    return any("." in path and "delta.generationExpression" in keys for path, keys in paths)
 
 
 def features_in_use(metadata: Metadata) -> dict[str, str]:
@@ -295,6 +311,30 @@ def upgraded(
         tuple(sorted(old_readers | readers)) if want_reader == 3 else None,
         tuple(sorted(old_writers | writers | readers)) if want_writer == 7 else None,
     )
+
+
+# The legacy writer version that first implied each feature (PROTOCOL.md "Table Features").
+LEGACY_WRITER_VERSION = {
+    "appendOnly": 2,
+    "invariants": 2,
+    "checkConstraints": 3,
+    "changeDataFeed": 4,
+    "generatedColumns": 4,
+    "columnMapping": 5,
+    "identityColumns": 6,
+}
+
+
+def with_writer_feature(protocol: Protocol, feature: str) -> Protocol:
+    """The protocol that supports writer `feature`, as Delta upgrades a table when a metadata change
+    first uses it: a legacy protocol rises to the writer version that implies the feature (adding a
+    CHECK constraint to a (1, 2) table gives (1, 3)); a table-features protocol lists it."""
+    if feature in implied_features(protocol)[1]:
+        return protocol
+    legacy = LEGACY_WRITER_VERSION.get(feature)
+    if protocol.min_writer_version < MAX_WRITER_VERSION and legacy is not None:
+        return Protocol(protocol.min_reader_version, legacy)
+    return upgraded(protocol, set(), {feature}, {})
 
 
 def requested_versions(changes: Mapping[str, str], protocol: Protocol) -> dict[str, int]:

@@ -294,6 +294,8 @@ def _commit(txn: Transaction, target: RestoreTarget, p: _Plan, foreign: list[int
         txn.remove(f.remove(deletion_timestamp=now))
     for f in p.adds:
         txn.add(dataclasses.replace(f, data_change=True))
+    # (the files were live in the target version, which also gives the metadata: its rules held)
+    txn.rows_checked()
     if p.metadata is not None:
         txn.update_metadata(p.metadata)
     txn.set_app_transaction(target.app_id, target.version)

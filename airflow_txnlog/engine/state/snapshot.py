@@ -16,6 +16,7 @@ the JSON `stats` (`checkpoint.add_stats_json`), so pruning and later checkpoints
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from collections.abc import Sequence
 from functools import cached_property
@@ -31,7 +32,7 @@ from airflow_txnlog.engine.errors import (
     LogCorruptedError,
     VersionNotFoundError,
 )
-from airflow_txnlog.engine.features import column_mapping, type_widening
+from airflow_txnlog.engine.features import column_mapping, generated, type_widening
 from airflow_txnlog.engine.features.deletion_vectors import deleted_rows
 from airflow_txnlog.engine.features.table_features import check_read_supported
 from airflow_txnlog.engine.log import bulk_replay
@@ -55,6 +56,7 @@ from airflow_txnlog.engine.log.replay import KEY_SEPARATOR, LogState, key_path, 
 from airflow_txnlog.engine.schema import parse_partition_value, schema_from_json
 from airflow_txnlog.engine.state.add_actions import add_actions_table, file_table, select_adds
 from airflow_txnlog.engine.state.checkpoint import read_checkpoint
+from airflow_txnlog.engine.state.generated_filters import derive
 from airflow_txnlog.engine.state.predicates import Predicate, Range, parse_predicate, stats_value
 from airflow_txnlog.engine.state.scan import read_files
 from airflow_txnlog.engine.state.skipping import may_match_mask
@@ -165,7 +167,7 @@ class Snapshot:
         """Live files; with `filter`, only those whose partition values / stats may match it."""
         if filter is None:
             return list(self._all_files)
-        return self._select(self._mask(parse_predicate(filter, self.schema)))
+        return self._select(self._mask(self._pruning(parse_predicate(filter, self.schema))))
 
     @cached_property
     def _file_table(self) -> pa.Table:
@@ -190,7 +192,21 @@ class Snapshot:
         With `filter`, only the files whose partition values / stats may match it (as `files`)."""
         if filter is None:
             return self._add_actions
-        return self._add_actions.filter(self._mask(parse_predicate(filter, self.schema)))
+        return self._add_actions.filter(self._mask(self._pruning(parse_predicate(filter, self.schema))))
+
+    def _pruning(self, pred: Predicate) -> Predicate:
+        """`pred` for file pruning: with the partition filters it implies on generated partition
+        columns ANDed to it (engine.state.generated_filters)."""
+        computed = generated.enforced(self.metadata, self.protocol)
+        extra = (
+            None
+            if pred.loose or not computed
+            else derive(pred.tree, self.schema, computed, self.partition_columns)
+        )
+        if extra is None:
+            return pred
+        parts = frozenset(c for c in computed if c in self.partition_columns)
+        return dataclasses.replace(pred, tree=("and", pred.tree, extra), columns=pred.columns | parts)
 
     def _mask(self, pred: Predicate) -> pa.Array:
         """Per live file (in `files()` order): may a row of it match? (`skipping.may_match_mask`).

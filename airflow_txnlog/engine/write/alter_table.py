@@ -16,6 +16,12 @@ only removes the field from the schema: no data file is rewritten, and older ver
     drop: the fields leave the schema (never a partition column, never every column).
 
 Each is one commit of a new metaData (and protocol, when mapping is enabled).
+
+ADD CONSTRAINT / DROP CONSTRAINT (engine.features.constraints): adding one first checks every live
+row of the version the transaction read (the engine's Arrow evaluator by default; `SparkTable`
+passes a Spark check) and commits only if none breaks it, with the protocol raised as Delta raises
+it (a legacy writer version to 3, else the `checkConstraints` feature). The transaction records the
+whole table as read, so a concurrent append (rows nobody checked) makes it fail with a conflict.
 """
 
 from __future__ import annotations
@@ -26,16 +32,26 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from airflow_txnlog.engine import properties as props
-from airflow_txnlog.engine.errors import InvalidArgumentError, UnsupportedFeatureError
-from airflow_txnlog.engine.features import column_mapping, table_features
+from airflow_txnlog.engine.errors import (
+    InvalidArgumentError,
+    UnsupportedExpressionError,
+    UnsupportedFeatureError,
+)
+from airflow_txnlog.engine.features import column_mapping, constraints, table_features
+from airflow_txnlog.engine.features.sql_expressions import violations
 from airflow_txnlog.engine.schema import schema_from_json, schema_to_json
+from airflow_txnlog.engine.state.scan import read_file
+from airflow_txnlog.engine.state.snapshot import Snapshot
 from airflow_txnlog.engine.validate import mapping, names, text
 from airflow_txnlog.engine.write.transaction import Transaction
 
 HELP_ENABLE = "Help: set_properties({'delta.columnMapping.mode': 'name'}) first (no file is rewritten)"
 Begin = Callable[[str, dict[str, Any]], Transaction]
+# (snapshot, rule) -> (how many live rows break the rule, one of them or None)
+RowCheck = Callable[[Snapshot, constraints.Rule], tuple[int, dict[str, Any] | None]]
 
 
 def _require_mapping(conf: dict[str, str], what: str) -> None:
@@ -129,6 +145,12 @@ def set_properties(begin: Begin, properties: Mapping[str, str]) -> int:
     changes = mapping("properties", properties, example="{'delta.appendOnly': 'true'}", str_values=True)
     if not changes:
         raise InvalidArgumentError("properties is empty: nothing to set")
+    for key in changes:
+        if key.lower().startswith(constraints.CONSTRAINT_PREFIX):
+            raise InvalidArgumentError(
+                f"{key} cannot be set as a property: a CHECK constraint is added with add_constraint, which "
+                "checks the existing rows first. Nothing was written"
+            )
     txn = begin("SET TBLPROPERTIES", {"properties": json.dumps(dict(changes))})
     snap = txn.snapshot
     versions = table_features.requested_versions(changes, snap.protocol)
@@ -148,4 +170,65 @@ def set_properties(begin: Begin, properties: Mapping[str, str]) -> int:
     if protocol != snap.protocol:
         txn.update_protocol(protocol)
     txn.update_metadata(dataclasses.replace(metadata, configuration=merged))
+    return txn.commit()
+
+
+def add_constraint(begin: Begin, name: str, expression: str, *, check: RowCheck | None = None) -> int:
+    """Add CHECK constraint `name` once every live row satisfies it; the new version.
+
+    :param check: counts the violating rows (default: the engine reads every live file)."""
+    constraints.constraint_key(name)
+    txn = begin("ADD CONSTRAINT", {"name": name, "expr": expression})
+    snap = txn.snapshot
+    metadata = constraints.with_constraint(snap.metadata, name, expression)
+    rule = constraints.Rule(constraints.CHECK, name, metadata.configuration[constraints.constraint_key(name)])
+    txn.read_files()  # the whole table was read: a concurrent append of unchecked rows conflicts
+    count, row = (check or rows_breaking)(snap, rule)
+    if count:
+        error = constraints.violation_error(rule, row or {}, count)
+        raise type(error)(
+            f"cannot add {rule.label}: {count:,} existing {'row breaks' if count == 1 else 'rows break'} "
+            f"it; one of them: {row}. Nothing was written. Help: fix or delete those rows first",
+            constraint=rule.name, expression=rule.expression, row=row, count=count,
+        )  # fmt: skip
+    protocol = table_features.with_writer_feature(snap.protocol, "checkConstraints")
+    if protocol != snap.protocol:
+        txn.update_protocol(protocol)
+    txn.update_metadata(metadata)
+    return txn.commit()
+
+
+def rows_breaking(snap: Snapshot, rule: constraints.Rule) -> tuple[int, dict[str, Any] | None]:
+    """(live rows of `snap` that break `rule`, one of them: the columns it names), file by file."""
+    try:
+        [(_, compiled)] = constraints.compile_rules([rule], snap.schema)
+    except UnsupportedExpressionError as exc:
+        raise UnsupportedExpressionError(
+            f"{exc} Help: SparkTable.add_constraint checks existing rows with Spark SQL"
+        ) from exc
+    columns = [c for c in snap.schema.names if c in compiled.columns]
+    count, example = 0, None
+    for add in snap.files():
+        rows = read_file(
+            snap.storage, add, snap.schema, snap.partition_columns, columns=columns, row_filter=None,
+            names=snap.column_names,
+        )  # fmt: skip
+        mask = violations(compiled, rows)
+        found = int(pc.sum(mask).as_py() or 0)
+        if found and example is None:
+            example = rows.filter(mask).slice(0, 1).to_pylist()[0]
+        count += found
+    return count, example
+
+
+def drop_constraint(begin: Begin, name: str, *, if_exists: bool = False) -> int | None:
+    """Drop CHECK constraint `name`; the new version (None: it was absent and `if_exists`)."""
+    constraints.constraint_key(name)
+    txn = begin("DROP CONSTRAINT", {"name": name})
+    dropped = constraints.without_constraint(txn.snapshot.metadata, name, if_exists=if_exists)
+    if dropped is None:
+        return None
+    metadata, expression = dropped
+    txn.parameters["expr"] = expression
+    txn.update_metadata(metadata)
     return txn.commit()

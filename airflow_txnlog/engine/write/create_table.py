@@ -37,7 +37,7 @@ from airflow_txnlog.engine.errors import (
     TableExistsError,
     UnsupportedFeatureError,
 )
-from airflow_txnlog.engine.features import column_mapping
+from airflow_txnlog.engine.features import column_mapping, constraints, generated, table_features
 from airflow_txnlog.engine.features.table_features import upgraded
 from airflow_txnlog.engine.log.actions import (
     IN_COMMIT_TIMESTAMP,
@@ -92,12 +92,11 @@ def _validate_schema(schema: pa.Schema, partition_by: tuple[str, ...]) -> pa.Sch
     return normalize_schema(schema)
 
 
-# Column metadata keys of features the engine does not honor when it writes (Delta's generated and
-# identity columns, column invariants, column mapping ids/names): a column carrying one is refused.
+# Column metadata keys of features the engine does not honor when it writes (Delta's identity
+# columns, column mapping ids/names): a column carrying one is refused. (Generation expressions come
+# through `generated=` or the field metadata, invariants through the field metadata: both checked.)
 _COLUMN_FEATURES = {
-    "delta.generationExpression": "generatedColumns",
     "delta.identity.": "identityColumns",
-    "delta.invariants": "invariants",
     "delta.columnMapping.": "columnMapping",
 }
 
@@ -136,9 +135,16 @@ def version_zero(
     properties: Mapping[str, str] | None,
     name: str | None,
     description: str | None,
+    generated_columns: Mapping[str, str] | None = None,
 ) -> list[Action]:
-    """commitInfo, protocol and metaData of a new table (InvalidArgumentError for a bad argument)."""
+    """commitInfo, protocol and metaData of a new table (InvalidArgumentError for a bad argument).
+
+    :param generated_columns: column -> Spark SQL generation expression (engine.features.generated)."""
     parts = _partition_columns(partition_by)
+    if generated_columns:
+        schema = generated.with_generated(schema, generated_columns)
+    else:  # (expressions given as field metadata are checked the same way)
+        schema = generated.with_generated(schema, {})
     norm = _validate_schema(schema, parts)
     _refuse_column_features(schema)
     conf = mapping("properties", properties, example="{'delta.appendOnly': 'true'}", str_values=True)
@@ -155,7 +161,7 @@ def version_zero(
     if column_mapping.mode(conf) != "none":  # Delta's CREATE: every field gets an id and a new name
         schema, top = column_mapping.mapped_schema(norm, fresh=True)
         conf[column_mapping.MAX_COLUMN_ID] = str(top)
-    protocol = _protocol(conf, ntz=uses_timestamp_ntz(norm))
+    protocol = _with_rules(_protocol(conf, ntz=uses_timestamp_ntz(norm)), schema, conf)
     now = int(time.time() * 1000)
     metadata = Metadata(
         id=str(uuid.uuid4()),
@@ -203,6 +209,24 @@ def _protocol(conf: Mapping[str, str], *, ntz: bool) -> Protocol:
         else:  # on its own: the legacy (2, 5), which every reader of column mapping knows
             versions = {"delta.minReaderVersion": 2, "delta.minWriterVersion": 5}
     return upgraded(base, readers, writers, versions)
+
+
+def _with_rules(protocol: Protocol, schema: pa.Schema, conf: Mapping[str, str]) -> Protocol:
+    """`protocol` with the features the table's CHECK constraints and invariants need (each
+    expression checked to parse over the schema's columns first: PredicateError)."""
+    metadata = Metadata(
+        id="", schema_string=schema_to_json(schema), partition_columns=(), configuration=dict(conf)
+    )
+    generated.refuse_nested(metadata.schema_string)
+    if generated.of_schema(schema):
+        protocol = table_features.with_writer_feature(protocol, "generatedColumns")
+    for rule in constraints.rules(metadata, protocol):
+        if rule.kind == constraints.GENERATED:
+            continue
+        constraints.check_expression(rule.expression, schema)
+        feature = "checkConstraints" if rule.kind == constraints.CHECK else "invariants"
+        protocol = table_features.with_writer_feature(protocol, feature)
+    return protocol
 
 
 def with_provenance(actions: list[Action]) -> list[Action]:

@@ -46,6 +46,7 @@ from airflow_txnlog.engine.errors import (
     UnsupportedFeatureError,
     VersionAlreadyExistsError,
 )
+from airflow_txnlog.engine.features import constraints
 from airflow_txnlog.engine.features.table_features import check_write_supported, implied_features
 from airflow_txnlog.engine.log.actions import (
     IN_COMMIT_TIMESTAMP,
@@ -127,6 +128,7 @@ class Transaction:
         self._read_whole_table = False
         self._read_keys: set[str] = set()
         self._app_ids: set[str] = set()
+        self._rows_checked = False
         self.committed_version: int | None = None
         self.attempts = 0
 
@@ -160,6 +162,13 @@ class Transaction:
         if key in self._adds:
             raise InvalidArgumentError(f"file {add.path!r} is added twice in one transaction")
         self._adds[key] = add
+
+    def rows_checked(self) -> None:
+        """Vouch that every row of the data files this transaction adds satisfies the table's row
+        rules (CHECK constraints, column invariants). The engine's writer and the Spark layer call it
+        after enforcing them; a transaction that adds data to a table with rules without it is
+        refused, since the engine cannot check files it did not write."""
+        self._rows_checked = True
 
     def add_cdc(self, cdc: AddCDCFile) -> None:
         """Stage a change data file (change data feed): with any, the feed of this commit is exactly
@@ -203,6 +212,8 @@ class Transaction:
         props.refuse_unhonored_features(changed)
         readers, writers = props.property_features(changed)
         implied_readers, implied_writers = implied_features(self._protocol or self.snapshot.protocol)
+        if any(k.startswith(constraints.CONSTRAINT_PREFIX) for k in changed):
+            writers.add("checkConstraints")  # (Table.add_constraint raises the protocol for it)
         missing = sorted((writers - implied_writers) | (readers - implied_readers))
         if missing:  # (a deferred create too: its properties belong in Table.create, which sets the protocol)
             raise UnsupportedFeatureError(
@@ -229,9 +240,23 @@ class Transaction:
             )
         for add in self._adds.values():
             _check_inside_root(add.path, self._storage.root)
+        self._check_rules(metadata)
         both = set(self._adds) & set(self._removes)
         if both:
             raise InvalidArgumentError(f"file {sorted(both)[0]!r} is both added and removed in one commit")
+
+    def _check_rules(self, metadata: Metadata) -> None:
+        if self._rows_checked or not any(a.data_change for a in self._adds.values()):
+            return
+        table_rules = constraints.rules(metadata, self._protocol or self.snapshot.protocol)
+        if table_rules:
+            more = f" and {len(table_rules) - 1} more" if len(table_rules) > 1 else ""
+            raise InvalidArgumentError(
+                f"the table has row rules ({table_rules[0].label}{more}) and this transaction "
+                "adds data files the engine did not check against them. Nothing was written. Help: write "
+                "through Table.write or SparkTable, which enforce them, or check every row yourself and "
+                "call txn.rows_checked() before committing"
+            )
 
     def _read_set(self) -> ReadSet:
         changes = [a.data_change for a in self._adds.values()] + [

@@ -31,6 +31,7 @@ import datetime as dt
 import decimal
 import time
 import uuid
+from collections.abc import Mapping
 from typing import Any, Literal
 
 import orjson
@@ -46,7 +47,7 @@ from airflow_txnlog.engine.errors import (
     SchemaMismatchError,
     StorageError,
 )
-from airflow_txnlog.engine.features import column_mapping
+from airflow_txnlog.engine.features import column_mapping, constraints, generated
 from airflow_txnlog.engine.log.actions import AddFile
 from airflow_txnlog.engine.log.stats import LeafPath, compute_stats, stats_columns
 from airflow_txnlog.engine.schema import hive_escape, normalize_schema, serialize_partition_value
@@ -317,6 +318,16 @@ def _write_one(
     )
 
 
+def conform_rows(data: pa.Table, schema: pa.Schema, generated_columns: Mapping[str, str]) -> pa.Table:
+    """`conform_to_schema`, with the generated columns (column -> expression, as
+    `engine.features.generated.enforced` gives them) the data lacks computed from their expressions."""
+    if not isinstance(data, pa.Table):
+        return conform_to_schema(data, schema)  # (a RecordBatch becomes a table; anything else is refused)
+    missing = generated.missing(generated_columns, data.column_names)
+    conformed = conform_to_schema(data, generated.relaxed(schema, missing))
+    return generated.fill(conformed, schema, generated_columns, missing)
+
+
 def delete_files(storage: Storage, adds: list[AddFile]) -> None:
     for a in adds:
         with contextlib.suppress(OSError):
@@ -334,7 +345,10 @@ def write(
     """Append or overwrite through `txn` (which the caller created); returns the committed version."""
     one_of("mode", mode, WriteMode)
     snap = txn.snapshot
-    conformed = conform_to_schema(data, snap.schema)
+    # (compiled before a byte is written: one the engine cannot evaluate is refused, never skipped)
+    rules = constraints.compile_rules(constraints.rules(snap.metadata, snap.protocol), snap.schema)
+    conformed = conform_rows(data, snap.schema, generated.enforced(snap.metadata, snap.protocol))
+    constraints.check_rows(rules, conformed)
     adds = write_data_files(
         storage,
         conformed,
@@ -349,6 +363,7 @@ def write(
             txn.remove(f)
         for a in adds:
             txn.add(a)
+        txn.rows_checked()
         metrics = {
             "numFiles": len(adds),
             "numOutputRows": conformed.num_rows,

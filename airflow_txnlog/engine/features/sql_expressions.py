@@ -1,0 +1,498 @@
+"""Spark SQL scalar expressions (CHECK constraints, invariants, generated columns) over Arrow data.
+
+A writer without Spark must compute these Delta rules as Spark would. `compile_expression` parses
+the text with sqlglot's Spark dialect (never runs it), checks it is ONE scalar expression (no
+statement, subquery, aggregate, window or non-deterministic call) and compiles it bottom-up into
+closures over a RecordBatch (`sql_functions.Term`), typing each node as Spark's analyzer does.
+
+Grammar: columns (`x`, `` `a b` ``, struct fields `s.a.b`; case-insensitive), literals typed as Spark
+(`1.5` DECIMAL, `1e3` DOUBLE, `L S Y D BD` suffixes, DATE / TIMESTAMP / TIMESTAMP_NTZ '...'), AND OR
+NOT, `= == != <> < <= > >= <=>`, IS [NOT] NULL / TRUE / FALSE / DISTINCT FROM, [NOT] IN (list),
+[NOT] BETWEEN, [NOT] LIKE / ILIKE / RLIKE, `+ - * / %`, `||`, CASE, IF, COALESCE / NVL / IFNULL,
+NULLIF, NVL2, CAST and `sql_functions.FUNCTIONS`.
+
+Invariants. Three-valued logic (Kleene AND / OR; NULL in, NULL out but for `<=>`, IS, COALESCE,
+GREATEST / LEAST); a CHECK holds only when TRUE (`violations`). ANSI (Spark 4): integer overflow, a
+zero divisor of a non-NULL value and a value a CAST cannot convert raise InvalidArgumentError; a CASE
+/ IF / COALESCE / NULLIF / AND / OR branch runs only on the rows reaching it, as in Spark. INT op INT
+is INT, `/` DOUBLE; decimals get Spark's result type, computed exactly, rounded HALF_UP. NaN = NaN,
+above every number. Timestamps are UTC: the session time zone is taken as UTC (TIMESTAMP =
+`timestamp[us, UTC]`, TIMESTAMP_NTZ = `timestamp[us]`). What is not computed exactly is refused at
+compile time (UnsupportedExpressionError): string vs number comparisons, unknown functions, casts
+whose text differs between Arrow and Spark... sqlglot quirks: `'O''Brien'` (one quote for Spark,
+two literals for sqlglot) is rewritten first; Java datetime patterns are kept as written.
+"""
+
+from __future__ import annotations
+
+import decimal
+import itertools
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import partial, reduce
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import sqlglot
+from sqlglot import TokenType, exp
+from sqlglot.dialects.spark import Spark
+from sqlglot.errors import ParseError, TokenError
+
+from airflow_txnlog.engine import errors
+from airflow_txnlog.engine.features import sql_functions as sf
+from airflow_txnlog.engine.features.sql_functions import Failed, Invalid, Refused, Term, Value, kind
+
+_SPARK = Spark()  # keeps Java datetime patterns as written (sqlglot maps `YYYY` and `yyyy` alike)
+_SPARK.format_time = lambda p: exp.Literal.string(p[1:-1]) if isinstance(p, str) else p  # type: ignore
+
+
+@dataclass(frozen=True)
+class CompiledExpression:
+    """A Spark SQL scalar expression compiled for Arrow data (see the module docstring)."""
+
+    text: str  # the original SQL text
+    node: exp.Expression  # the parsed tree (Spark dialect)
+    columns: frozenset[str]  # top-level table columns referenced, spelled as in the schema
+    result_type: pa.DataType  # Arrow type of the result
+    _term: Term = field(repr=False, compare=False)
+
+    def evaluate(self, data: pa.Table | pa.RecordBatch) -> pa.Array | pa.ChunkedArray:
+        """One value per row (a ChunkedArray for a Table); InvalidArgumentError where ANSI fails."""
+        if isinstance(data, pa.Table):
+            return pa.chunked_array([self._batch(b) for b in data.to_batches()], type=self.result_type)
+        return self._batch(data)
+
+    def _batch(self, batch: pa.RecordBatch) -> pa.Array:
+        try:
+            values = self._term.fn(batch)
+        except (Failed, pa.ArrowInvalid) as e:  # ANSI failures; Arrow's for values it refuses
+            raise errors.InvalidArgumentError(f"evaluating {self.text!r}: {e}") from None
+        return pa.repeat(values, batch.num_rows) if isinstance(values, pa.Scalar) else values
+
+
+def compile_expression(text: str, schema: pa.Schema) -> CompiledExpression:
+    """Compile `text` over the table's `schema`: PredicateError if not one valid expression over it,
+    UnsupportedExpressionError if valid Spark SQL this evaluator does not compute."""
+    node, words = _parse(text)
+    compiler = _Compiler(schema, words)
+    try:
+        term = compiler.compile(node)
+        try:  # the type evaluating over no rows gives; a kernel Arrow lacks surfaces here
+            result_type = term.fn(pa.RecordBatch.from_pylist([], schema=schema)).type
+        except Failed:  # a constant that fails (`1 / 0`): Spark fails only when there are rows
+            result_type = term.type
+        except (pa.ArrowNotImplementedError, pa.ArrowTypeError, pa.ArrowInvalid) as e:
+            raise Refused(f"{term.sql} (Arrow: {e})") from None
+    except Refused as e:
+        message = f"the engine cannot evaluate {e} in {text!r}; write through Spark (SparkTable), which"
+        raise errors.UnsupportedExpressionError(f"{message} evaluates it with Spark SQL") from None
+    except Invalid as e:
+        raise errors.PredicateError(f"{e}, in {text!r}") from None
+    return CompiledExpression(text, node, frozenset(compiler.columns), result_type, term)
+
+
+def violations(compiled: CompiledExpression, data: pa.Table | pa.RecordBatch) -> pa.Array | pa.ChunkedArray:
+    """Boolean mask of rows that break a CHECK expression: NOT coalesce(result, FALSE) -- a NULL
+    result is a violation, as in Delta on Spark."""
+    if kind(t := compiled.result_type) not in ("bool", "null"):
+        raise errors.PredicateError(f"{compiled.text!r} is {sf.spark_name(t)}, not BOOLEAN")
+    return pc.invert(pc.fill_null(pc.cast(compiled.evaluate(data), pa.bool_()), False))
+
+
+_STATEMENTS = (exp.Query, exp.Subquery, exp.Block, exp.DDL, exp.DML, exp.Command, exp.Alias)
+_RANDOM = tuple(getattr(exp, n) for n in ["Rand", "Randn", "Uuid", "CurrentUser", "SessionUser"])
+_RANDOM += tuple(getattr(exp, f"Current{n}") for n in ["Date", "Timestamp", "Time", "Datetime"])
+
+
+def _parse(text: str) -> tuple[exp.Expression, tuple[frozenset[str], frozenset[str]]]:
+    """The tree, and the string literals and the names of the text (upper-cased)."""
+    if not text.strip():
+        raise errors.PredicateError(
+            "an empty SQL expression: a constraint or generation expression needs one"
+        )
+    try:  # Spark reads a doubled quote in a string as one quote; sqlglot as two literals to join
+        tokens = _SPARK.tokenize(text)
+        strings = [t for t in tokens if t.token_type == TokenType.STRING]
+        chars = list(text)
+        for one, two in itertools.pairwise(strings):
+            if two.start == one.end + 1 and text[one.end] == text[two.start]:
+                chars[one.end] = "\\"  # 'O''Brien' -> 'O\'Brien': same length, positions hold
+        node = sqlglot.parse_one("".join(chars), read=_SPARK)
+    except (ParseError, TokenError) as e:
+        raise errors.PredicateError(f"{text!r} does not parse as a Spark SQL expression: {e}") from None
+    for n in node.walk():
+        if isinstance(n, _STATEMENTS) or not isinstance(n, exp.Expression):
+            raise errors.PredicateError(
+                f"{text!r} is not one scalar expression (a statement, alias or subquery)"
+            )
+        if isinstance(n, (exp.Window, exp.AggFunc, *_RANDOM)):
+            what = "not deterministic" if isinstance(n, _RANDOM) else "an aggregate or window function"
+            raise errors.PredicateError(f"{text!r} uses {sf.sql_of(n)}: {what}")
+    assert isinstance(node, exp.Expression)
+    names = [t for t in tokens if t.token_type in (TokenType.VAR, TokenType.IDENTIFIER)]
+    return node, (frozenset(t.text.upper() for t in strings), frozenset(t.text.upper() for t in names))
+
+
+class _Compiler:
+    """Compiles sqlglot nodes to `Term`s, recording the columns read."""
+
+    def __init__(self, schema: pa.Schema, words: tuple[frozenset[str], frozenset[str]]) -> None:
+        self.schema, (self.strings, self.names) = schema, words
+        self.columns: set[str] = set()
+
+    def is_column(self, name: str) -> bool:
+        return any(f.name.lower() == name.lower() for f in self.schema)
+
+    def written(self, word: str, *, as_name: bool = False) -> bool:  # in the text, as a string or name
+        return word.upper() in self.names or (not as_name and word.upper() in self.strings)
+
+    def compile(self, node: exp.Expr) -> Term:
+        if isinstance(node, exp.Column | exp.Dot):
+            return self._column(node)
+        build = _HANDLERS.get(type(node)) or sf.FUNCTIONS.get(type(node))
+        if build is not None:
+            return build(node, self)
+        if isinstance(node, exp.Anonymous):
+            raise Refused(f"the function {node.name}()")
+        raise Refused(f"the function {node.sql_name()}" if isinstance(node, exp.Func) else sf.sql_of(node))
+
+    def _column(self, node: exp.Expr) -> Term:
+        """A column or a struct field (`s.a.b`), matched case-insensitively as Spark does."""
+        parts, fields, path, t = _name_parts(node), list(self.schema), [], pa.null()
+        for depth, name in enumerate(parts):
+            found = [f for f in fields if f.name.lower() == name.lower()]
+            if len(found) != 1:
+                where = f"field of {'.'.join(parts[:depth])}" if depth else "column"
+                problem = "is ambiguous:" if found else "is unknown; the columns are"
+                raise Invalid(f"the {where} {name!r} {problem} {', '.join(f.name for f in found or fields)}")
+            path.append(fields.index(found[0]))
+            t = found[0].type
+            fields = [t.field(i) for i in range(t.num_fields)] if pa.types.is_struct(t) else []
+            if depth + 1 < len(parts) and not fields:
+                raise Invalid(f"{name} is {t}, not a struct with a field {parts[depth + 1]!r}")
+        if pa.types.is_timestamp(t) and kind(t) == "other":
+            raise Refused(f"the column {'.'.join(parts)} of type {t} (microseconds, UTC or no zone only)")
+        top = self.schema.field(path[0])
+        self.columns.add(top.name)
+
+        def read(batch: Any) -> Value:
+            try:
+                values = batch.column(top.name)
+                values = values if values.type == top.type else pc.cast(values, top.type)
+            except (KeyError, pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+                raise errors.SchemaMismatchError(
+                    f"the data has no column {top.name!r} ({top.type}): {e}"
+                ) from None
+            return pc.struct_field(values, path[1:]) if len(path) > 1 else values
+
+        return Term(read, t, sf.sql_of(node))
+
+
+def _name_parts(node: exp.Expr) -> list[str]:
+    if isinstance(node, exp.Column) and not isinstance(node.this, exp.Star):
+        return [str(p.name) for p in node.parts]
+    if isinstance(node, exp.Dot) and isinstance(node.expression, exp.Identifier):
+        return [*_name_parts(node.this), str(node.expression.name)]
+    raise Refused(sf.sql_of(node))
+
+
+def number_literal(text: str, sql: str) -> Term:
+    """Spark's type for a number: INT, BIGINT, DECIMAL(n, 0); DOUBLE with an exponent; else DECIMAL."""
+    if "e" in text.lower():
+        if abs(float(text)) == float("inf"):
+            raise Invalid(f"the number {text} is out of the DOUBLE range")
+        return sf.constant(float(text), pa.float64(), sql)
+    d = decimal.Decimal(text)
+    scale, digits = max(0, -int(d.as_tuple().exponent)), len(d.as_tuple().digits)
+    if max(digits, scale) > 38:
+        raise Invalid(f"the number {text} has more than 38 digits")
+    if re.fullmatch(r"-?\d+", text) and -(2**63) <= d < 2**63:
+        return sf.constant(int(d), pa.int32() if -(2**31) <= d < 2**31 else pa.int64(), sql)
+    return sf.constant(d, pa.decimal128(max(digits, scale), scale), sql)
+
+
+def _literal(node: exp.Literal | exp.Boolean | exp.Null, c: _Compiler) -> Term:
+    if isinstance(node, exp.Literal) and not node.is_string:
+        return number_literal(str(node.this), sf.sql_of(node))
+    t = {exp.Literal: sf.STRING, exp.Boolean: pa.bool_(), exp.Null: pa.null()}[type(node)]
+    return sf.constant(None if t == pa.null() else node.this, t, sf.sql_of(node))
+
+
+def _cast(node: exp.Cast, c: _Compiler) -> Term:  # sqlglot reads Spark's CAST as TryCast, TRY_CAST: safe
+    if node.args.get("safe"):
+        raise Refused(f"{sf.sql_of(node)} (TRY_CAST)")
+    target, term = sf.arrow_type(node.to), c.compile(node.this)
+    result = sf.cast(term, target, sql=sf.sql_of(node))
+    if type(node) is exp.Cast and isinstance(node.this, exp.Literal) and result.literal is None:  # DATE 'x'
+        raise Invalid(f"{sf.sql_of(node)} is not a valid {sf.spark_name(target)} literal")
+    return result
+
+
+def _neg(node: exp.Neg, c: _Compiler) -> Term:
+    inner, sql = node.this, sf.sql_of(node)
+    if isinstance(inner, exp.Literal) and not inner.is_string:  # -2147483648 is an INT literal
+        return number_literal(f"-{inner.this}", sql)
+    if isinstance(inner, exp.Cast) and isinstance(inner.this, exp.Literal) and not inner.this.is_string:
+        return c.compile(type(inner)(this=exp.Literal.number(f"-{inner.this.this}"), to=inner.to))  # -128Y
+    term = sf.coerce(c.compile(inner), "int float decimal", sql)
+    kernel = partial(sf.checked, pc.negate_checked, sql) if kind(term.type) == "int" else pc.negate
+    return sf.derive(node, term.type, kernel, term, fail=kind(term.type) == "int")
+
+
+def on_rows(term: Term, batch: Any, mask: Value) -> Value:
+    """`term` on the rows where `mask` (no NULLs) is TRUE, NULL elsewhere (all rows if it cannot fail)."""
+    if not term.may_fail or (isinstance(mask, pa.Scalar) and mask.as_py()):
+        return term.fn(batch)
+    chosen = mask.as_py() if isinstance(mask, pa.Scalar) else pc.sum(mask).as_py() or 0
+    if not chosen or chosen == batch.num_rows:
+        return term.fn(batch) if chosen else sf.null_of(term.type)
+    return pc.replace_with_mask(pa.nulls(batch.num_rows, term.type), mask, term.fn(batch.filter(mask)))
+
+
+def _boolean(term: Term) -> Term:
+    return sf.coerce(term, "bool", f"{term.sql} as a condition (not BOOLEAN)")
+
+
+def _logic(node: exp.Expr, c: _Compiler, a: Term | None = None, b: Term | None = None) -> Term:
+    """AND (OR for exp.Or) of the operands or of `a`, `b`, Kleene; `b` only where `a` does not decide."""
+    a, b = (a, b) if a and b else (_boolean(c.compile(x)) for x in (node.this, node.expression))
+    both = not isinstance(node, exp.Or)
+
+    def fn(batch: Any) -> Value:
+        left = a.fn(batch)
+        undecided = pc.fill_null(left, True) if both else pc.invert(pc.fill_null(left, False))
+        return (pc.and_kleene if both else pc.or_kleene)(left, on_rows(b, batch, undecided))
+
+    return Term(fn, pa.bool_(), sf.sql_of(node), a.may_fail or b.may_fail)
+
+
+def _is(node: exp.Is, c: _Compiler) -> Term:  # IS NULL, IS TRUE, IS FALSE: never NULL
+    if isinstance(node.expression, exp.Null):
+        return sf.derive(node, pa.bool_(), pc.is_null, c.compile(node.this))
+    if not isinstance(node.expression, exp.Boolean):
+        raise Refused(sf.sql_of(node))
+    term, truth = _boolean(c.compile(node.this)), node.expression.this
+    return sf.derive(node, pa.bool_(), lambda v: pc.fill_null(v if truth else pc.invert(v), False), term)
+
+
+_KERNELS = {"=": pc.equal, "!=": pc.not_equal, "<": pc.less, "<=": pc.less_equal, ">": pc.greater}
+_KERNELS |= {">=": pc.greater_equal}
+_COMPARISONS: dict[type[exp.Expr], str] = {exp.EQ: "=", exp.NEQ: "!=", exp.LT: "<", exp.LTE: "<="}
+_COMPARISONS |= {exp.GT: ">", exp.GTE: ">="}
+
+
+def compare(op: str, x: Value, y: Value, floating: bool) -> Value:
+    """`x op y`; for doubles in Spark's order, where NaN = NaN and NaN is above every number."""
+    if not floating:
+        return _KERNELS[op](x, y)
+    if op in ("=", "!="):
+        equal = pc.or_(pc.equal(x, y), pc.and_(pc.is_nan(x), pc.is_nan(y)))
+        return equal if op == "=" else pc.invert(equal)
+    x, y, op = (y, x, op.replace(">", "<")) if ">" in op else (x, y, op)
+    if op == "<":
+        return pc.or_(pc.less(x, y), pc.and_(pc.invert(pc.is_nan(x)), pc.is_nan(y)))
+    return pc.or_(pc.less_equal(x, y), pc.is_nan(y))
+
+
+def comparable(terms: list[Term], sql: str) -> list[Term]:
+    """`terms` cast to their common type (a string literal to a date or timestamp beside one)."""
+    temporal = next((t.type for t in terms if kind(t.type) in sf.TEMPORAL), None)
+    literal = [temporal and kind(t.type) == "string" and t.literal is not None for t in terms]
+    terms = [sf.cast(t, temporal) if cast else t for t, cast in zip(terms, literal, strict=True)]
+    t = sf.common_type(terms, f"comparing in {sql} (Spark's implicit casts are not reproduced)")
+    if kind(t) not in ("null", "bool", "string", "binary", *sf.NUMERIC, *sf.TEMPORAL):
+        raise Refused(f"comparing {sf.spark_name(t)} values in {sql}")
+    return [sf.cast(term, pa.int32() if kind(t) == "null" else t) for term in terms]
+
+
+def _comparison(node: exp.Expr, c: _Compiler, op: str = "", a: Any = None, b: Any = None) -> Term:
+    """`a op b` (by default the node's operator and operands); `<=>` (`!<=>`) is never NULL."""
+    op = op or _COMPARISONS.get(type(node), "<=>")
+    x, y = comparable([a or c.compile(node.this), b or c.compile(node.expression)], sf.sql_of(node))
+    floating = kind(x.type) == "float"
+
+    def fn(v: Value, w: Value) -> Value:
+        if "<=>" not in op:
+            return compare(op, v, w, floating)
+        both, neither = pc.and_(pc.is_valid(v), pc.is_valid(w)), pc.and_(pc.is_null(v), pc.is_null(w))
+        same = pc.if_else(both, pc.fill_null(compare("=", v, w, floating), False), neither)
+        return same if op == "<=>" else pc.invert(same)
+
+    return sf.derive(node, pa.bool_(), fn, x, y)
+
+
+def _in(node: exp.In, c: _Compiler) -> Term:
+    """Kleene OR of equalities: TRUE if found, else NULL if the value or an item is NULL."""
+    if not node.expressions:  # (subqueries are refused while parsing)
+        raise Invalid(f"{sf.sql_of(node)} is not IN (a list of values)")
+    x, *items = comparable([c.compile(node.this), *(c.compile(e) for e in node.expressions)], sf.sql_of(node))
+
+    def fn(batch: Any) -> Value:
+        tests = [compare("=", x.fn(batch), i.fn(batch), kind(x.type) == "float") for i in items]
+        return reduce(pc.or_kleene, tests)
+
+    return Term(fn, pa.bool_(), sf.sql_of(node), x.may_fail or any(i.may_fail for i in items))
+
+
+def _between(node: exp.Between, c: _Compiler) -> Term:  # x >= low AND x <= high
+    if node.args.get("symmetric"):
+        raise Refused(f"{sf.sql_of(node)} (BETWEEN SYMMETRIC)")
+    x = c.compile(node.this)
+    low = _comparison(node, c, ">=", x, c.compile(node.args["low"]))
+    return _logic(node, c, low, _comparison(node, c, "<=", x, c.compile(node.args["high"])))
+
+
+def _like(node: exp.Like | exp.ILike | exp.RegexpLike, c: _Compiler) -> Term:
+    """LIKE (Spark's `%`, `_`, `\\` are Arrow's); ILIKE in lower case; RLIKE (RE2; Java-only refused)."""
+    if isinstance(node.expression, exp.Any | exp.All) or node.args.get("flag") is not None:
+        raise Refused(sf.sql_of(node))
+    subject = sf.coerce(c.compile(node.this), "string", sf.sql_of(node))
+    pattern = sf.literal_arg(c.compile(node.expression), "string", "a pattern")
+    if pattern is None:
+        return sf.constant(None, pa.bool_(), sf.sql_of(node))
+    if isinstance(node, exp.RegexpLike):
+        try:
+            pc.match_substring_regex(pa.array([""]), pattern=pattern)
+        except pa.ArrowInvalid:
+            raise Refused(f"the regular expression {pattern!r} (RE2 syntax, not Java's)") from None
+        return sf.derive(node, pa.bool_(), partial(pc.match_substring_regex, pattern=pattern), subject)
+    fold, negate = isinstance(node, exp.ILike), bool(node.args.get("negate"))
+
+    def fn(v: Value) -> Value:
+        found = pc.match_like(pc.utf8_lower(v) if fold else v, pattern=pattern.lower() if fold else pattern)
+        return pc.invert(found) if negate else found
+
+    return sf.derive(node, pa.bool_(), fn, subject)
+
+
+_ARITHMETIC = {exp.Add: "+", exp.Sub: "-", exp.Mul: "*", exp.Div: "/", exp.Mod: "%"}
+_FLOAT = {"+": pc.add, "-": pc.subtract, "*": pc.multiply, "/": pc.divide}
+_INT = {"+": pc.add_checked, "-": pc.subtract_checked, "*": pc.multiply_checked}
+
+
+def _arithmetic(node: exp.Binary, c: _Compiler) -> Term:
+    """`+ - * / %` with Spark's result types; integer overflow and a zero divisor raise (ANSI)."""
+    op, sql = _ARITHMETIC[type(node)], sf.sql_of(node)
+    a, b = c.compile(node.this), c.compile(node.expression)
+    if not {kind(a.type), kind(b.type)} <= sf.NUMERIC | {"null"}:
+        raise Refused(f"{sql} ({sf.spark_name(a.type)} {op} {sf.spark_name(b.type)})")
+    ta, tb = (x.type if kind(x.type) != "null" else y.type for x, y in ((a, b), (b, a)))
+    ta, tb = (pa.float64(), pa.float64()) if kind(ta) == "null" else (ta, tb)  # NULL + NULL: DOUBLE
+    kinds = {kind(ta), kind(tb)}
+    if op == "%" and kinds != {"int"}:
+        raise Refused(f"{sql} (% of {sf.spark_name(ta)} and {sf.spark_name(tb)}: integers only)")
+    if "float" in kinds or (op == "/" and kinds == {"int"}):
+        t = pa.float32() if {ta, tb} == {pa.float32()} and op != "/" else pa.float64()
+        return _binary(node, op, sf.cast(a, t), sf.cast(b, t), out=t, kernel=_FLOAT[op])
+    if "decimal" in kinds:
+        return _decimal(node, op, (a, ta), (b, tb))
+    t, kernel = sf.wider_type(ta, tb), partial(_remainder, sql=sql) if op == "%" else _INT[op]
+    return _binary(node, op, sf.cast(a, t), sf.cast(b, t), out=t, kernel=partial(sf.checked, kernel, sql))
+
+
+def _binary(node: exp.Expr, op: str, a: Term, b: Term, *, out: Any, kernel: Callable[..., Value]) -> Term:
+    """`kernel(a, b)` of type `out`; for `/` and `%` a zero divisor (of a non-NULL value) raises."""
+    sql = sf.sql_of(node)
+
+    def fn(x: Value, y: Value) -> Value:
+        if op in "/%" and sf.any_true(pc.and_(pc.equal(y, sf.zero_of(y.type)), pc.is_valid(x))):
+            raise Failed(f"{'division' if op == '/' else 'remainder'} by zero in {sql}")
+        return kernel(x, y)
+
+    return sf.derive(node, out, fn, a, b, fail=op in "/%" or kind(out) in ("int", "decimal"))
+
+
+def _remainder(a: Value, b: Value, sql: str) -> Value:  # Java's sign (the dividend's); MIN % -1 is 0
+    safe = pc.if_else(pc.or_(pc.equal(b, 0), pc.equal(b, -1)), pc.cast(pa.scalar(1), b.type), b)
+    return pc.subtract(a, pc.multiply(pc.divide(a, safe), safe))
+
+
+def _decimal(node: exp.Binary, op: str, left: tuple[Term, Any], right: tuple[Term, Any]) -> Term:
+    """Spark's result type (an integer literal counts its digits); exact in 256-bit decimals (to one
+    more digit for `/`: Arrow truncates), then HALF_UP to the result scale."""
+
+    def shape(term: Term, t: pa.DataType) -> tuple[int, int]:
+        literal = term.literal if kind(term.type) == "int" else None
+        return (
+            (len(str(abs(literal.as_py()))), 0)
+            if literal is not None and literal.is_valid
+            else sf.decimal_shape(t)
+        )
+
+    (p1, s1), (p2, s2) = shape(*left), shape(*right)
+    scale = {"+": max(s1, s2), "-": max(s1, s2), "*": s1 + s2, "/": max(6, s1 + p2 + 1)}[op]
+    digits = {"*": p1 + p2 + 1, "/": p1 - s1 + s2 + scale}.get(op, max(p1 - s1, p2 - s2) + scale + 1)
+    out = sf.adjusted_decimal(digits, scale)  # (past 76 digits Arrow fails while compiling: refused)
+    shift = max(0, out.scale + 1 - (s1 + p2 - s2 + 1)) if op == "/" else 0
+
+    def fn(x: Value, y: Value) -> Value:
+        x, y = pc.cast(x, pa.decimal256(p1 + shift, s1 + shift)), pc.cast(y, pa.decimal256(p2, s2))
+        exact = _FLOAT[op](x, y)
+        return sf.checked(pc.cast, sf.sql_of(node), sf.round_decimal(exact, out.scale), out)
+
+    a, b = sf.cast(left[0], pa.decimal128(p1, s1)), sf.cast(right[0], pa.decimal128(p2, s2))
+    return _binary(node, op, a, b, out=out, kernel=fn)
+
+
+def _choice(node: exp.Expr, pairs: list[tuple[Term, Term]], default: Term | None) -> Term:
+    """CASE WHEN c THEN v ... ELSE d END, each part only on the rows reaching it (NULL is FALSE)."""
+    t = sf.common_type([v for _, v in pairs] + ([default] if default else []), sf.sql_of(node))
+    branches = [(_boolean(cond), sf.cast(v, t)) for cond, v in pairs]
+    otherwise = sf.cast(default, t) if default else sf.constant(None, t, "NULL")
+
+    def fn(batch: Any) -> Value:
+        result, undecided = sf.null_of(t), pa.scalar(True)
+        for cond, value in branches:
+            take = pc.and_(undecided, pc.fill_null(on_rows(cond, batch, undecided), False))
+            result = pc.if_else(take, on_rows(value, batch, take), result)
+            undecided = pc.and_(undecided, pc.invert(take))
+        return pc.if_else(undecided, on_rows(otherwise, batch, undecided), result)
+
+    may_fail = otherwise.may_fail or any(c.may_fail or v.may_fail for c, v in branches)
+    return Term(fn, t, sf.sql_of(node), may_fail)
+
+
+def _case(node: exp.Case | exp.If | exp.Nvl2 | exp.Nullif, c: _Compiler) -> Term:
+    """CASE; IF(c, a, b); NVL2(x, a, b): IF(x IS NOT NULL, a, b); NULLIF(a, b): IF(a = b, NULL, a)."""
+    if isinstance(node, exp.Nullif):
+        a = c.compile(node.this)
+        return _choice(node, [(_comparison(node, c, "=", a), sf.constant(None, a.type, "NULL"))], a)
+    if not isinstance(node, exp.Case):
+        test = c.compile(node.this)
+        test = sf.derive(node, pa.bool_(), pc.is_valid, test) if isinstance(node, exp.Nvl2) else test
+        otherwise = c.compile(node.args["false"]) if node.args.get("false") else None
+        return _choice(node, [(test, c.compile(node.args["true"]))], otherwise)
+    subject, pairs = (c.compile(node.this) if node.this is not None else None), []
+    for branch in node.args.get("ifs") or []:
+        cond = c.compile(branch.this)
+        cond = _comparison(branch, c, "=", subject, cond) if subject else cond  # CASE x WHEN v
+        pairs.append((cond, c.compile(branch.args["true"])))
+    default = node.args.get("default")
+    return _choice(node, pairs, c.compile(default) if default is not None else None)
+
+
+def _coalesce(node: exp.Coalesce, c: _Compiler) -> Term:  # each argument only where still NULL
+    terms = [c.compile(node.this), *(c.compile(e) for e in node.expressions)]
+    t = sf.common_type(terms, sf.sql_of(node))
+    first, *rest = (sf.cast(term, t) for term in terms)
+
+    def fn(batch: Any) -> Value:
+        result = first.fn(batch)
+        for term in rest:
+            result = pc.coalesce(result, on_rows(term, batch, pc.is_null(result)))
+        return result
+
+    return Term(fn, t, sf.sql_of(node), any(x.may_fail for x in terms))
+
+
+_HANDLERS: dict[type[exp.Expr], Callable[[Any, Any], Term]] = {exp.Paren: lambda n, c: c.compile(n.this)}
+_HANDLERS |= {exp.Literal: _literal, exp.Boolean: _literal, exp.Null: _literal, exp.Neg: _neg}
+_HANDLERS |= {exp.Cast: _cast, exp.TryCast: _cast, exp.Is: _is, exp.In: _in, exp.Between: _between}
+_HANDLERS |= {exp.Not: lambda n, c: sf.derive(n, pa.bool_(), pc.invert, _boolean(c.compile(n.this)))}
+_HANDLERS |= {**dict.fromkeys((*_COMPARISONS, exp.NullSafeEQ), _comparison), exp.Coalesce: _coalesce}
+_HANDLERS |= {exp.NullSafeNEQ: partial(_comparison, op="!<=>"), exp.Like: _like, exp.ILike: _like}
+_HANDLERS |= {exp.RegexpLike: _like, **dict.fromkeys(_ARITHMETIC, _arithmetic), exp.Or: _logic}
+_HANDLERS |= {exp.Case: _case, exp.If: _case, exp.Nvl2: _case, exp.Nullif: _case, exp.And: _logic}
+_HANDLERS |= {exp.DPipe: lambda n, c: sf.concat(n, [c.compile(n.this), c.compile(n.expression)])}
