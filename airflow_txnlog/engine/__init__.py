@@ -74,6 +74,8 @@ if TYPE_CHECKING:  # the names below load on first use (PEP 562 __getattr__), se
     from airflow_txnlog.engine.features.deletion_vectors import write_dv_file as write_deletion_vectors
     from airflow_txnlog.engine.features.generated import enforced as generated_columns
     from airflow_txnlog.engine.features.generated import expression_columns, rewrite_columns
+    from airflow_txnlog.engine.features.identity import IdentityColumn
+    from airflow_txnlog.engine.features.identity import of_metadata as identity_columns
     from airflow_txnlog.engine.log import log_reader
     from airflow_txnlog.engine.log.actions import (
         AddCDCFile,
@@ -175,6 +177,8 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "RowRule": ("features.constraints", "Rule"),
     "generated_columns": ("features.generated", "enforced"),
     "expression_columns": ("features.generated", "expression_columns"),
+    "IdentityColumn": ("features.identity", "IdentityColumn"),
+    "identity_columns": ("features.identity", "of_metadata"),
     "rewrite_columns": ("features.generated", "rewrite_columns"),
     "conform_rows": ("write.writer", "conform_rows"),
     "check_row_rules": ("features.constraints", "check_rows"),
@@ -260,6 +264,7 @@ __all__ = [
     "FilesMissingError",
     "ForeignCommitsError",
     "ForeignCommitsPolicy",
+    "IdentityColumn",
     "InvalidArgumentError",
     "IsolationLevel",
     "LeafPath",
@@ -312,6 +317,7 @@ __all__ = [
     "conform_to_schema",
     "expression_columns",
     "generated_columns",
+    "identity_columns",
     "indexed_leaves",
     "job_provenance",
     "json_bounds",

@@ -35,6 +35,7 @@ from airflow_txnlog.engine.errors import (
     VersionNotFoundError,
 )
 from airflow_txnlog.engine.features.constraints import constraints as table_constraints
+from airflow_txnlog.engine.features.identity import IdentityColumn
 from airflow_txnlog.engine.features.table_features import check_write_supported
 from airflow_txnlog.engine.log.commit_files import CommitFiles, commit_files
 from airflow_txnlog.engine.log.log_reader import find_txn_commit, list_after, read_commits
@@ -69,7 +70,7 @@ from airflow_txnlog.engine.write.transaction import (
     TAGS_EXAMPLE,
     Transaction,
 )
-from airflow_txnlog.engine.write.writer import WriteMode, write, write_parameters
+from airflow_txnlog.engine.write.writer import WriteMode, write_parameters, write_retrying
 
 log = logging.getLogger(__name__)
 
@@ -146,20 +147,22 @@ class Table:
         single_writer: bool = False,
         defer: bool = False,
         generated_columns: Mapping[str, str] | None = None,
+        identity_columns: Mapping[str, IdentityColumn] | None = None,
         **kw: Any,
     ) -> Table:
         """Create a table: version 0 with protocol and metaData (TableExistsError if one exists).
         With `defer=True` nothing is written yet: the first commit (a `write` or a `transaction`)
         makes version 0, protocol and metaData included (engine.write.create_table).
         `generated_columns` ({column: Spark SQL expression}) makes generated columns, which writes fill
-        and check (engine.features.generated).
+        and check (engine.features.generated); `identity_columns` ({column: IdentityColumn(start, step,
+        always)}) identity columns, which writes number (engine.features.identity).
 
         Every argument is checked before anything is written (see engine.write.create_table).
         """
         flag("defer", defer)
         actions = version_zero(
             schema, partition_by=partition_by, properties=properties, name=name, description=description,
-            generated_columns=generated_columns,
+            generated_columns=generated_columns, identity_columns=identity_columns,
         )  # fmt: skip
         actions = with_provenance(actions)
         storage = storage_for(uri, storage_options, single_writer=single_writer)
@@ -272,14 +275,19 @@ class Table:
             done = self._txn_done(snap, txn)
             if done is not None:
                 return done
-        # The snapshot just refreshed is the one the write reads: no second listing of the log.
-        t = self.transaction(
-            "WRITE", write_parameters(mode, snap.partition_columns), tags=tags, snapshot=snap
-        )
-        if txn is not None:
-            t.set_app_transaction(*txn)
+        reads = [snap]  # the snapshot just refreshed is the first one read: no second listing
+
+        def begin() -> Transaction:
+            read = reads.pop() if reads else self._refresh()
+            t = self.transaction(
+                "WRITE", write_parameters(mode, read.partition_columns), tags=tags, snapshot=read
+            )
+            if txn is not None:
+                t.set_app_transaction(*txn)
+            return t
+
         try:
-            return write(t, self._storage, data, mode=mode)
+            return write_retrying(begin, lambda: self._refresh().metadata, self._storage, data, mode=mode)
         except ConcurrentTransactionError:
             done = self._txn_done(self._refresh(), txn) if txn is not None else None
             if done is None:

@@ -14,10 +14,24 @@ sqlglot's tree), never text substitution, so a column name inside a string liter
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 
-from airflow_txnlog.engine import expression_columns, rewrite_columns
+from airflow_txnlog.engine import UnsupportedFeatureError, expression_columns, rewrite_columns
 from airflow_txnlog.spark.scan import TableContext
+
+
+def refuse_identity(ctx: TableContext, what: str, columns: Collection[str] | None = None) -> None:
+    """UnsupportedFeatureError when `what` would have to number identity columns (`columns`: only
+    when it sets one of these; None: any identity column): Spark does not generate them yet."""
+    hit = [c for c in ctx.identities if columns is None or c in columns]
+    if hit:
+        raise UnsupportedFeatureError(
+            f"{what}: the table has identity column {hit[0]!r}, whose values only the engine's writer "
+            "generates yet (Table.write, which also renumbers after a lost race); Spark writes that add or "
+            "set identity values are refused, nothing was written. DELETE, UPDATE of other columns and "
+            "OPTIMIZE work",
+            feature="identityColumns",
+        )
 
 
 def assigned(

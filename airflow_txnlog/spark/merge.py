@@ -49,6 +49,7 @@ from airflow_txnlog.spark import change_data, deletion_vectors, merge_local
 from airflow_txnlog.spark._arguments import ALL, AllColumns, all_or_sql_mapping, sql_mapping, sql_text
 from airflow_txnlog.spark._dml import dml_result, elapsed_ms
 from airflow_txnlog.spark.errors import MultipleSourceRowsMatchedError
+from airflow_txnlog.spark.generated import refuse_identity
 from airflow_txnlog.spark.merge_clauses import (
     _ACT,
     CHANGED,
@@ -339,7 +340,11 @@ def run_merge(h: TableHandle, spec: MergeSpec) -> DmlResult:
     start = time.monotonic()
     txn = h.table.transaction("MERGE", _parameters(spec))
     ctx = h.context(txn.snapshot)
+    if any(c.kind == "insert" for c in spec.clauses):
+        refuse_identity(ctx, "MERGE (an insert clause)")
     spec = resolved(ctx, spec)
+    for c in spec.clauses:
+        refuse_identity(ctx, f"MERGE ({c.kind})", c.assignments or {})
     num_source, candidates, touched, out = _plan(h, ctx, spec, txn)
     marked: list[AddFile] = []
     if touched.files and deletion_vectors.enabled(ctx) and not deletion_vectors.split(touched.files)[1]:

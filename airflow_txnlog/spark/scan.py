@@ -35,6 +35,7 @@ from airflow_txnlog.engine import (
     Table,
     UnsupportedFeatureError,
     generated_columns,
+    identity_columns,
     parse_partition_value,
     row_rules,
     without_mapping,
@@ -71,6 +72,7 @@ class TableContext:
     # write enforces (`spark.rules`), and the generated columns (column -> expression) writes fill
     rules: tuple[RowRule, ...] = ()
     generated: Mapping[str, str] = field(default_factory=dict)
+    identities: tuple[str, ...] = ()  # identity columns: only the engine's writer numbers them yet
 
     @classmethod
     def of(
@@ -87,6 +89,7 @@ class TableContext:
             snapshot.column_names,
             tuple(row_rules(snapshot.metadata, snapshot.protocol)),
             generated_columns(snapshot.metadata, snapshot.protocol),
+            tuple(i.column for i in identity_columns(snapshot.metadata)),
         )
 
     def physical(self, column: str) -> str:

@@ -49,10 +49,12 @@ from airflow_txnlog.engine import (
     TableNotFoundError,
     Transaction,
     UnsupportedExpressionError,
+    UnsupportedFeatureError,
     check_row_rules,
     compile_row_rules,
     conform_rows,
     generated_columns,
+    identity_columns,
     parse_predicate,
     row_rules,
     schema_from_json,
@@ -105,7 +107,8 @@ def _evolved(
             f"txnlog: columns {[f.name for f in extra]} are not in the table schema {current.names}. "
             'Help: .option("mergeSchema", "true") adds them'
         )
-    target = pa.schema(list(current) + [f.with_nullable(True) for f in extra])
+    # (new columns come as plain nullable columns: a rule on one would not hold for the rows already there)
+    target = pa.schema(list(current) + [f.with_nullable(True).remove_metadata() for f in extra])
     probe = incoming.empty_table().rename_columns([renames.get(n, n) for n in incoming.names])
     conform_rows(probe, target, generated)  # a type or NOT NULL mismatch fails here, before any task
     return target, renames
@@ -138,12 +141,26 @@ class TxnlogWriter(DataSourceArrowWriter):
         seen = snap.txn_version(options.txn[0]) if options.txn is not None else None
         if options.txn is not None and seen is not None and seen >= options.txn[1]:
             self.skip = True  # this write already committed: tasks write nothing, commit is a no-op
+        identities = identity_columns(snap.metadata)
+        if identities:  # (SparkTable's own file writes, which number nothing, do not come here)
+            raise UnsupportedFeatureError(
+                f"txnlog: the table has identity column {identities[0].column!r}, whose values only the "
+                "engine's writer generates yet (Table.write); nothing was written",
+                feature="identityColumns",
+            )
         self.read_version = snap.version
         self.metadata = snap.metadata
         self.plan = self._existing_table_plan(snap, incoming)
 
     def _new_table_plan(self, incoming: pa.Schema) -> Plan:
         incoming = _nullable(incoming)  # (Delta creates tables from DataFrames as nullable too)
+        ruled = [f.name for f in incoming if any(k.startswith(b"delta.") for k in (f.metadata or {}))]
+        if ruled:  # (an invariant, generation or identity key: create the table with them first)
+            raise InvalidArgumentError(
+                f"txnlog: column {ruled[0]!r} of the DataFrame carries Delta column metadata (a rule); a "
+                "table is not created from it by a write. Help: create it first with Table.create / "
+                "SparkTable.create (generated_columns=, identity_columns=), then write"
+            )
         parts = tuple(self.options.partition_by or ())
         missing = [c for c in parts if c not in incoming.names]
         if missing:

@@ -42,6 +42,7 @@ from airflow_txnlog.engine import (
 from airflow_txnlog.spark import change_data
 from airflow_txnlog.spark._arguments import app_transaction, column_names, dataframe, flag, sql_text
 from airflow_txnlog.spark.conditions import check_condition
+from airflow_txnlog.spark.generated import refuse_identity
 from airflow_txnlog.spark.planning import (
     Case,
     classify,
@@ -148,6 +149,7 @@ def write(
         return WriteResult(version=done, skipped=True)
     t = h.table.transaction("WRITE", _parameters(mode, snap.partition_columns, replace_where))
     ctx = h.context(t.snapshot)
+    refuse_identity(ctx, "WRITE")
     conformed, evolved = conform(df, t.snapshot.schema, merge_schema=merge_schema, generated=ctx.generated)
     if evolved is not None:  # (new columns of a column-mapped table get ids and physical names)
         meta = with_new_fields(t.snapshot.metadata, evolved)

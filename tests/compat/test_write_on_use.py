@@ -72,10 +72,13 @@ def test_a_legacy_protocol_with_nothing_in_use_is_written(tmp_path: Path, writer
 
 
 USES = [
-    (
+    (  # a nested identity field: Delta has none either
         "identityColumns",
-        "column id",
-        [_field("id", **{"delta.identity.start": 1, "delta.identity.step": 1})],
+        "column s.i",
+        [
+            _field("id"),
+            _field("s", {"type": "struct", "fields": [_field("i", **{"delta.identity.start": 1})]}),
+        ],  # type: ignore[arg-type]
         {},
     ),
     (  # a nested generated field: Delta has none, the writers here enforce only top-level ones
@@ -169,3 +172,13 @@ def test_a_generated_column_in_use_is_filled_and_enforced(tmp_path: Path, protoc
     with pytest.raises(ConstraintViolationError, match=r"generated column twice = id \* 2"):
         t.write(wrong)
     assert t.latest_version() == 1
+
+
+@pytest.mark.parametrize(
+    "protocol", [UPGRADED, {"minReaderVersion": 1, "minWriterVersion": 6}], ids=["w7", "w6"]
+)
+def test_an_identity_column_in_use_is_numbered(tmp_path: Path, protocol: dict[str, Any]) -> None:
+    fields = [_field("id", **{"delta.identity.start": 1, "delta.identity.step": 1}), _field("v")]
+    uri = _table(tmp_path / "t", protocol, fields, {})
+    assert Table.open(uri).write(pa.table({"v": [7, 8]}, schema=pa.schema([("v", pa.int64())]))) == 1
+    assert sorted(DeltaTable(uri).to_pyarrow_table().column("id").to_pylist()) == [1, 2]

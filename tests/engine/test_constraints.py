@@ -4,6 +4,7 @@ table folder as they were."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -270,3 +271,59 @@ def test_the_cli_adds_and_drops_constraints(tmp_path: Path) -> None:
     missing = run("drop-constraint", uri, "positive")
     assert missing.exit_code == 1 and "no constraint 'positive'" in missing.stderr
     assert t.latest_version() == 3
+
+
+# ------------------------------------------------------------------ review findings (issue 26)
+def test_a_constraint_naming_no_column_still_checks_every_row(tmp_path: Path) -> None:
+    t = _table(tmp_path)
+    with pytest.raises(ConstraintViolationError, match="2 existing rows break it"):
+        t.add_constraint("never", "1 = 2")
+    with pytest.raises(PredicateError, match="not a boolean expression"):
+        t.add_constraint("null", "NULL")
+    with pytest.raises(PredicateError, match="without ';'"):
+        t.add_constraint("semi", "amount > 0;")
+    assert t.latest_version() == 1
+
+
+def test_a_rule_added_by_a_raw_metadata_change_is_refused(tmp_path: Path) -> None:
+    """Only add_constraint (which checks the rows already there) may add a rule to a table with rows."""
+    t = _table(tmp_path)
+    t.add_constraint("positive", "amount > 0")  # the protocol now names checkConstraints
+    txn = t.transaction("SET TBLPROPERTIES")
+    meta = txn.snapshot.metadata
+    txn.update_metadata(
+        dataclasses.replace(
+            meta, configuration={**meta.configuration, "delta.constraints.big": "amount > 100"}
+        )
+    )
+    with pytest.raises(
+        InvalidArgumentError,
+        match=r"adds the row rule CHECK constraint big \(amount > 100\) without checking",
+    ):
+        txn.commit()
+    assert t.constraints() == {"positive": "amount > 0"}
+
+
+def test_files_added_as_a_rearrangement_are_checked_too(tmp_path: Path) -> None:
+    t = _table(tmp_path)
+    t.add_constraint("positive", "amount > 0")
+    snap = t.snapshot()
+    adds = write_data_files(
+        t.storage, _rows([9], [-9.0]), snap.partition_columns, snap.properties, max_rows_per_file=100
+    )
+    txn = t.transaction("OPTIMIZE")
+    for a in adds:
+        txn.add(dataclasses.replace(a, data_change=False))
+    with pytest.raises(InvalidArgumentError, match="did not check"):
+        txn.commit()
+
+
+def test_columns_a_rule_uses_cannot_be_renamed_or_dropped(tmp_path: Path) -> None:
+    t = _table(tmp_path, properties={"delta.columnMapping.mode": "name"})
+    t.write(_rows([1], [1.0]))
+    t.add_constraint("positive", "amount > 0")
+    with pytest.raises(InvalidArgumentError, match="uses column 'amount'"):
+        t.rename_column("amount", "value")
+    with pytest.raises(InvalidArgumentError, match="uses column 'amount'"):
+        t.drop_columns(["amount"])
+    t.drop_columns(["name"])  # a column no rule uses

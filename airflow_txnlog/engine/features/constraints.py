@@ -71,8 +71,10 @@ class Rule:
 
 def constraints(metadata: Metadata) -> dict[str, str]:
     """The table's CHECK constraints: name (as stored) -> expression, in name order."""
-    conf = metadata.configuration
-    return {k[len(CONSTRAINT_PREFIX) :]: conf[k] for k in sorted(conf) if k.startswith(CONSTRAINT_PREFIX)}
+    conf = metadata.configuration  # (the prefix in any case: Delta's property keys are case-insensitive)
+    return {
+        k[len(CONSTRAINT_PREFIX) :]: conf[k] for k in sorted(conf) if k.lower().startswith(CONSTRAINT_PREFIX)
+    }
 
 
 def rules(metadata: Metadata, protocol: Protocol) -> list[Rule]:
@@ -117,11 +119,12 @@ def compile_rules(rules: Sequence[Rule], schema: pa.Schema) -> list[tuple[Rule, 
             compiled = compile_expression(rule.expression, schema)
         except UnsupportedExpressionError as exc:
             raise UnsupportedExpressionError(
-                f"the table's {rule.label} cannot be checked by the engine: {exc}. Nothing was written"
+                f"{rule.label} cannot be checked by the engine: {exc}. Nothing was written"
             ) from exc
-        if not pa.types.is_boolean(compiled.result_type) and not pa.types.is_null(compiled.result_type):
+        if not pa.types.is_boolean(compiled.result_type):
             raise PredicateError(
-                f"the table's {rule.label} is not a boolean expression (it gives {compiled.result_type})"
+                f"{rule.label} is not a boolean expression (it gives {compiled.result_type}); nothing was "
+                "written"
             )
         out.append((rule, compiled))
     return out
@@ -177,10 +180,12 @@ def constraint_key(name: object) -> str:
     return CONSTRAINT_PREFIX + name.lower()
 
 
-def check_expression(expression: object, schema: pa.Schema) -> str:
+def check_expression(expression: object, schema: pa.Schema, name: object = None) -> str:
     """`expression` stripped, after checking it parses as one Spark SQL expression over `schema`'s
     columns (PredicateError naming the problem)."""
     text, node = generated.row_expression(expression, "constraint expression")
+    if name is not None:
+        constraint_key(name)
     lower = {n.lower() for n in schema.names}
     for col in node.find_all(exp.Column):
         top = col.parts[0].name if col.parts else col.name

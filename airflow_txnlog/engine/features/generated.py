@@ -23,7 +23,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 import sqlglot
-from sqlglot import exp
+from sqlglot import TokenType, exp
 
 from airflow_txnlog.engine.errors import (
     InvalidArgumentError,
@@ -81,6 +81,8 @@ def row_expression(expression: object, what: str) -> tuple[str, exp.Expr]:
         raise PredicateError(f"{what}: the expression must be a non-empty SQL string, got {expression!r}")
     text = expression.strip()
     try:
+        if any(t.token_type == TokenType.SEMICOLON for t in sqlglot.tokenize(text, read="spark")):
+            raise PredicateError(f"{what}: {text!r} must be one expression, without ';'")
         node = sqlglot.parse_one(text, read="spark")
     except (sqlglot.errors.ParseError, sqlglot.errors.TokenError) as exc:
         raise PredicateError(f"{what}: {text!r} does not parse as Spark SQL: {exc}") from exc

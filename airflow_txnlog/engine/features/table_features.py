@@ -102,6 +102,7 @@ SUPPORTED_WRITER_FEATURES = frozenset(
         "invariants",
         "checkConstraints",
         "generatedColumns",
+        "identityColumns",
         "timestampNtz",
         "vacuumProtocolCheck",
         "deletionVectors",
@@ -117,10 +118,10 @@ MAX_WRITER_VERSION = 7
 # implied when it moves a table to table features (writer 7), used or not. As in Delta Kernel's
 # `hasKernelWriteSupport`, they block a write only when a column or property uses them
 # (`features_in_use`); the engine cannot enforce them yet (issue 26).
-WRITABLE_WHEN_UNUSED = frozenset({"identityColumns"})
+WRITABLE_WHEN_UNUSED: frozenset[str] = frozenset()  # (none left: issue 26 enforces them all)
 # Features in use that every write path enforces (engine.features.constraints and .generated; the
 # Spark layer evaluates the same expressions with Spark SQL), so a table using them is writable.
-ENFORCED_WHEN_USED = frozenset({"invariants", "checkConstraints", "generatedColumns"})
+ENFORCED_WHEN_USED = frozenset({"invariants", "checkConstraints", "generatedColumns", "identityColumns"})
 _CONSTRAINT_PREFIX = "delta.constraints."
 _FIELD_MARKS = {  # a field metadata key (or key prefix) -> the feature it uses
     "delta.invariants": "invariants",
@@ -142,9 +143,7 @@ def check_write_supported(protocol: Protocol, metadata: Metadata) -> None:
                 f"the table uses writer feature {feature!r}, which this engine cannot write", feature=feature
             )
     for feature, where in sorted(features_in_use(metadata).items()):
-        if feature in ENFORCED_WHEN_USED and not (
-            feature == "generatedColumns" and _nested_generated(metadata)
-        ):
+        if feature in ENFORCED_WHEN_USED and not _nested_use(metadata, feature):
             continue
         raise UnsupportedFeatureError(
             f"the table uses {feature} ({where}), which this engine cannot enforce when writing",
@@ -152,11 +151,16 @@ def check_write_supported(protocol: Protocol, metadata: Metadata) -> None:
         )
 
 
-def _nested_generated(metadata: Metadata) -> bool:
-    """Whether a nested field has a generation expression (Delta makes only top-level columns
-    generated, and the writers here enforce only those)."""
+def _nested_use(metadata: Metadata, feature: str) -> bool:
+    """Whether a nested field has a generation expression or identity metadata: Delta makes only
+    top-level columns generated or identity columns, and the writers here enforce only those."""
+    prefix = {"generatedColumns": "delta.generationExpression", "identityColumns": "delta.identity."}.get(
+        feature
+    )
+    if prefix is None:
+        return False
     paths = _field_metadata(json.loads(metadata.schema_string))
-    return any("." in path and "delta.generationExpression" in keys for path, keys in paths)
+    return any("." in path and any(k.startswith(prefix) for k in keys) for path, keys in paths)
 
 
 def features_in_use(metadata: Metadata) -> dict[str, str]:

@@ -296,6 +296,7 @@ def _commit(txn: Transaction, target: RestoreTarget, p: _Plan, foreign: list[int
         txn.add(dataclasses.replace(f, data_change=True))
     # (the files were live in the target version, which also gives the metadata: its rules held)
     txn.rows_checked()
+    txn.existing_rows_checked()
     if p.metadata is not None:
         txn.update_metadata(p.metadata)
     txn.set_app_transaction(target.app_id, target.version)

@@ -17,8 +17,11 @@ MONTH, DAY or HOUR alone wrap around and derive nothing.
 `f(v)` is computed by the engine's Arrow evaluator (engine.features.sql_expressions), in UTC. A
 writer may have computed `g` in another session time zone (Spark evaluates CAST(ts AS DATE) in
 `spark.sql.session.timeZone`), at most a day away from UTC: on a timestamp with a time zone the
-bounds are therefore taken from `v - 1 day` / `v + 1 day`, which keeps pruning sound whatever zone
-the writer used, at the cost of at most one more partition at each end.
+bounds are therefore taken from `v - 1 day` / `v + 1 day` (and a timestamp-valued result, such as
+DATE_TRUNC's, widened by another day), which keeps pruning sound whatever zone the writer used, at
+the cost of at most one more partition at each end. A string-valued partition column also keeps its
+NULL partition: an empty SUBSTRING is stored as NULL. The function must apply to the column itself
+(`SUBSTRING(lower(s), 1, 1)` derives nothing: an inner function may break the order).
 """
 
 from __future__ import annotations
@@ -75,6 +78,8 @@ def source_of(expression: str, schema: pa.Schema) -> str | None:
         return None
     t = schema.field(name).type
     temporal = pa.types.is_timestamp(t) or pa.types.is_date(t)
+    if not isinstance(node, exp.TimeToStr) and not _bare(node.this):
+        return None  # (an inner function, e.g. lower(s), may break the order)
     if isinstance(node, exp.Cast) and node.to.this == exp.DataType.Type.DATE and temporal:
         return name
     if isinstance(node, _TEMPORAL) and temporal:
@@ -87,6 +92,13 @@ def source_of(expression: str, schema: pa.Schema) -> str | None:
         literal = isinstance(start, exp.Literal) and not start.is_string and start.this in ("0", "1")
         return name if literal and isinstance(length, exp.Literal) and not length.is_string else None
     return None
+
+
+def _bare(arg: object) -> bool:
+    """Whether a function's argument is the column itself (YEAR(ts) parses as YEAR(TO_DATE(ts)))."""
+    if isinstance(arg, exp.TsOrDsToDate) and not arg.args.get("format"):
+        arg = arg.this
+    return isinstance(arg, exp.Column)
 
 
 class _Derivation:
@@ -121,17 +133,24 @@ class _Derivation:
         low, high = self._bounds(source, value)
         lo, hi = self._value(source, low, g, expr), self._value(source, high, g, expr)
         g_type = self.schema.field(g).type
+        if pa.types.is_timestamp(g_type) and self._zoned(source):
+            # a truncated instant moves with the writer's zone too (DATE_TRUNC('WEEK', ts) in Tokyo)
+            lo, hi = _shifted(lo, -_DAY), _shifted(hi, _DAY)
+        node: Node | None = None
         if op in (">", ">="):
-            return None if lo is None else ("cmp", ">=", g, lo, g_type)
-        if op in ("<", "<="):
-            return None if hi is None else ("cmp", "<=", g, hi, g_type)
-        if lo is None or hi is None:
-            return None
-        return (
-            ("cmp", "=", g, lo, g_type)
-            if lo == hi
-            else ("and", ("cmp", ">=", g, lo, g_type), ("cmp", "<=", g, hi, g_type))
-        )
+            node = None if lo is None else ("cmp", ">=", g, lo, g_type)
+        elif op in ("<", "<="):
+            node = None if hi is None else ("cmp", "<=", g, hi, g_type)
+        elif lo is not None and hi is not None:
+            node = ("and", ("cmp", ">=", g, lo, g_type), ("cmp", "<=", g, hi, g_type))
+            node = ("cmp", "=", g, lo, g_type) if lo == hi else node
+        if node is not None and (pa.types.is_string(g_type) or pa.types.is_large_string(g_type)):
+            node = ("or", node, ("isnull", g))  # an empty string result is stored as a NULL partition
+        return node
+
+    def _zoned(self, source: str) -> bool:
+        t = self.schema.field(source).type
+        return pa.types.is_timestamp(t) and t.tz is not None
 
     def _in(self, source: str, values: list[Any], g: str, expr: str) -> Node | None:
         if not values:
@@ -163,6 +182,13 @@ class _Derivation:
         except (TxnLogError, pa.ArrowException, ValueError, TypeError, OverflowError):
             return None
         return out[0].as_py()
+
+
+def _shifted(value: Any, by: dt.timedelta) -> Any:
+    try:
+        return None if value is None else value + by
+    except OverflowError:
+        return None
 
 
 def derive(

@@ -40,7 +40,7 @@ from airflow_txnlog.engine.errors import (
     UnsupportedExpressionError,
     UnsupportedFeatureError,
 )
-from airflow_txnlog.engine.features import column_mapping, constraints, table_features
+from airflow_txnlog.engine.features import column_mapping, constraints, generated, table_features
 from airflow_txnlog.engine.features.sql_expressions import violations
 from airflow_txnlog.engine.schema import schema_from_json, schema_to_json
 from airflow_txnlog.engine.state.scan import read_file
@@ -91,6 +91,23 @@ def _rename_in(fields: list[pa.Field], path: list[str], new: str, full: str) -> 
     return [*fields[:i], f, *fields[i + 1 :]]
 
 
+def _refuse_ruled(txn: Transaction, columns: Sequence[str], what: str) -> None:
+    """InvalidArgumentError when a row rule (constraint, invariant, generated column) names one of
+    `columns` or is on one of them: renamed or dropped, its expression would name nothing (Delta
+    refuses the same)."""
+    snap = txn.snapshot
+    lower = {c.lower() for c in columns}
+    for rule in constraints.rules(snap.metadata, snap.protocol):
+        named = generated.expression_columns(rule.generation or rule.expression)
+        if rule.kind != constraints.CHECK:
+            named.add(rule.name.split(".")[0].lower())  # the column an invariant or generation is on
+        if named & lower:
+            raise InvalidArgumentError(
+                f"{what}: {rule.label} uses column {sorted(named & lower)[0]!r}; drop or change the rule "
+                "first. Nothing was written"
+            )
+
+
 def rename_column(begin: Begin, old: str, new: str) -> int:
     """Rename column `old` (a dotted path for a nested field) to `new`; the new version."""
     path = _path(old, "rename_column: old")
@@ -99,6 +116,7 @@ def rename_column(begin: Begin, old: str, new: str) -> int:
         raise InvalidArgumentError(f"rename_column: new name {new!r} must be a plain, non-empty name")
     txn = begin("RENAME COLUMN", {"oldColumnPath": old, "newColumnPath": new})
     meta = txn.snapshot.metadata
+    _refuse_ruled(txn, [path[0]], "rename_column")
     _require_mapping(dict(meta.configuration), "rename_column")
     schema = schema_from_json(meta.schema_string)
     renamed = pa.schema(_rename_in(list(schema), path, new, old), metadata=schema.metadata)
@@ -125,6 +143,7 @@ def drop_columns(begin: Begin, columns: Sequence[str]) -> int:
     if missing:
         raise InvalidArgumentError(f"drop_columns: no columns {missing}; columns are {schema.names}")
     drop = {by_lower[c.lower()] for c in wanted}
+    _refuse_ruled(txn, sorted(drop), "drop_columns")
     parts = drop & set(meta.partition_columns)
     if parts:
         raise InvalidArgumentError(
@@ -191,6 +210,7 @@ def add_constraint(begin: Begin, name: str, expression: str, *, check: RowCheck 
             f"it; one of them: {row}. Nothing was written. Help: fix or delete those rows first",
             constraint=rule.name, expression=rule.expression, row=row, count=count,
         )  # fmt: skip
+    txn.existing_rows_checked()
     protocol = table_features.with_writer_feature(snap.protocol, "checkConstraints")
     if protocol != snap.protocol:
         txn.update_protocol(protocol)
@@ -206,7 +226,8 @@ def rows_breaking(snap: Snapshot, rule: constraints.Rule) -> tuple[int, dict[str
         raise UnsupportedExpressionError(
             f"{exc} Help: SparkTable.add_constraint checks existing rows with Spark SQL"
         ) from exc
-    columns = [c for c in snap.schema.names if c in compiled.columns]
+    # (at least one column: a file read with none has no rows, and `1 = 2` must still see them all)
+    columns = [c for c in snap.schema.names if c in compiled.columns] or snap.schema.names[:1]
     count, example = 0, None
     for add in snap.files():
         rows = read_file(

@@ -20,6 +20,7 @@ a CREATE TABLE AS SELECT: one commit, no empty version for sensors and readers t
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import time
 import uuid
@@ -35,9 +36,11 @@ from airflow_txnlog.engine.errors import (
     StorageError,
     TableCreatedConcurrentlyError,
     TableExistsError,
+    UnsupportedExpressionError,
     UnsupportedFeatureError,
 )
-from airflow_txnlog.engine.features import column_mapping, constraints, generated, table_features
+from airflow_txnlog.engine.features import column_mapping, constraints, generated, identity, table_features
+from airflow_txnlog.engine.features.identity import IdentityColumn
 from airflow_txnlog.engine.features.table_features import upgraded
 from airflow_txnlog.engine.log.actions import (
     IN_COMMIT_TIMESTAMP,
@@ -109,7 +112,8 @@ def _refuse_column_features(schema: pa.Schema) -> None:
                 if key.startswith(prefix):
                     raise UnsupportedFeatureError(
                         f"column {path!r} has metadata {key!r}, which needs the table feature {feature!r}; "
-                        "this engine does not honor it when writing, so nothing was created",
+                        "nothing was created. Help: make identity columns with identity_columns= (which "
+                        "checks them), and column mapping with the delta.columnMapping.mode property",
                         feature=feature,
                     )
         t = field.type
@@ -136,17 +140,21 @@ def version_zero(
     name: str | None,
     description: str | None,
     generated_columns: Mapping[str, str] | None = None,
+    identity_columns: Mapping[str, IdentityColumn] | None = None,
 ) -> list[Action]:
     """commitInfo, protocol and metaData of a new table (InvalidArgumentError for a bad argument).
 
-    :param generated_columns: column -> Spark SQL generation expression (engine.features.generated)."""
+    :param generated_columns: column -> Spark SQL generation expression (engine.features.generated).
+    :param identity_columns: column -> IdentityColumn (engine.features.identity)."""
     parts = _partition_columns(partition_by)
+    _refuse_column_features(schema)  # (raw identity metadata: identity_columns= checks it instead)
+    if identity_columns:
+        schema = identity.with_identity(schema, identity_columns, list(parts))
     if generated_columns:
         schema = generated.with_generated(schema, generated_columns)
     else:  # (expressions given as field metadata are checked the same way)
         schema = generated.with_generated(schema, {})
     norm = _validate_schema(schema, parts)
-    _refuse_column_features(schema)
     conf = mapping("properties", properties, example="{'delta.appendOnly': 'true'}", str_values=True)
     props.validate(conf)
     stats_columns(conf)  # malformed quoting in delta.dataSkippingStatsColumns: InvalidArgumentError
@@ -218,12 +226,18 @@ def _with_rules(protocol: Protocol, schema: pa.Schema, conf: Mapping[str, str]) 
         id="", schema_string=schema_to_json(schema), partition_columns=(), configuration=dict(conf)
     )
     generated.refuse_nested(metadata.schema_string)
+    if identity.of_metadata(metadata):
+        protocol = table_features.with_writer_feature(protocol, "identityColumns")
     if generated.of_schema(schema):
         protocol = table_features.with_writer_feature(protocol, "generatedColumns")
     for rule in constraints.rules(metadata, protocol):
         if rule.kind == constraints.GENERATED:
             continue
-        constraints.check_expression(rule.expression, schema)
+        constraints.check_expression(
+            rule.expression, schema, rule.name if rule.kind == constraints.CHECK else None
+        )
+        with contextlib.suppress(UnsupportedExpressionError):  # (Spark evaluates what the engine cannot)
+            constraints.compile_rules([rule], schema)  # a non-boolean one: PredicateError
         feature = "checkConstraints" if rule.kind == constraints.CHECK else "invariants"
         protocol = table_features.with_writer_feature(protocol, feature)
     return protocol

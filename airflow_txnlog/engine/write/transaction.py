@@ -46,7 +46,7 @@ from airflow_txnlog.engine.errors import (
     UnsupportedFeatureError,
     VersionAlreadyExistsError,
 )
-from airflow_txnlog.engine.features import constraints
+from airflow_txnlog.engine.features import constraints, identity
 from airflow_txnlog.engine.features.table_features import check_write_supported, implied_features
 from airflow_txnlog.engine.log.actions import (
     IN_COMMIT_TIMESTAMP,
@@ -129,6 +129,7 @@ class Transaction:
         self._read_keys: set[str] = set()
         self._app_ids: set[str] = set()
         self._rows_checked = False
+        self._existing_rows_checked = False
         self.committed_version: int | None = None
         self.attempts = 0
 
@@ -245,17 +246,38 @@ class Transaction:
         if both:
             raise InvalidArgumentError(f"file {sorted(both)[0]!r} is both added and removed in one commit")
 
-    def _check_rules(self, metadata: Metadata) -> None:
-        if self._rows_checked or not any(a.data_change for a in self._adds.values()):
+    def existing_rows_checked(self) -> None:
+        """Vouch that the rows already in the table keep the row rules this commit adds (a new
+        constraint, invariant or generated column, or a protocol that turns one on): ADD CONSTRAINT
+        calls it after its check, restore because the target's rows kept the target's rules."""
+        self._existing_rows_checked = True
+
+    def _check_new_rules(self, metadata: Metadata) -> None:
+        if self._existing_rows_checked or self.snapshot.version < 0:  # (a table being created has no rows)
             return
-        table_rules = constraints.rules(metadata, self._protocol or self.snapshot.protocol)
-        if table_rules:
-            more = f" and {len(table_rules) - 1} more" if len(table_rules) > 1 else ""
+        before = {r.label for r in constraints.rules(self.snapshot.metadata, self.snapshot.protocol)}
+        after = [r.label for r in constraints.rules(metadata, self._protocol or self.snapshot.protocol)]
+        new = [label for label in after if label not in before]
+        if new:
             raise InvalidArgumentError(
-                f"the table has row rules ({table_rules[0].label}{more}) and this transaction "
-                "adds data files the engine did not check against them. Nothing was written. Help: write "
-                "through Table.write or SparkTable, which enforce them, or check every row yourself and "
-                "call txn.rows_checked() before committing"
+                f"this commit adds the row rule {new[0]} without checking the rows already in the table. "
+                "Nothing was written. Help: add a constraint with Table.add_constraint (it checks them); a "
+                "generated column or invariant is added at create"
+            )
+
+    def _check_rules(self, metadata: Metadata) -> None:
+        self._check_new_rules(metadata)
+        if self._rows_checked or not self._adds:  # (dataChange=false files are rows too)
+            return
+        labels = [r.label for r in constraints.rules(metadata, self._protocol or self.snapshot.protocol)]
+        labels += [f"identity column {i.column}" for i in identity.of_metadata(metadata)]
+        if labels:
+            more = f" and {len(labels) - 1} more" if len(labels) > 1 else ""
+            raise InvalidArgumentError(
+                f"the table has row rules ({labels[0]}{more}) and this transaction adds data files the "
+                "engine did not check against them. Nothing was written. Help: write through Table.write "
+                "or SparkTable, which enforce them, or check every row yourself and call "
+                "txn.rows_checked() before committing"
             )
 
     def _read_set(self) -> ReadSet:

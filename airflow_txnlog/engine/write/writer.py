@@ -31,7 +31,7 @@ import datetime as dt
 import decimal
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
 import orjson
@@ -44,11 +44,13 @@ from airflow_txnlog.engine.errors import (
     CommitConflictError,
     CommitRetriesExceededError,
     InvalidArgumentError,
+    MetadataChangedError,
     SchemaMismatchError,
     StorageError,
 )
-from airflow_txnlog.engine.features import column_mapping, constraints, generated
-from airflow_txnlog.engine.log.actions import AddFile
+from airflow_txnlog.engine.features import column_mapping, constraints, generated, identity
+from airflow_txnlog.engine.features.table_features import with_writer_feature
+from airflow_txnlog.engine.log.actions import AddFile, Metadata
 from airflow_txnlog.engine.log.stats import LeafPath, compute_stats, stats_columns
 from airflow_txnlog.engine.schema import hive_escape, normalize_schema, serialize_partition_value
 from airflow_txnlog.engine.storage import Storage, as_os_error
@@ -56,6 +58,7 @@ from airflow_txnlog.engine.validate import one_of
 from airflow_txnlog.engine.write.transaction import Transaction
 
 DEFAULT_MAX_ROWS_PER_FILE = 1_000_000
+IDENTITY_ATTEMPTS = 50  # writes lost to other identity writers before giving up
 WriteMode = Literal["append", "overwrite"]
 """What a write does with the rows already in the table: keep them, or replace them all."""
 
@@ -321,11 +324,49 @@ def _write_one(
 def conform_rows(data: pa.Table, schema: pa.Schema, generated_columns: Mapping[str, str]) -> pa.Table:
     """`conform_to_schema`, with the generated columns (column -> expression, as
     `engine.features.generated.enforced` gives them) the data lacks computed from their expressions."""
+    return prepare_rows(data, schema, generated_columns, [])[0]
+
+
+def prepare_rows(
+    data: pa.Table,
+    schema: pa.Schema,
+    generated_columns: Mapping[str, str],
+    identities: list[identity.Identity],
+) -> tuple[pa.Table, dict[str, int]]:
+    """(`data` conformed, identity values generated, then generated columns computed; the identity
+    columns' new high-water marks)."""
     if not isinstance(data, pa.Table):
-        return conform_to_schema(data, schema)  # (a RecordBatch becomes a table; anything else is refused)
+        return conform_to_schema(data, schema), {}  # (a RecordBatch becomes a table; else refused)
     missing = generated.missing(generated_columns, data.column_names)
-    conformed = conform_to_schema(data, generated.relaxed(schema, missing))
-    return generated.fill(conformed, schema, generated_columns, missing)
+    ids = [i.column for i in identities]
+    conformed = conform_to_schema(data, generated.relaxed(schema, missing + ids))
+    conformed, marks = identity.fill(conformed, identities, schema)
+    return generated.fill(conformed, schema, generated_columns, missing), marks
+
+
+def write_retrying(
+    begin: Callable[[], Transaction],
+    latest: Callable[[], Metadata],
+    storage: Storage,
+    data: pa.Table,
+    *,
+    mode: WriteMode,
+) -> int:
+    """`write` on `begin()`'s transaction; when the commit lost only to other identity writers (the
+    winners moved high-water marks, nothing else), its values would repeat theirs: write again on a
+    fresh transaction, generating past the new marks (Delta on Spark fails such a writer instead)."""
+    for _ in range(IDENTITY_ATTEMPTS):
+        txn = begin()
+        try:
+            return write(txn, storage, data, mode=mode)
+        except MetadataChangedError:
+            read = txn.snapshot.metadata
+            if not identity.of_metadata(read) or not identity.only_marks_changed(read, latest()):
+                raise
+    raise CommitRetriesExceededError(
+        f"other identity writers kept committing first ({IDENTITY_ATTEMPTS} attempts); nothing was "
+        "committed. Help: retry later"
+    )
 
 
 def delete_files(storage: Storage, adds: list[AddFile]) -> None:
@@ -347,8 +388,15 @@ def write(
     snap = txn.snapshot
     # (compiled before a byte is written: one the engine cannot evaluate is refused, never skipped)
     rules = constraints.compile_rules(constraints.rules(snap.metadata, snap.protocol), snap.schema)
-    conformed = conform_rows(data, snap.schema, generated.enforced(snap.metadata, snap.protocol))
+    identities = identity.of_metadata(snap.metadata)
+    computed = generated.enforced(snap.metadata, snap.protocol)
+    conformed, marks = prepare_rows(data, snap.schema, computed, identities)
     constraints.check_rows(rules, conformed)
+    if marks:  # the new high-water marks, in this very commit (and the feature, if not named yet)
+        txn.update_metadata(identity.with_marks(snap.metadata, marks))
+        protocol = with_writer_feature(snap.protocol, "identityColumns")
+        if protocol != snap.protocol:
+            txn.update_protocol(protocol)
     adds = write_data_files(
         storage,
         conformed,
