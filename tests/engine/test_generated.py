@@ -19,6 +19,7 @@ from airflow_txnlog.engine import (
     PredicateError,
     SchemaMismatchError,
     Table,
+    rewrite_columns,
 )
 
 UTC = dt.UTC
@@ -155,3 +156,11 @@ def test_the_databricks_8_0_twin_treats_the_metadata_as_a_plain_column(tmp_path:
         {"c1": 5, "c2": 99},
         {"c1": 6, "c2": None},
     ]
+
+
+def test_rewriting_a_generation_expression_for_update_and_merge() -> None:
+    """What spark.generated hands Spark: each column replaced by its new value, a nested field read
+    from the new struct, string literals untouched."""
+    assert rewrite_columns("CAST(ts AS DATE)", {"ts": "`t`.`ts`"}) == "CAST((`t`.`ts`) AS DATE)"
+    assert rewrite_columns("s.a + 1", {"s": "named_struct('a', x * 2)"}) == "(STRUCT(x * 2 AS a)).a + 1"
+    assert rewrite_columns("concat(name, 'name')", {"name": "upper(n)"}) == "CONCAT((UPPER(n)), 'name')"

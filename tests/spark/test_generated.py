@@ -129,3 +129,13 @@ def test_identity_tables_are_refused_where_spark_would_number_rows(spark, tmp_pa
     st.update("v = 'a'", {"v": "'A'"})
     rows = DeltaTable(str(path)).to_pyarrow_table().to_pylist()
     assert sorted((r["id"], r["v"]) for r in rows) == [(1, "A"), (3, "c")]
+
+
+def test_update_recomputes_a_column_generated_from_a_nested_field(spark, tmp_path: Path) -> None:
+    schema = pa.schema([("id", pa.int64()), ("s", pa.struct([("a", pa.int64())])), ("g", pa.int64())])
+    st = SparkTable.create(spark, str(tmp_path / "n"), schema, generated_columns={"g": "s.a + 1"})
+    st.write(spark.createDataFrame([(1, (10,))], "id long, s struct<a: long>"))
+    st.update("id = 1", {"s": "named_struct('a', s.a * 2)"})
+    assert DeltaTable(str(tmp_path / "n")).to_pyarrow_table().to_pylist() == [
+        {"id": 1, "s": {"a": 20}, "g": 21}
+    ]

@@ -207,14 +207,18 @@ def expression_columns(expression: str) -> set[str]:
 
 
 def rewrite_columns(expression: str, values: Mapping[str, str]) -> str:
-    """`expression` with each plain column `c` (lower-cased key) replaced by `(values[c])`, both
-    Spark SQL; through sqlglot's tree, so a name inside a string literal is never touched."""
+    """`expression` with each column `c` (lower-cased key) replaced by `(values[c])`, a nested field
+    `c.f` by `(values[c]).f`; both Spark SQL, through sqlglot's tree, so a name inside a string
+    literal is never touched."""
     node = sqlglot.parse_one(expression, read="spark")
 
-    def swap(n: exp.Expression) -> exp.Expression:
-        if isinstance(n, exp.Column) and len(n.parts) <= 1 and n.name.lower() in values:
-            return exp.Paren(this=sqlglot.parse_one(values[n.name.lower()], read="spark"))
-        return n
+    def swap(n: exp.Expr) -> exp.Expr:
+        if not isinstance(n, exp.Column) or not n.parts or n.parts[0].name.lower() not in values:
+            return n
+        out: exp.Expr = exp.Paren(this=sqlglot.parse_one(values[n.parts[0].name.lower()], read="spark"))
+        for part in n.parts[1:]:
+            out = exp.Dot(this=out, expression=part.copy())
+        return out
 
     return node.transform(swap).sql(dialect="spark")
 
