@@ -1,7 +1,10 @@
 """Daily ingest: append the day's orders with Spark (idempotent), then drop partitions older than 30 days.
 
-A retry of `append_orders` after its commit landed commits nothing (the write carries a txn id for the
-run). The retention delete uses only the partition column, so it removes files from the log without
+The orders are checked by expectations first (docs/constraints.md, "Expectations"): an order without
+a positive amount is not written to the table but to a quarantine table beside it, with the names of
+the rules it broke, committed before the table's commit with the same idempotency id. A retry of
+`append_orders` after its commit landed commits nothing, in either table (the writes carry a txn id
+for the run). The retention delete uses only the partition column, so it removes files from the log without
 reading data.
 
 The day comes from the run's logical date or, for a run without one (a manual run in Airflow 3),
@@ -37,6 +40,8 @@ def daily_orders(spark: Any, context: Any) -> Any:
     rows = [
         (int(day.replace("-", "")) * 1000 + i, day, f"customer-{i % 7}", float(10 + i)) for i in range(50)
     ]
+    # two bad orders a day, which the expectations quarantine
+    rows += [(int(day.replace("-", "")) * 1000 + 900 + i, day, f"customer-{i}", -1.0) for i in range(2)]
     return spark.createDataFrame(rows, "order_id long, day string, customer string, amount double")
 
 
@@ -53,6 +58,11 @@ with DAG(
         source=daily_orders,
         partition_by=["day"],
         spark_conf=SPARK_CONF,
+        expectations={
+            "positive_amount": ("amount > 0", "quarantine"),
+            "has_customer": "customer IS NOT NULL",
+        },
+        quarantine_table_uri=f"{TABLE_URI}_quarantine",
     )
     expire = TxnLogSparkDeleteOperator(
         task_id="drop_old_partitions",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -174,7 +174,9 @@ class TxnLogBaseOperator(BaseOperator):
     def table(self) -> Table:
         return self.hook.get_table(self.table_uri)
 
-    def emit(self, context: Context, version: int | None, operation: str) -> None:
+    def emit(
+        self, context: Context, version: int | None, operation: str, *, more: Mapping[str, Any] | None = None
+    ) -> None:
         """Emit the table's asset event for `version`, or none when the task changed no data.
 
         `version` is None when nothing was committed (a skipped idempotent write, a DML that matched
@@ -197,7 +199,7 @@ class TxnLogBaseOperator(BaseOperator):
             self.log.info("%s of %s changed no data: no asset event", operation, self.table_uri)
             self.drop_table_event()
             return
-        context["outlet_events"][asset].extra = extra
+        context["outlet_events"][asset].extra = {**extra, **(more or {})}
 
     def drop_table_event(self) -> None:
         """No asset event for the table from this task instance: take its asset out of the outlets.

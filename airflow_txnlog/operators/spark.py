@@ -41,6 +41,7 @@ from airflow_txnlog.arguments import (
     renders_later,
     str_mapping,
 )
+from airflow_txnlog.operators import _expectations
 from airflow_txnlog.operators._base import TxnLogBaseOperator, run_owner, run_version
 from airflow_txnlog.operators._spark_session import DEFAULT_SPARK_CONN_ID, spark_session
 
@@ -110,7 +111,12 @@ class _SparkOperator(TxnLogBaseOperator):
 
 
 class _SourceMixin:
+    """The source of a write or merge, and the expectations it is checked against (_expectations)."""
+
     render_template: Callable[..., Any]
+    hook: Any
+    expectations: _expectations.Specs
+    quarantine_table_uri: str | None
     source: SourceFn | str | None
     source_path: str | None
     source_format: str
@@ -132,6 +138,24 @@ class _SourceMixin:
         self.source, self.source_path = source, source_path
         self.source_format, self.source_options = source_format, str_mapping("source_options", source_options)
 
+    def _init_expectations(self, expectations: object, quarantine_table_uri: str | None) -> None:
+        self.expectations = _expectations.specs(expectations, quarantine_table_uri)
+        self.quarantine_table_uri = quarantine_table_uri
+
+    def _checked(
+        self, spark: SparkSession, context: Context, df: DataFrame
+    ) -> tuple[DataFrame, dict[str, int], dict[str, Any] | None]:
+        """The source split by the expectations (quarantine committed first), its metrics, report."""
+        if not self.expectations:
+            return df, {}, None
+        owner = self if isinstance(self, TxnLogBaseOperator) else None
+        assert owner is not None  # (the mixin is only used by operators)
+        txn = idempotency_txn(context, f"{owner.dag_id}.{owner.task_id}")
+        return _expectations.apply(
+            spark, df, self.expectations, hook=self.hook, quarantine_table_uri=self.quarantine_table_uri,
+            txn=txn, tags={"owner": run_owner(context)},
+        )  # fmt: skip
+
     def lineage_inputs(self) -> list[str]:
         """OpenLineage: a `source_path` is an input; a callable or SQL source cannot be named."""
         return [self.source_path] if self.source_path else []
@@ -152,6 +176,8 @@ class TxnLogSparkWriteOperator(_SourceMixin, _SparkOperator):
     :param replace_where: overwrite only rows matching it (needs mode "overwrite"). Templated.
     :param partition_by: partition columns when the table is created by this task.
     :param merge_schema: add new nullable columns of the source to the table.
+    :param expectations: {name: expression or (expression, "fail" | "drop" | "quarantine")}: row rules
+        of this write (operators/_expectations.py); :param quarantine_table_uri: where quarantined rows go.
     """
 
     template_fields: Sequence[str] = ("table_uri", "txnlog_conn_id", "source_path", "replace_where", "mode")
@@ -167,10 +193,13 @@ class TxnLogSparkWriteOperator(_SourceMixin, _SparkOperator):
         partition_by: Sequence[str] | None = None,
         replace_where: str | None = None,
         merge_schema: bool = False,
+        expectations: Mapping[str, str | tuple[str, str]] | None = None,
+        quarantine_table_uri: str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         self._init_source(source, source_path, source_format, source_options)
+        self._init_expectations(expectations, quarantine_table_uri)
         self.mode = mode
         self.partition_by = column_names("partition_by", partition_by)
         self.replace_where = replace_where
@@ -187,21 +216,26 @@ class TxnLogSparkWriteOperator(_SourceMixin, _SparkOperator):
     def execute(self, context: Context) -> dict[str, Any]:
         self._check_mode()  # templated: rendered by now
         with self._session() as spark:
-            result = self._write(spark, context, self._source_df(spark, context))
+            rows, metrics, report = self._checked(spark, context, self._source_df(spark, context))
+            result = self._write(spark, context, rows, metrics)
         if result.skipped:
             self.log.info(
                 "write already committed as version %s by an earlier try: nothing to do", result.version
             )
-        self.emit(context, None if result.skipped else result.version, "WRITE")  # a re-run: no event
+        more = {"expectations": report} if report is not None else None
+        self.emit(context, None if result.skipped else result.version, "WRITE", more=more)  # a re-run: none
         return {
             "version": result.version,
             "num_files": result.num_files,
             "num_rows": result.num_rows,
             "num_bytes": result.num_bytes,
             "skipped": result.skipped,
+            **(more or {}),
         }
 
-    def _write(self, spark: SparkSession, context: Context, df: DataFrame) -> WriteResult:
+    def _write(
+        self, spark: SparkSession, context: Context, df: DataFrame, metrics: Mapping[str, int]
+    ) -> WriteResult:
         """The write; a missing table is created by it (version 0, one commit, as Delta does). When
         another writer creates the table first (two first writes racing), an append runs again into
         that table (its schema and partitioning then decide, as for any later write); an overwrite
@@ -217,8 +251,9 @@ class TxnLogSparkWriteOperator(_SourceMixin, _SparkOperator):
 
         def write(st: SparkTable) -> WriteResult:
             return st.write(
-                df, mode=self.mode, replace_where=self.replace_where, merge_schema=self.merge_schema, txn=txn
-            )
+                df, mode=self.mode, replace_where=self.replace_where, merge_schema=self.merge_schema, txn=txn,
+                metrics=metrics,
+            )  # fmt: skip
 
         try:
             st = self._open(spark, context)
@@ -303,10 +338,13 @@ class TxnLogSparkMergeOperator(_SourceMixin, _SparkOperator):
         when_not_matched_by_source_update: Mapping[str, str] | None = None,
         when_not_matched_by_source_update_condition: str | None = None,
         when_not_matched_by_source_delete: bool | str = False,
+        expectations: Mapping[str, str | tuple[str, str]] | None = None,
+        quarantine_table_uri: str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         self._init_source(source, source_path, source_format, source_options)
+        self._init_expectations(expectations, quarantine_table_uri)
         self.on, self.source_alias, self.target_alias = on, source_alias, target_alias
         self.when_matched_update = _clause("when_matched_update", when_matched_update)
         self.when_matched_update_condition = when_matched_update_condition
@@ -333,8 +371,9 @@ class TxnLogSparkMergeOperator(_SourceMixin, _SparkOperator):
     def execute(self, context: Context) -> dict[str, Any]:
         with self._session() as spark:
             st = self._open(spark, context)
+            rows, metrics, report = self._checked(spark, context, self._source_df(spark, context))
             builder = st.merge(
-                self._source_df(spark, context),
+                rows,
                 self.on,
                 source_alias=self.source_alias,
                 target_alias=self.target_alias,
@@ -359,6 +398,7 @@ class TxnLogSparkMergeOperator(_SourceMixin, _SparkOperator):
                     set=self.when_not_matched_by_source_update,
                     condition=self.when_not_matched_by_source_update_condition,
                 )
-            result = builder.execute()
-        self.emit(context, result.version, "MERGE")
-        return dml_xcom(result)
+            result = builder.execute(metrics=metrics)
+        more = {"expectations": report} if report is not None else None
+        self.emit(context, result.version, "MERGE", more=more)
+        return {**dml_xcom(result), **(more or {})}

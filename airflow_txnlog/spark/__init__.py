@@ -25,6 +25,8 @@ from airflow_txnlog.spark.errors import (
     SparkJobError,
     SparkWorkersError,
 )
+from airflow_txnlog.spark.expectations import Expectation
+from airflow_txnlog.spark.expectations import check as check_expectations
 from airflow_txnlog.spark.merge import MergeBuilder
 from airflow_txnlog.spark.results import DmlResult, WriteResult
 from airflow_txnlog.spark.source import register
@@ -37,6 +39,7 @@ __all__ = [
     "DEFAULT_SCHEME_MAP",
     "ConstraintViolationError",
     "DmlResult",
+    "Expectation",
     "MergeBuilder",
     "MultipleSourceRowsMatchedError",
     "SparkJobError",
@@ -45,6 +48,7 @@ __all__ = [
     "WorkersCannotImportWarning",
     "WriteMode",
     "WriteResult",
+    "check_expectations",
     "register",
     "to_hadoop_uri",
     "txnlog_errors",

@@ -154,3 +154,14 @@ def app_transaction(value: object) -> None:
         "txn must be a pair (app id: non-empty str, version: int >= 0) such as ('ingest', 42), "
         f"or None; {_got(value)}"
     )
+
+
+def metrics(value: object) -> dict[str, int]:
+    """Extra operationMetrics: a mapping of str to int (None: none)."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool) for k, v in value.items()
+    ):
+        raise InvalidArgumentError(f"metrics must be a mapping of str to int, got {_got(value)}")
+    return dict(value)

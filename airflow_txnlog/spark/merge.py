@@ -45,6 +45,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from airflow_txnlog.engine import AddCDCFile, AddFile, InvalidArgumentError, Transaction
+from airflow_txnlog.spark import _arguments as check
 from airflow_txnlog.spark import change_data, deletion_vectors, merge_local
 from airflow_txnlog.spark._arguments import ALL, AllColumns, all_or_sql_mapping, sql_mapping, sql_text
 from airflow_txnlog.spark._dml import dml_result, elapsed_ms
@@ -139,11 +140,12 @@ class MergeBuilder:
         """Delete target rows no source row matches (where `condition`, over the target, holds)."""
         return self._with(Clause("delete", condition, by_source=True))
 
-    def execute(self) -> DmlResult:
-        """Run the merge; returns the new version (None if nothing changed) and Delta's metrics."""
+    def execute(self, *, metrics: Mapping[str, int] | None = None) -> DmlResult:
+        """Run the merge; returns the new version (None if nothing changed) and Delta's metrics
+        (plus `metrics`, e.g. what expectations dropped)."""
         if not self._spec.clauses:
             raise InvalidArgumentError("a merge needs at least one WHEN clause")
-        return run_merge(self._handle, self._spec)
+        return run_merge(self._handle, self._spec, check.metrics(metrics))
 
 
 def _matched(spec: MergeSpec) -> list[Clause]:
@@ -336,7 +338,7 @@ def _touched_rows(ctx: TableContext, files: list[AddFile]) -> int:
     return known if known is not None else scan(ctx, files).count()
 
 
-def run_merge(h: TableHandle, spec: MergeSpec) -> DmlResult:
+def run_merge(h: TableHandle, spec: MergeSpec, extra: Mapping[str, int] | None = None) -> DmlResult:
     start = time.monotonic()
     txn = h.table.transaction("MERGE", _parameters(spec))
     ctx = h.context(txn.snapshot)
@@ -362,6 +364,7 @@ def run_merge(h: TableHandle, spec: MergeSpec) -> DmlResult:
     metrics.update(
         scanTimeMs=scan_ms, rewriteTimeMs=elapsed_ms(start) - scan_ms, numDeletionVectorsAdded=len(marked)
     )
+    metrics.update(extra or {})
     return _finish(
         h,
         txn,

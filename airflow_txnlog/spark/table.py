@@ -166,8 +166,10 @@ class SparkTable:
         replace_where: str | None = None,
         merge_schema: bool = False,
         txn: tuple[str, int] | None = None,
+        metrics: Mapping[str, int] | None = None,
     ) -> WriteResult:
-        """Append or overwrite `df` (see `airflow_txnlog.spark.write`)."""
+        """Append or overwrite `df` (see `airflow_txnlog.spark.write`); `metrics` are added to the
+        commit's operationMetrics (e.g. what expectations dropped)."""
         return _write.write(
             self._handle,
             df,
@@ -176,6 +178,7 @@ class SparkTable:
             replace_where=replace_where,
             merge_schema=merge_schema,
             txn=txn,
+            metrics=check.metrics(metrics),
         )
 
     # ------------------------------------------------------------------ DML

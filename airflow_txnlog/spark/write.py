@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -141,6 +141,7 @@ def write(
     replace_where: str | None,
     merge_schema: bool,
     txn: tuple[str, int] | None,
+    metrics: Mapping[str, int] | None = None,
 ) -> WriteResult:
     _validate(df, mode, replace_where, merge_schema, txn)
     snap = h.table.snapshot()
@@ -172,7 +173,7 @@ def write(
         delete_files(h.table, [*adds, *rewritten, *cdc])
         raise
     change = _Change(adds, removed, rewritten, extra, evolved is not None, cdc)
-    return _commit(h, t, txn, change, mode)
+    return _commit(h, t, txn, change, mode, extra=metrics or {})
 
 
 def _changes(
@@ -200,11 +201,17 @@ class _Change:
 
 
 def _commit(
-    h: TableHandle, t: Transaction, txn: tuple[str, int] | None, change: _Change, mode: WriteMode
+    h: TableHandle,
+    t: Transaction,
+    txn: tuple[str, int] | None,
+    change: _Change,
+    mode: WriteMode,
+    *,
+    extra: Mapping[str, int],
 ) -> WriteResult:
     rows = sum(a.num_records or 0 for a in change.adds)
     size = sum(a.size for a in change.adds)
-    metrics = {"numFiles": len(change.adds), "numOutputRows": rows, "numOutputBytes": size}
+    metrics = {"numFiles": len(change.adds), "numOutputRows": rows, "numOutputBytes": size, **extra}
     if mode == "overwrite":
         metrics.update(
             numRemovedFiles=len(change.removed), numRemovedBytes=sum(f.size for f in change.removed)

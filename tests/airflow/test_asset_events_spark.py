@@ -7,12 +7,7 @@ session (the operators take the active session rather than starting their own).
 
 from __future__ import annotations
 
-import datetime as dt
-import os
-from collections import defaultdict
-from collections.abc import Iterator
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import pyarrow as pa
@@ -25,39 +20,14 @@ from airflow_txnlog.operators.spark import (
     TxnLogSparkMergeOperator,
     TxnLogSparkWriteOperator,
 )
+from tests.airflow.spark_operators import plain_context
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
-os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 SCHEMA = "id long, part string"
 
 
-@pytest.fixture(scope="module")
-def spark() -> Iterator[Any]:
-    from pyspark.sql import SparkSession  # noqa: PLC0415 - only for this module
-
-    existing = SparkSession.getActiveSession()
-    session = existing or (
-        SparkSession.builder.master("local[1]")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "1")
-        .config("spark.driver.host", "127.0.0.1")
-        .getOrCreate()
-    )
-    yield session
-    if existing is None:  # another suite's shared session is not ours to stop
-        session.stop()
-
-
-def _context(day: int) -> dict[str, Any]:
-    logical = dt.datetime(2024, 6, day, tzinfo=dt.UTC)
-    return {
-        "dag": SimpleNamespace(dag_id="orders_dag"),
-        "run_id": f"scheduled__2024-06-{day:02d}",
-        "logical_date": logical,
-        "dag_run": SimpleNamespace(logical_date=logical, run_after=logical),
-        "outlet_events": defaultdict(lambda: SimpleNamespace(extra=None)),
-    }
+def _context(day: int = 1) -> dict[str, Any]:
+    return plain_context(day)
 
 
 def _write(uri: str, ids: list[int], context: dict[str, Any]) -> tuple[TxnLogSparkWriteOperator, Any]:

@@ -116,6 +116,19 @@ def test_asset_events_only_for_data_changes_with_every_field(demo: tuple[Path, s
     assert len(publishes) == 2  # the good merge and the manual run's
 
 
+def test_the_ingest_quarantines_bad_orders_once_per_run(demo: tuple[Path, str]) -> None:
+    """Two bad orders a day: quarantined in 3 dated runs and the manual one; day 1's re-run adds none."""
+    table, output = demo
+    quarantine = Table.open(f"{table}_quarantine").snapshot().to_arrow().to_pylist()
+    assert len(quarantine) == 8 and len({r["order_id"] for r in quarantine}) == 8
+    assert all(r["_broken_rules"] == ["positive_amount"] and r["amount"] < 0 for r in quarantine)
+    assert Table.open(str(table)).snapshot().to_arrow(filter="amount < 0").num_rows == 0
+    ingest = [x for d, t, x in _asset_events(output) if t == "append_orders"]
+    assert all(
+        x["expectations"]["rules"]["positive_amount"] == {"action": "quarantine", "rows": 2} for x in ingest
+    )
+
+
 def test_the_examples_run_without_a_logical_date(demo: tuple[Path, str]) -> None:
     _, output = demo
     for dag_id in ("txnlog_ingest", "txnlog_guarded_merge"):

@@ -22,8 +22,10 @@ GENERATED = {"d": "CAST(ts AS DATE)"}
 
 
 def _df(spark: Any, rows: list[tuple[int, str]]) -> Any:
-    return spark.createDataFrame(rows, "id long, ts_text string").selectExpr(
-        "id", "CAST(ts_text AS TIMESTAMP) AS ts"
+    return (  # (one task: see tests/spark/test_constraints.py's _df)
+        spark.createDataFrame(rows, "id long, ts_text string")
+        .selectExpr("id", "CAST(ts_text AS TIMESTAMP) AS ts")
+        .coalesce(1)
     )
 
 

@@ -46,6 +46,7 @@ INVARIANTS_KEY = "delta.invariants"
 CHECK = "CHECK constraint"
 INVARIANT = "invariant"
 GENERATED = "generated column"
+EXPECTATION = "expectation"  # (a write's own rule, spark.expectations; never stored in a table)
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _SHOWN_VALUE = 200  # characters of one value shown in a violation message
 
@@ -66,6 +67,8 @@ class Rule:
             return f"CHECK constraint {self.name} ({self.expression})"
         if self.kind == GENERATED:
             return f"generated column {self.name} = {self.generation}"
+        if self.kind == EXPECTATION:
+            return f"expectation {self.name} ({self.expression})"
         return f"invariant on column {self.name} ({self.expression})"
 
 
