@@ -91,15 +91,30 @@ def _quarantine(
     txn: tuple[str, int],
     tags: Mapping[str, str],
 ) -> None:
-    """Commit `rows` to the quarantine table (created on first use) with the task's idempotency id."""
-    from airflow_txnlog.engine import TableNotFoundError  # noqa: PLC0415
+    """Commit `rows` to the quarantine table (created on first use) with the task's idempotency id.
+    Two tasks that both create it (say a dated and a manual run at once) both land: the one that
+    loses the race for version 0 appends to the winner's table."""
+    from airflow_txnlog.engine import (  # noqa: PLC0415
+        TableCreatedConcurrentlyError,
+        TableExistsError,
+        TableNotFoundError,
+    )
     from airflow_txnlog.spark import SparkTable  # noqa: PLC0415
     from airflow_txnlog.spark.schemas import to_arrow_schema  # noqa: PLC0415
 
+    def write(table: Any) -> None:
+        table.default_tags = dict(tags)
+        options = hook.storage_options_for(table.uri) or None
+        SparkTable(spark, table.uri, storage_options=options, table=table).write(
+            rows, merge_schema=True, txn=txn
+        )
+
     try:
-        table = hook.get_table(uri)
+        write(hook.get_table(uri))
+        return
     except TableNotFoundError:
-        table = hook.create_table(uri, schema=to_arrow_schema(rows.schema), defer=True)
-    table.default_tags = dict(tags)
-    options = hook.storage_options_for(table.uri) or None
-    SparkTable(spark, table.uri, storage_options=options, table=table).write(rows, merge_schema=True, txn=txn)
+        pass
+    try:
+        write(hook.create_table(uri, schema=to_arrow_schema(rows.schema), defer=True))
+    except (TableExistsError, TableCreatedConcurrentlyError):
+        write(hook.get_table(uri))

@@ -136,3 +136,28 @@ def test_merge_checks_its_source(spark: Any, tmp_path: Path) -> None:
 def test_bad_expectations_fail_when_the_dag_is_parsed(kwargs: dict[str, Any], message: str) -> None:
     with pytest.raises(InvalidArgumentError, match=message):
         TxnLogSparkWriteOperator(task_id="load", table_uri="t", source="SELECT 1", **kwargs)
+
+
+def test_two_runs_creating_the_quarantine_table_at_once_both_land(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A dated and a manual run at once (the deployment check does it): both find no quarantine table;
+    the one that loses the race for its version 0 appends to the winner's table."""
+    from airflow_txnlog.hooks.txnlog import TxnLogHook  # noqa: PLC0415
+
+    uri, quarantine = str(tmp_path / "orders"), str(tmp_path / "orders_quarantine")
+    real = TxnLogHook.create_table
+
+    def create_then_lose_the_race(self: TxnLogHook, table_uri: str, **kwargs: Any) -> Table:
+        deferred = real(self, table_uri, **kwargs)
+        if table_uri == quarantine:  # the other run commits its version 0 first
+            Table.create(table_uri, schema=kwargs["schema"])
+        return deferred
+
+    monkeypatch.setattr(TxnLogHook, "create_table", create_then_lose_the_race)
+    op = TxnLogSparkWriteOperator(
+        task_id="load", table_uri=uri, source=_source(ROWS), spark_conn_id=None,
+        expectations=RULES, quarantine_table_uri=quarantine,
+    )  # fmt: skip
+    op.execute(_context())
+    assert _ids(uri) == [1, 6] and len(Table.open(quarantine).snapshot().to_arrow()) == 2
