@@ -143,14 +143,12 @@ class _SourceMixin:
         self.quarantine_table_uri = quarantine_table_uri
 
     def _checked(
-        self, spark: SparkSession, context: Context, df: DataFrame
+        self, spark: SparkSession, context: Context, df: DataFrame, txn: tuple[str, int]
     ) -> tuple[DataFrame, dict[str, int], dict[str, Any] | None]:
-        """The source split by the expectations (quarantine committed first), its metrics, report."""
+        """The source split by the expectations (the quarantine committed first, with `txn`), its
+        metrics and report."""
         if not self.expectations:
             return df, {}, None
-        owner = self if isinstance(self, TxnLogBaseOperator) else None
-        assert owner is not None  # (the mixin is only used by operators)
-        txn = idempotency_txn(context, f"{owner.dag_id}.{owner.task_id}")
         return _expectations.apply(
             spark, df, self.expectations, hook=self.hook, quarantine_table_uri=self.quarantine_table_uri,
             txn=txn, tags={"owner": run_owner(context)},
@@ -215,9 +213,10 @@ class TxnLogSparkWriteOperator(_SourceMixin, _SparkOperator):
 
     def execute(self, context: Context) -> dict[str, Any]:
         self._check_mode()  # templated: rendered by now
+        txn = idempotency_txn(context, f"{self.dag_id}.{self.task_id}")
         with self._session() as spark:
-            rows, metrics, report = self._checked(spark, context, self._source_df(spark, context))
-            result = self._write(spark, context, rows, metrics)
+            rows, metrics, report = self._checked(spark, context, self._source_df(spark, context), txn)
+            result = self._write(spark, context, rows, metrics, txn)
         if result.skipped:
             self.log.info(
                 "write already committed as version %s by an earlier try: nothing to do", result.version
@@ -234,7 +233,12 @@ class TxnLogSparkWriteOperator(_SourceMixin, _SparkOperator):
         }
 
     def _write(
-        self, spark: SparkSession, context: Context, df: DataFrame, metrics: Mapping[str, int]
+        self,
+        spark: SparkSession,
+        context: Context,
+        df: DataFrame,
+        metrics: Mapping[str, int],
+        txn: tuple[str, int],
     ) -> WriteResult:
         """The write; a missing table is created by it (version 0, one commit, as Delta does). When
         another writer creates the table first (two first writes racing), an append runs again into
@@ -246,8 +250,6 @@ class TxnLogSparkWriteOperator(_SourceMixin, _SparkOperator):
             TableNotFoundError,
         )
         from airflow_txnlog.spark.schemas import to_arrow_schema  # noqa: PLC0415
-
-        txn = idempotency_txn(context, f"{self.dag_id}.{self.task_id}")
 
         def write(st: SparkTable) -> WriteResult:
             return st.write(
@@ -371,7 +373,8 @@ class TxnLogSparkMergeOperator(_SourceMixin, _SparkOperator):
     def execute(self, context: Context) -> dict[str, Any]:
         with self._session() as spark:
             st = self._open(spark, context)
-            rows, metrics, report = self._checked(spark, context, self._source_df(spark, context))
+            txn = idempotency_txn(context, f"{self.dag_id}.{self.task_id}")  # (the quarantine's only)
+            rows, metrics, report = self._checked(spark, context, self._source_df(spark, context), txn)
             builder = st.merge(
                 rows,
                 self.on,

@@ -16,7 +16,6 @@ source read twice could differ), then counts every rule's breaking rows in ONE a
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,12 +23,11 @@ from typing import Any
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from airflow_txnlog.engine import ConstraintViolationError, InvalidArgumentError, RowRule, row_rule_violation
+from airflow_txnlog.engine import ConstraintViolationError, RowRule, row_rule_violation
 from airflow_txnlog.spark.conditions import check_condition
 
 ACTIONS = ("fail", "drop", "quarantine")
 QUARANTINE_COLUMN = "_broken_rules"
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 @dataclass(frozen=True)
@@ -59,42 +57,6 @@ class Checked:
     def report(self) -> dict[str, dict[str, Any]]:
         """For XCom and asset events: {rule: {"action": ..., "rows": n}}."""
         return {n: {"action": self.actions[n], "rows": c} for n, c in self.counts.items()}
-
-
-def parse(value: object) -> list[Expectation]:
-    """Expectations from a list of `Expectation`s or a mapping {name: expression | (expression,
-    action)}; InvalidArgumentError naming what is wrong."""
-    if value is None:
-        return []
-    if isinstance(value, Mapping):
-        items = [_from_item(k, v) for k, v in value.items()]
-    elif isinstance(value, (list, tuple)) and all(isinstance(v, Expectation) for v in value):
-        items = list(value)
-    else:
-        raise InvalidArgumentError(
-            f"expectations must be a mapping {{name: expression or (expression, action)}} or a list of "
-            f"Expectation; got {value!r}"
-        )
-    seen: set[str] = set()
-    for e in items:
-        if not isinstance(e.name, str) or not _NAME.fullmatch(e.name) or e.name.lower() in seen:
-            raise InvalidArgumentError(f"expectation name {e.name!r} is not a unique identifier")
-        if e.action not in ACTIONS:
-            raise InvalidArgumentError(f"expectation {e.name}: action {e.action!r} is not one of {ACTIONS}")
-        if not isinstance(e.expression, str) or not e.expression.strip():
-            raise InvalidArgumentError(f"expectation {e.name}: the expression must be a non-empty SQL string")
-        seen.add(e.name.lower())
-    return items
-
-
-def _from_item(name: object, value: object) -> Expectation:
-    if isinstance(value, str):
-        return Expectation(str(name), value)
-    if isinstance(value, (tuple, list)) and len(value) == 2:
-        return Expectation(str(name), str(value[0]), str(value[1]))
-    raise InvalidArgumentError(
-        f"expectation {name!r}: give an expression or (expression, action), got {value!r}"
-    )
 
 
 def _holds(e: Expectation) -> Column:

@@ -4,6 +4,7 @@ loses nor duplicates a row), counts in the XCom, the asset event and the commit'
 
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
 from typing import Any
 
@@ -69,8 +70,12 @@ def test_drop_and_quarantine_with_exact_counts_and_a_safe_retry(spark: Any, tmp_
         "2",
     )
     # the quarantine commit came first, with the same idempotency id as the table's
-    q_txn = Table.open(quarantine).history(1)[0]
-    assert q_txn["operation"] == "WRITE"
+    q_commit, t_commit = Table.open(quarantine).history(1)[0], Table.open(uri).history(1)[0]
+    assert q_commit["timestamp"] <= t_commit["timestamp"]
+    app_id = f"{op.dag_id}.load@20240601T000000.000000Z"  # (the task's key and the run's date)
+    version = int(dt.datetime(2024, 6, 1, tzinfo=dt.UTC).timestamp() * 1000)
+    assert Table.open(quarantine).snapshot().txn_version(app_id) == version
+    assert Table.open(uri).snapshot().txn_version(app_id) == version
     again = op.execute(_context())  # a retry of the same run: both writes are found committed
     assert again["skipped"] and _ids(uri) == [1, 6] and len(Table.open(quarantine).snapshot().to_arrow()) == 2
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pytest
@@ -39,6 +40,12 @@ def _table(tmp_path: Path, **kwargs: object) -> Table:
 
 def _data_files(tmp_path: Path) -> list[str]:
     return sorted(p.name for p in (tmp_path / "t").rglob("*.parquet") if "_delta_log" not in p.parts)
+
+
+def _files_for(t: Table, rows: pa.Table) -> list[Any]:
+    """Data files holding `rows`, written outside any transaction (as a raw writer would)."""
+    snap = t.snapshot()
+    return write_data_files(t.storage, rows, snap.partition_columns, snap.properties, max_rows_per_file=100)
 
 
 def _commit(tmp_path: Path, version: int) -> dict[str, dict[str, object]]:
@@ -185,10 +192,7 @@ def test_a_column_invariant_is_enforced(tmp_path: Path) -> None:
 def test_a_raw_transaction_adding_unchecked_files_to_a_constrained_table_is_refused(tmp_path: Path) -> None:
     t = _table(tmp_path)
     t.add_constraint("positive", "amount > 0")
-    snap = t.snapshot()
-    adds = write_data_files(
-        t.storage, _rows([9], [-9.0]), snap.partition_columns, snap.properties, max_rows_per_file=100
-    )
+    adds = _files_for(t, _rows([9], [-9.0]))
     txn = t.transaction("WRITE")
     for a in adds:
         txn.add(a)
@@ -200,10 +204,7 @@ def test_a_raw_transaction_adding_unchecked_files_to_a_constrained_table_is_refu
 def test_a_raw_transaction_may_vouch_for_its_rows(tmp_path: Path) -> None:
     t = _table(tmp_path)
     t.add_constraint("positive", "amount > 0")
-    snap = t.snapshot()
-    adds = write_data_files(
-        t.storage, _rows([9], [9.0]), snap.partition_columns, snap.properties, max_rows_per_file=100
-    )
+    adds = _files_for(t, _rows([9], [9.0]))
     txn = t.transaction("WRITE")
     for a in adds:
         txn.add(a)
@@ -229,10 +230,7 @@ def test_a_constraint_added_concurrently_fails_a_write_checked_without_it(tmp_pa
     t = _table(tmp_path)
     txn = t.transaction("WRITE")  # reads version 1, without the constraint
     Table.open(str(tmp_path / "t")).add_constraint("positive", "amount > 0")
-    snap = txn.snapshot
-    for a in write_data_files(
-        t.storage, _rows([3], [-1.0]), snap.partition_columns, snap.properties, max_rows_per_file=100
-    ):
+    for a in _files_for(t, _rows([3], [-1.0])):
         txn.add(a)
     txn.rows_checked()
     with pytest.raises(MetadataChangedError):
@@ -307,10 +305,7 @@ def test_a_rule_added_by_a_raw_metadata_change_is_refused(tmp_path: Path) -> Non
 def test_files_added_as_a_rearrangement_are_checked_too(tmp_path: Path) -> None:
     t = _table(tmp_path)
     t.add_constraint("positive", "amount > 0")
-    snap = t.snapshot()
-    adds = write_data_files(
-        t.storage, _rows([9], [-9.0]), snap.partition_columns, snap.properties, max_rows_per_file=100
-    )
+    adds = _files_for(t, _rows([9], [-9.0]))
     txn = t.transaction("OPTIMIZE")
     for a in adds:
         txn.add(dataclasses.replace(a, data_change=False))

@@ -114,13 +114,10 @@ SUPPORTED_WRITER_FEATURES = frozenset(
     | type_widening.FEATURES
 )
 MAX_WRITER_VERSION = 7
-# Features a table may list without using them: Delta lists every feature a legacy writer version
-# implied when it moves a table to table features (writer 7), used or not. As in Delta Kernel's
-# `hasKernelWriteSupport`, they block a write only when a column or property uses them
-# (`features_in_use`); the engine cannot enforce them yet (issue 26).
-WRITABLE_WHEN_UNUSED: frozenset[str] = frozenset()  # (none left: issue 26 enforces them all)
-# Features in use that every write path enforces (engine.features.constraints and .generated; the
-# Spark layer evaluates the same expressions with Spark SQL), so a table using them is writable.
+# Features a column or property uses (`features_in_use`) that every write path enforces
+# (engine.features.constraints, .generated, .identity; the Spark layer evaluates the same
+# expressions with Spark SQL, and refuses what it cannot number), so a table using them is writable.
+# Only their nested uses, which Delta has none of, are refused.
 ENFORCED_WHEN_USED = frozenset({"invariants", "checkConstraints", "generatedColumns", "identityColumns"})
 _CONSTRAINT_PREFIX = "delta.constraints."
 _FIELD_MARKS = {  # a field metadata key (or key prefix) -> the feature it uses
@@ -138,7 +135,7 @@ def check_write_supported(protocol: Protocol, metadata: Metadata) -> None:
         raise UnsupportedFeatureError(f"the table needs writer version {w}", feature=f"writerVersion{w}")
     if w == MAX_WRITER_VERSION:
         listed = set(protocol.writer_features or ())
-        for feature in sorted(listed - SUPPORTED_WRITER_FEATURES - WRITABLE_WHEN_UNUSED):
+        for feature in sorted(listed - SUPPORTED_WRITER_FEATURES):
             raise UnsupportedFeatureError(
                 f"the table uses writer feature {feature!r}, which this engine cannot write", feature=feature
             )

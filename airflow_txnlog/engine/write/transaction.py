@@ -252,25 +252,23 @@ class Transaction:
         calls it after its check, restore because the target's rows kept the target's rules."""
         self._existing_rows_checked = True
 
-    def _check_new_rules(self, metadata: Metadata) -> None:
-        if self._existing_rows_checked or self.snapshot.version < 0:  # (a table being created has no rows)
-            return
-        before = {r.label for r in constraints.rules(self.snapshot.metadata, self.snapshot.protocol)}
-        after = [r.label for r in constraints.rules(metadata, self._protocol or self.snapshot.protocol)]
-        new = [label for label in after if label not in before]
-        if new:
-            raise InvalidArgumentError(
-                f"this commit adds the row rule {new[0]} without checking the rows already in the table. "
-                "Nothing was written. Help: add a constraint with Table.add_constraint (it checks them); a "
-                "generated column or invariant is added at create"
-            )
-
     def _check_rules(self, metadata: Metadata) -> None:
-        self._check_new_rules(metadata)
+        """Rules this commit adds need the rows already there checked; files it adds, their rows."""
+        rules = constraints.rules(metadata, self._protocol or self.snapshot.protocol)
+        if not self._existing_rows_checked and self.snapshot.version >= 0:  # (a new table has no rows)
+            before = {r.label for r in constraints.rules(self.snapshot.metadata, self.snapshot.protocol)}
+            new = [r.label for r in rules if r.label not in before]
+            if new:
+                raise InvalidArgumentError(
+                    f"this commit adds the row rule {new[0]} without checking the rows already in the "
+                    "table. Nothing was written. Help: add a constraint with Table.add_constraint (it "
+                    "checks them); a generated column or invariant is added at create"
+                )
         if self._rows_checked or not self._adds:  # (dataChange=false files are rows too)
             return
-        labels = [r.label for r in constraints.rules(metadata, self._protocol or self.snapshot.protocol)]
-        labels += [f"identity column {i.column}" for i in identity.of_metadata(metadata)]
+        labels = [r.label for r in rules] + [
+            f"identity column {i.column}" for i in identity.of_metadata(metadata)
+        ]
         if labels:
             more = f" and {len(labels) - 1} more" if len(labels) > 1 else ""
             raise InvalidArgumentError(
