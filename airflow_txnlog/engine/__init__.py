@@ -74,7 +74,8 @@ if TYPE_CHECKING:  # the names below load on first use (PEP 562 __getattr__), se
     from airflow_txnlog.engine.features.deletion_vectors import write_dv_file as write_deletion_vectors
     from airflow_txnlog.engine.features.generated import enforced as generated_columns
     from airflow_txnlog.engine.features.generated import expression_columns, rewrite_columns
-    from airflow_txnlog.engine.features.identity import IdentityColumn
+    from airflow_txnlog.engine.features.identity import Identity, IdentityColumn
+    from airflow_txnlog.engine.features.identity import lost_race as lost_identity_race
     from airflow_txnlog.engine.features.identity import of_metadata as identity_columns
     from airflow_txnlog.engine.log import log_reader
     from airflow_txnlog.engine.log.actions import (
@@ -177,8 +178,10 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "RowRule": ("features.constraints", "Rule"),
     "generated_columns": ("features.generated", "enforced"),
     "expression_columns": ("features.generated", "expression_columns"),
+    "Identity": ("features.identity", "Identity"),
     "IdentityColumn": ("features.identity", "IdentityColumn"),
     "identity_columns": ("features.identity", "of_metadata"),
+    "lost_identity_race": ("features.identity", "lost_race"),
     "rewrite_columns": ("features.generated", "rewrite_columns"),
     "conform_rows": ("write.writer", "conform_rows"),
     "check_row_rules": ("features.constraints", "check_rows"),
@@ -264,6 +267,7 @@ __all__ = [
     "FilesMissingError",
     "ForeignCommitsError",
     "ForeignCommitsPolicy",
+    "Identity",
     "IdentityColumn",
     "InvalidArgumentError",
     "IsolationLevel",
@@ -322,6 +326,7 @@ __all__ = [
     "job_provenance",
     "json_bounds",
     "log_reader",
+    "lost_identity_race",
     "num_indexed_cols",
     "parse_partition_value",
     "parse_predicate",

@@ -20,18 +20,32 @@ from airflow_txnlog.engine import UnsupportedFeatureError, expression_columns, r
 from airflow_txnlog.spark.scan import TableContext
 
 
-def refuse_identity(ctx: TableContext, what: str, columns: Collection[str] | None = None) -> None:
-    """UnsupportedFeatureError when `what` would have to number identity columns (`columns`: only
-    when it sets one of these; None: any identity column): Spark does not generate them yet."""
-    hit = [c for c in ctx.identities if columns is None or c in columns]
+def refuse_identity_update(ctx: TableContext, what: str, sets: Collection[str]) -> None:
+    """UnsupportedFeatureError when `sets` (the columns an update assigns) names an identity column:
+    its values are the writer's, never updated (Delta's DELTA_IDENTITY_COLUMNS_UPDATE_NOT_SUPPORTED)."""
+    hit = [i.column for i in ctx.identities if i.column in sets]
     if hit:
         raise UnsupportedFeatureError(
-            f"{what}: the table has identity column {hit[0]!r}, whose values only the engine's writer "
-            "generates yet (Table.write, which also renumbers after a lost race); Spark writes that add or "
-            "set identity values are refused, nothing was written. DELETE, UPDATE of other columns and "
-            "OPTIMIZE work",
+            f"{what}: identity column {hit[0]!r} cannot be updated (as in Delta: its values are the "
+            "writer's); nothing was written. Leave it out of the assignments (a `*` clause assigns "
+            "every column the source has: drop the column from the source)",
             feature="identityColumns",
         )
+
+
+def refuse_generated_from_identity(ctx: TableContext, what: str) -> None:
+    """UnsupportedFeatureError when a generated column reads an identity column: Spark computes a
+    MERGE insert's generated values before the identity values exist (Table.write fills both)."""
+    ids = {i.column.lower() for i in ctx.identities}
+    for column, expression in ctx.generated.items():
+        read = ids & set(expression_columns(expression))
+        if read:
+            raise UnsupportedFeatureError(
+                f"{what}: generated column {column!r} reads identity column {sorted(read)[0]!r}, which "
+                "Spark numbers after computing it; nothing was written. Help: append the rows with "
+                "SparkTable.write or Table.write, which fill both",
+                feature="identityColumns",
+            )
 
 
 def assigned(

@@ -25,6 +25,8 @@
     With deletion vectors (`delta.enableDeletionVectors=true`, every touched file has numRecords),
     step 2 marks the updated and deleted target rows in DVs and writes only updated + inserted rows.
 
+Identity columns: the rows to write are materialized and the inserted ones numbered
+(`spark.identity`); a merge that loses only to other identity writers runs again on the new version.
 The source is evaluated once per step: it should be deterministic (cache or checkpoint it
 otherwise). Metrics are Delta's (numSourceRows, numTargetRowsInserted / Updated / Deleted /
 Copied, numOutputRows, numTargetFilesAdded / Removed, ...). Nothing to change -> no commit.
@@ -44,24 +46,32 @@ from typing import Any
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from airflow_txnlog.engine import AddCDCFile, AddFile, InvalidArgumentError, Transaction
+from airflow_txnlog.engine import (
+    AddCDCFile,
+    AddFile,
+    InvalidArgumentError,
+    MetadataChangedError,
+    Transaction,
+)
 from airflow_txnlog.spark import _arguments as check
-from airflow_txnlog.spark import change_data, deletion_vectors, merge_local
+from airflow_txnlog.spark import change_data, deletion_vectors, identity, merge_local
 from airflow_txnlog.spark._arguments import ALL, AllColumns, all_or_sql_mapping, sql_mapping, sql_text
 from airflow_txnlog.spark._dml import dml_result, elapsed_ms
 from airflow_txnlog.spark.errors import MultipleSourceRowsMatchedError
-from airflow_txnlog.spark.generated import refuse_identity
+from airflow_txnlog.spark.generated import refuse_generated_from_identity, refuse_identity_update
 from airflow_txnlog.spark.merge_clauses import (
     _ACT,
     CHANGED,
     DELETES,
     KEPT,
+    NEW_ROW,
     NEW_ROWS,
     SCOPE_NAMES,
     UPDATES,
     Clause,
     MergeSpec,
     chain,
+    numbers_rows,
     outputs,
     resolved,
     tags,
@@ -259,19 +269,22 @@ def _joined(
     return joined.withColumn(_ACT, action)
 
 
-def _changes(ctx: TableContext, spec: MergeSpec, touched: list[AddFile]) -> DataFrame:
+def _changes(
+    ctx: TableContext, spec: MergeSpec, touched: list[AddFile], inserted: DataFrame | None
+) -> DataFrame:
     """The change data of a merge that rewrote files: updated rows before and after, deleted rows,
-    inserted rows (copied rows changed nothing)."""
+    inserted rows (`inserted`, when identity columns numbered them; copied rows changed nothing)."""
     joined = _joined(ctx, spec, touched, with_position=True)
     before = [F.col(f"`{spec.target_alias}`.`{n}`").alias(n) for n in ctx.schema.names]
-    after = outputs(ctx, spec, with_target=True)
+    after = outputs(ctx, spec, with_target=True)[: len(ctx.schema.names)]  # (no NEW_ROW)
     act = F.col(_ACT)
     parts = [
         (act.rlike(UPDATES), before, "update_preimage"),
         (act.rlike(UPDATES), after, "update_postimage"),
         (act.rlike(DELETES), before, "delete"),
-        (act.startswith("i"), after, "insert"),
     ]
+    if inserted is None:
+        parts.append((act.startswith("i"), after, "insert"))
     # (an unconditional DELETE may match a target row to several source rows: it is deleted once)
     frames = [
         change_data.tagged(
@@ -283,6 +296,8 @@ def _changes(ctx: TableContext, spec: MergeSpec, touched: list[AddFile]) -> Data
         )
         for cond, cols, kind in parts
     ]
+    if inserted is not None:
+        frames.append(change_data.tagged(inserted, ctx, "insert"))
     return reduce(DataFrame.unionByName, frames)
 
 
@@ -339,24 +354,37 @@ def _touched_rows(ctx: TableContext, files: list[AddFile]) -> int:
 
 
 def run_merge(h: TableHandle, spec: MergeSpec, extra: Mapping[str, int] | None = None) -> DmlResult:
-    start = time.monotonic()
+    """The merge, run again on a fresh transaction while it loses to other identity writers only
+    (its inserts' identity values would repeat theirs)."""
+    return identity.retrying(lambda: _run_once(h, spec, extra or {}))
+
+
+def _run_once(h: TableHandle, spec: MergeSpec, extra: Mapping[str, int]) -> DmlResult:
     txn = h.table.transaction("MERGE", _parameters(spec))
+    try:
+        return _run(h, txn, spec, extra)
+    except MetadataChangedError as exc:
+        identity.check_lost_race(exc, txn, h.table)
+        raise
+
+
+def _run(h: TableHandle, txn: Transaction, spec: MergeSpec, extra: Mapping[str, int]) -> DmlResult:
+    start = time.monotonic()
     ctx = h.context(txn.snapshot)
-    if any(c.kind == "insert" for c in spec.clauses):
-        refuse_identity(ctx, "MERGE (an insert clause)")
     spec = resolved(ctx, spec)
-    for c in spec.clauses:
-        refuse_identity(ctx, f"MERGE ({c.kind})", c.assignments or {})
+    _check_identities(ctx, spec)
     num_source, candidates, touched, out = _plan(h, ctx, spec, txn)
     marked: list[AddFile] = []
     if touched.files and deletion_vectors.enabled(ctx) and not deletion_vectors.split(touched.files)[1]:
         out, marked = _with_deletion_vectors(h, ctx, spec, touched.files)
     scan_ms = elapsed_ms(start)
+    out, inserted = _numbered(ctx, spec, txn, out)
     adds = write_files(ctx, h.table, conform(out, ctx.schema)[0], what="MERGE") if out is not None else []
     cdc: list[AddCDCFile] = []
     if touched.files and change_data.enabled(ctx):  # (an insert-only merge's feed is its adds)
         try:
-            cdc = change_data.write_changes(ctx, h.table, _changes(ctx, spec, touched.files), what="MERGE")
+            changes = _changes(ctx, spec, touched.files, inserted)
+            cdc = change_data.write_changes(ctx, h.table, changes, what="MERGE")
         except BaseException:
             delete_files(h.table, adds)
             raise
@@ -364,7 +392,7 @@ def run_merge(h: TableHandle, spec: MergeSpec, extra: Mapping[str, int] | None =
     metrics.update(
         scanTimeMs=scan_ms, rewriteTimeMs=elapsed_ms(start) - scan_ms, numDeletionVectorsAdded=len(marked)
     )
-    metrics.update(extra or {})
+    metrics.update(extra)
     return _finish(
         h,
         txn,
@@ -375,6 +403,29 @@ def run_merge(h: TableHandle, spec: MergeSpec, extra: Mapping[str, int] | None =
         start=start,
         cdc=cdc,
     )
+
+
+def _check_identities(ctx: TableContext, spec: MergeSpec) -> None:
+    """As Delta: no clause updates an identity column; a generated column that reads one is not
+    filled on inserts here (Table.write does it)."""
+    for c in spec.clauses:
+        if c.kind == "update":
+            refuse_identity_update(ctx, f"MERGE ({SCOPE_NAMES[c.scope]} update)", c.assignments or {})
+    if numbers_rows(ctx, spec):
+        refuse_generated_from_identity(ctx, "MERGE (an insert clause)")
+
+
+def _numbered(
+    ctx: TableContext, spec: MergeSpec, txn: Transaction, out: DataFrame | None
+) -> tuple[DataFrame | None, DataFrame | None]:
+    """(`out` with identity values on its inserted rows, those rows alone) and the new marks on
+    `txn`; `out` unchanged, None when the merge numbers nothing."""
+    if out is None or not numbers_rows(ctx, spec):
+        return out, None
+    numbered, marks = identity.number(ctx, identity.stable(out), new=F.col(NEW_ROW))
+    txn.record_identity_marks(marks)
+    inserted = numbered.filter(F.col(NEW_ROW)).drop(NEW_ROW)
+    return numbered.drop(NEW_ROW), inserted
 
 
 def _with_deletion_vectors(

@@ -34,6 +34,7 @@ from airflow_txnlog.spark.schemas import spark_type
 ClauseKind = Literal["update", "delete", "insert"]
 Scope = Literal["matched", "not_matched", "not_matched_by_source"]
 _ACT = "_txnlog_action"
+NEW_ROW = "_txnlog_new_row"  # (identity tables) True on the rows an insert clause wrote
 UPDATES = "^[uU]"  # action tags of rows an update clause changed
 DELETES = "^[dD]"  # ... that a delete clause removed
 KEPT = "^[cuiU]"  # ... that the rewrite writes: copied, updated and inserted rows
@@ -91,7 +92,8 @@ def _assignments(ctx: TableContext, spec: MergeSpec, clause: Clause) -> dict[str
     if clause.assignments is not None:
         return assigned(ctx, resolve_columns(ctx, clause.assignments, f"merge {clause.kind}"), keep=keep)
     source_cols = {c.lower(): c for c in spec.source.columns}
-    computed = set(ctx.generated)  # (a source may leave them out, as in Delta)
+    # (a source may leave generated and identity columns out, as in Delta)
+    computed = {*ctx.generated, *(i.column for i in ctx.identities)}
     missing = [n for n in ctx.schema.names if n.lower() not in source_cols and n not in computed]
     if missing:
         raise InvalidArgumentError(f"merge {clause.kind} *: the source lacks target columns {missing}")
@@ -189,4 +191,11 @@ def outputs(ctx: TableContext, spec: MergeSpec, with_target: bool) -> list[Colum
         ]
         default = F.col(f"`{spec.target_alias}`.`{name}`") if with_target else F.lit(None).cast(t)
         cols.append(chain(cases, default).alias(name))
+    if numbers_rows(ctx, spec):  # (which rows are new, for `spark.identity` to number)
+        cols.append(F.col(_ACT).startswith("i").alias(NEW_ROW))
     return cols
+
+
+def numbers_rows(ctx: TableContext, spec: MergeSpec) -> bool:
+    """Whether the merge inserts rows into a table with identity columns, which need values."""
+    return bool(ctx.identities) and any(c.kind == "insert" for c in spec.clauses)

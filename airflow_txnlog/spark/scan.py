@@ -30,6 +30,7 @@ from pyspark.sql.types import BooleanType, LongType, StringType, StructField, St
 from airflow_txnlog.engine import (
     AddFile,
     ColumnNames,
+    Identity,
     RowRule,
     Snapshot,
     Table,
@@ -72,7 +73,7 @@ class TableContext:
     # write enforces (`spark.rules`), and the generated columns (column -> expression) writes fill
     rules: tuple[RowRule, ...] = ()
     generated: Mapping[str, str] = field(default_factory=dict)
-    identities: tuple[str, ...] = ()  # identity columns: only the engine's writer numbers them yet
+    identities: tuple[Identity, ...] = ()  # identity columns (`spark.identity` numbers them)
 
     @classmethod
     def of(
@@ -89,7 +90,7 @@ class TableContext:
             snapshot.column_names,
             tuple(row_rules(snapshot.metadata, snapshot.protocol)),
             generated_columns(snapshot.metadata, snapshot.protocol),
-            tuple(i.column for i in identity_columns(snapshot.metadata)),
+            tuple(identity_columns(snapshot.metadata)),
         )
 
     def physical(self, column: str) -> str:

@@ -142,10 +142,13 @@ class TxnlogWriter(DataSourceArrowWriter):
         if options.txn is not None and seen is not None and seen >= options.txn[1]:
             self.skip = True  # this write already committed: tasks write nothing, commit is a no-op
         identities = identity_columns(snap.metadata)
-        if identities:  # (SparkTable's own file writes, which number nothing, do not come here)
+        if identities:  # (SparkTable's own file writes, numbered before, do not come here)
+            # Numbering needs the rows materialized and counted first (spark.identity), which a
+            # data source's tasks cannot do: they see neither the other tasks nor their count.
             raise UnsupportedFeatureError(
-                f"txnlog: the table has identity column {identities[0].column!r}, whose values only the "
-                "engine's writer generates yet (Table.write); nothing was written",
+                f"txnlog: the table has identity column {identities[0].column!r}, which the data source "
+                "cannot number; nothing was written. Help: SparkTable(spark, uri).write(df) numbers "
+                "them (a stream: foreachBatch with SparkTable.write(df, txn=(query_id, batch_id)))",
                 feature="identityColumns",
             )
         self.read_version = snap.version

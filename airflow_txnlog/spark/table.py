@@ -24,6 +24,7 @@ from pyspark.sql.types import StructType
 
 from airflow_txnlog.engine import (
     DEFAULT_CHANNEL,
+    IdentityColumn,
     InvalidArgumentError,
     RowRule,
     Snapshot,
@@ -94,13 +95,16 @@ class SparkTable:
         description: str | None = None,
         defer: bool = False,
         generated_columns: Mapping[str, str] | None = None,
+        identity_columns: Mapping[str, IdentityColumn] | None = None,
     ) -> SparkTable:
         """Create an empty table (version 0) with `schema` (Arrow, Spark, or a DataFrame's schema;
         a DataFrame's rows are not written: call `write` next). TableExistsError if one exists.
         With `defer=True` nothing is written until the first commit (e.g. that `write`), which is
         then version 0: one commit, as Delta's first write to a new path (`Table.create`).
         `generated_columns` ({column: Spark SQL expression}): generated columns, which every write
-        fills (Spark SQL) where the data leaves them out and checks where it does not."""
+        fills (Spark SQL) where the data leaves them out and checks where it does not.
+        `identity_columns` ({column: IdentityColumn(start, step, always)}): identity columns, which
+        `write` and MERGE inserts number (`spark.identity`)."""
         if isinstance(schema, DataFrame):
             schema = schema.schema
         arrow = to_arrow_schema(schema) if isinstance(schema, StructType) else schema
@@ -118,6 +122,7 @@ class SparkTable:
             description=description,
             defer=defer,
             generated_columns=generated_columns,
+            identity_columns=identity_columns,
         )
         return cls(spark, uri, scheme_map=scheme_map, table=table)
 

@@ -27,7 +27,7 @@ from airflow_txnlog.spark import change_data, deletion_vectors
 from airflow_txnlog.spark._arguments import sql_mapping, sql_text
 from airflow_txnlog.spark._dml import dml_result, elapsed_ms, file_metrics, output_rows, resolve_columns
 from airflow_txnlog.spark.conditions import check_condition, check_expressions
-from airflow_txnlog.spark.generated import assigned, refuse_identity
+from airflow_txnlog.spark.generated import assigned, refuse_identity_update
 from airflow_txnlog.spark.planning import (
     classify,
     is_true,
@@ -62,7 +62,7 @@ def update(h: TableHandle, predicate: str | None, assignments: Mapping[str, str]
     txn = h.table.transaction("UPDATE", params)
     ctx = h.context(txn.snapshot)
     sets = assigned(ctx, resolve_columns(ctx, assignments, "update"), keep=lambda c: f"`{c}`")
-    refuse_identity(ctx, "UPDATE", sets)
+    refuse_identity_update(ctx, "UPDATE", sets)
     rows = ctx.empty_df()  # the table's columns, no rows: Spark analyses, no job runs
     check_condition(rows, predicate, "UPDATE predicate")
     check_expressions(rows, sets, "UPDATE set value")

@@ -2,8 +2,11 @@
 
     1. idempotency: with `txn=(app_id, version)`, a table whose txn for app_id is >= version already
        holds this write: nothing runs, the version that wrote it is returned (`skipped=True`);
-    2. conform the DataFrame to the table schema (`schemas.conform`; `merge_schema=True` adds new
-       columns and the commit carries the new metaData);
+    2. identity columns (if any) numbered (`spark.identity`: the rows materialized once, the new
+       marks in this commit), then the DataFrame conformed to the table schema (`schemas.conform`,
+       which fills generated columns, so one may read an identity column; `merge_schema=True` adds
+       new columns and the commit carries the new metaData); a commit lost only to other identity
+       writers runs 2-4 again on a fresh transaction;
     3. `replace_where`: every new row must satisfy the predicate -- checked inside the write job
        (`raise_error`), so a violating row fails the job and nothing is committed;
     4. Spark writes the files (`stage.write_files`), the driver commits, in one transaction:
@@ -32,6 +35,7 @@ from airflow_txnlog.engine import (
     ColumnNames,
     ConcurrentTransactionError,
     InvalidArgumentError,
+    MetadataChangedError,
     Table,
     Transaction,
     WriteMode,
@@ -39,10 +43,9 @@ from airflow_txnlog.engine import (
     schema_from_json,
     with_new_fields,
 )
-from airflow_txnlog.spark import change_data
+from airflow_txnlog.spark import change_data, identity
 from airflow_txnlog.spark._arguments import app_transaction, column_names, dataframe, flag, sql_text
 from airflow_txnlog.spark.conditions import check_condition
-from airflow_txnlog.spark.generated import refuse_identity
 from airflow_txnlog.spark.planning import (
     Case,
     classify,
@@ -148,32 +151,73 @@ def write(
     _check_partitioning(partition_by, snap.partition_columns)
     if txn is not None and (done := _done(h.table, txn)) is not None:
         return WriteResult(version=done, skipped=True)
-    t = h.table.transaction("WRITE", _parameters(mode, snap.partition_columns, replace_where))
+    rows = _Rows(df)
+    request = _Request(mode, replace_where, merge_schema, txn, dict(metrics or {}))
+    return identity.retrying(lambda: _write(h, rows, request))
+
+
+@dataclasses.dataclass
+class _Rows:
+    """The DataFrame to write; materialized once when identity columns number it (`spark.identity`)."""
+
+    df: DataFrame
+    stable: bool = False
+
+    def numbered(self, ctx: TableContext) -> tuple[DataFrame, dict[str, int]]:
+        if not ctx.identities:
+            return self.df, {}
+        if not self.stable:
+            self.df, self.stable = identity.stable(self.df), True
+        return identity.number(ctx, identity.with_columns(ctx, self.df))
+
+
+@dataclasses.dataclass(frozen=True)
+class _Request:
+    mode: WriteMode
+    replace_where: str | None
+    merge_schema: bool
+    txn: tuple[str, int] | None
+    metrics: dict[str, int]
+
+
+def _write(h: TableHandle, rows: _Rows, r: _Request) -> WriteResult:
+    """One attempt, on a fresh transaction (`Renumber` when it lost to other identity writers)."""
+    parts = h.table.snapshot().partition_columns
+    t = h.table.transaction("WRITE", _parameters(r.mode, parts, r.replace_where))
+    try:
+        return _write_on(h, t, rows, r)
+    except MetadataChangedError as exc:
+        identity.check_lost_race(exc, t, h.table)
+        raise
+
+
+def _write_on(h: TableHandle, t: Transaction, rows: _Rows, r: _Request) -> WriteResult:
     ctx = h.context(t.snapshot)
-    refuse_identity(ctx, "WRITE")
-    conformed, evolved = conform(df, t.snapshot.schema, merge_schema=merge_schema, generated=ctx.generated)
+    df, marks = rows.numbered(ctx)
+    conformed, evolved = conform(df, t.snapshot.schema, merge_schema=r.merge_schema, generated=ctx.generated)
     if evolved is not None:  # (new columns of a column-mapped table get ids and physical names)
         meta = with_new_fields(t.snapshot.metadata, evolved)
         t.update_metadata(meta)
         schema = schema_from_json(meta.schema_string)
         ctx = dataclasses.replace(ctx, schema=schema, names=ColumnNames.of(meta))
-    if txn is not None:
-        t.set_app_transaction(*txn)
-    if replace_where is not None:
-        check_condition(ctx.empty_df(), replace_where, "replace_where predicate")  # before any job
-        conformed = _check_rows(conformed, replace_where)
+    t.record_identity_marks(marks)
+    if r.txn is not None:
+        t.set_app_transaction(*r.txn)
+    if r.replace_where is not None:
+        check_condition(ctx.empty_df(), r.replace_where, "replace_where predicate")  # before any job
+        conformed = _check_rows(conformed, r.replace_where)
     adds = write_files(ctx, h.table, conformed, what="WRITE")
     cdc: list[AddCDCFile] = []
     rewritten: list[AddFile] = []
     try:
-        removed, rewritten, extra = _replaced(h, t, ctx, replace_where, mode)
-        if rewritten and replace_where is not None and change_data.enabled(ctx):
-            cdc = _changes(ctx, h.table, removed, adds, replace_where)
+        removed, rewritten, extra = _replaced(h, t, ctx, r.replace_where, r.mode)
+        if rewritten and r.replace_where is not None and change_data.enabled(ctx):
+            cdc = _changes(ctx, h.table, removed, adds, r.replace_where)
     except BaseException:
         delete_files(h.table, [*adds, *rewritten, *cdc])
         raise
     change = _Change(adds, removed, rewritten, extra, evolved is not None, cdc)
-    return _commit(h, t, txn, change, mode, extra=metrics or {})
+    return _commit(h, t, r.txn, change, r.mode, extra=r.metrics)
 
 
 def _changes(

@@ -12,8 +12,8 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
 
-from airflow_txnlog.engine import ConstraintViolationError, IdentityColumn, Table, UnsupportedFeatureError
-from airflow_txnlog.spark import SparkTable, register, txnlog_errors
+from airflow_txnlog.engine import ConstraintViolationError, Table
+from airflow_txnlog.spark import SparkTable, txnlog_errors
 
 pytestmark = [pytest.mark.spark]
 
@@ -106,31 +106,6 @@ def test_a_filter_on_the_source_prunes_partitions_for_spark_dml(spark, tmp_path:
     # generated: days 24 (the margin for a writer in another session time zone) to 28; plain: all 28
     assert len(result.scanned_files) == (5 if generated else 28)
     assert sorted(_rows(path)) == list(range(1, 25))
-
-
-def test_identity_tables_are_refused_where_spark_would_number_rows(spark, tmp_path: Path) -> None:
-    """Spark does not generate identity values yet: what would need them is refused, nothing written;
-    DELETE and UPDATE of other columns keep the rows' ids."""
-    path = tmp_path / "i"
-    schema = pa.schema([("id", pa.int64()), ("v", pa.string())])
-    t = Table.create(str(path), schema=schema, identity_columns={"id": IdentityColumn()})
-    t.write(pa.table({"v": ["a", "b", "c"]}))
-    st = SparkTable(spark, str(path))
-    new = spark.createDataFrame([("d",)], "v string")
-    with pytest.raises(UnsupportedFeatureError, match="identity column 'id'"):
-        st.write(new)
-    with pytest.raises(UnsupportedFeatureError, match="UPDATE"):
-        st.update("v = 'a'", {"id": "id + 100"})
-    with pytest.raises(UnsupportedFeatureError, match="MERGE"):
-        st.merge(new, "t.v = s.v").when_not_matched_insert(values={"v": "s.v"}).execute()
-    register(spark)
-    with pytest.raises(UnsupportedFeatureError, match="identity column 'id'"), txnlog_errors():
-        new.write.format("txnlog").mode("append").save(str(path))
-    assert st.version() == 1
-    st.delete("v = 'b'")
-    st.update("v = 'a'", {"v": "'A'"})
-    rows = DeltaTable(str(path)).to_pyarrow_table().to_pylist()
-    assert sorted((r["id"], r["v"]) for r in rows) == [(1, "A"), (3, "c")]
 
 
 def test_update_recomputes_a_column_generated_from_a_nested_field(spark, tmp_path: Path) -> None:

@@ -56,11 +56,9 @@ class Identity:
     high_water_mark: int | None
     allow_explicit_insert: bool
 
-    def values(self, n: int) -> tuple[pa.Array, int | None]:
-        """`n` new values past the mark and the new mark (None when n = 0); ConstraintViolationError
-        when they would leave BIGINT's range."""
-        if n == 0:
-            return pa.array([], pa.int64()), None
+    def span(self, n: int) -> tuple[int, int]:
+        """(first, last) of `n` >= 1 new values past the mark; ConstraintViolationError when they
+        would leave BIGINT's range."""
         first = self.start if self.high_water_mark is None else self.high_water_mark + self.step
         last = first + (n - 1) * self.step
         if not (_LONG[0] <= first <= _LONG[1] and _LONG[0] <= last <= _LONG[1]):
@@ -69,7 +67,24 @@ class Identity:
                 "BIGINT. Nothing was committed",
                 constraint=self.column,
             )
+        return first, last
+
+    def values(self, n: int) -> tuple[pa.Array, int | None]:
+        """`n` new values past the mark and the new mark (None when n = 0)."""
+        if n == 0:
+            return pa.array([], pa.int64()), None
+        first, last = self.span(n)
         return pa.array(range(first, last + self.step, self.step), pa.int64()), last
+
+    def refuse_explicit(self, given: int) -> None:
+        """ConstraintViolationError when `given` rows carry their own value for a GENERATED ALWAYS
+        column (Delta's DELTA_IDENTITY_COLUMNS_EXPLICIT_INSERT_NOT_SUPPORTED)."""
+        if given and not self.allow_explicit_insert:
+            raise ConstraintViolationError(
+                f"identity column {self.column} is GENERATED ALWAYS: {given:,} row(s) carry their own "
+                "value. Leave the column out (or NULL) and the writer generates it. Nothing was committed",
+                constraint=self.column,
+            )
 
 
 def of_metadata(metadata: Metadata) -> list[Identity]:
@@ -161,6 +176,13 @@ def only_marks_changed(before: Metadata, after: Metadata) -> bool:
     return before != after and _without_marks(before) == _without_marks(after)
 
 
+def lost_race(read: Metadata, latest: Metadata) -> bool:
+    """Whether a commit that read `read` and lost to commits that left `latest` lost only to other
+    identity writers (the table has identity columns; the winners moved their marks, nothing else):
+    then it may generate its values again past the new marks and retry."""
+    return bool(of_metadata(read)) and only_marks_changed(read, latest)
+
+
 def fill(data: pa.Table, identities: list[Identity], schema: pa.Schema) -> tuple[pa.Table, dict[str, int]]:
     """`data` (conformed with the identity columns nullable: NULL where the rows gave none) with values
     generated for its identity columns, typed as `schema` says, and the new marks. A row that carries
@@ -169,13 +191,7 @@ def fill(data: pa.Table, identities: list[Identity], schema: pa.Schema) -> tuple
     for ident in identities:
         i = data.schema.get_field_index(ident.column)
         column = data.column(i)
-        given = len(column) - column.null_count
-        if given and not ident.allow_explicit_insert:
-            raise ConstraintViolationError(
-                f"identity column {ident.column} is GENERATED ALWAYS: {given:,} row(s) carry their own "
-                "value. Leave the column out (or NULL) and the writer generates it. Nothing was committed",
-                constraint=ident.column,
-            )
+        ident.refuse_explicit(len(column) - column.null_count)
         missing = pc.is_null(column)
         values, mark = ident.values(column.null_count)
         if mark is None:

@@ -47,7 +47,11 @@ from airflow_txnlog.engine.errors import (
     VersionAlreadyExistsError,
 )
 from airflow_txnlog.engine.features import constraints, identity
-from airflow_txnlog.engine.features.table_features import check_write_supported, implied_features
+from airflow_txnlog.engine.features.table_features import (
+    check_write_supported,
+    implied_features,
+    with_writer_feature,
+)
 from airflow_txnlog.engine.log.actions import (
     IN_COMMIT_TIMESTAMP,
     Action,
@@ -204,6 +208,18 @@ class Transaction:
         ):
             raise InvalidArgumentError("a protocol is never downgraded")
         self._protocol = protocol
+
+    def record_identity_marks(self, marks: Mapping[str, int]) -> None:
+        """The identity columns' new high-water marks (column -> mark), in this very commit, on top
+        of any metadata change it already carries; the protocol gains `identityColumns` if it does
+        not name it yet."""
+        if not marks:
+            return
+        self.update_metadata(identity.with_marks(self._metadata or self.snapshot.metadata, marks))
+        current = self._protocol or self.snapshot.protocol
+        protocol = with_writer_feature(current, "identityColumns")
+        if protocol != current:
+            self.update_protocol(protocol)
 
     # ------------------------------------------------------------------ commit
     def _check_new_properties(self, metadata: Metadata) -> None:

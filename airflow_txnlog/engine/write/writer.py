@@ -49,7 +49,6 @@ from airflow_txnlog.engine.errors import (
     StorageError,
 )
 from airflow_txnlog.engine.features import column_mapping, constraints, generated, identity
-from airflow_txnlog.engine.features.table_features import with_writer_feature
 from airflow_txnlog.engine.log.actions import AddFile, Metadata
 from airflow_txnlog.engine.log.stats import LeafPath, compute_stats, stats_columns
 from airflow_txnlog.engine.schema import hive_escape, normalize_schema, serialize_partition_value
@@ -360,8 +359,7 @@ def write_retrying(
         try:
             return write(txn, storage, data, mode=mode)
         except MetadataChangedError:
-            read = txn.snapshot.metadata
-            if not identity.of_metadata(read) or not identity.only_marks_changed(read, latest()):
+            if not identity.lost_race(txn.snapshot.metadata, latest()):
                 raise
     raise CommitRetriesExceededError(
         f"other identity writers kept committing first ({IDENTITY_ATTEMPTS} attempts); nothing was "
@@ -392,11 +390,7 @@ def write(
     computed = generated.enforced(snap.metadata, snap.protocol)
     conformed, marks = prepare_rows(data, snap.schema, computed, identities)
     constraints.check_rows(rules, conformed)
-    if marks:  # the new high-water marks, in this very commit (and the feature, if not named yet)
-        txn.update_metadata(identity.with_marks(snap.metadata, marks))
-        protocol = with_writer_feature(snap.protocol, "identityColumns")
-        if protocol != snap.protocol:
-            txn.update_protocol(protocol)
+    txn.record_identity_marks(marks)
     adds = write_data_files(
         storage,
         conformed,
