@@ -77,6 +77,7 @@ if TYPE_CHECKING:  # the names below load on first use (PEP 562 __getattr__), se
     from airflow_txnlog.engine.features.identity import Identity, IdentityColumn
     from airflow_txnlog.engine.features.identity import lost_race as lost_identity_race
     from airflow_txnlog.engine.features.identity import of_metadata as identity_columns
+    from airflow_txnlog.engine.features.variant import variants_as
     from airflow_txnlog.engine.log import log_reader
     from airflow_txnlog.engine.log.actions import (
         AddCDCFile,
@@ -182,6 +183,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "IdentityColumn": ("features.identity", "IdentityColumn"),
     "identity_columns": ("features.identity", "of_metadata"),
     "lost_identity_race": ("features.identity", "lost_race"),
+    "variants_as": ("features.variant", "variants_as"),
     "rewrite_columns": ("features.generated", "rewrite_columns"),
     "conform_rows": ("write.writer", "conform_rows"),
     "check_row_rules": ("features.constraints", "check_rows"),
@@ -344,6 +346,7 @@ __all__ = [
     "to_arrow_expression",
     "type_text",
     "uses_variant",
+    "variants_as",
     "with_new_fields",
     "without_mapping",
     "write_data_files",

@@ -21,8 +21,7 @@ from airflow_txnlog.engine import (
     AddFile,
     FileScan,
     Snapshot,
-    UnsupportedFeatureError,
-    uses_variant,
+    variants_as,
     without_mapping,
 )
 from airflow_txnlog.spark.schemas import to_spark_schema
@@ -30,14 +29,17 @@ from airflow_txnlog.spark.source_filters import plan
 from airflow_txnlog.spark.source_options import ReadOptions
 
 _BATCH_ROWS = 64 * 1024
+# PySpark's Arrow form of a VariantType (pyspark.sql.pandas.types.to_arrow_type), which a Python data
+# source must return: value first, and the marker on `metadata`.
+SPARK_VARIANT = pa.struct(
+    [
+        pa.field("value", pa.binary(), nullable=False),
+        pa.field("metadata", pa.binary(), nullable=False, metadata={b"variant": b"true"}),
+    ]
+)
 
 
 def spark_schema(snapshot: Snapshot) -> StructType:
-    if uses_variant(snapshot.metadata.schema_string):
-        raise UnsupportedFeatureError(
-            "txnlog: the data source does not read variant columns yet; use SparkTable(...).to_df()",
-            feature="variantType",
-        )
     return to_spark_schema(without_mapping(snapshot.schema))
 
 
@@ -102,4 +104,5 @@ class TxnlogReader(DataSourceReader):
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, FilesPartition)
         for table in partition.scan.read(partition.files):
-            yield from table.to_batches(max_chunksize=_BATCH_ROWS)
+            for batch in table.to_batches(max_chunksize=_BATCH_ROWS):
+                yield variants_as(batch, SPARK_VARIANT)  # (the Arrow form Spark takes a VariantType in)

@@ -27,7 +27,7 @@ from typing import Any
 
 from airflow_txnlog.engine import properties as props
 from airflow_txnlog.engine.errors import InvalidArgumentError, UnsupportedFeatureError
-from airflow_txnlog.engine.features import column_mapping, type_widening
+from airflow_txnlog.engine.features import column_mapping, type_widening, variant
 from airflow_txnlog.engine.log.actions import Metadata, Protocol
 from airflow_txnlog.engine.schema import schema_from_json, schema_to_json, uses_variant
 
@@ -46,7 +46,8 @@ _VERSION_KEYS = {"delta.minReaderVersion": 3, "delta.minWriterVersion": 7}
 FEATURE_PREFIX = "delta.feature."
 
 # columnMapping: modes name and id (engine.features.column_mapping), read with logical names.
-# variantType: read as delta-rs does (engine.schema.VARIANT); writers refuse such tables.
+# variantType: read as delta-rs does (engine.schema.VARIANT) and written unshredded
+# (engine.features.variant).
 SUPPORTED_READER_FEATURES = frozenset(
     {
         "timestampNtz",
@@ -112,6 +113,7 @@ SUPPORTED_WRITER_FEATURES = frozenset(
         "columnMapping",
     }
     | type_widening.FEATURES
+    | variant.FEATURES
 )
 MAX_WRITER_VERSION = 7
 # Features a column or property uses (`features_in_use`) that every write path enforces
@@ -162,7 +164,7 @@ def _nested_use(metadata: Metadata, feature: str) -> bool:
 
 def features_in_use(metadata: Metadata) -> dict[str, str]:
     """The features the table's properties and columns use that a writer must enforce, each with
-    where it is used (a property, or a column path); Variant columns too (read only)."""
+    where it is used (a property, or a column path)."""
     used: dict[str, str] = {}
     constraints = sorted(k for k in metadata.configuration if k.startswith(_CONSTRAINT_PREFIX))
     if constraints:
@@ -171,9 +173,16 @@ def features_in_use(metadata: Metadata) -> dict[str, str]:
         for mark, feature in _FIELD_MARKS.items():
             if any(k == mark or (mark.endswith(".") and k.startswith(mark)) for k in keys):
                 used.setdefault(feature, f"column {path}")
-    if uses_variant(metadata.schema_string):
-        used["variantType"] = "a variant column; writing Variant data is not supported"
     return used
+
+
+def schema_features(schema_string: str) -> set[str]:
+    """The reader-writer features a schema's types need: `variantType` for a variant column,
+    `timestampNtz` for a timestamp without time zone (at any depth)."""
+    needed = {variant.FEATURE} if uses_variant(schema_string) else set()
+    if '"timestamp_ntz"' in schema_string:
+        needed.add("timestampNtz")
+    return needed
 
 
 def _field_metadata(node: Any, path: str = "") -> Iterator[tuple[str, set[str]]]:
@@ -224,21 +233,25 @@ def implied_features(protocol: Protocol) -> tuple[set[str], set[str]]:
 # keyed by (path, DV id)). v2Checkpoint tables get UUID-named V2 checkpoints with a sidecar
 # (engine.log.checkpoint_v2.write). Anything else (features not yet known) is refused rather than
 # written lossily.
-CHECKPOINT_WRITER_FEATURES = frozenset(_LEGACY_WRITER) | frozenset(
-    {
-        "timestampNtz",
-        "domainMetadata",
-        "rowTracking",
-        "clustering",
-        "vacuumProtocolCheck",
-        "inCommitTimestamp",
-        "allowColumnDefaults",
-        "deletionVectors",
-        "typeWidening",
-        "typeWidening-preview",
-        "v2Checkpoint",
-    }
-)
+CHECKPOINT_WRITER_FEATURES = (
+    frozenset(_LEGACY_WRITER)
+    | frozenset(
+        {
+            "timestampNtz",
+            "domainMetadata",
+            "rowTracking",
+            "clustering",
+            "vacuumProtocolCheck",
+            "inCommitTimestamp",
+            "allowColumnDefaults",
+            "deletionVectors",
+            "typeWidening",
+            "typeWidening-preview",
+            "v2Checkpoint",
+        }
+    )
+    | variant.FEATURES
+)  # (the log holds no variant values; stats_parsed has its nullCount only)
 
 
 def require_checkpoint_supported(protocol: Protocol, action: str) -> None:

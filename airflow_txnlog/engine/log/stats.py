@@ -9,8 +9,10 @@ schema. Which leaf columns get stats (`indexed_leaves`):
   column (partition columns, dropped columns) are ignored: a write never fails on them.
 - otherwise the first `delta.dataSkippingNumIndexedCols` (default 32, -1: all) leaves, depth first.
 
-Arrays and maps never get stats. nullCount for every indexed leaf; min/max only for numbers, dates,
-timestamps and strings (`json_bounds`), in the forms Spark writes and every Delta reader parses:
+Arrays and maps never get stats; a variant column is one leaf with a nullCount only (PROTOCOL.md
+"Variant Data Type": bounds need shredding). nullCount for every indexed leaf; min/max only for
+numbers, dates, timestamps and strings (`json_bounds`), in the forms Spark writes and every Delta
+reader parses:
 
 - strings truncated to 32 characters; the max then gets a successor character so it still bounds
   the real max;
@@ -38,6 +40,7 @@ import pyarrow.compute as pc
 
 from airflow_txnlog.engine import properties as props
 from airflow_txnlog.engine.errors import InvalidArgumentError
+from airflow_txnlog.engine.schema import is_variant
 
 STRING_PREFIX = 32
 LeafPath = tuple[str, ...]
@@ -89,7 +92,9 @@ def _column_path(item: str, whole: str) -> LeafPath:
 def _leaves(fields: Iterable[pa.Field], prefix: LeafPath) -> Iterable[tuple[LeafPath, pa.Field]]:
     for f in fields:
         path = (*prefix, f.name)
-        if pa.types.is_struct(f.type):
+        if is_variant(f.type):
+            yield path, f  # one leaf: nullCount only (PROTOCOL.md: no bounds without shredding)
+        elif pa.types.is_struct(f.type):
             yield from _leaves((f.type.field(i) for i in range(f.type.num_fields)), path)
         elif not (pa.types.is_list(f.type) or pa.types.is_large_list(f.type) or pa.types.is_map(f.type)):
             yield path, f  # Delta collects no stats for arrays and maps

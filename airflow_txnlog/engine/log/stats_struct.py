@@ -30,7 +30,7 @@ from airflow_txnlog.engine import properties as props
 from airflow_txnlog.engine.errors import InvalidArgumentError
 from airflow_txnlog.engine.log.actions import STATS_PARSED, Metadata
 from airflow_txnlog.engine.log.stats import LeafPath, has_bounds, indexed_leaves, stats_columns
-from airflow_txnlog.engine.schema import schema_from_json
+from airflow_txnlog.engine.schema import is_variant, schema_from_json
 
 
 def may_contain(strings: pa.Array, *needles: bytes) -> bool:
@@ -150,7 +150,7 @@ def _stats_fields(
     nulls: list[pa.Field] = []
     for f in fields:
         p = (*path, f.name)
-        if pa.types.is_struct(f.type):
+        if pa.types.is_struct(f.type) and not is_variant(f.type):
             b, n = _stats_fields([f.type.field(i) for i in range(f.type.num_fields)], p, picked)
             if b:  # (parquet has no empty structs)
                 bounds.append(pa.field(f.name, pa.struct(b)))

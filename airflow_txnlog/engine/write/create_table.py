@@ -39,7 +39,14 @@ from airflow_txnlog.engine.errors import (
     UnsupportedExpressionError,
     UnsupportedFeatureError,
 )
-from airflow_txnlog.engine.features import column_mapping, constraints, generated, identity, table_features
+from airflow_txnlog.engine.features import (
+    column_mapping,
+    constraints,
+    generated,
+    identity,
+    table_features,
+    variant,
+)
 from airflow_txnlog.engine.features.identity import IdentityColumn
 from airflow_txnlog.engine.features.table_features import upgraded
 from airflow_txnlog.engine.log.actions import (
@@ -160,16 +167,13 @@ def version_zero(
     stats_columns(conf)  # malformed quoting in delta.dataSkippingStatsColumns: InvalidArgumentError
     text("name", name)
     text("description", description)
-    if uses_variant(schema_to_json(norm)):
-        raise UnsupportedFeatureError(
-            "the schema has a variant column (table feature variantType), which this engine reads but "
-            "does not write; nothing was created",
-            feature="variantType",
-        )
+    variant.refuse_generated(norm, generated.of_schema(norm))
     if column_mapping.mode(conf) != "none":  # Delta's CREATE: every field gets an id and a new name
         schema, top = column_mapping.mapped_schema(norm, fresh=True)
         conf[column_mapping.MAX_COLUMN_ID] = str(top)
     protocol = _with_rules(_protocol(conf, ntz=uses_timestamp_ntz(norm)), schema, conf)
+    if uses_variant(schema_to_json(norm)):  # (reader 3 / writer 7 with the feature on both sides)
+        protocol = table_features.upgraded(protocol, {variant.FEATURE}, {variant.FEATURE}, {})
     now = int(time.time() * 1000)
     metadata = Metadata(
         id=str(uuid.uuid4()),

@@ -50,6 +50,8 @@ from airflow_txnlog.engine.features import constraints, identity
 from airflow_txnlog.engine.features.table_features import (
     check_write_supported,
     implied_features,
+    schema_features,
+    upgraded,
     with_writer_feature,
 )
 from airflow_txnlog.engine.log.actions import (
@@ -198,7 +200,15 @@ class Transaction:
         self._txns.append(Txn(app_id, version, int(time.time() * 1000)))
 
     def update_metadata(self, metadata: Metadata) -> None:
+        """Commit `metadata`; a schema whose types need a table feature the protocol lacks (a new
+        variant or timestamp_ntz column) upgrades the protocol with it, as Delta does."""
         self._metadata = metadata
+        needed = schema_features(metadata.schema_string)
+        current = self._protocol or self.snapshot.protocol
+        if needed and self.read_version >= 0:  # (a create sets its protocol itself)
+            protocol = upgraded(current, needed, needed, {})
+            if protocol != current:
+                self._protocol = protocol
 
     def update_protocol(self, protocol: Protocol) -> None:
         cur = self.snapshot.protocol

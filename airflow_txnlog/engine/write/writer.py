@@ -48,7 +48,7 @@ from airflow_txnlog.engine.errors import (
     SchemaMismatchError,
     StorageError,
 )
-from airflow_txnlog.engine.features import column_mapping, constraints, generated, identity
+from airflow_txnlog.engine.features import column_mapping, constraints, generated, identity, variant
 from airflow_txnlog.engine.log.actions import AddFile, Metadata
 from airflow_txnlog.engine.log.stats import LeafPath, compute_stats, stats_columns
 from airflow_txnlog.engine.schema import hive_escape, normalize_schema, serialize_partition_value
@@ -83,7 +83,8 @@ def conform_to_schema(data: pa.Table, schema: pa.Schema) -> pa.Table:
                 problems.append(f"non-nullable column {f.name!r} is missing")
             cols.append(_strict(pa.chunked_array([pa.nulls(data.num_rows, _all_nullable(f.type))]), f.type))
             continue
-        col, col_problems = _conform_column(data.column(f.name), have.field(f.name).type, f)
+        got = variant.like(have.field(f.name).type, f.type)  # (Spark's Arrow variant is one too)
+        col, col_problems = _conform_column(data.column(f.name), got, f)
         problems += col_problems
         cols.append(col)
     if problems:
@@ -118,7 +119,10 @@ def _strict(col: pa.ChunkedArray, t: pa.DataType) -> pa.ChunkedArray:
 
 def _fill_masked(arr: pa.Array, t: pa.DataType) -> pa.Array:
     """Struct `arr` with the nulls of NOT NULL fields under null structs (the only ones left) given a
-    placeholder value: pyarrow refuses them in a cast or a parquet write, and no reader sees them."""
+    placeholder value: pyarrow refuses them in a cast or a parquet write, and no reader sees them.
+    Lists and maps: the same inside their values (a NULL element of an array of variants)."""
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_map(t):
+        return _fill_masked_values(arr, t)
     if not pa.types.is_struct(t) or not any(_has_not_null(t.field(i)) for i in range(t.num_fields)):
         return arr
     children = []
@@ -131,9 +135,31 @@ def _fill_masked(arr: pa.Array, t: pa.DataType) -> pa.Array:
     return pa.StructArray.from_arrays(children, fields=fields, mask=arr.is_null() if arr.null_count else None)
 
 
+def _fill_masked_values(arr: pa.Array, t: pa.DataType) -> pa.Array:
+    mask = arr.is_null() if arr.null_count else None
+    if pa.types.is_map(t):
+        if not _has_not_null(t.item_field):
+            return arr
+        items = _fill_masked(arr.items, t.item_type)
+        return pa.MapArray.from_arrays(arr.offsets, arr.keys, items, type=arr.type, mask=mask)
+    if not _has_not_null(t.value_field):
+        return arr
+    values = _fill_masked(arr.values, t.value_type)
+    cls = pa.LargeListArray if pa.types.is_large_list(t) else pa.ListArray
+    return cls.from_arrays(arr.offsets, values, type=arr.type, mask=mask)
+
+
 def _has_not_null(f: pa.Field) -> bool:
+    """Whether `f` or a field inside it (struct field, list element, map value) is NOT NULL."""
     t = f.type
-    nested = pa.types.is_struct(t) and any(_has_not_null(t.field(i)) for i in range(t.num_fields))
+    if pa.types.is_struct(t):
+        nested = any(_has_not_null(t.field(i)) for i in range(t.num_fields))
+    elif pa.types.is_list(t) or pa.types.is_large_list(t):
+        nested = _has_not_null(t.value_field)
+    elif pa.types.is_map(t):
+        nested = _has_not_null(t.item_field)
+    else:
+        nested = False
     return not f.nullable or nested
 
 
@@ -303,7 +329,7 @@ def _write_one(
     try:
         storage.fs.makedirs(parent, exist_ok=True)
         with storage.fs.open(path, "wb") as f:
-            pq.write_table(chunk, f, compression="snappy")
+            pq.write_table(variant.to_files(chunk), f, compression="snappy")
         size = int(storage.fs.size(path))
     except Exception as exc:  # adlfs raises RuntimeError from an Azure error: a store error too
         cause = exc if isinstance(exc, OSError) else as_os_error(storage.root, rel, exc)
@@ -389,6 +415,7 @@ def write(
     identities = identity.of_metadata(snap.metadata)
     computed = generated.enforced(snap.metadata, snap.protocol)
     conformed, marks = prepare_rows(data, snap.schema, computed, identities)
+    variant.check(conformed)  # (the caller's bytes; Spark's VariantType values skip this path)
     constraints.check_rows(rules, conformed)
     txn.record_identity_marks(marks)
     adds = write_data_files(
