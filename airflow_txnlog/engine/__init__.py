@@ -77,6 +77,7 @@ if TYPE_CHECKING:  # the names below load on first use (PEP 562 __getattr__), se
     from airflow_txnlog.engine.features.identity import Identity, IdentityColumn
     from airflow_txnlog.engine.features.identity import lost_race as lost_identity_race
     from airflow_txnlog.engine.features.identity import of_metadata as identity_columns
+    from airflow_txnlog.engine.features.variant import check as check_variant_values
     from airflow_txnlog.engine.features.variant import variants_as
     from airflow_txnlog.engine.log import log_reader
     from airflow_txnlog.engine.log.actions import (
@@ -184,6 +185,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "identity_columns": ("features.identity", "of_metadata"),
     "lost_identity_race": ("features.identity", "lost_race"),
     "variants_as": ("features.variant", "variants_as"),
+    "check_variant_values": ("features.variant", "check"),
     "rewrite_columns": ("features.generated", "rewrite_columns"),
     "conform_rows": ("write.writer", "conform_rows"),
     "check_row_rules": ("features.constraints", "check_rows"),
@@ -318,6 +320,7 @@ __all__ = [
     "change_data_feed",
     "check_choice",
     "check_row_rules",
+    "check_variant_values",
     "compile_row_rules",
     "conform_rows",
     "conform_to_schema",

@@ -59,6 +59,12 @@ VARIANT = pa.struct(
 
 
 _VARIANT_TYPE_RE = re.compile(r'"(?:type|elementType|keyType|valueType)"\s*:\s*"variant"')
+_NTZ_TYPE_RE = re.compile(r'"(?:type|elementType|keyType|valueType)"\s*:\s*"timestamp_ntz"')
+
+
+def uses_timestamp_ntz_json(schema_string: str) -> bool:
+    """Whether a schemaString has a `timestamp_ntz` column (at any depth; a name is not a type)."""
+    return bool(_NTZ_TYPE_RE.search(schema_string))
 
 
 def uses_variant(schema_string: str) -> bool:
@@ -189,7 +195,7 @@ def schema_to_json(schema: pa.Schema) -> str:
 
 
 def uses_timestamp_ntz(schema: pa.Schema) -> bool:
-    return '"timestamp_ntz"' in schema_to_json(schema)
+    return uses_timestamp_ntz_json(schema_to_json(schema))
 
 
 def normalize_schema(schema: pa.Schema) -> pa.Schema:

@@ -51,6 +51,7 @@ from airflow_txnlog.engine import (
     UnsupportedExpressionError,
     UnsupportedFeatureError,
     check_row_rules,
+    check_variant_values,
     compile_row_rules,
     conform_rows,
     generated_columns,
@@ -61,6 +62,7 @@ from airflow_txnlog.engine import (
     schema_to_json,
     storage_for,
     to_arrow_expression,
+    uses_variant,
     with_new_fields,
     write_data_files,
 )
@@ -86,11 +88,23 @@ class Plan:
     # evaluator (a files-only write has none: SparkTable checked them with Spark, `spark.rules`)
     rules: tuple[RowRule, ...] = ()
     generated: Mapping[str, str] = field(default_factory=dict)  # columns the rows may lack: computed
+    check_variants: bool = False  # variant bytes that did not come from Spark's VariantType: validated
 
 
 @dataclass(frozen=True)
 class Written(WriterCommitMessage):
     adds: tuple[AddFile, ...]
+
+
+def _variants_unchecked(table: pa.Schema, incoming: pa.Schema) -> bool:
+    """Whether a variant column of the table gets its bytes from something other than Spark's own
+    VariantType (a struct of binaries `value` and `metadata`): those are validated on write."""
+    by_lower = {f.name.lower(): f for f in incoming}
+    for f in table:
+        src = by_lower.get(f.name.lower())
+        if src is not None and src.type != f.type and uses_variant(schema_to_json(pa.schema([f]))):
+            return True
+    return False
 
 
 def _evolved(
@@ -210,7 +224,7 @@ class TxnlogWriter(DataSourceArrowWriter):
         return Plan(
             self.options.path, self.options.storage_options or None, schema, parts,
             dict(snap.properties), names, renames, self.options.replace_where, self.options.max_rows,
-            rules=rules, generated=computed,
+            rules=rules, generated=computed, check_variants=_variants_unchecked(schema, incoming),
         )  # fmt: skip
 
     def _check_replace_where(self, schema: pa.Schema, parts: Sequence[str]) -> None:
@@ -313,6 +327,8 @@ def _flush(
     if plan.renames:
         data = data.rename_columns([plan.renames.get(n, n) for n in data.column_names])
     data = conform_rows(data, plan.schema, plan.generated)  # (generated columns the rows lack are computed)
+    if plan.check_variants:
+        check_variant_values(data)
     check_row_rules(rules, data)
     if plan.replace_where is not None:
         tree = parse_predicate(plan.replace_where, plan.schema).tree

@@ -149,8 +149,6 @@ def write(
     _validate(df, mode, replace_where, merge_schema, txn)
     snap = h.table.snapshot()
     _check_partitioning(partition_by, snap.partition_columns)
-    if txn is not None and (done := _done(h.table, txn)) is not None:
-        return WriteResult(version=done, skipped=True)
     rows = _Rows(df)
     request = _Request(mode, replace_where, merge_schema, txn, dict(metrics or {}))
     return identity.retrying(lambda: _write(h, rows, request))
@@ -182,6 +180,8 @@ class _Request:
 
 def _write(h: TableHandle, rows: _Rows, r: _Request) -> WriteResult:
     """One attempt, on a fresh transaction (`Renumber` when it lost to other identity writers)."""
+    if r.txn is not None and (done := _done(h.table, r.txn)) is not None:
+        return WriteResult(version=done, skipped=True)  # (a retry: another run committed it meanwhile)
     parts = h.table.snapshot().partition_columns
     t = h.table.transaction("WRITE", _parameters(r.mode, parts, r.replace_where))
     try:

@@ -141,3 +141,56 @@ def test_a_metadata_change_adding_a_variant_upgrades_the_protocol(tmp_path: Path
     assert _keys(DeltaTable(str(path)).to_pyarrow_table().to_pylist()) == _keys(
         [{"id": 1, "v": None}, *_golden_v(2).to_pylist()]
     )
+
+
+# --------------------------------------------------------------------------- review mends
+def test_the_preview_feature_is_kept_and_not_doubled(tmp_path: Path) -> None:
+    """A metadata change on a table that names `variantType-preview` (Delta 3's name) leaves the
+    protocol alone: readers that know only that name keep reading."""
+    root = tmp_path / "t"
+    shutil.copytree(GOLDEN, root)
+    for p in root.rglob("*"):
+        p.chmod(0o755 if p.is_dir() else 0o644)
+    t = Table.open(str(root))
+    before = t.snapshot().protocol
+    t.set_properties({"delta.logRetentionDuration": "interval 60 days"})
+    assert t.snapshot().protocol == before
+
+
+def test_a_deferred_create_gets_the_features_of_the_schema_it_commits(tmp_path: Path) -> None:
+    t = Table.create(str(tmp_path / "t"), schema=pa.schema([("id", pa.int64())]), defer=True)
+    txn = t.transaction("CREATE TABLE")
+    meta = txn.snapshot.metadata
+    txn.update_metadata(dataclasses.replace(meta, schema_string=schema_to_json(SCHEMA)))
+    txn.commit()
+    protocol = DeltaTable(str(tmp_path / "t")).protocol()
+    assert protocol.min_reader_version == 3 and "variantType" in protocol.reader_features
+
+
+def test_a_column_named_timestamp_ntz_is_not_a_timestamp_ntz(tmp_path: Path) -> None:
+    t = Table.create(str(tmp_path / "t"), schema=pa.schema([("timestamp_ntz", pa.int64())]))
+    t.write(pa.table({"timestamp_ntz": [1]}))
+    protocol = t.snapshot().protocol
+    assert (protocol.min_reader_version, protocol.min_writer_version) == (1, 2)
+
+
+def test_slices_with_null_lists_and_maps_are_written(tmp_path: Path) -> None:
+    """Data that is a slice of a larger Arrow table (offsets into the parent's children), with NULL
+    lists and maps and a bad variant outside the slice: written, and only the slice is checked."""
+    golden = Table.open(str(GOLDEN)).snapshot().to_arrow()
+    root = tmp_path / "t"
+    t = Table.create(str(root), schema=golden.schema)
+    rows = golden.slice(0, 4).to_pylist()
+    rows[0]["map_of_variants"] = [("bad", {"metadata": b"\x02", "value": b"\x00"})]  # not a Variant
+    rows[1]["array_of_variants"] = None
+    rows[1]["map_of_variants"] = None
+    data = pa.Table.from_pylist(rows, schema=golden.schema)
+    with pytest.raises(InvalidArgumentError, match="map_of_variants"):
+        t.write(data)
+    t.write(data.slice(1))
+    got = sorted(DeltaTable(str(root)).to_pyarrow_table().to_pylist(), key=str)
+    assert got == sorted(data.slice(1).to_pylist(), key=str)
+    xs = pa.schema([("xs", pa.list_(pa.field("element", pa.int64(), False)))])
+    plain = Table.create(str(tmp_path / "xs"), schema=xs)
+    plain.write(pa.table({"xs": [[1], None, [2, 3]]}, schema=xs).slice(1))
+    assert DeltaTable(str(tmp_path / "xs")).to_pyarrow_table().column("xs").to_pylist() == [None, [2, 3]]

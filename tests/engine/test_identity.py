@@ -17,6 +17,7 @@ import pytest
 from deltalake import DeltaTable
 
 from airflow_txnlog.engine import (
+    ConcurrentTransactionError,
     ConstraintViolationError,
     IdentityColumn,
     InvalidArgumentError,
@@ -187,3 +188,36 @@ def test_concurrent_identity_writers_all_land_with_no_duplicate_id(tmp_path: Pat
     assert len(ids) == 3 * 8 * 50 and len(set(ids)) == len(ids)
     assert _field_metadata(path)["delta.identity.highWaterMark"] == max(ids)
     assert Table.open(str(path)).latest_version() == 24
+
+
+def test_restore_never_moves_a_high_water_mark_back(tmp_path) -> None:
+    """As Delta (copySchemaWithMergedHighWaterMarks): restoring to a version with a lower mark keeps
+    the current one, so no value is generated a second time."""
+    t = Table.create(
+        str(tmp_path / "r"),
+        schema=pa.schema([("id", pa.int64()), ("v", pa.string())]),
+        identity_columns={"id": IdentityColumn()},
+    )
+    t.write(pa.table({"v": ["a", "b"]}))  # ids 1, 2 (v1)
+    t.write(pa.table({"v": ["c", "d"]}))  # ids 3, 4 (v2)
+    t.restore(version=1)
+    t.write(pa.table({"v": ["e"]}))
+    rows = sorted((r["id"], r["v"]) for r in t.snapshot().to_arrow().to_pylist())
+    assert rows == [(1, "a"), (2, "b"), (5, "e")]
+
+
+def test_two_runs_of_one_idempotent_identity_write_commit_once(tmp_path) -> None:
+    """The loser of a race between two runs of the same txn=(app, version) sees the winner's app id
+    (not only its new mark) and commits nothing, instead of numbering the batch again."""
+    path = str(tmp_path / "i")
+    schema = pa.schema([("id", pa.int64()), ("v", pa.string())])
+    t = Table.create(path, schema=schema, identity_columns={"id": IdentityColumn()})
+    loser = Table.open(path)
+    t.write(pa.table({"v": ["x"]}), txn=("job", 7))
+    txn = loser.transaction("WRITE", snapshot=loser.snapshot(version=0))
+    txn.set_app_transaction("job", 7)
+    txn.update_metadata(txn.snapshot.metadata)
+    with pytest.raises(ConcurrentTransactionError):
+        txn.commit()
+    assert loser.write(pa.table({"v": ["x"]}), txn=("job", 7)) == 1
+    assert [r["v"] for r in Table.open(path).snapshot().to_arrow().to_pylist()] == ["x"]

@@ -223,3 +223,26 @@ def test_concurrent_spark_and_engine_writers_never_share_an_id(spark, tmp_path: 
     ids = [i for i, _ in _rows(path)]
     assert len(ids) == 4 * 50 + 15 * 3 == len(set(ids))
     assert _field(path)["delta.identity.highWaterMark"] == max(ids)
+
+
+def test_a_rerun_of_the_same_idempotent_write_that_loses_the_race_commits_nothing(
+    spark, tmp_path: Path, monkeypatch
+) -> None:
+    """Two runs of one txn=(app, version) (a zombie task and its retry): the one that loses sees
+    the winner's app id, not only its new mark, and is skipped instead of numbering the batch again."""
+    path = tmp_path / "z"
+    st = SparkTable.create(spark, str(path), SCHEMA, identity_columns={"id": IdentityColumn()})
+    other = Table.open(str(path))
+    real = identity.number
+
+    def racing(*args: Any, **kwargs: Any) -> Any:
+        out = real(*args, **kwargs)
+        if other.snapshot().version == 0:  # the other run of the same job commits first
+            other.write(pa.table({"v": ["r0", "r1"]}), txn=("job", 1))
+        return out
+
+    monkeypatch.setattr(identity, "number", racing)
+    result = st.write(_values(spark, 2, 1), txn=("job", 1))
+    assert result.skipped and result.version == 1
+    assert _rows(path) == [(1, "r0"), (2, "r1")] and st.version() == 1
+    assert len(_files(path)) == 1  # our lost attempt's file was deleted

@@ -132,3 +132,22 @@ def test_the_data_source_reads_variants_as_spark_variants(spark) -> None:
     spark_own = SparkTable(spark, str(GOLDEN / "spark-variant-checkpoint")).to_df()  # Spark's parquet reader
     assert ours == sorted(tuple(r) for r in spark_own.selectExpr(*cols).collect())
     assert len(ours) == 102 and ours[0][1] == '{"key":0}'
+
+
+def test_the_data_source_checks_variant_bytes_that_spark_did_not_encode(spark, tmp_path: Path) -> None:
+    """A plain struct<value: binary, metadata: binary> written into a variant column through the data
+    source is taken as a variant only after its bytes are checked; bad ones fail, nothing written."""
+    path = tmp_path / "v"
+    st = SparkTable.create(
+        spark, str(path), StructType([StructField("id", LongType()), StructField("v", VariantType())])
+    )
+    good = spark.sql("SELECT 1L AS id, parse_json('{\"a\": 1}') AS v").toArrow().column("v")[0].as_py()
+    register(spark)
+    shape = "id long, v struct<value: binary, metadata: binary>"
+    bad = spark.createDataFrame([(2, (good["value"], b"\x02\x00\x00"))], shape)
+    with pytest.raises(Exception, match="not a valid Variant"):
+        bad.write.format("txnlog").mode("append").save(str(path))
+    assert st.version() == 0 and not list(path.rglob("*.parquet"))
+    ok = spark.createDataFrame([(1, (good["value"], good["metadata"]))], shape)
+    ok.write.format("txnlog").mode("append").save(str(path))
+    assert _json_rows(st) == [(1, '{"a":1}')]

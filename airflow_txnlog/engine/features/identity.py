@@ -176,6 +176,19 @@ def only_marks_changed(before: Metadata, after: Metadata) -> bool:
     return before != after and _without_marks(before) == _without_marks(after)
 
 
+def merged_marks(metadata: Metadata, other: Metadata) -> Metadata:
+    """`metadata` with each identity column's high-water mark the further, in its step's direction,
+    of its own and `other`'s (Delta's copySchemaWithMergedHighWaterMarks): a RESTORE to an older
+    schema never lets values be generated a second time."""
+    theirs = {i.column: i.high_water_mark for i in of_metadata(other)}
+    marks = {}
+    for ident in of_metadata(metadata):
+        other_mark, mine = theirs.get(ident.column), ident.high_water_mark
+        if other_mark is not None and (mine is None or (other_mark - mine) * ident.step > 0):
+            marks[ident.column] = other_mark
+    return with_marks(metadata, marks) if marks else metadata
+
+
 def lost_race(read: Metadata, latest: Metadata) -> bool:
     """Whether a commit that read `read` and lost to commits that left `latest` lost only to other
     identity writers (the table has identity columns; the winners moved their marks, nothing else):

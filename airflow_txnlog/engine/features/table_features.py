@@ -29,7 +29,12 @@ from airflow_txnlog.engine import properties as props
 from airflow_txnlog.engine.errors import InvalidArgumentError, UnsupportedFeatureError
 from airflow_txnlog.engine.features import column_mapping, type_widening, variant
 from airflow_txnlog.engine.log.actions import Metadata, Protocol
-from airflow_txnlog.engine.schema import schema_from_json, schema_to_json, uses_variant
+from airflow_txnlog.engine.schema import (
+    schema_from_json,
+    schema_to_json,
+    uses_timestamp_ntz_json,
+    uses_variant,
+)
 
 READER_WRITER_FEATURES = frozenset(
     {
@@ -176,11 +181,16 @@ def features_in_use(metadata: Metadata) -> dict[str, str]:
     return used
 
 
-def schema_features(schema_string: str) -> set[str]:
-    """The reader-writer features a schema's types need: `variantType` for a variant column,
-    `timestampNtz` for a timestamp without time zone (at any depth)."""
-    needed = {variant.FEATURE} if uses_variant(schema_string) else set()
-    if '"timestamp_ntz"' in schema_string:
+def schema_features(protocol: Protocol, schema_string: str) -> set[str]:
+    """The reader-writer features a schema's types need that `protocol` does not name yet:
+    `variantType` for a variant column (unless Delta 3's `variantType-preview` is there: the same
+    format, and readers that know only that name must keep reading), `timestampNtz` for a timestamp
+    without time zone (at any depth)."""
+    _, named = implied_features(protocol)
+    needed = set()
+    if uses_variant(schema_string) and not named & variant.FEATURES:
+        needed.add(variant.FEATURE)
+    if uses_timestamp_ntz_json(schema_string) and "timestampNtz" not in named:
         needed.add("timestampNtz")
     return needed
 

@@ -120,8 +120,11 @@ def _variants(arr: pa.Array, path: str) -> Iterator[tuple[str, pa.Array]]:
     elif pa.types.is_list(t) or pa.types.is_large_list(t):
         yield from _variants(arr.flatten(), f"{path}.element")
     elif pa.types.is_map(t):
-        yield from _variants(arr.keys, f"{path}.key")
-        yield from _variants(arr.items, f"{path}.value")
+        # (the entries of this slice only: `.keys` / `.items` are those of the whole parent array)
+        start = arr.offsets[0].as_py() if len(arr) else 0
+        size = (arr.offsets[-1].as_py() - start) if len(arr) else 0
+        yield from _variants(arr.keys.slice(start, size), f"{path}.key")
+        yield from _variants(arr.items.slice(start, size), f"{path}.value")
 
 
 def check(data: pa.Table) -> None:

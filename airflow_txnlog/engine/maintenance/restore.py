@@ -47,6 +47,7 @@ from airflow_txnlog.engine.errors import (
     SavepointFilesMissingError,
     VersionNotFoundError,
 )
+from airflow_txnlog.engine.features import identity
 from airflow_txnlog.engine.features.deletion_vectors import dv_file_paths
 from airflow_txnlog.engine.log.actions import ADD, METADATA, REMOVE, AddFile, Metadata
 from airflow_txnlog.engine.log.log_reader import list_after, read_commits
@@ -159,8 +160,9 @@ def plan(current: Snapshot, target: RestoreTarget) -> _Plan:
     removes = current.files_at(positions_not_in(now_keys, want_keys))
     md = target.state.metadata
     assert md is not None
-    # The table keeps its identity: only schema, partitioning and properties come from the target.
-    md = dataclasses.replace(md, id=current.metadata.id)
+    # The table keeps its identity (its id, and identity columns' marks, which never go back): only
+    # schema, partitioning and properties come from the target.
+    md = identity.merged_marks(dataclasses.replace(md, id=current.metadata.id), current.metadata)
     metadata = None if md == current.metadata else md
     metrics = {
         "numRestoredFiles": len(adds),

@@ -85,14 +85,17 @@ def check_winner(
         raise ProtocolChangedError(
             "the table protocol was changed by a concurrent commit", winning_version=version
         )
-    if METADATA in by_kind:
-        raise MetadataChangedError(
-            "the table metadata was changed by a concurrent commit", winning_version=version
-        )
+    # (before metadata, unlike Delta's order: a winner that is another run of the same idempotent
+    # writer must be told apart from a mere metadata change, or a writer that retries on the latter,
+    # as identity writers do, would commit the same batch twice)
     clash = sorted({t["appId"] for t in by_kind.get(TXN, [])} & ours.app_ids)
     if clash:
         raise ConcurrentTransactionError(
             f"a concurrent commit wrote transaction ids for application {clash[0]!r}", winning_version=version
+        )
+    if METADATA in by_kind:
+        raise MetadataChangedError(
+            "the table metadata was changed by a concurrent commit", winning_version=version
         )
     winner_blind = bool((by_kind.get(COMMIT_INFO) or [{}])[0].get("isBlindAppend", False))
     check_appends = not ours.is_blind_append and ours.isolation_level != SNAPSHOT_ISOLATION

@@ -203,12 +203,10 @@ class Transaction:
         """Commit `metadata`; a schema whose types need a table feature the protocol lacks (a new
         variant or timestamp_ntz column) upgrades the protocol with it, as Delta does."""
         self._metadata = metadata
-        needed = schema_features(metadata.schema_string)
         current = self._protocol or self.snapshot.protocol
-        if needed and self.read_version >= 0:  # (a create sets its protocol itself)
-            protocol = upgraded(current, needed, needed, {})
-            if protocol != current:
-                self._protocol = protocol
+        needed = schema_features(current, metadata.schema_string)
+        if needed:  # (a deferred create too: its version 0 carries `self._protocol` then)
+            self._protocol = upgraded(current, needed, needed, {})
 
     def update_protocol(self, protocol: Protocol) -> None:
         cur = self.snapshot.protocol

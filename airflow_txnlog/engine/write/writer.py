@@ -136,17 +136,22 @@ def _fill_masked(arr: pa.Array, t: pa.DataType) -> pa.Array:
 
 
 def _fill_masked_values(arr: pa.Array, t: pa.DataType) -> pa.Array:
+    inner = t.item_field if pa.types.is_map(t) else t.value_field
+    if not _has_not_null(inner) or len(arr) == 0:
+        return arr
+    # (rebuilt from offsets re-based to 0 and the children sliced to match: an array that is a
+    # slice of another has offsets into its parent's whole children)
+    offsets = arr.offsets
+    start, stop = offsets[0].as_py(), offsets[-1].as_py()
+    rebased = pc.subtract(offsets, pa.scalar(start, offsets.type))
     mask = arr.is_null() if arr.null_count else None
     if pa.types.is_map(t):
-        if not _has_not_null(t.item_field):
-            return arr
-        items = _fill_masked(arr.items, t.item_type)
-        return pa.MapArray.from_arrays(arr.offsets, arr.keys, items, type=arr.type, mask=mask)
-    if not _has_not_null(t.value_field):
-        return arr
-    values = _fill_masked(arr.values, t.value_type)
+        keys, items = arr.keys.slice(start, stop - start), arr.items.slice(start, stop - start)
+        items = _fill_masked(items, t.item_type)
+        return pa.MapArray.from_arrays(rebased, keys, items, type=arr.type, mask=mask)
+    values = _fill_masked(arr.values.slice(start, stop - start), t.value_type)
     cls = pa.LargeListArray if pa.types.is_large_list(t) else pa.ListArray
-    return cls.from_arrays(arr.offsets, values, type=arr.type, mask=mask)
+    return cls.from_arrays(rebased, values, type=arr.type, mask=mask)
 
 
 def _has_not_null(f: pa.Field) -> bool:
