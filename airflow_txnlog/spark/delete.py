@@ -23,11 +23,12 @@ numAddedChangeFiles, executionTimeMs, scanTimeMs, rewriteTimeMs.
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 
 from airflow_txnlog.engine import AddCDCFile, AddFile, Transaction
-from airflow_txnlog.spark import change_data, delete_local, deletion_vectors
+from airflow_txnlog.spark import change_data, delete_local, deletion_vectors, identity
 from airflow_txnlog.spark._arguments import sql_text
 from airflow_txnlog.spark._dml import dml_result, elapsed_ms, file_metrics, output_rows
 from airflow_txnlog.spark.conditions import check_condition
@@ -49,8 +50,13 @@ from airflow_txnlog.spark.stage import delete_files, write_files
 def delete(h: TableHandle, predicate: str | None) -> DmlResult:
     """Delete the rows where `predicate` is TRUE (all rows if None)."""
     sql_text("delete: predicate", predicate, none_means="delete every row")
+    params = {"predicate": json.dumps([predicate] if predicate else [])}
+    begin = functools.partial(h.table.transaction, "DELETE", params)
+    return identity.on_fresh_transactions(h.table, begin, lambda txn: _delete(h, txn, predicate))
+
+
+def _delete(h: TableHandle, txn: Transaction, predicate: str | None) -> DmlResult:
     start = time.monotonic()
-    txn = h.table.transaction("DELETE", {"predicate": json.dumps([predicate] if predicate else [])})
     ctx = h.context(txn.snapshot)
     check_condition(ctx.empty_df(), predicate, "DELETE predicate")  # before any job
     plan = classify(predicate, ctx)

@@ -152,6 +152,24 @@ def check_lost_race(exc: MetadataChangedError, txn: Transaction, table: Table) -
         raise Renumber(str(exc)) from exc
 
 
+def on_fresh_transactions(
+    table: Table, begin: Callable[[], Transaction], run: Callable[[Transaction], T]
+) -> T:
+    """`run(begin())`, run again on a fresh transaction while its commit loses only to other
+    identity writers (whose commits change nothing but marks: a rerun is the same operation on the
+    new version, as a user's retry would be)."""
+
+    def once() -> T:
+        txn = begin()
+        try:
+            return run(txn)
+        except MetadataChangedError as exc:
+            check_lost_race(exc, txn, table)
+            raise
+
+    return retrying(once)
+
+
 def retrying(run: Callable[[], T]) -> T:
     """`run()`, again while it raises `Renumber` (at most `ATTEMPTS` times)."""
     for _ in range(ATTEMPTS):

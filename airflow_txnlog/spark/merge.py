@@ -36,6 +36,7 @@ The clauses and the action tags every step filters by are `merge_clauses`.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import time
 from collections.abc import Mapping, Sequence
@@ -50,7 +51,6 @@ from airflow_txnlog.engine import (
     AddCDCFile,
     AddFile,
     InvalidArgumentError,
-    MetadataChangedError,
     Transaction,
 )
 from airflow_txnlog.spark import _arguments as check
@@ -356,16 +356,8 @@ def _touched_rows(ctx: TableContext, files: list[AddFile]) -> int:
 def run_merge(h: TableHandle, spec: MergeSpec, extra: Mapping[str, int] | None = None) -> DmlResult:
     """The merge, run again on a fresh transaction while it loses to other identity writers only
     (its inserts' identity values would repeat theirs)."""
-    return identity.retrying(lambda: _run_once(h, spec, extra or {}))
-
-
-def _run_once(h: TableHandle, spec: MergeSpec, extra: Mapping[str, int]) -> DmlResult:
-    txn = h.table.transaction("MERGE", _parameters(spec))
-    try:
-        return _run(h, txn, spec, extra)
-    except MetadataChangedError as exc:
-        identity.check_lost_race(exc, txn, h.table)
-        raise
+    begin = functools.partial(h.table.transaction, "MERGE", _parameters(spec))
+    return identity.on_fresh_transactions(h.table, begin, lambda txn: _run(h, txn, spec, extra or {}))
 
 
 def _run(h: TableHandle, txn: Transaction, spec: MergeSpec, extra: Mapping[str, int]) -> DmlResult:

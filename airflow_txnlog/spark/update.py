@@ -15,6 +15,7 @@ executionTimeMs, scanTimeMs, rewriteTimeMs.
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from collections.abc import Mapping
@@ -22,8 +23,8 @@ from collections.abc import Mapping
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
-from airflow_txnlog.engine import AddCDCFile, AddFile
-from airflow_txnlog.spark import change_data, deletion_vectors
+from airflow_txnlog.engine import AddCDCFile, AddFile, Transaction
+from airflow_txnlog.spark import change_data, deletion_vectors, identity
 from airflow_txnlog.spark._arguments import sql_mapping, sql_text
 from airflow_txnlog.spark._dml import dml_result, elapsed_ms, file_metrics, output_rows, resolve_columns
 from airflow_txnlog.spark.conditions import check_condition, check_expressions
@@ -57,9 +58,15 @@ def update(h: TableHandle, predicate: str | None, assignments: Mapping[str, str]
     sql_text("update: predicate", predicate, none_means="every row")
     accepted = "a non-empty mapping {column: SQL expression} such as {'value': 'value * 2'}"
     assignments = sql_mapping("update: set", assignments, accepted=accepted)
-    start = time.monotonic()
     params = {"predicate": json.dumps([predicate] if predicate else [])}
-    txn = h.table.transaction("UPDATE", params)
+    begin = functools.partial(h.table.transaction, "UPDATE", params)
+    return identity.on_fresh_transactions(h.table, begin, lambda txn: _update(h, txn, predicate, assignments))
+
+
+def _update(
+    h: TableHandle, txn: Transaction, predicate: str | None, assignments: Mapping[str, str]
+) -> DmlResult:
+    start = time.monotonic()
     ctx = h.context(txn.snapshot)
     sets = assigned(ctx, resolve_columns(ctx, assignments, "update"), keep=lambda c: f"`{c}`")
     refuse_identity_update(ctx, "UPDATE", sets)

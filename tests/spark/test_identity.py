@@ -246,3 +246,32 @@ def test_a_rerun_of_the_same_idempotent_write_that_loses_the_race_commits_nothin
     assert result.skipped and result.version == 1
     assert _rows(path) == [(1, "r0"), (2, "r1")] and st.version() == 1
     assert len(_files(path)) == 1  # our lost attempt's file was deleted
+
+
+def test_delete_and_update_rerun_after_losing_to_an_identity_append(
+    spark, tmp_path: Path, monkeypatch
+) -> None:
+    """An identity append that commits while a DELETE / UPDATE runs changes only the mark: the DML
+    runs again on the new version (nothing lost, the appended rows kept)."""
+    from airflow_txnlog.spark import delete as delete_module  # noqa: PLC0415
+    from airflow_txnlog.spark import update as update_module  # noqa: PLC0415
+
+    path = tmp_path / "d"
+    st = SparkTable.create(spark, str(path), SCHEMA, identity_columns={"id": IdentityColumn()})
+    st.write(_values(spark, 4, 1))  # r0..r3: ids 1..4
+    other = Table.open(str(path))
+    attempts: dict[str, list[int]] = {}
+    for module, tag in ((delete_module, "x"), (update_module, "y")):
+        real, calls = module.read_candidates, attempts.setdefault(tag, [])
+
+        def racing(*args: Any, _real: Any = real, _calls: list[int] = calls, _tag: str = tag) -> Any:
+            _calls.append(1)
+            if len(_calls) == 1:
+                other.write(pa.table({"v": [_tag]}))
+            return _real(*args)
+
+        monkeypatch.setattr(module, "read_candidates", racing)
+    st.delete("v = 'r1'")
+    st.update("v = 'r2'", {"v": "'R2'"})
+    assert _rows(path) == [(1, "r0"), (3, "R2"), (4, "r3"), (5, "x"), (6, "y")]
+    assert attempts == {"x": [1, 1], "y": [1, 1]}  # each ran twice: lost once, then landed
