@@ -54,7 +54,8 @@ PUBLIC_NAMES = {
     *("ConstraintViolationError", "UnsupportedExpressionError", "RowRule", "row_rules"),
     *("compile_row_rules", "check_row_rules", "row_rule_violation"),
     *("generated_columns", "conform_rows", "expression_columns", "rewrite_columns"),
-    *("Identity", "IdentityColumn", "identity_columns", "lost_identity_race", "variants_as", "check_variant_values"),
+    *("Identity", "IdentityColumn", "identity_columns", "lost_identity_race"),
+    *("variants_as", "check_variant_values"),
 }
 
 
