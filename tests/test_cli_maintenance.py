@@ -573,3 +573,29 @@ def test_corrupt_savepoint_record_can_be_deleted(table_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert not (table_path / "_savepoints" / "sp.json").exists()
     assert run("vacuum", str(table_path)).exit_code == 0
+
+
+def test_plan_says_what_the_table_needs_and_why(tmp_path: Path) -> None:
+    path = events_table(tmp_path / "events")
+    for i in range(4):
+        Table.open(str(path)).write(event_rows([100 + i], DAY_A))
+    doc = run_json("plan", str(path), "--set", "quiet_minutes=0")
+    (compact,) = [a for a in doc["actions"] if a["kind"] == "compact"]
+    assert compact["partition"] == {"day": DAY_A} and compact["observed"] == 6
+    assert any(
+        s["partition"] == {"day": DAY_B} and s["reason"] == "healthy: 1 small files < 5"
+        for s in doc["skipped"]
+    )
+    text = run("plan", str(path), "--set", "quiet_minutes=0", env={"COLUMNS": "80"})
+    assert text.exit_code == 0 and "min_input_files: 6 vs 5" in text.output
+    bad = run("plan", str(path), "--set", "min_input_files=1")
+    assert bad.exit_code == 1 and "min_input_files must be >= 2" in bad.stderr
+    assert run("plan", str(path), "--set", "nope").exit_code == 1
+
+
+def test_vacuum_lite_lists_the_logs_tombstones_only(tmp_path: Path) -> None:
+    path = events_table(tmp_path / "events")
+    Table.open(str(path)).write(event_rows([1], DAY_A), mode="overwrite")
+    (path / "orphan.parquet").write_bytes(b"x")
+    doc = run_json("vacuum", str(path), "--lite", "--retain-hours", "0", "--no-enforce-retention")
+    assert doc["dryRun"] and doc["numFiles"] == 3 and "orphan.parquet" not in doc["files"]

@@ -11,9 +11,10 @@ human-readable rich output):
     txnlog savepoint list URI                   savepoints, oldest version first
     txnlog savepoint delete URI NAME
     txnlog restore URI (--version N | --timestamp TS | --savepoint NAME) [--dry-run] [--force] [--owner O]
-    txnlog vacuum URI [--retain-hours H] [--execute] [--no-enforce-retention]   dry run unless --execute
+    txnlog vacuum URI [--retain-hours H] [--execute] [--no-enforce-retention] [--lite]  (dry run)
     txnlog cleanup-log URI [--retain-hours H] [--execute]                         dry run unless --execute
     txnlog health URI [--small-file-bytes B]
+    txnlog plan URI [--set NAME=VALUE]...        what the table needs now and why (runs nothing)
     txnlog publish URI [--version N] [--channel C]   mark an audited version (write-audit-publish)
     txnlog published URI [--channel C]          the version a channel publishes (exit 1: none)
 
@@ -35,7 +36,7 @@ from typing import Annotated
 
 import typer
 
-from airflow_txnlog.cli import maintenance, publish, read, schema
+from airflow_txnlog.cli import maintenance, plan, publish, read, schema
 from airflow_txnlog.cli._output import iso_ms, parse_storage_options
 from airflow_txnlog.cli.read import describe_doc, file_doc, history_doc
 from airflow_txnlog.engine import Table
@@ -85,6 +86,7 @@ app.command()(maintenance.restore)
 app.command()(maintenance.vacuum)
 app.command("cleanup-log")(maintenance.cleanup_log)
 app.command()(maintenance.health)
+app.command()(plan.plan)
 app.command()(publish.publish)
 app.command()(publish.published)
 app.command("set-properties")(schema.set_properties)

@@ -14,7 +14,7 @@ import typer
 from rich.console import Console
 from rich.table import Table as RichTable
 
-from airflow_txnlog.engine import Table, TxnLogError
+from airflow_txnlog.engine import InvalidArgumentError, Table, TxnLogError
 
 UriArg = Annotated[str, typer.Argument(help="Table location: a path or an fsspec URI (s3://, ...).")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document instead of tables.")]
@@ -92,6 +92,17 @@ def engine_errors(hints: Mapping[type[TxnLogError], str] | None = None) -> Itera
 def open_table(ctx: typer.Context, uri: str) -> Table:
     options: dict[str, Any] = (ctx.obj or {}).get("storage_options") or {}
     return Table.open(uri, storage_options=options or None)
+
+
+def key_values(items: Sequence[str], what: str) -> dict[str, str]:
+    """`KEY=VALUE` arguments as a mapping (InvalidArgumentError naming a malformed one)."""
+    out: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise InvalidArgumentError(f"{what} {item!r} must be KEY=VALUE")
+        out[key.strip()] = value
+    return out
 
 
 def emit_json(doc: Any) -> None:

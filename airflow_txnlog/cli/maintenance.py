@@ -371,12 +371,18 @@ def vacuum(
             help="Allow --retain-hours below delta.deletedFileRetentionDuration (unsafe with live readers).",
         ),
     ] = False,
+    lite: Annotated[
+        bool, typer.Option("--lite", help="Only the log's expired tombstones, no listing (VACUUM LITE).")
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Delete data files no live version, unexpired tombstone or savepoint needs (dry run by default)."""
     with engine_errors({RetentionTooShortError: "txnlog: --no-enforce-retention"}):
         res = open_table(ctx, uri).vacuum(
-            retention_hours=retain_hours, dry_run=not execute, enforce_retention=not no_enforce_retention
+            retention_hours=retain_hours,
+            dry_run=not execute,
+            enforce_retention=not no_enforce_retention,
+            lite=lite,
         )
     doc = vacuum_doc(res)
     if as_json:

@@ -14,8 +14,15 @@ from typing import Annotated
 
 import typer
 
-from airflow_txnlog.cli._output import JsonOpt, UriArg, console, emit_json, engine_errors, open_table
-from airflow_txnlog.engine import InvalidArgumentError
+from airflow_txnlog.cli._output import (
+    JsonOpt,
+    UriArg,
+    console,
+    emit_json,
+    engine_errors,
+    key_values,
+    open_table,
+)
 
 
 def _done(what: str, version: int | None, as_json: bool) -> None:
@@ -27,16 +34,6 @@ def _done(what: str, version: int | None, as_json: bool) -> None:
         console().print(f"{what}: committed version {version}")
 
 
-def _pairs(items: list[str]) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise InvalidArgumentError(f"property {item!r} must be KEY=VALUE")
-        out[key.strip()] = value
-    return out
-
-
 def set_properties(
     ctx: typer.Context,
     uri: UriArg,
@@ -45,7 +42,7 @@ def set_properties(
 ) -> None:
     """Set table properties; the protocol grows to the table features they turn on."""
     with engine_errors():
-        version = open_table(ctx, uri).set_properties(_pairs(properties))
+        version = open_table(ctx, uri).set_properties(key_values(properties, "property"))
     _done("set-properties", version, as_json)
 
 

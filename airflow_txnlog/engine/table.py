@@ -5,12 +5,9 @@ commits). A commit never reloads the table; after a commit whose version is a mu
 `delta.checkpointInterval`, the snapshot is advanced to exactly that version and checkpointed.
 A failed checkpoint is logged and never fails the commit.
 
-The maintenance operations (savepoints, restore, vacuum, log cleanup, health) get the table itself
-as their `MaintenanceTable` (engine.maintenance.maintenance_table): its storage, `snapshot()`,
-`transaction(..., snapshot=)` and `txn_commit_version`. Public arguments are checked before anything
-is written (engine.validate).
-Every commit, CREATE TABLE included, records who made it (engine.write.provenance): inside an Airflow
-task its DAG, task, run and try in commitInfo.job and the run's owner tag; `history()` shows both.
+Maintenance (savepoints, restore, vacuum, log cleanup, health, planning) gets the table itself as
+its `MaintenanceTable`. Arguments are checked before anything is written (engine.validate). Every
+commit records who made it (engine.write.provenance: an Airflow task's DAG, task, run and try).
 """
 
 from __future__ import annotations
@@ -40,20 +37,17 @@ from airflow_txnlog.engine.features.table_features import check_write_supported
 from airflow_txnlog.engine.log.commit_files import CommitFiles, commit_files
 from airflow_txnlog.engine.log.log_reader import find_txn_commit, list_after, read_commits
 from airflow_txnlog.engine.log.log_segment import list_log, monotonic_timestamps
-from airflow_txnlog.engine.maintenance import log_cleanup, publications, savepoints
+from airflow_txnlog.engine.maintenance import publications, savepoints
 from airflow_txnlog.engine.maintenance import restore as restore_mod
-from airflow_txnlog.engine.maintenance import vacuum as vacuum_mod
-from airflow_txnlog.engine.maintenance.health import TableHealth, table_health
-from airflow_txnlog.engine.maintenance.log_cleanup import CleanupResult
 from airflow_txnlog.engine.maintenance.publications import DEFAULT_CHANNEL, Publication
 from airflow_txnlog.engine.maintenance.restore import ForeignCommitsPolicy, RestoreResult
 from airflow_txnlog.engine.maintenance.savepoints import Savepoint
-from airflow_txnlog.engine.maintenance.vacuum import VacuumResult
 from airflow_txnlog.engine.state.change_data import changes as read_changes
 from airflow_txnlog.engine.state.checkpoint import DEFAULT_PART_SIZE, write_checkpoint
 from airflow_txnlog.engine.state.history import commit_entry
 from airflow_txnlog.engine.state.snapshot import Snapshot, load_snapshot, version_at
 from airflow_txnlog.engine.storage import Storage, storage_for
+from airflow_txnlog.engine.table_upkeep import Upkeep
 from airflow_txnlog.engine.validate import flag, mapping, number, one_of, text, txn_pair
 from airflow_txnlog.engine.write import alter_table
 from airflow_txnlog.engine.write.alter_table import RowCheck
@@ -79,7 +73,7 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
-class Table:
+class Table(Upkeep):
     """A Delta table at a URI: local path, `file://`, `s3://`, `gs://`, `abfss://`, `memory://`.
 
     :param storage: the storage backend (use `Table.open` / `Table.create` instead of building one).
@@ -393,25 +387,6 @@ class Table:
             return restore_mod.restore(
                 self, target, dry_run=dry_run, on_foreign_commits=on_foreign_commits, owner=owner
             )
-
-    def vacuum(
-        self, *, retention_hours: float | None = None, dry_run: bool = True, enforce_retention: bool = True
-    ) -> VacuumResult:
-        """Delete files no version within the retention, tombstone or savepoint needs (dry run by default)."""
-        self._committed("vacuum")
-        return vacuum_mod.vacuum(
-            self, retention_hours=retention_hours, dry_run=dry_run, enforce_retention=enforce_retention
-        )
-
-    def cleanup_log(self, *, retention_hours: float | None = None, dry_run: bool = True) -> CleanupResult:
-        """Delete commits and checkpoints older than the log retention, below a checkpoint that stays
-        (dry run by default: time travel to the versions below it ends)."""
-        self._committed("cleanup log")
-        return log_cleanup.cleanup_log(self, retention_hours=retention_hours, dry_run=dry_run)
-
-    def health(self, *, small_file_bytes: int | None = None) -> TableHealth:
-        self._committed("health")
-        return table_health(self, small_file_bytes=small_file_bytes)
 
     def changes(
         self, start_version: int, end_version: int | None = None, *, columns: Sequence[str] | None = None

@@ -172,22 +172,45 @@ def plan_vacuum(storage: Storage, snap: Snapshot, cutoff: int, now: int) -> dict
     return {rel: size for rel, (size, mtime) in files.items() if rel in expired or mtime < cutoff}
 
 
+def plan_vacuum_lite(storage: Storage, snap: Snapshot, cutoff: int, now: int) -> dict[str, int]:
+    """Relative path -> size of the files a LITE vacuum would delete: the log's expired tombstones
+    that nothing keeps (no listing: orphans of failed writes wait for a full vacuum)."""
+    keep, expired = _needed(storage, snap, cutoff, now)
+    tombstones = snap.tombstone_table()
+    sizes = dict(
+        zip(
+            _relative_keys(storage, tombstones.column("key").combine_chunks()),
+            tombstones.column("size").to_pylist(),
+            strict=True,
+        )
+    )
+    return {rel: int(sizes.get(rel) or 0) for rel in expired if rel not in keep}
+
+
 def vacuum(
-    table: MaintenanceTable, *, retention_hours: float | None, dry_run: bool, enforce_retention: bool
+    table: MaintenanceTable,
+    *,
+    retention_hours: float | None,
+    dry_run: bool,
+    enforce_retention: bool,
+    lite: bool = False,
 ) -> VacuumResult:
-    """Plan (and unless `dry_run`, carry out) a vacuum of `table` (see the module docstring)."""
+    """Plan (and unless `dry_run`, carry out) a vacuum of `table` (see the module docstring);
+    `lite`: Delta's VACUUM LITE, candidates from the log's tombstones only, no listing."""
     flag("dry_run", dry_run)
     flag("enforce_retention", enforce_retention)
+    flag("lite", lite)
     storage = table.storage
     snap = table.snapshot()
     keep_ms = retention_ms(snap, retention_hours, enforce_retention)
     now = int(time.time() * 1000)
     cutoff = now - keep_ms
-    todo = plan_vacuum(storage, snap, cutoff, now)
+    todo = (plan_vacuum_lite if lite else plan_vacuum)(storage, snap, cutoff, now)
     hours = keep_ms / HOUR_MS
     if dry_run:
         return VacuumResult(files=sorted(todo), bytes=sum(todo.values()), dry_run=True, retention_hours=hours)
     params = {
+        "vacuumType": "LITE" if lite else "FULL",
         "retentionCheckEnabled": enforce_retention,
         "defaultRetentionMillis": props.deleted_file_retention_ms(snap.metadata.configuration),
         "specifiedRetentionMillis": keep_ms,
@@ -203,7 +226,7 @@ def vacuum(
         keep, _ = _needed(storage, table.snapshot(), cutoff, int(time.time() * 1000))
         final = {rel: size for rel, size in todo.items() if rel not in keep}
         for rel in sorted(final):
-            storage.delete(rel)
+            storage.delete(rel)  # (a file an older vacuum took is no error: a lite plan is the log's)
             deleted += 1
             fence.refresh()
     metrics = {"numDeletedFiles": deleted, "numVacuumedDirectories": 0}

@@ -1,0 +1,98 @@
+"""The maintenance methods of `Table`, kept apart from the entry point (engine.table): vacuum, log
+cleanup, health, the maintenance planner and running a plan's actions.
+
+Each method gets the table itself as its `MaintenanceTable` and refuses a deferred create that has
+committed nothing (`_committed`). `run_maintenance` runs one action of a plan (its `to_dict()` form,
+as an Airflow task gets it from XCom), dry run by default, as the fixed operations do.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any, cast
+
+from airflow_txnlog.engine.errors import InvalidArgumentError
+from airflow_txnlog.engine.maintenance import log_cleanup
+from airflow_txnlog.engine.maintenance import vacuum as vacuum_mod
+from airflow_txnlog.engine.maintenance.compaction import compact
+from airflow_txnlog.engine.maintenance.health import TableHealth, table_health
+from airflow_txnlog.engine.maintenance.log_cleanup import CleanupResult
+from airflow_txnlog.engine.maintenance.maintenance_table import MaintenanceTable
+from airflow_txnlog.engine.maintenance.planner import MaintenancePlan, plan_maintenance
+from airflow_txnlog.engine.maintenance.vacuum import VacuumResult
+from airflow_txnlog.engine.validate import flag
+
+
+class Upkeep:
+    """Mixed into `Table` (which provides `_committed`, `storage`, `snapshot`, `transaction`)."""
+
+    def _committed(self, what: str) -> None:
+        raise NotImplementedError  # (engine.table.Table's)
+
+    def _me(self) -> MaintenanceTable:
+        return cast(MaintenanceTable, self)
+
+    def vacuum(
+        self,
+        *,
+        retention_hours: float | None = None,
+        dry_run: bool = True,
+        enforce_retention: bool = True,
+        lite: bool = False,
+    ) -> VacuumResult:
+        """Delete files no version within the retention, tombstone or savepoint needs (dry run by
+        default); `lite=True`: only the log's expired tombstones, no listing (Delta's VACUUM LITE)."""
+        self._committed("vacuum")
+        return vacuum_mod.vacuum(
+            self._me(),
+            retention_hours=retention_hours,
+            dry_run=dry_run,
+            enforce_retention=enforce_retention,
+            lite=lite,
+        )
+
+    def cleanup_log(self, *, retention_hours: float | None = None, dry_run: bool = True) -> CleanupResult:
+        """Delete commits and checkpoints older than the log retention, below a checkpoint that stays
+        (dry run by default: time travel to the versions below it ends)."""
+        self._committed("cleanup log")
+        return log_cleanup.cleanup_log(self._me(), retention_hours=retention_hours, dry_run=dry_run)
+
+    def health(self, *, small_file_bytes: int | None = None) -> TableHealth:
+        self._committed("health")
+        return table_health(self._me(), small_file_bytes=small_file_bytes)
+
+    def plan_maintenance(self, **overrides: Any) -> MaintenancePlan:
+        """What the table needs now and why, from its log alone (engine.maintenance.planner)."""
+        self._committed("plan maintenance")
+        return plan_maintenance(self._me(), **overrides)
+
+    def run_maintenance(self, action: Mapping[str, Any], *, dry_run: bool = True) -> dict[str, Any]:
+        """Run one action of a plan (`MaintenancePlan.to_dict()["actions"][i]`); a result dict."""
+        flag("dry_run", dry_run)
+        self._committed("run maintenance")
+        kind = action.get("kind") if isinstance(action, Mapping) else None
+        if kind in ("compact", "purge_deletion_vectors"):
+            return compact(self._me(), action, dry_run=dry_run).to_dict()
+        if kind == "vacuum":
+            lite = (action.get("estimate") or {}).get("mode") != "full"
+            done = self.vacuum(dry_run=dry_run, lite=lite)
+            mode = "lite" if lite else "full"
+            return {
+                "kind": kind,
+                "mode": mode,
+                "dry_run": dry_run,
+                "files": len(done.files),
+                "bytes": done.bytes,
+            }
+        if kind == "cleanup_log":
+            return {"kind": kind, **dataclasses.asdict(self.cleanup_log(dry_run=dry_run))}
+        if kind == "checkpoint":
+            version = self._me().snapshot().version
+            if not dry_run:
+                self.checkpoint(version)
+            return {"kind": kind, "dry_run": dry_run, "version": version}
+        raise InvalidArgumentError(f"run_maintenance: unknown action kind {kind!r}")
+
+    def checkpoint(self, version: int | None = None) -> None:
+        raise NotImplementedError  # (engine.table.Table's)

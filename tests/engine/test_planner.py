@@ -1,0 +1,259 @@
+"""The maintenance planner (issue 27, item 1): rules with their values and thresholds, bins packed by
+estimated output, skips with reasons, plain-JSON plans, and no storage call outside `_delta_log/`."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from deltalake import DeltaTable
+
+from airflow_txnlog.engine import InvalidArgumentError, Table
+from airflow_txnlog.engine.maintenance.compaction_plan import FileInfo, pack, plan_partition
+from airflow_txnlog.engine.maintenance.plan_settings import PlanSettings
+
+SCHEMA = pa.schema([("p", pa.string()), ("x", pa.int64())])
+NOW = 10**13
+MIB = 1024 * 1024
+
+
+def _small_appends(t: Table, part: str, n: int, rows: int = 50) -> None:
+    for i in range(n):
+        t.write(pa.table({"p": [part] * rows, "x": list(range(i * rows, (i + 1) * rows))}, schema=SCHEMA))
+
+
+def _keys(decision: dict[str, Any]) -> set[str]:
+    return set(decision)
+
+
+class _Recording:
+    """A table's storage, recording the key of every call (to prove the planner stays in the log)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner, self.keys = inner, []
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self.inner, name)
+        if not callable(attr):
+            return attr
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            self.keys.append((name, args[0] if args and isinstance(args[0], str) else ""))
+            return attr(*args, **kwargs)
+
+        return call
+
+
+def test_a_healthy_table_gets_reasons_and_the_plan_is_plain_json(tmp_path: Path) -> None:
+    t = Table.create(str(tmp_path / "t"), schema=SCHEMA, partition_by=["p"])
+    _small_appends(t, "a", 3)
+    plan = t.plan_maintenance(quiet_minutes=0)
+    doc = json.loads(json.dumps(plan.to_dict()))
+    assert doc["version"] == 3 and doc["actions"] == []
+    skipped = {(s["kind"], json.dumps(s["partition"])): s for s in doc["skipped"]}
+    compact = skipped[("compact", '{"p": "a"}')]
+    assert compact["reason"] == "healthy: 3 small files < 5"
+    assert (compact["rule"], compact["observed"], compact["threshold"]) == ("min_input_files", 3, 5)
+    assert (
+        skipped[("checkpoint", "null")]["reason"] == "4 commits since the newest checkpoint < 10"
+    )  # (v0 to v3)
+    for s in doc["skipped"]:
+        assert {"kind", "partition", "reason", "rule", "observed", "threshold", "cost", "benefit"} <= set(s)
+
+
+def test_the_partition_with_many_small_files_is_compacted_and_the_other_skipped(tmp_path: Path) -> None:
+    t = Table.create(str(tmp_path / "t"), schema=SCHEMA, partition_by=["p"])
+    _small_appends(t, "a", 12)
+    _small_appends(t, "b", 2)
+    plan = t.plan_maintenance(quiet_minutes=0).to_dict()
+    (compact,) = [a for a in plan["actions"] if a["kind"] == "compact"]
+    assert compact["partition"] == {"p": "a"} and compact["rule"] == "min_input_files"
+    assert (compact["observed"], compact["threshold"]) == (12, 5)
+    live = {f.path for f in t.snapshot().files() if f.partition_values["p"] == "a"}
+    assert set(compact["files"]) == live and sorted(f for b in compact["bins"] for f in b) == sorted(live)
+    assert compact["estimate"]["files_after"] == 1 and compact["benefit"]["files_removed"] == 11
+    assert compact["cost"]["bytes_read"] == sum(f.size for f in t.snapshot().files() if f.path in live)
+    for a in plan["actions"]:
+        assert {
+            "kind",
+            "partition",
+            "files",
+            "rule",
+            "observed",
+            "threshold",
+            "estimate",
+            "cost",
+            "benefit",
+        } <= set(a)
+    assert any(s["kind"] == "compact" and s["partition"] == {"p": "b"} for s in plan["skipped"])
+
+
+def test_a_partition_written_within_the_quiet_period_waits(tmp_path: Path) -> None:
+    t = Table.create(str(tmp_path / "t"), schema=SCHEMA)
+    _small_appends(t, "a", 6)
+    plan = t.plan_maintenance().to_dict()  # (the default quiet period: 60 minutes)
+    (skip,) = [s for s in plan["skipped"] if s["kind"] == "compact"]
+    assert skip["rule"] == "quiet_period" and "within the quiet period of 60 min" in skip["reason"]
+    assert not [a for a in plan["actions"] if a["kind"] == "compact"]
+
+
+def _file(name: str, size: int, *, records: int = 100, deleted: int = 0, mtime: int = 0) -> FileInfo:
+    return FileInfo(name, size, mtime, records, deleted)
+
+
+def test_bins_are_packed_by_estimated_output_and_never_hold_one_file() -> None:
+    s = PlanSettings(target_file_size=100 * MIB)
+    files = [_file(f"f{i}", 30 * MIB) for i in range(7)] + [
+        _file("dv", 60 * MIB, deleted=50)
+    ]  # dv -> 30 MiB out
+    files += [_file("mid", 90 * MIB), _file("big", 500 * MIB)]  # never inputs
+    (compact,) = plan_partition({"p": "a"}, files, s, NOW)
+    assert "mid" not in compact.files and "big" not in compact.files
+    assert [len(b) for b in compact.bins] == [3, 3, 2]  # 8 files of 30 MiB out: 90 + 90 + 60
+    assert compact.estimate["bytes_after"] == 8 * 30 * MIB
+    assert compact.benefit == {"files_removed": 5, "bytes_reclaimed": 30 * MIB}
+    lone = plan_partition(None, [_file(f"f{i}", 80 * MIB // 2 + MIB) for i in range(5)], s, NOW)
+    # 41 MiB files: two per bin, the fifth alone (dropped): 2 bins of 2 -> 2 removed < 4
+    assert lone[0].reason == "would remove 2 files net < 4" and lone[0].rule == "min_files_removed"
+
+
+def test_a_file_whose_deletion_vector_deletes_over_five_percent_is_purged() -> None:
+    s = PlanSettings(target_file_size=100 * MIB)
+    files = [_file("keep", 90 * MIB, deleted=5), _file("purge", 90 * MIB, deleted=6)]
+    decisions = plan_partition(None, files, s, NOW)
+    (purge,) = [d for d in decisions if d.kind == "purge_deletion_vectors"]
+    assert purge.files == ["purge"] and purge.observed == 0.06 and purge.threshold == 0.05
+    assert purge.benefit["deleted_rows_purged"] == 6
+
+
+def test_bins_are_balanced_near_the_capacity() -> None:
+    bins = pack([_file(str(i), size) for i, size in enumerate([70, 50, 40, 30, 10])], 100)
+    assert sorted(sorted(f.size for f in b) for b in bins) == [[10, 40, 50], [30, 70]]
+
+
+def test_checkpoint_and_vacuum_and_log_cleanup_rules(tmp_path: Path) -> None:
+    t = Table.create(str(tmp_path / "t"), schema=SCHEMA, properties={"delta.checkpointInterval": "1000"})
+    _small_appends(t, "a", 4)
+    t.write(pa.table({"p": ["a"], "x": [1]}, schema=SCHEMA), mode="overwrite")  # 4 tombstones
+    later = int(time.time() * 1000) + 31 * 86_400_000  # past the vacuum retention and the full cadence
+    plan = t.plan_maintenance(checkpoint_interval=5, quiet_minutes=0, now_ms=later)
+    kinds = {a["kind"]: a for a in plan.to_dict()["actions"]}
+    assert kinds["checkpoint"]["observed"] == 6 and kinds["checkpoint"]["threshold"] == 5
+    lite = [a for a in plan.to_dict()["actions"] if a["kind"] == "vacuum" and a["estimate"]["mode"] == "lite"]
+    assert len(lite) == 1 and len(lite[0]["files"]) == 4 and lite[0]["rule"] == "retention_since_last_vacuum"
+    assert any(a["kind"] == "vacuum" and a["estimate"]["mode"] == "full" for a in plan.to_dict()["actions"])
+    t.checkpoint()
+    t.vacuum(dry_run=False, retention_hours=0, enforce_retention=False)
+    again = t.plan_maintenance(quiet_minutes=0).to_dict()
+    assert not [a for a in again["actions"] if a["kind"] in ("checkpoint", "vacuum")], again["actions"]
+
+
+def test_the_planner_reads_nothing_outside_the_log(tmp_path: Path) -> None:
+    t = Table.create(str(tmp_path / "t"), schema=SCHEMA, partition_by=["p"])
+    _small_appends(t, "a", 8)
+    t.write(pa.table({"p": ["a"], "x": [1]}, schema=SCHEMA), mode="overwrite")
+    fresh = Table.open(str(tmp_path / "t"))
+    recording = _Recording(fresh._storage)
+    fresh._storage = recording
+    fresh.plan_maintenance(quiet_minutes=0, now_ms=int(time.time() * 1000) + 8 * 86_400_000)
+    touched = [(name, key) for name, key in recording.keys if key]
+    assert touched and all(key.startswith("_delta_log") for _, key in touched), touched
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"min_input_files": 1}, "min_input_files must be >= 2"),
+        ({"small_fraction": 2}, "small_fraction"),
+        ({"nope": 1}, "unknown setting 'nope'"),
+        ({"vacuum_min_bytes": "lots"}, "vacuum_min_bytes must be a int"),
+    ],
+)
+def test_bad_settings_are_refused(tmp_path: Path, overrides: dict[str, Any], message: str) -> None:
+    t = Table.create(str(tmp_path / "t"), schema=SCHEMA)
+    with pytest.raises(InvalidArgumentError, match=message):
+        t.plan_maintenance(**overrides)
+
+
+def test_thresholds_come_from_table_properties(tmp_path: Path) -> None:
+    props = {"txnlog.maintenance.minInputFiles": "3", "txnlog.maintenance.quietMinutes": "0"}
+    t = Table.create(str(tmp_path / "t"), schema=SCHEMA, properties=props)
+    _small_appends(t, "a", 4)
+    plan = t.plan_maintenance().to_dict()
+    (compact,) = [a for a in plan["actions"] if a["kind"] == "compact"]
+    assert compact["threshold"] == 3 and plan["settings"]["min_input_files"] == 3
+
+
+# --------------------------------------------------------------------------- running the plan
+def _random_appends(t: Table, part: str, n: int, rows: int = 20_000) -> None:
+    rng = np.random.default_rng(7)
+    for _ in range(n):
+        xs = rng.integers(0, 2**62, rows)
+        t.write(pa.table({"p": [part] * rows, "x": xs}, schema=SCHEMA))
+
+
+def test_running_the_plan_converges_and_outputs_land_near_the_target(tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    t = Table.create(str(path), schema=SCHEMA, partition_by=["p"])
+    _random_appends(t, "a", 17)
+    _random_appends(t, "b", 2)
+    before = DeltaTable(str(path)).to_pyarrow_table().sort_by("x")
+    size = sum(f.size for f in t.snapshot().files()) // 19
+    target = int(size * 5.2)  # five files per bin
+    plan = t.plan_maintenance(quiet_minutes=0, target_file_size=target).to_dict()
+    (action,) = [a for a in plan["actions"] if a["kind"] == "compact"]
+    dry = t.run_maintenance(action)
+    assert dry["dry_run"] and dry["version"] is None and t.snapshot().version == 19
+    done = t.run_maintenance(action, dry_run=False)
+    # 17 files of about target / 5.2: 4 balanced bins (5 + 4 + 4 + 4), no small remainder
+    assert done["bins_run"] == 4 and done["actual"]["files_after"] == 4
+    predicted, actual = done["predicted"]["bytes_after"], done["actual"]["bytes_after"]
+    assert abs(actual - predicted) <= 0.2 * predicted  # the estimate holds within 20 %
+    outputs = [f for f in t.snapshot().files() if f.path not in {p for b in action["bins"] for p in b}]
+    outputs = [f for f in outputs if f.partition_values["p"] == "a"]
+    in_band = sum(f.size for f in outputs if 0.75 * target <= f.size <= 1.25 * target)
+    assert in_band >= 0.95 * sum(f.size for f in outputs)
+    again = t.plan_maintenance(quiet_minutes=0, target_file_size=target).to_dict()
+    assert not [a for a in again["actions"] if a["kind"] == "compact"]  # converged
+    info = t.history(limit=1)[0]
+    assert info["operation"] == "OPTIMIZE" and info["operationMetrics"]["numRemovedFiles"] == "17"
+    removes = [
+        json.loads(line) for line in (path / "_delta_log" / f"{20:020d}.json").read_text().splitlines()
+    ]
+    assert all(r["remove"]["dataChange"] is False for r in removes if "remove" in r)
+    assert DeltaTable(str(path)).to_pyarrow_table().sort_by("x").equals(before)  # the same rows
+
+
+def test_a_bin_whose_file_is_gone_is_dropped_not_half_done(tmp_path: Path) -> None:
+    t = Table.create(str(tmp_path / "t"), schema=SCHEMA)
+    _small_appends(t, "a", 10)
+    plan = t.plan_maintenance(quiet_minutes=0, target_file_size=10**9).to_dict()
+    (action,) = [a for a in plan["actions"] if a["kind"] == "compact"]
+    t.write(pa.table({"p": ["z"], "x": [0]}, schema=SCHEMA), mode="overwrite")  # every file removed
+    done = t.run_maintenance(action, dry_run=False)
+    assert (done["bins_run"], done["bins_dropped"], done["version"]) == (0, 1, None)
+    with pytest.raises(InvalidArgumentError, match="bins"):
+        t.run_maintenance({"kind": "compact", "files": ["x"], "bins": [["x"]]})
+
+
+def test_a_lite_vacuum_deletes_the_logs_expired_tombstones_without_listing(tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    t = Table.create(str(path), schema=SCHEMA)
+    _small_appends(t, "a", 3)
+    gone = {f.path for f in t.snapshot().files()}
+    t.write(pa.table({"p": ["a"], "x": [1]}, schema=SCHEMA), mode="overwrite")
+    orphan = path / "part-orphan.parquet"
+    orphan.write_bytes(b"left by a failed writer")
+    recording = _Recording(t._storage)
+    t._storage = recording
+    result = t.vacuum(lite=True, dry_run=False, retention_hours=0, enforce_retention=False)
+    assert set(result.files) == gone and orphan.exists()  # orphans wait for a full vacuum
+    listed = [k for name, k in recording.keys if name.startswith("list")]
+    assert all(k.startswith("_") for k in listed), listed  # the log and metadata folders, no data folder
+    assert not any((path / p).exists() for p in gone)
+    assert t.history(limit=2)[1]["operationParameters"]["vacuumType"] == "LITE"
