@@ -19,6 +19,7 @@ observed value and the threshold.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,24 +29,23 @@ from airflow_txnlog.engine.maintenance.plan_settings import PlanSettings
 MINUTE_MS = 60_000
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class FileInfo:
-    """One live file as the log describes it."""
+    """One live file as the log describes it; `deleted_fraction` and `estimated_output` (the bytes
+    of its live rows once rewritten: its size scaled by the share of rows kept) computed once."""
 
     path: str
     size: int
     modification_time: int
     num_records: int | None
     deleted_rows: int = 0
+    deleted_fraction: float = field(init=False)
+    estimated_output: int = field(init=False)
 
-    @property
-    def deleted_fraction(self) -> float:
-        return self.deleted_rows / self.num_records if self.num_records else 0.0
-
-    @property
-    def estimated_output(self) -> int:
-        """Bytes of its live rows once rewritten (its size scaled by the share of rows kept)."""
-        return int(self.size * (1 - self.deleted_fraction))
+    def __post_init__(self) -> None:
+        fraction = self.deleted_rows / self.num_records if self.num_records else 0.0
+        object.__setattr__(self, "deleted_fraction", fraction)
+        object.__setattr__(self, "estimated_output", int(self.size * (1 - fraction)))
 
 
 @dataclass(frozen=True)
@@ -84,12 +84,19 @@ def _rule(d: Decision) -> dict[str, Any]:
 
 
 def plan_partition(
-    partition: dict[str, Any] | None, files: Sequence[FileInfo], s: PlanSettings, now_ms: int
+    partition: dict[str, Any] | None,
+    files: Sequence[FileInfo],
+    s: PlanSettings,
+    now_ms: int,
+    *,
+    newest: int | None = None,
 ) -> list[Decision]:
-    """The compaction and purge decisions for one partition's live files."""
-    newest = max((f.modification_time for f in files), default=0)
+    """The compaction and purge decisions for one partition's live files (or only its candidates,
+    with `newest` the modification time of its newest file)."""
+    if newest is None:
+        newest = max((f.modification_time for f in files), default=0)
     quiet_ms = int(s.quiet_minutes * MINUTE_MS)
-    if files and now_ms - newest < quiet_ms:
+    if newest and now_ms - newest < quiet_ms:
         minutes = round((now_ms - newest) / MINUTE_MS, 1)
         reason = f"written {minutes} min ago, within the quiet period of {s.quiet_minutes:g} min"
         return [Decision("compact", partition, "quiet_period", minutes, s.quiet_minutes, reason=reason)]
@@ -150,18 +157,18 @@ def _purge(partition: dict[str, Any] | None, heavy: list[FileInfo], s: PlanSetti
 
 def pack(files: Sequence[FileInfo], capacity: int) -> list[list[FileInfo]]:
     """The files in k = ceil(estimated output / capacity) bins, largest first into the emptiest
-    (LPT), so the outputs are alike and near the capacity rather than full ones and one small
-    remainder; k grows while a bin would exceed 1.25 x the capacity."""
+    (LPT, with a heap), so the outputs are alike and near the capacity rather than full ones and one
+    small remainder; k grows while a bin would exceed 1.25 x the capacity."""
     total = sum(f.estimated_output for f in files)
     k = max(1, -(-total // max(capacity, 1)))
     ordered = sorted(files, key=lambda f: (-f.estimated_output, f.path))
     while True:
         bins: list[list[FileInfo]] = [[] for _ in range(k)]
-        load = [0] * k
+        heap = [(0, i) for i in range(k)]
         for f in ordered:
-            i = load.index(min(load))
+            load, i = heapq.heappop(heap)
             bins[i].append(f)
-            load[i] += f.estimated_output
-        if max(load) <= 1.25 * capacity or k >= len(ordered):
+            heapq.heappush(heap, (load + f.estimated_output, i))
+        if max(load for load, _ in heap) <= 1.25 * capacity or k >= len(ordered):
             return [b for b in bins if b]
         k += 1

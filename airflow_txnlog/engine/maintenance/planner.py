@@ -71,7 +71,11 @@ def plan_maintenance(
     snap = table.snapshot()
     s = settings(snap.metadata.configuration, overrides)
     listing = list_log(table.storage)
-    decisions = [d for part, files in _partitions(snap) for d in plan_partition(part, files, s, now)]
+    decisions = [
+        d
+        for part, newest, files in _partitions(snap, s)
+        for d in plan_partition(part, files, s, now, newest=newest)
+    ]
     decisions += [_checkpoint(snap, listing, s), _cleanup_log(snap, listing, s, now)]
     decisions += _vacuum(table, snap, listing, s, now)
     return MaintenancePlan(
@@ -84,27 +88,47 @@ def plan_maintenance(
     )
 
 
-def _partitions(snap: Snapshot) -> list[tuple[dict[str, Any] | None, list[FileInfo]]]:
-    """The live files grouped by partition values (None for an unpartitioned table)."""
+def _partitions(snap: Snapshot, s: PlanSettings) -> list[tuple[dict[str, Any] | None, int, list[FileInfo]]]:
+    """(partition values or None, its newest file's modification time, its candidate files: small
+    or with a deletion vector past the purge threshold) for every partition; only candidates become
+    Python objects (a healthy million-file table builds none)."""
     files = snap.add_actions()
-    deleted = _deleted_rows(snap, files.num_rows)
-    parts = snap.partition_columns
-    columns = [files.column(f"partition.{c}").to_pylist() for c in parts]
+    deleted = pa.array(_deleted_rows(snap, files.num_rows), pa.int64())
+    files = files.append_column("_deleted", deleted)
+    keys = [f"partition.{c}" for c in snap.partition_columns]
+    newest_by = files.group_by(keys).aggregate([("modification_time", "max")]) if keys else None
+    records = pc.fill_null(files.column("num_records"), 0)
+    heavy = pc.greater(
+        pc.multiply(deleted, 1.0), pc.multiply(pc.cast(records, pa.float64()), s.dv_purge_fraction)
+    )
+    mask = pc.or_(pc.less(files.column("size_bytes"), s.small_bytes), pc.and_(heavy, pc.greater(records, 0)))
+    cands = files.filter(mask)
     groups: dict[tuple[Any, ...], list[FileInfo]] = defaultdict(list)
+    columns = [cands.column(k).to_pylist() for k in keys]
     rows = zip(
-        files.column("path").to_pylist(),
-        files.column("size_bytes").to_pylist(),
-        files.column("modification_time").to_pylist(),
-        files.column("num_records").to_pylist(),
-        deleted,
+        *(
+            cands.column(c).to_pylist()
+            for c in ("path", "size_bytes", "modification_time", "num_records", "_deleted")
+        ),
         strict=True,
     )
-    for i, (path, size, mtime, records, dv) in enumerate(rows):
-        key = tuple(col[i] for col in columns)
-        groups[key].append(FileInfo(path, int(size or 0), int(mtime or 0), records, dv))
+    for i, (path, size, mtime, n, dv) in enumerate(rows):
+        groups[tuple(col[i] for col in columns)].append(
+            FileInfo(path, int(size or 0), int(mtime or 0), n, int(dv or 0))
+        )
+    if newest_by is None:
+        newest = {(): int(pc.max(files.column("modification_time")).as_py() or 0)} if files.num_rows else {}
+    else:
+        part_values = zip(*(newest_by.column(k).to_pylist() for k in keys), strict=True)
+        newest = dict(zip(part_values, newest_by.column("modification_time_max").to_pylist(), strict=True))
+    parts = snap.partition_columns
     return [
-        (dict(zip(parts, (_plain(v) for v in key), strict=True)) if parts else None, group)
-        for key, group in sorted(groups.items(), key=lambda kv: str(kv[0]))
+        (
+            dict(zip(parts, map(_plain, key), strict=True)) if parts else None,
+            int(ts or 0),
+            groups.get(key, []),
+        )
+        for key, ts in sorted(newest.items(), key=lambda kv: str(kv[0]))
     ]
 
 
