@@ -13,7 +13,8 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
 
-from airflow_txnlog.engine import InvalidArgumentError, Table
+from airflow_txnlog.engine import AddFile, CommitConflictError, InvalidArgumentError, Table
+from airflow_txnlog.engine.maintenance import compaction
 from airflow_txnlog.engine.maintenance.compaction_plan import FileInfo, pack, plan_partition
 from airflow_txnlog.engine.maintenance.plan_settings import PlanSettings
 
@@ -162,7 +163,9 @@ def test_the_planner_reads_nothing_outside_the_log(tmp_path: Path) -> None:
     fresh._storage = recording
     fresh.plan_maintenance(quiet_minutes=0, now_ms=int(time.time() * 1000) + 8 * 86_400_000)
     touched = [(name, key) for name, key in recording.keys if key]
-    assert touched and all(key.startswith("_delta_log") for _, key in touched), touched
+    # the log and the table's metadata folders (_savepoints, _published): never a data file or folder
+    assert touched and all(key.startswith("_") for _, key in touched), touched
+    assert any(key.startswith("_delta_log") for _, key in touched)
 
 
 @pytest.mark.parametrize(
@@ -171,7 +174,7 @@ def test_the_planner_reads_nothing_outside_the_log(tmp_path: Path) -> None:
         ({"min_input_files": 1}, "min_input_files must be >= 2"),
         ({"small_fraction": 2}, "small_fraction"),
         ({"nope": 1}, "unknown setting 'nope'"),
-        ({"vacuum_min_bytes": "lots"}, "vacuum_min_bytes must be a int"),
+        ({"vacuum_min_bytes": "lots"}, "vacuum_min_bytes must be a finite int"),
     ],
 )
 def test_bad_settings_are_refused(tmp_path: Path, overrides: dict[str, Any], message: str) -> None:
@@ -253,7 +256,93 @@ def test_a_lite_vacuum_deletes_the_logs_expired_tombstones_without_listing(tmp_p
     t._storage = recording
     result = t.vacuum(lite=True, dry_run=False, retention_hours=0, enforce_retention=False)
     assert set(result.files) == gone and orphan.exists()  # orphans wait for a full vacuum
-    listed = [k for name, k in recording.keys if name.startswith("list")]
+    listed = [k for name, k in recording.keys if name.startswith("list") and name != "list_log"]
     assert all(k.startswith("_") for k in listed), listed  # the log and metadata folders, no data folder
     assert not any((path / p).exists() for p in gone)
     assert t.history(limit=2)[1]["operationParameters"]["vacuumType"] == "LITE"
+
+
+# --------------------------------------------------------------------------- review findings
+def test_a_rewrite_that_lands_between_planning_and_committing_is_a_conflict(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """Two runs of the same compact action: the second chose its files from the snapshot the first
+    had not committed to yet, so its commit conflicts; rows are never duplicated."""
+    t = Table.create(str(tmp_path / "t"), schema=SCHEMA)
+    _small_appends(t, "a", 6)
+    (action,) = [
+        a for a in t.plan_maintenance(quiet_minutes=0).to_dict()["actions"] if a["kind"] == "compact"
+    ]
+    real, other = compaction._rewrite, Table.open(str(tmp_path / "t"))
+
+    def racing(*args: Any) -> Any:
+        monkeypatch.setattr(compaction, "_rewrite", real)
+        other.run_maintenance(action, dry_run=False)  # the other run commits first
+        return real(*args)
+
+    monkeypatch.setattr(compaction, "_rewrite", racing)
+    with pytest.raises(CommitConflictError):
+        t.run_maintenance(action, dry_run=False)
+    assert len(DeltaTable(str(tmp_path / "t")).to_pyarrow_table()) == 6 * 50
+    assert len(list((tmp_path / "t").glob("*.parquet"))) == 6 + 1  # inputs (not vacuumed) + one output
+
+
+def test_lite_vacuum_finds_removes_a_checkpoint_dropped_and_skips_paths_outside_the_root(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "t"
+    retention = {"delta.deletedFileRetentionDuration": "interval 1 seconds"}
+    t = Table.create(str(path), schema=SCHEMA, properties=retention)
+    _small_appends(t, "a", 3)
+    gone = {f.path for f in t.snapshot().files()}
+    t.write(pa.table({"p": ["a"], "x": [1]}, schema=SCHEMA), mode="overwrite")
+    outside = tmp_path / "elsewhere.parquet"
+    outside.write_bytes(b"another table's file")
+    with t.transaction("DELETE") as txn:  # a tombstone naming a file outside the root (a clone's)
+        txn.remove(
+            AddFile(
+                path=outside.as_uri(), partition_values={}, size=20, modification_time=0, data_change=True
+            )
+        )
+        txn.commit()
+    time.sleep(1.2)
+    t.checkpoint()  # past the retention: the checkpoint drops the tombstones
+    assert Table.open(str(path)).snapshot().tombstone_table().num_rows == 0
+    plan = t.plan_maintenance(quiet_minutes=0).to_dict()
+    (lite,) = [a for a in plan["actions"] if a["kind"] == "vacuum" and a["estimate"]["mode"] == "lite"]
+    assert set(lite["files"]) == gone
+    result = t.vacuum(lite=True, dry_run=False)
+    assert set(result.files) == gone and outside.exists()
+    assert not any((path / p).exists() for p in gone)
+
+
+def test_a_lite_vacuum_does_not_stand_for_a_full_one(tmp_path: Path) -> None:
+    t = Table.create(str(tmp_path / "t"), schema=SCHEMA)
+    _small_appends(t, "a", 2)
+    t.vacuum(lite=True, dry_run=False)
+    later = int(time.time() * 1000) + 31 * 86_400_000
+    plan = t.plan_maintenance(quiet_minutes=0, now_ms=later).to_dict()
+    assert any(a["kind"] == "vacuum" and a["estimate"]["mode"] == "full" for a in plan["actions"])
+    t.vacuum(dry_run=False)
+    again = t.plan_maintenance(quiet_minutes=0).to_dict()
+    skip = [s for s in again["skipped"] if s["rule"] == "full_vacuum_days"]
+    assert skip and skip[0]["reason"].startswith("the last full vacuum was 0.0 days ago")
+
+
+def test_planned_log_cleanup_is_what_cleanup_log_deletes(tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    t = Table.create(
+        str(path), schema=SCHEMA, properties={"delta.logRetentionDuration": "interval 1 seconds"}
+    )
+    _small_appends(t, "a", 3)
+    t.checkpoint()
+    time.sleep(1.2)
+    t.write(pa.table({"p": ["a"], "x": [9]}, schema=SCHEMA))
+    (action,) = [
+        a for a in t.plan_maintenance(quiet_minutes=0).to_dict()["actions"] if a["kind"] == "cleanup_log"
+    ]
+    done = t.run_maintenance(action, dry_run=False)
+    assert sorted(done["files"]) == sorted(action["files"]) and action["files"]
+    assert not [
+        a for a in t.plan_maintenance(quiet_minutes=0).to_dict()["actions"] if a["kind"] == "cleanup_log"
+    ]

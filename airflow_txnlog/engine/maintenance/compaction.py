@@ -23,6 +23,7 @@ from airflow_txnlog.engine.errors import CommitConflictError, InvalidArgumentErr
 from airflow_txnlog.engine.log.actions import AddFile
 from airflow_txnlog.engine.maintenance.maintenance_table import MaintenanceTable
 from airflow_txnlog.engine.state.scan import read_files
+from airflow_txnlog.engine.state.snapshot import Snapshot
 from airflow_txnlog.engine.write.writer import delete_files, write_data_files
 
 _KINDS = ("compact", "purge_deletion_vectors")
@@ -77,7 +78,7 @@ def compact(table: MaintenanceTable, action: Mapping[str, Any], *, dry_run: bool
     )  # fmt: skip
     if dry_run or not runnable:
         return dataclasses.replace(out, seconds=round(time.monotonic() - started, 3))
-    version, adds, removed = _rewrite(table, runnable, action)
+    version, adds, removed = _rewrite(table, snap, runnable, action)
     actual = {
         "files_after": len(adds),
         "bytes_after": sum(a.size for a in adds),
@@ -90,9 +91,10 @@ def compact(table: MaintenanceTable, action: Mapping[str, Any], *, dry_run: bool
 
 
 def _rewrite(
-    table: MaintenanceTable, bins: Sequence[Sequence[AddFile]], action: Mapping[str, Any]
+    table: MaintenanceTable, snap: Snapshot, bins: Sequence[Sequence[AddFile]], action: Mapping[str, Any]
 ) -> tuple[int, list[AddFile], list[AddFile]]:
-    snap = table.snapshot()
+    """The bins rewritten and committed on a transaction that read `snap`, the snapshot the bins'
+    files were chosen from: a commit since (another rewrite, a delete) is a conflict, never missed."""
     partition = action.get("partition")
     predicate = json.dumps([_predicate(partition)] if isinstance(partition, Mapping) and partition else [])
     txn = table.transaction("OPTIMIZE", {"predicate": predicate, "zOrderBy": "[]"}, snapshot=snap)

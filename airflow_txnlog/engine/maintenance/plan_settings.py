@@ -19,6 +19,7 @@ A malformed property or argument is an `InvalidArgumentError` naming it.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -105,8 +106,10 @@ def _typed(name: str, raw: Any, kind: type) -> Any:
         if isinstance(raw, bool):
             raise ValueError
         value = kind(raw) if kind is float else int(str(raw))
-    except (TypeError, ValueError) as exc:
-        raise InvalidArgumentError(f"{name} must be a {kind.__name__}, got {raw!r}") from exc
+        if not math.isfinite(value):
+            raise ValueError
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise InvalidArgumentError(f"{name} must be a finite {kind.__name__}, got {raw!r}") from exc
     if value < 0:
         raise InvalidArgumentError(f"{name} must be >= 0, got {raw!r}")
     return value
@@ -123,6 +126,8 @@ def _check(s: PlanSettings) -> None:
         raise InvalidArgumentError(
             f"min_input_files must be >= 2 (no one-file bins), got {s.min_input_files}"
         )
+    if s.min_files_removed < 1:
+        raise InvalidArgumentError(f"min_files_removed must be >= 1, got {s.min_files_removed}")
     if not 0 < s.dv_purge_fraction <= 1:
         raise InvalidArgumentError(f"dv_purge_fraction must be in (0, 1], got {s.dv_purge_fraction}")
     if s.checkpoint_interval < 1:

@@ -1,22 +1,24 @@
 """The maintenance planner: what one table needs now, and why, from its log alone.
 
 Inputs: the latest snapshot (live files with size, modification time, numRecords and their deletion
-vectors' cardinality; tombstones), one listing of `_delta_log/` and the commitInfo of the commits
-since the newest expired tombstone could have been vacuumed. No data file is read and no data
-folder is listed (tests/engine/test_planner.py counts the storage calls).
+vectors' cardinality), listings of `_delta_log/`, the commits since the last completed vacuum
+(engine.maintenance.vacuum_log) and the metadata folders log cleanup consults (`_savepoints/`,
+`_published/`). No data file is read and no data folder is listed (tests/engine/test_planner.py
+records the storage calls).
 
 Decisions, each an action or a skip with rule, observed value, threshold, cost and benefit:
     compact / purge_deletion_vectors   per partition (engine.maintenance.compaction_plan)
     checkpoint     commits since the newest checkpoint >= `checkpoint_interval`; benefit: the commit
                    files a reader no longer replays
-    cleanup_log    commit files older than the log retention below the newest checkpoint
-    vacuum         lite (from the log's tombstones, no listing, Delta's VACUUM LITE): the tombstones
-                   past the retention that no completed vacuum has covered yet (a vacuum covers
-                   tombstones older than its start minus its retention), when their bytes reach
-                   `vacuum_min_bytes` or the retention has passed since the last vacuum; full (a listing
-                   for orphans of failed writes): when none ran for `full_vacuum_days`
+    cleanup_log    what `cleanup_log` would delete now (its own rule, so running it converges)
+    vacuum         lite (Delta's VACUUM LITE): the files removed since the last completed vacuum's
+                   cutoff, past the retention, not live and inside the table root, when their bytes
+                   reach `vacuum_min_bytes` or the retention has passed since the last vacuum; full
+                   (a listing for orphans of failed writes): when no full vacuum ran for
+                   `full_vacuum_days`, or the log no longer holds what a lite one would need
 Planning again right after the plan ran gives no action: compaction never takes files of 0.75 x
-target or more, a checkpoint resets the count, a vacuum covers what it found.
+target or more, a checkpoint resets the count, a vacuum covers what it found, log cleanup deletes
+exactly what was planned.
 """
 
 from __future__ import annotations
@@ -29,13 +31,15 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from airflow_txnlog.engine.log.log_reader import read_commit_info
 from airflow_txnlog.engine.log.log_segment import LogListing, list_log, monotonic_timestamps
 from airflow_txnlog.engine.log.replay import key_paths
 from airflow_txnlog.engine.maintenance.compaction_plan import Decision, FileInfo, plan_partition
+from airflow_txnlog.engine.maintenance.log_cleanup import cleanup_log
 from airflow_txnlog.engine.maintenance.maintenance_table import MaintenanceTable
 from airflow_txnlog.engine.maintenance.plan_settings import PlanSettings, settings
+from airflow_txnlog.engine.maintenance.vacuum_log import Removed, VacuumHistory, vacuum_history
 from airflow_txnlog.engine.state.snapshot import Snapshot
+from airflow_txnlog.engine.storage import has_scheme
 
 DAY_MS = 24 * 3600 * 1000
 _PER_FILE_CHECKPOINT_BYTES = 200  # (a rough size of one add in a parquet checkpoint: an estimate)
@@ -76,7 +80,7 @@ def plan_maintenance(
         for part, newest, files in _partitions(snap, s)
         for d in plan_partition(part, files, s, now, newest=newest)
     ]
-    decisions += [_checkpoint(snap, listing, s), _cleanup_log(snap, listing, s, now)]
+    decisions += [_checkpoint(snap, listing, s), _cleanup_log(table, s)]
     decisions += _vacuum(table, snap, listing, s, now)
     return MaintenancePlan(
         table=table.storage.root,
@@ -133,8 +137,10 @@ def _partitions(snap: Snapshot, s: PlanSettings) -> list[tuple[dict[str, Any] | 
 
 
 def _plain(value: Any) -> Any:
-    """A partition value as JSON: dates and timestamps in ISO form."""
-    return value.isoformat() if hasattr(value, "isoformat") else value
+    """A partition value as JSON: dates and timestamps in ISO form, decimals and bytes as text."""
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    return value.isoformat() if hasattr(value, "isoformat") else str(value)
 
 
 def _deleted_rows(snap: Snapshot, n: int) -> list[int]:
@@ -170,19 +176,17 @@ def _checkpoint(snap: Snapshot, listing: LogListing, s: PlanSettings) -> Decisio
     )  # fmt: skip
 
 
-def _cleanup_log(snap: Snapshot, listing: LogListing, s: PlanSettings, now: int) -> Decision:
-    newest_cp = max((v for v in listing.checkpoints if v <= snap.version), default=None)
-    stamps = monotonic_timestamps(listing.commits)
-    cutoff = now - s.log_retention_ms
-    expired = [v for v, ts in stamps.items() if ts <= cutoff and newest_cp is not None and v < newest_cp]
+def _cleanup_log(table: MaintenanceTable, s: PlanSettings) -> Decision:
+    """What `cleanup_log` would delete now (its own rule: below the newest checkpoint whose commit
+    is past the log retention, held back by published versions), so running it converges."""
+    files = cleanup_log(table, retention_hours=s.log_retention_ms / 3_600_000, dry_run=True).files
     days = round(s.log_retention_ms / DAY_MS, 3)
-    if not expired:
-        reason = "no commit file is past the log retention below a checkpoint"
+    if not files:
+        reason = "no log file is past the log retention below a checkpoint that stays"
         return Decision("cleanup_log", None, "log_retention_days", 0, days, reason=reason)
     return Decision(
-        "cleanup_log", None, "log_retention_days", len(expired), days,
-        estimate={"oldest_version_after": max(expired) + 1},
-        cost={"requests": len(expired) + 1}, benefit={"log_files_removed": len(expired)},
+        "cleanup_log", None, "log_retention_days", len(files), days, files=list(files),
+        cost={"requests": len(files) + 1}, benefit={"log_files_removed": len(files)},
     )  # fmt: skip
 
 
@@ -190,24 +194,30 @@ def _vacuum(
     table: MaintenanceTable, snap: Snapshot, listing: LogListing, s: PlanSettings, now: int
 ) -> list[Decision]:
     cutoff = now - s.vacuum_retention_ms
-    tombs = snap.tombstone_table()
-    expired = tombs.filter(pc.less_equal(tombs.column("deletion_timestamp"), cutoff))
-    oldest = pc.min(expired.column("deletion_timestamp")).as_py() if expired.num_rows else None
-    last = _last_vacuums(table, listing, oldest, s, now)
-    covered = last.get("covered_before")
-    todo = (
-        expired
-        if covered is None
-        else expired.filter(pc.greater(expired.column("deletion_timestamp"), covered))
+    history = vacuum_history(
+        table.storage, listing, now_ms=now, retention_ms=s.vacuum_retention_ms, full_days=s.full_vacuum_days
     )
     created = monotonic_timestamps(listing.commits).get(0)  # (None once version 0 was cleaned up)
-    return [_lite(todo, last, s, now), _full(last, created, s, now)]
+    if not history.complete:
+        reason = "the commits since the last vacuum are no longer in the log: a lite vacuum cannot see them"
+        lite = Decision("vacuum", None, "log_complete", False, True, reason=reason)
+        return [lite, _full(history, created, s, now, forced=True)]
+    live = set(key_paths(snap.file_keys()).to_pylist())
+    since = history.covered_before
+    todo = [
+        r
+        for r in history.removes.values()
+        if r.deletion_timestamp <= cutoff
+        and (since is None or r.deletion_timestamp > since)
+        and r.path not in live
+        and not (has_scheme(r.path) or r.path.startswith("/"))
+    ]
+    return [_lite(todo, history, s, now), _full(history, created, s, now)]
 
 
-def _lite(todo: pa.Table, last: dict[str, Any], s: PlanSettings, now: int) -> Decision:
-    count = todo.num_rows
-    size = int(pc.sum(todo.column("size")).as_py() or 0) if count else 0
-    since = last.get("started")
+def _lite(todo: list[Removed], history: VacuumHistory, s: PlanSettings, now: int) -> Decision:
+    count, size = len(todo), sum(r.size for r in todo)
+    since = history.last_started
     aged = since is None or now - since >= s.vacuum_retention_ms
     benefit = {"files_removed": count, "bytes_reclaimed": size}
     limit = s.vacuum_min_bytes
@@ -217,51 +227,31 @@ def _lite(todo: pa.Table, last: dict[str, Any], s: PlanSettings, now: int) -> De
     if size < limit and not aged:
         reason = f"{size} reclaimable bytes < {limit}, and the last vacuum is within the retention"
         return Decision("vacuum", None, "vacuum_min_bytes", size, limit, reason=reason, benefit=benefit)
-    rule, threshold = (
-        ("vacuum_min_bytes", limit)
-        if size >= limit
-        else ("retention_since_last_vacuum", s.vacuum_retention_ms)
-    )
-    paths = sorted(key_paths(todo.column("key").combine_chunks()).to_pylist())
+    by_bytes = size >= limit
+    rule = "vacuum_min_bytes" if by_bytes else "retention_since_last_vacuum"
+    threshold = limit if by_bytes else s.vacuum_retention_ms
     return Decision(
-        "vacuum", None, rule, size, threshold, files=paths, estimate={"mode": "lite"},
+        "vacuum", None, rule, size, threshold, files=sorted(r.path for r in todo), estimate={"mode": "lite"},
         cost={"requests": count + 2}, benefit=benefit,
     )  # fmt: skip
 
 
-def _full(last: dict[str, Any], created: int | None, s: PlanSettings, now: int) -> Decision:
-    """A listing for orphans when none ran for `full_vacuum_days` (counted from the table's first
-    commit while it never had one)."""
-    since = last.get("started", created)
+def _full(
+    history: VacuumHistory, created: int | None, s: PlanSettings, now: int, *, forced: bool = False
+) -> Decision:
+    """A listing for orphans when no full vacuum ran for `full_vacuum_days` (counted from the
+    table's first commit while it never had one; lite vacuums do not count), or when the log can no
+    longer tell a lite vacuum what to delete (`forced`)."""
+    since = history.last_full_started if history.last_full_started is not None else created
     days = None if since is None else round((now - since) / DAY_MS, 3)
-    if days is not None and days < s.full_vacuum_days:
-        what = "the last full vacuum was" if "started" in last else "the table was created"
+    if not forced and days is not None and days < s.full_vacuum_days:
+        what = (
+            "the last full vacuum was" if history.last_full_started is not None else "the table was created"
+        )
         reason = f"{what} {days} days ago < {s.full_vacuum_days:g}"
         return Decision("vacuum", None, "full_vacuum_days", days, s.full_vacuum_days, reason=reason)
     return Decision(
-        "vacuum", None, "full_vacuum_days", days, s.full_vacuum_days,
+        "vacuum", None, "log_complete" if forced else "full_vacuum_days", days, s.full_vacuum_days,
         estimate={"mode": "full"}, cost={"requests": "one listing of the table"},
         benefit={"orphans": "found by the listing"},
     )  # fmt: skip
-
-
-def _last_vacuums(
-    table: MaintenanceTable, listing: LogListing, oldest: int | None, s: PlanSettings, now: int
-) -> dict[str, Any]:
-    """The newest completed vacuum in the commits of the last `full_vacuum_days` (at least since
-    the oldest expired tombstone's retention passed): {"started": ms, "covered_before": ms}."""
-    stamps = monotonic_timestamps(listing.commits)
-    since = now - int(s.full_vacuum_days * DAY_MS)
-    if oldest is not None:
-        since = min(since, oldest + s.vacuum_retention_ms)
-    ended = False
-    for v in sorted((v for v, ts in stamps.items() if ts >= since), reverse=True):
-        info = read_commit_info(table.storage, v) or {}
-        op, params = info.get("operation"), info.get("operationParameters") or {}
-        if op == "VACUUM END" and params.get("status", "COMPLETED") == "COMPLETED":
-            ended = True
-        elif op == "VACUUM START" and ended:
-            ts = int(info.get("timestamp") or stamps[v])
-            keep = int(params.get("specifiedRetentionMillis") or 0)
-            return {"started": ts, "covered_before": ts - keep}
-    return {}

@@ -32,13 +32,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from airflow_txnlog.engine import properties as props
-from airflow_txnlog.engine.errors import RetentionTooShortError
+from airflow_txnlog.engine.errors import InvalidArgumentError, RetentionTooShortError
 from airflow_txnlog.engine.features.deletion_vectors import dv_file_paths
+from airflow_txnlog.engine.log.log_segment import list_log
 from airflow_txnlog.engine.log.replay import key_paths
 from airflow_txnlog.engine.maintenance.fence import VacuumFence
 from airflow_txnlog.engine.maintenance.maintenance_table import MaintenanceTable
 from airflow_txnlog.engine.maintenance.publications import published_keys
 from airflow_txnlog.engine.maintenance.savepoints import protected_paths
+from airflow_txnlog.engine.maintenance.vacuum_log import vacuum_history
 from airflow_txnlog.engine.state.snapshot import Snapshot
 from airflow_txnlog.engine.storage import LocalStorage, Storage, has_scheme
 from airflow_txnlog.engine.validate import flag, number
@@ -173,18 +175,32 @@ def plan_vacuum(storage: Storage, snap: Snapshot, cutoff: int, now: int) -> dict
 
 
 def plan_vacuum_lite(storage: Storage, snap: Snapshot, cutoff: int, now: int) -> dict[str, int]:
-    """Relative path -> size of the files a LITE vacuum would delete: the log's expired tombstones
-    that nothing keeps (no listing: orphans of failed writes wait for a full vacuum)."""
-    keep, expired = _needed(storage, snap, cutoff, now)
-    tombstones = snap.tombstone_table()
-    sizes = dict(
-        zip(
-            _relative_keys(storage, tombstones.column("key").combine_chunks()),
-            tombstones.column("size").to_pylist(),
-            strict=True,
-        )
+    """Relative path -> size of the files a LITE vacuum would delete: the files removed in the log
+    since the last completed vacuum's cutoff, past the retention, that nothing keeps
+    (engine.maintenance.vacuum_log; no listing: orphans of failed writes wait for a full vacuum).
+    A path outside the table root (a shallow clone's) is never a candidate."""
+    conf = snap.metadata.configuration
+    history = vacuum_history(
+        storage,
+        list_log(storage),
+        now_ms=now,
+        retention_ms=props.deleted_file_retention_ms(conf),
+        full_days=0,
     )
-    return {rel: int(sizes.get(rel) or 0) for rel in expired if rel not in keep}
+    if not history.complete:
+        raise InvalidArgumentError(
+            "VACUUM LITE cannot see every removed file: the commits since the last vacuum are no longer "
+            "in the log (log cleanup). Nothing was deleted. Help: run a full vacuum (lite=False) once"
+        )
+    keep, _ = _needed(storage, snap, cutoff, now)
+    since = history.covered_before
+    out: dict[str, int] = {}
+    for path, rm in history.removes.items():
+        if has_scheme(path) or path.startswith("/") or rm.deletion_timestamp > cutoff:
+            continue
+        if (since is None or rm.deletion_timestamp > since) and path not in keep:
+            out[path] = rm.size
+    return out
 
 
 def vacuum(
