@@ -23,7 +23,12 @@ def get_provider_info() -> dict[str, Any]:
                 "tags": ["software"],
             }
         ],
-        "hooks": [{"integration-name": _INTEGRATION, "python-modules": ["airflow_txnlog.hooks.txnlog"]}],
+        "hooks": [
+            {
+                "integration-name": _INTEGRATION,
+                "python-modules": ["airflow_txnlog.hooks.txnlog", "airflow_txnlog.hooks.catalog"],
+            }
+        ],
         "operators": [
             {
                 "integration-name": _INTEGRATION,
@@ -33,6 +38,7 @@ def get_provider_info() -> dict[str, Any]:
                     "airflow_txnlog.operators.savepoint",
                     "airflow_txnlog.operators.publish",
                     "airflow_txnlog.operators.constraints",
+                    "airflow_txnlog.operators.planned_maintenance",
                 ],
             }
         ],
@@ -41,6 +47,7 @@ def get_provider_info() -> dict[str, Any]:
             {"integration-name": _INTEGRATION, "python-modules": ["airflow_txnlog.triggers.version"]}
         ],
         "connection-types": [_connection_type()],
+        "config": _config(),
         # The Tables view (docs/ui.md): an Airflow 3 plugin with a FastAPI app and a nav entry.
         "plugins": [
             {
@@ -48,6 +55,27 @@ def get_provider_info() -> dict[str, Any]:
                 "plugin-class": "airflow_txnlog.plugins.tables_plugin.TxnLogTablesPlugin",
             }
         ],
+    }
+
+
+def _config() -> dict[str, Any]:
+    """The provider's `[txnlog]` options."""
+    return {
+        "txnlog": {
+            "description": "Options of the txnlog provider.",
+            "options": {
+                "maintenance_history_uri": {
+                    "description": "The maintenance-history Delta table that planned maintenance "
+                    "(airflow_txnlog.operators.planned_maintenance) appends to and the Tables view "
+                    "reads each table's last plan and maintenance history from. Opened with the "
+                    "txnlog_default connection.",
+                    "version_added": "0.1.0",
+                    "type": "string",
+                    "example": "s3://lake/_txnlog/maintenance_history",
+                    "default": "",
+                }
+            },
+        }
     }
 
 

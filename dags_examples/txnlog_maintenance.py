@@ -1,53 +1,55 @@
-"""Scheduled maintenance: health -> checkpoint -> optimize -> vacuum -> log cleanup.
+"""Planned maintenance, the recommended way: every table Airflow knows gets what it needs, and why.
 
-The health report decides whether compaction is worth a Spark job. Vacuum keeps the table's
-retention (7 days by default) and every savepoint's files; set `dry_run=True` to only report.
+    plan -> maintain[table] (checkpoint -> optimize -> vacuum -> cleanup_log) -> history
+
+`plan` reads each table's log only (no data file is read, no folder listed) and decides per table and
+partition, each decision with its rule, observed value and threshold (docs/maintenance.md, "Planned
+maintenance"); the tables that need something get a mapped task group each, best first, under the
+`txnlog_maintenance` pool and within a byte budget for compaction; `history` appends every decision
+and what it measurably did to the maintenance-history Delta table, which the Tables view shows.
+
+Dry run by default: the plan is made and recorded, nothing is changed. Settings here (environment
+variables, so one file serves the demo, the deployment check and you):
+- TXNLOG_MAINTENANCE_TABLES: comma-separated table URIs; unset, every table Airflow knows (the
+  Tables view's catalog, read through the api-server: define the `txnlog_airflow_api` connection);
+- TXNLOG_MAINTENANCE_DRY_RUN: `false` to act;
+- TXNLOG_MAINTENANCE_SETTINGS: planner settings as JSON, e.g. {"quiet_minutes": 0};
+- AIRFLOW__TXNLOG__MAINTENANCE_HISTORY_URI: the history table (default ~/airflow_txnlog_examples/...).
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
-from typing import Any
 
-from airflow.sdk import DAG, task
+from airflow.sdk import DAG
 
-from airflow_txnlog.operators.maintenance import (
-    TxnLogCheckpointOperator,
-    TxnLogCleanupLogOperator,
-    TxnLogHealthOperator,
-    TxnLogOptimizeOperator,
-    TxnLogVacuumOperator,
+from airflow_txnlog.operators.planned_maintenance import planned_maintenance
+
+_listed = os.environ.get("TXNLOG_MAINTENANCE_TABLES", "")
+TABLES = [t.strip() for t in _listed.split(",") if t.strip()] or None  # None: the catalog
+DRY_RUN = os.environ.get("TXNLOG_MAINTENANCE_DRY_RUN", "true").strip().lower() != "false"
+SETTINGS = json.loads(os.environ.get("TXNLOG_MAINTENANCE_SETTINGS", "{}"))
+HISTORY_URI = os.environ.get(
+    "AIRFLOW__TXNLOG__MAINTENANCE_HISTORY_URI",
+    os.path.expanduser("~/airflow_txnlog_examples/_maintenance_history"),
 )
-
-# Any table URI works (s3://bucket/orders with a `txnlog` connection, ...); a local folder by default.
-TABLE_URI = os.environ.get("TXNLOG_EXAMPLE_TABLE", os.path.expanduser("~/airflow_txnlog_examples/orders"))
-SPARK_CONF = {"spark.sql.shuffle.partitions": "4", "spark.ui.enabled": "false"}
-
-SMALL_FILES_TO_OPTIMIZE = 10
+BYTE_BUDGET = 50 * 1024**3  # compaction reads + writes at most 50 GiB per run; the rest waits
 
 with DAG(
     dag_id="txnlog_maintenance",
-    schedule="@weekly",
+    schedule="@hourly",  # cheap: a table that needs nothing costs a log read
     start_date=dt.datetime(2024, 1, 1),
     catchup=False,
+    max_active_runs=1,
     tags=["txnlog", "example"],
 ):
-    health = TxnLogHealthOperator(task_id="health", table_uri=TABLE_URI)
-
-    @task.branch
-    def decide(report: dict[str, Any]) -> list[str]:
-        """Compact only when there are enough small files; always checkpoint and clean up."""
-        if report["small_files"] >= SMALL_FILES_TO_OPTIMIZE:
-            return ["checkpoint", "optimize"]
-        return ["checkpoint"]
-
-    checkpoint = TxnLogCheckpointOperator(task_id="checkpoint", table_uri=TABLE_URI)
-    optimize = TxnLogOptimizeOperator(task_id="optimize", table_uri=TABLE_URI, spark_conf=SPARK_CONF)
-    vacuum = TxnLogVacuumOperator(
-        task_id="vacuum", table_uri=TABLE_URI, dry_run=False, trigger_rule="none_failed_min_one_success"
+    planned_maintenance(
+        tables=TABLES,
+        history_uri=HISTORY_URI,
+        settings=SETTINGS,
+        byte_budget=BYTE_BUDGET,
+        dry_run=DRY_RUN,
+        pool="txnlog_maintenance",
     )
-    cleanup = TxnLogCleanupLogOperator(task_id="cleanup_log", table_uri=TABLE_URI, dry_run=False)
-
-    decide(health.output) >> [checkpoint, optimize]
-    [checkpoint, optimize] >> vacuum >> cleanup

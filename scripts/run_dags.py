@@ -9,7 +9,9 @@ the `Demo` and one more entry there):
 3. `txnlog_guarded_merge` with bad data: the audit fails, nothing is published, the table is
    restored to the savepoint (callback + restore task; the second restore commits nothing), and no
    asset event ever names the bad version;
-4. `txnlog_maintenance`: health, checkpoint, (optimize), vacuum, log cleanup;
+4. `txnlog_maintenance` (planned: plan, per-table checkpoint / optimize / vacuum / log cleanup as the
+   plan says, the maintenance-history table), then `txnlog_maintenance_fixed` (the hand-built
+   schedule: health, checkpoint, (Spark optimize), vacuum, log cleanup);
 5. `txnlog_downstream`: reads exactly the version the last asset event names;
 6. `txnlog_ingest` and `txnlog_guarded_merge` triggered without a logical date (Airflow 3's default
    for manual runs): the examples fall back to the run's `run_after`;
@@ -26,6 +28,7 @@ Everything lives in ./demo_output/ (wiped at start).
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
 import shutil
 import sys
@@ -38,6 +41,8 @@ from typing import Any, TextIO
 ROOT = Path(__file__).resolve().parents[1]
 OUT = Path(os.environ.get("TXNLOG_DEMO_DIR", ROOT / "demo_output")).resolve()
 TABLE = OUT / "orders"
+QUARANTINE = OUT / "orders_quarantine"
+HISTORY = OUT / "maintenance_history"
 LOG_FILE = OUT / "airflow.log"
 DAYS = [dt.date(2024, 6, 1) + dt.timedelta(days=i) for i in range(3)]
 STORY: TextIO = sys.stdout  # the terminal; `_send_logs_to_file` replaces it
@@ -54,6 +59,15 @@ def _environment() -> None:
             "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
             "AIRFLOW__CORE__UNIT_TEST_MODE": "False",
             "TXNLOG_EXAMPLE_TABLE": str(TABLE),
+            # planned maintenance acts on the demo's tables (no api-server here to ask for the
+            # catalog); they are tiny and were just written, so the thresholds are lowered for
+            # the demo to show actions: no quiet period, 2 small files make a bin, checkpoint at 5
+            "TXNLOG_MAINTENANCE_TABLES": f"{TABLE},{QUARANTINE}",
+            "TXNLOG_MAINTENANCE_DRY_RUN": "false",
+            "TXNLOG_MAINTENANCE_SETTINGS": json.dumps(
+                {"quiet_minutes": 0, "min_input_files": 2, "checkpoint_interval": 5}
+            ),
+            "AIRFLOW__TXNLOG__MAINTENANCE_HISTORY_URI": str(HISTORY),
             "SPARK_LOCAL_IP": "127.0.0.1",
             "PYSPARK_PYTHON": sys.executable,
         }
@@ -191,8 +205,19 @@ def bad_merge(demo: Demo) -> None:
 
 
 def maintenance(demo: Demo) -> None:
-    demo.step("txnlog_maintenance")
-    demo.run("txnlog_maintenance", DAYS[2])
+    demo.step("txnlog_maintenance: planned (only what each table needs, and why), then the fixed one")
+    assert demo.run("txnlog_maintenance", DAYS[2]) == "success", "planned maintenance failed"
+    from airflow_txnlog.engine import Table  # noqa: PLC0415
+
+    rows = Table.open(str(HISTORY)).snapshot().to_arrow().to_pylist()
+    for r in rows[:20]:
+        what = r["reason"] or (
+            f"{r['status']} ({r['rule']}: {r['observed']} >= {r['threshold']}; "
+            f"files removed predicted {r['predicted_files_removed']}, measured {r['actual_files_removed']})"
+        )
+        tell(f"    {r['table_uri'].rsplit('/', 1)[-1]} {r['kind']} {r['partition'] or ''}: {what}")
+    assert rows, "planned maintenance recorded no decision"
+    demo.run("txnlog_maintenance_fixed", DAYS[2])
 
 
 def downstream(demo: Demo) -> None:

@@ -68,15 +68,20 @@ class Upkeep:
         return plan_maintenance(self._me(), **overrides)
 
     def run_maintenance(self, action: Mapping[str, Any], *, dry_run: bool = True) -> dict[str, Any]:
-        """Run one action of a plan (`MaintenancePlan.to_dict()["actions"][i]`); a result dict."""
+        """Run one action of a plan (`MaintenancePlan.to_dict()["actions"][i]`); a result dict.
+
+        A vacuum or log cleanup keeps the retention the plan used (`estimate.retention_hours`), so it
+        deletes no more than planned; the table's retention checks stay on."""
         flag("dry_run", dry_run)
         self._committed("run maintenance")
         kind = action.get("kind") if isinstance(action, Mapping) else None
         if kind in ("compact", "purge_deletion_vectors"):
             return compact(self._me(), action, dry_run=dry_run).to_dict()
+        estimate = action.get("estimate") or {}
+        retention = estimate.get("retention_hours")  # (the plan's: checked against the table's)
         if kind == "vacuum":
-            lite = (action.get("estimate") or {}).get("mode") != "full"
-            done = self.vacuum(dry_run=dry_run, lite=lite)
+            lite = estimate.get("mode") != "full"
+            done = self.vacuum(retention_hours=retention, dry_run=dry_run, lite=lite)
             mode = "lite" if lite else "full"
             return {
                 "kind": kind,
@@ -86,7 +91,8 @@ class Upkeep:
                 "bytes": done.bytes,
             }
         if kind == "cleanup_log":
-            return {"kind": kind, **dataclasses.asdict(self.cleanup_log(dry_run=dry_run))}
+            done_log = self.cleanup_log(retention_hours=retention, dry_run=dry_run)
+            return {"kind": kind, **dataclasses.asdict(done_log)}
         if kind == "checkpoint":
             version = self._me().snapshot().version
             if not dry_run:

@@ -9,7 +9,10 @@ Airflow does not name. All links the page makes are relative (it works behind a 
 offline: every asset is served here).
 
 Routes: `/` (the page), `/static/{name}`, `/api/tables`, `/api/tables/{id}`,
-`/api/tables/{id}/history?before=&limit=`, `/api/tables/{id}/chart.svg`, `/api/lookup?uri=`.
+`/api/tables/{id}/history?before=&limit=`, `/api/tables/{id}/chart.svg`,
+`/api/tables/{id}/maintenance?limit=` (the last plan and the maintenance history, `tables_maintenance`),
+`/api/lookup?uri=`, `/api/catalog` (the readable tables' URIs and connections, no table opened: what
+`TxnLogCatalogHook` gives a planning task).
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from typing import Annotated, Any
 from fastapi import Depends, FastAPI, HTTPException, Query
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response
 
-from airflow_txnlog.plugins import tables_report
+from airflow_txnlog.plugins import tables_maintenance, tables_report
 from airflow_txnlog.plugins.tables_access import may_read, names_allow, readable_names
 from airflow_txnlog.plugins.tables_catalog import KnownTable, cached_catalog
 from airflow_txnlog.plugins.tables_chart import chart_svg
@@ -137,6 +140,22 @@ def create_app() -> FastAPI:
         except Exception as exc:
             return _failed(known, exc)
         return Response(svg, media_type="image/svg+xml")
+
+    @app.get("/api/tables/{table_id}/maintenance", response_model=None)
+    def maintenance(
+        table_id: str, user: User, limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 50
+    ) -> dict[str, Any] | JSONResponse:
+        known, _ = _table(user, table_id)
+        try:
+            return tables_maintenance.maintenance(known, limit=limit)
+        except Exception as exc:
+            return _failed(known, exc)
+
+    @app.get("/api/catalog")
+    def catalog(user: User) -> dict[str, Any]:
+        return {
+            "tables": [{"uri": t.uri, "id": t.table_id, "conn_id": t.conn_id} for t, _ in _readable(user)]
+        }
 
     @app.get("/api/lookup")
     def lookup(uri: str, user: User) -> dict[str, str]:

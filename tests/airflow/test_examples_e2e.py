@@ -56,6 +56,18 @@ def test_every_dag_ran_and_the_table_history_shows_it(demo: tuple[Path, str]) ->
     assert "table equal to its pre-run rows: True" in output
 
 
+def test_planned_maintenance_compacted_what_its_plan_named_and_recorded_it(demo: tuple[Path, str]) -> None:
+    table, output = demo
+    rows = DeltaTable(str(table.parent / "maintenance_history")).to_pyarrow_table().to_pylist()
+    done = [r for r in rows if r["decision"] == "action" and r["status"] == "done"]
+    compacted = [r for r in done if r["kind"] == "compact" and r["table_uri"] == f"file://{table}"]
+    assert compacted and all(r["actual_files_removed"] == r["predicted_files_removed"] for r in compacted)
+    optimized = {h["version"] for h in Table.open(str(table)).history() if h["operation"] == "OPTIMIZE"}
+    assert {r["committed_version"] for r in compacted} <= optimized
+    assert all(r["reason"] for r in rows if r["decision"] == "skip")
+    assert "txnlog_maintenance 2024-06-03: run success" in output
+
+
 def test_the_failed_run_left_the_table_as_before_it(demo: tuple[Path, str]) -> None:
     table, _ = demo
     t = Table.open(str(table))

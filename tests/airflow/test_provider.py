@@ -138,6 +138,7 @@ def test_example_dags_parse_without_pyspark_or_pyarrow(tmp_path: Path) -> None:
         "txnlog_guarded_merge",
         "txnlog_ingest",
         "txnlog_maintenance",
+        "txnlog_maintenance_fixed",
     ]
     assert "pyspark" not in result["heavy"]
 

@@ -7,10 +7,13 @@ The server runs in its own AIRFLOW_HOME with SQLite, the DAGs of tests/ui/dags (
 - `orders`: named by a task and an asset; 14 commits, a savepoint, a restore, a schema change;
 - `secret`: named only by the task of `ui_secret`;
 - `other`: named only by an asset.
+The maintenance-history table (`[txnlog] maintenance_history_uri`) holds two dry-run plans of
+`orders` and `other` (runs `plan_1`, `plan_2`), made by the planned-maintenance code itself.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 import subprocess
@@ -95,6 +98,28 @@ def _build_tables(base: Path) -> dict[str, str]:
     return {name: table_asset_uri(str(base / name)) for name in ("orders", "secret", "other")}
 
 
+def _record_plans(base: Path, history_uri: str) -> None:
+    """Two dry-run planned-maintenance runs of `orders` and `other`, as the history task records them."""
+    from airflow_txnlog.operators import _maintenance_history as history  # noqa: PLC0415
+    from airflow_txnlog.operators._maintenance_work import STAGES, stage_actions, work_items  # noqa: PLC0415
+
+    for n in (1, 2):
+        plans = []
+        for name in ("orders", "other"):
+            plan = Table.open(str(base / name)).plan_maintenance(quiet_minutes=0).to_dict()
+            plans.append({**plan, "asset_uri": table_asset_uri(str(base / name))})
+        items = work_items(plans)
+        results = [
+            {"table": item["table"], "id": a["id"], "kind": a["kind"], "status": "dry_run", "seconds": 0.1,
+             "result": Table.open(item["table"]).run_maintenance(a, dry_run=True)}
+            for item in items for stage in STAGES for a in stage_actions(item, stage)[0]
+        ]  # fmt: skip
+        now = dt.datetime(2026, 11, 20 + n, tzinfo=dt.UTC)
+        rows = history.history_rows(items, results, dag_id="txnlog_maintenance", run_id=f"plan_{n}",
+                                    dry_run=True, now=now)  # fmt: skip
+        history.append_history(history_uri, rows)
+
+
 def _environment(home: Path, tables: dict[str, str]) -> dict[str, str]:
     (home / "passwords.json").write_text(json.dumps(PASSWORDS))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW_", "AIRFLOW__"))}
@@ -114,6 +139,7 @@ def _environment(home: Path, tables: dict[str, str]) -> dict[str, str]:
             "TXNLOG_UI_ORDERS": tables["orders"].removeprefix("file://"),
             "TXNLOG_UI_SECRET": tables["secret"].removeprefix("file://"),
             "TXNLOG_UI_OTHER": tables["other"].removeprefix("file://"),
+            "AIRFLOW__TXNLOG__MAINTENANCE_HISTORY_URI": str(home.parent / "maintenance_history"),
             "PYTHONPATH": str(ROOT),
         }
     )
@@ -129,6 +155,7 @@ def _airflow(env: dict[str, str], *args: str) -> None:
 def api_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     work = tmp_path_factory.mktemp("tables_view")
     tables = _build_tables(work / "lake")
+    _record_plans(work / "lake", str(work / "maintenance_history"))
     home = work / "airflow_home"
     home.mkdir()
     env = _environment(home, tables)

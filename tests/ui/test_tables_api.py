@@ -9,6 +9,7 @@ import json
 
 import pytest
 
+from airflow_txnlog.hooks.catalog import TxnLogCatalogHook
 from airflow_txnlog.plugins.tables_catalog import table_id_of
 from tests.ui.conftest import ORDERS_VERSIONS, Server
 
@@ -122,3 +123,45 @@ def test_a_path_no_asset_or_task_names_is_refused(api_server: Server, tmp_path: 
     status, _ = api_server.request("/txnlog/api/tables/" + table_id_of("file:///etc"), token)
     assert status == 404
     assert json.loads(api_server.request("/txnlog/api/tables", token)[1])  # the server is still fine
+
+
+def test_the_catalog_route_lists_only_readable_tables_without_opening_them(api_server: Server) -> None:
+    status, body = api_server.json("/txnlog/api/catalog", api_server.token("admin"))
+    assert status == 200
+    assert {t["uri"] for t in body["tables"]} == set(api_server.tables.values())
+    assert all(t["conn_id"] == "txnlog_default" and t["id"] == table_id_of(t["uri"]) for t in body["tables"])
+    status, body = api_server.json("/txnlog/api/catalog", api_server.token("viewer"))
+    assert status == 200 and [t["uri"] for t in body["tables"]] == [api_server.tables["orders"]]
+    assert api_server.request("/txnlog/api/catalog")[0] == 401
+
+
+def test_a_planning_task_reads_the_catalog_through_its_connection(
+    api_server: Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    host = api_server.url.removeprefix("http://")
+    monkeypatch.setenv("AIRFLOW_CONN_TXNLOG_AIRFLOW_API", f"http://viewer:viewer-pw-1@{host}")
+    assert TxnLogCatalogHook().tables() == [{"uri": api_server.tables["orders"], "conn_id": "txnlog_default"}]
+    monkeypatch.setenv("AIRFLOW_CONN_TXNLOG_AIRFLOW_API", f"http://viewer:wrong@{host}")
+    with pytest.raises(Exception, match="401"):
+        TxnLogCatalogHook().tables()
+
+
+def test_the_last_plan_and_the_maintenance_history(api_server: Server) -> None:
+    token = api_server.token("admin")
+    table_id = table_id_of(api_server.tables["orders"])
+    status, body = api_server.json(f"/txnlog/api/tables/{table_id}/maintenance", token)
+    assert status == 200 and body["configured"] is True
+    last = body["lastPlan"]
+    assert (last["run_id"], last["dry_run"], last["table_version"]) == ("plan_2", True, ORDERS_VERSIONS - 1)
+    decisions = last["decisions"]
+    assert {d["table_uri"] for d in decisions} == {api_server.tables["orders"]}  # this table's rows only
+    assert any(d["decision"] == "action" and d["kind"] == "compact" for d in decisions)
+    assert all(d["reason"] for d in decisions if d["decision"] == "skip")
+    assert all(d["rule"] and d["threshold"] is not None for d in decisions)
+    assert body["history"] and {h["run_id"] for h in body["history"]} == {"plan_1"}
+    assert {h["decision"] for h in body["history"]} == {"action"}
+    # the viewer may not read `secret`, and gets nothing of it here either
+    secret = table_id_of(api_server.tables["secret"])
+    assert api_server.json(f"/txnlog/api/tables/{secret}/maintenance", api_server.token("viewer"))[0] == 403
+    status, other = api_server.json(f"/txnlog/api/tables/{secret}/maintenance", token)
+    assert status == 200 and other["lastPlan"] is None  # never planned

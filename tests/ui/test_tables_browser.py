@@ -72,6 +72,12 @@ def test_sign_in_open_tables_and_one_table(api_server: Server, browser: Any, tmp
     assert browser.find_elements(By.CSS_SELECTOR, ".mark.restore") and browser.find_elements(
         By.CSS_SELECTOR, ".mark.pin"
     )
+    # the last plan (every decision, skips with their reasons) and the earlier runs' actions
+    plan = wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#last-plan tr.decision"))
+    texts = [r.text for r in plan]
+    assert any(t.startswith("compact") and "dry_run" in t for t in texts)
+    assert any("healthy" in t or "commits since the newest checkpoint" in t for t in texts)
+    assert browser.find_elements(By.CSS_SELECTOR, "#maintenance-history tr.decision")
     browser.switch_to.default_content()
     shot = tmp_path / "tables-view.png"
     if os.environ.get("TXNLOG_UPDATE_SCREENSHOT"):

@@ -186,6 +186,7 @@ def _cleanup_log(table: MaintenanceTable, s: PlanSettings) -> Decision:
         return Decision("cleanup_log", None, "log_retention_days", 0, days, reason=reason)
     return Decision(
         "cleanup_log", None, "log_retention_days", len(files), days, files=list(files),
+        estimate={"retention_hours": s.log_retention_ms / 3_600_000},
         cost={"requests": len(files) + 1}, benefit={"log_files_removed": len(files)},
     )  # fmt: skip
 
@@ -231,7 +232,8 @@ def _lite(todo: list[Removed], history: VacuumHistory, s: PlanSettings, now: int
     rule = "vacuum_min_bytes" if by_bytes else "retention_since_last_vacuum"
     threshold = limit if by_bytes else s.vacuum_retention_ms
     return Decision(
-        "vacuum", None, rule, size, threshold, files=sorted(r.path for r in todo), estimate={"mode": "lite"},
+        "vacuum", None, rule, size, threshold, files=sorted(r.path for r in todo),
+        estimate={"mode": "lite", "retention_hours": s.vacuum_retention_ms / 3_600_000},
         cost={"requests": count + 2}, benefit=benefit,
     )  # fmt: skip
 
@@ -252,6 +254,7 @@ def _full(
         return Decision("vacuum", None, "full_vacuum_days", days, s.full_vacuum_days, reason=reason)
     return Decision(
         "vacuum", None, "log_complete" if forced else "full_vacuum_days", days, s.full_vacuum_days,
-        estimate={"mode": "full"}, cost={"requests": "one listing of the table"},
+        estimate={"mode": "full", "retention_hours": s.vacuum_retention_ms / 3_600_000},
+        cost={"requests": "one listing of the table"},
         benefit={"orphans": "found by the listing"},
     )  # fmt: skip

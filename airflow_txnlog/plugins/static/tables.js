@@ -125,10 +125,45 @@ async function showTable(id) {
     el("section", {}, el("h2", {}, "Schema"), el("p", { class: "muted" }, `partitioned by: ${t.partitionColumns.join(", ") || "nothing"}`), schema),
     el("section", {}, el("h2", {}, "Protocol and features"), keyValues(t.protocol)),
     el("section", {}, el("h2", {}, "Health"), keyValues(t.health),
-      el("p", {}, el("a", { href: "../dags/txnlog_maintenance", target: "_top" }, "Maintenance DAG (vacuum, checkpoint, cleanup)"))),
+      el("p", {}, el("a", { href: "../dags/txnlog_maintenance", target: "_top" }, "Maintenance DAG (planned: checkpoint, optimize, vacuum, log cleanup)"))),
     el("section", {}, el("h2", {}, "Properties"), keyValues(t.properties)),
   );
   await loadPage();
+  main.append(await maintenanceSection(id).catch((err) => el("p", { class: "error" }, `maintenance could not load: ${err.message}`)));
+}
+
+const DECISION_HEAD = ["kind", "partition", "decision", "status", "rule", "observed / threshold", "reason or error", "bytes written (predicted / measured)", "seconds"];
+
+function decisionRow(d) {
+  const figures = d.decision === "action" ? `${fmtBytes(d.predicted_bytes_written)} / ${fmtBytes(d.actual_bytes_written)}` : "";
+  return el("tr", { class: "decision" }, el("td", {}, d.kind), el("td", {}, d.partition || ""), el("td", {}, d.decision),
+    el("td", { class: ["failed", "error", "conflict", "no_result"].includes(d.status) ? "error" : "" }, d.status),
+    el("td", {}, d.rule || ""), el("td", {}, d.rule ? `${d.observed} / ${d.threshold}` : ""),
+    el("td", {}, d.error || d.reason || ""), el("td", {}, figures), el("td", {}, d.seconds ?? ""));
+}
+
+async function maintenanceSection(id) {
+  const m = await getJson(`api/tables/${encodeURIComponent(id)}/maintenance`);
+  const section = el("section", { id: "maintenance" }, el("h2", {}, "Maintenance"));
+  if (!m.configured) {
+    section.append(el("p", { class: "muted" }, "No maintenance-history table is configured ([txnlog] maintenance_history_uri)."));
+    return section;
+  }
+  if (!m.lastPlan) {
+    section.append(el("p", { class: "muted" }, "No planned maintenance has recorded this table yet."));
+    return section;
+  }
+  const p = m.lastPlan;
+  section.append(
+    el("p", {}, `Last plan: ${p.dag_id} / ${p.run_id}, ${fmtTime(p.recorded_at)}, at version ${p.table_version}${p.dry_run ? " (dry run)" : ""}`),
+    el("table", { id: "last-plan" }, el("tr", {}, ...DECISION_HEAD.map((h) => el("th", {}, h))), ...p.decisions.map(decisionRow)),
+    el("h2", {}, "Maintenance history"),
+    m.history.length
+      ? el("table", { id: "maintenance-history" }, el("tr", {}, el("th", {}, "recorded"), ...DECISION_HEAD.map((h) => el("th", {}, h))),
+        ...m.history.map((d) => { const row = decisionRow(d); row.prepend(el("td", {}, fmtTime(d.recorded_at))); return row; }))
+      : el("p", { class: "muted" }, "No earlier maintenance actions."),
+  );
+  return section;
 }
 
 function fail(err) {

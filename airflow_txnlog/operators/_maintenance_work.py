@@ -1,0 +1,156 @@
+"""How a planned-maintenance DAG turns plans into work, and work into history (no Airflow, no storage).
+
+    plans (one `MaintenancePlan.to_dict()` per table, or a planning error)
+      -> `work_items`: per table its actions with an id each; the data-rewriting actions (compact,
+         purge_deletion_vectors) of ALL tables ranked by benefit (files removed net, then bytes
+         reclaimed) and taken greedily while their bytes read + written fit the run's byte budget,
+         the rest kept as `over_budget` with the arithmetic; tables ordered by the benefit they get
+         (the mapped group's map index order, which is the order Airflow schedules them in)
+      -> `stage_actions`: the actions one task of the per-table group runs
+         (STAGES: checkpoint -> optimize -> vacuum -> cleanup_log); a full vacuum supersedes a lite one
+      -> results (one per action run) -> `history_rows`: every decision (action, skip, over budget,
+         planning error) with what was predicted and what was measured, one row each.
+Invariants: an action is run by exactly one stage; every decision of every plan becomes one history
+row; an action without a result (its task crashed or never ran) is recorded as `no_result`, never
+as done. XCom stays small: paths a task does not need (vacuum's and log cleanup's files, which
+those re-derive; a compaction's flat list, its bins hold the same paths) become counts.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+STAGES: dict[str, tuple[str, ...]] = {
+    "checkpoint": ("checkpoint",),
+    "optimize": ("compact", "purge_deletion_vectors"),
+    "vacuum": ("vacuum",),
+    "cleanup_log": ("cleanup_log",),
+}
+DATA_KINDS = ("compact", "purge_deletion_vectors")
+_PATHS_NOT_NEEDED = ("vacuum", "cleanup_log", "compact")
+
+
+def slim(action: Mapping[str, Any]) -> dict[str, Any]:
+    """The action without the paths its task does not need (`file_count` keeps their number)."""
+    out = dict(action)
+    if out.get("kind") in _PATHS_NOT_NEEDED and "files" in out:
+        out["file_count"] = len(out.pop("files") or [])
+    return out
+
+
+def data_cost(action: Mapping[str, Any]) -> int:
+    cost = action.get("cost") or {}
+    return int(cost.get("bytes_read") or 0) + int(cost.get("bytes_written") or 0)
+
+
+def _rank(action: Mapping[str, Any]) -> tuple[int, int, int]:
+    benefit = action.get("benefit") or {}
+    return (
+        -int(benefit.get("files_removed") or 0),
+        -int(benefit.get("bytes_reclaimed") or 0),
+        data_cost(action),
+    )
+
+
+def work_items(plans: Sequence[Mapping[str, Any]], *, byte_budget: int | None = None) -> list[dict[str, Any]]:
+    """One item per plan (see the module docstring); `plans` entries carry `conn_id`, and a
+    planning failure is `{"table", "conn_id", "error"}`."""
+    items = [_item(p) for p in plans]
+    ranked = sorted(
+        ((a, item) for item in items for a in item["actions"] if a["kind"] in DATA_KINDS),
+        key=lambda pair: (_rank(pair[0]), pair[1]["table"], pair[0]["id"]),
+    )
+    used = 0
+    for action, item in ranked:
+        cost = data_cost(action)
+        if byte_budget is None or used + cost <= byte_budget:
+            used += cost
+            continue
+        item["actions"].remove(action)
+        reason = f"over the run's byte budget: {used} bytes taken + {cost} > {byte_budget}"
+        item["over_budget"].append({**action, "reason": reason})
+    return sorted(items, key=lambda item: (_table_rank(item), item["table"]))
+
+
+def _item(plan: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "table": plan["table"],
+        "asset_uri": plan.get("asset_uri"),
+        "conn_id": plan.get("conn_id"),
+        "version": plan.get("version"),
+        "planned_at": plan.get("planned_at"),
+        "error": plan.get("error"),
+        "actions": [{**slim(a), "id": f"a{i}"} for i, a in enumerate(plan.get("actions") or [])],
+        "over_budget": [],
+        "skipped": [slim(s) for s in plan.get("skipped") or []],
+    }
+
+
+def _table_rank(item: Mapping[str, Any]) -> tuple[int, int]:
+    benefits = [a.get("benefit") or {} for a in item["actions"]]
+    return (
+        -sum(int(b.get("files_removed") or 0) for b in benefits),
+        -sum(int(b.get("bytes_reclaimed") or 0) for b in benefits),
+    )
+
+
+def runnable(items: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The items with at least one action: what the per-table group is mapped over."""
+    return [dict(item) for item in items if item["actions"]]
+
+
+def stage_actions(item: Mapping[str, Any], stage: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(to run, superseded) for one stage of the per-table group."""
+    kinds = STAGES[stage]
+    mine = [dict(a) for a in item.get("actions") or [] if a.get("kind") in kinds]
+    if stage != "vacuum" or not any(_mode(a) == "full" for a in mine):
+        return mine, []
+    return [a for a in mine if _mode(a) == "full"], [a for a in mine if _mode(a) != "full"]
+
+
+def _mode(action: Mapping[str, Any]) -> str:
+    return str((action.get("estimate") or {}).get("mode") or "lite")
+
+
+def measured(result: Mapping[str, Any]) -> dict[str, Any]:
+    """The measured figures of a `Table.run_maintenance` result, whatever its kind."""
+    kind = result.get("kind")
+    if kind in DATA_KINDS:
+        actual = result.get("actual") or {}
+        return {
+            "files_removed": _minus(actual.get("files_removed"), actual.get("files_after")),
+            "bytes_read": actual.get("bytes_read"),
+            "bytes_written": actual.get("bytes_after"),
+            "bytes_reclaimed": _minus(actual.get("bytes_read"), actual.get("bytes_after")),
+            "committed_version": result.get("version"),
+        }
+    if kind == "vacuum":
+        return {"files_removed": result.get("files"), "bytes_reclaimed": result.get("bytes")}
+    if kind == "cleanup_log":
+        files = result.get("files") or []
+        return {"files_removed": len(files) + len(result.get("temp_files") or [])}
+    if kind == "checkpoint":
+        return {"committed_version": result.get("version")}
+    return {}
+
+
+def _minus(a: Any, b: Any) -> int | None:
+    return None if a is None or b is None else int(a) - int(b)
+
+
+def predicted(action: Mapping[str, Any]) -> dict[str, Any]:
+    cost, benefit = action.get("cost") or {}, action.get("benefit") or {}
+    files = benefit.get("files_removed", benefit.get("log_files_removed"))
+    return {
+        "files_removed": files,
+        "bytes_read": cost.get("bytes_read"),
+        "bytes_written": cost.get("bytes_written"),
+        "bytes_reclaimed": benefit.get("bytes_reclaimed"),
+    }
+
+
+def as_text(value: Any) -> str | None:
+    """A decision's free-form value (observed, threshold, partition, benefit) as JSON text."""
+    return None if value is None else json.dumps(value, sort_keys=True, default=str)

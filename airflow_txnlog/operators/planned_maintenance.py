@@ -1,0 +1,302 @@
+"""Planned maintenance: plan every table, run what each needs (per table, under a pool, highest benefit
+first, within a byte budget), record every decision and its measured result.
+
+    plan (TxnLogMaintenancePlanOperator)          one plan per table -> work items (XCom)
+      -> maintain[i] (a mapped task group, one map index per table with actions, best first):
+           checkpoint -> optimize -> vacuum -> cleanup_log   (TxnLogPlannedActionsOperator each)
+      -> history (TxnLogMaintenanceHistoryOperator, runs whatever happened upstream)
+           appends one row per decision to the maintenance-history Delta table, logs a short report,
+           and fails the run when an action failed or a table could not be planned
+
+`planned_maintenance(...)` builds the three inside a DAG. Everything is a dry run unless
+`dry_run=False`: the plan is made, the actions report what they would do, the history records it.
+A stage task records an action that failed or lost a race (`conflict`: a concurrent commit took its
+files; planning again next run sees the new state) and goes on with the table's next action, so one
+table's failure neither hides the others' results nor stops the history.
+
+These operators emit no asset events: they change no data (OPTIMIZE commits dataChange=false).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from airflow.sdk import BaseOperator, Context, task_group
+from airflow.sdk.definitions._internal.node import DAGNode
+
+from airflow_txnlog.arguments import flag, invalid, renders_later
+from airflow_txnlog.assets import table_asset_uri
+from airflow_txnlog.hooks.txnlog import TxnLogHook
+
+DEFAULT_HISTORY_CONN = TxnLogHook.default_conn_name
+ITEMS_KEY = "items"
+FAILING = ("failed", "error", "no_result")  # statuses that fail the history task
+
+
+def _table_list(value: object) -> list[str] | None:
+    if value is None:
+        return None
+    if (
+        isinstance(value, str)
+        or not isinstance(value, Sequence)
+        or not all(isinstance(v, str) for v in value)
+    ):
+        raise invalid(f"tables must be a list of table URIs or None (the catalog), got {value!r}")
+    if not value:
+        raise invalid("tables is empty: give table URIs, or None for every table Airflow knows")
+    return list(value)
+
+
+def _budget(value: object) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise invalid(f"byte_budget must be an int >= 0 or None (no budget), got {value!r}")
+    return value
+
+
+class TxnLogMaintenancePlanOperator(BaseOperator):
+    """Plan maintenance for `tables` (None: every table Airflow knows, read through the api-server).
+
+    Returns the work items with actions (what the per-table group is mapped over: Airflow maps over
+    return values only); pushes every item (each table, its actions, over-budget actions, skips, a
+    planning error) under the XCom key `items`, which the history task records.
+
+    :param tables: table URIs (templated); None reads the catalog (`TxnLogCatalogHook`).
+    :param txnlog_conn_id: the connection of the listed tables (catalog tables bring their own).
+    :param settings: planner settings for every table (`Table.plan_maintenance(**settings)`).
+    :param byte_budget: bytes compaction may read + write in this run (None: no budget).
+    :param catalog_conn_id: the api-server connection for `tables=None`.
+    """
+
+    template_fields: Sequence[str] = ("tables", "txnlog_conn_id")
+
+    def __init__(
+        self,
+        *,
+        tables: Sequence[str] | None = None,
+        txnlog_conn_id: str = TxnLogHook.default_conn_name,
+        settings: Mapping[str, Any] | None = None,
+        byte_budget: int | None = None,
+        catalog_conn_id: str = "txnlog_airflow_api",
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.tables = tables if renders_later(tables) else _table_list(tables)
+        self.txnlog_conn_id = txnlog_conn_id
+        if settings is not None and not isinstance(settings, Mapping):
+            raise invalid(f"settings must be a mapping of planner settings, got {settings!r}")
+        self.settings = dict(settings or {})
+        self.byte_budget = _budget(byte_budget)
+        self.catalog_conn_id = catalog_conn_id
+
+    def _targets(self) -> list[tuple[str, str]]:
+        tables = _table_list(self.tables)
+        if tables is not None:
+            return [(t, self.txnlog_conn_id) for t in tables]
+        from airflow_txnlog.hooks.catalog import TxnLogCatalogHook  # noqa: PLC0415 - httpx at run time
+
+        return [(t["uri"], t["conn_id"]) for t in TxnLogCatalogHook(self.catalog_conn_id).tables()]
+
+    def execute(self, context: Context) -> list[dict[str, Any]]:
+        from airflow_txnlog.engine import TxnLogError  # noqa: PLC0415 - no pyarrow at parse time
+        from airflow_txnlog.operators._maintenance_work import runnable, work_items  # noqa: PLC0415
+
+        plans: list[dict[str, Any]] = []
+        hooks: dict[str, TxnLogHook] = {}
+        for uri, conn_id in self._targets():
+            hook = hooks.setdefault(conn_id, TxnLogHook(txnlog_conn_id=conn_id))
+            named = {"table": uri, "conn_id": conn_id, "asset_uri": table_asset_uri(hook.resolve_uri(uri))}
+            try:
+                plans.append({**hook.get_table(uri).plan_maintenance(**self.settings).to_dict(), **named})
+            except (TxnLogError, OSError) as exc:  # one unreadable table must not stop the others
+                self.log.warning("cannot plan %s: %s", uri, exc)
+                plans.append({**named, "error": f"{type(exc).__name__}: {exc}"})
+        items = work_items(plans, byte_budget=self.byte_budget)
+        work = runnable(items)
+        for item in items:
+            self.log.info(
+                "%s: %d action(s), %d over budget, %d skip(s)%s",
+                item["table"], len(item["actions"]), len(item["over_budget"]), len(item["skipped"]),
+                f"; error: {item['error']}" if item["error"] else "",
+            )  # fmt: skip
+        context["ti"].xcom_push(key=ITEMS_KEY, value=items)
+        return work
+
+
+class TxnLogPlannedActionsOperator(BaseOperator):
+    """Run one stage (`checkpoint`, `optimize`, `vacuum`, `cleanup_log`) of one table's work item.
+
+    Returns one result per action: {table, id, kind, status, seconds, result, error}.
+    """
+
+    template_fields: Sequence[str] = ("item",)
+
+    def __init__(self, *, item: Any, stage: str, dry_run: bool = True, **kwargs: Any) -> None:
+        from airflow_txnlog.operators._maintenance_work import STAGES  # noqa: PLC0415
+
+        super().__init__(**kwargs)
+        if stage not in STAGES:
+            raise invalid(f"stage must be one of {list(STAGES)}, got {stage!r}")
+        self.item = item
+        self.stage = stage
+        self.is_dry_run = flag("dry_run", dry_run)
+
+    def execute(self, context: Context) -> list[dict[str, Any]]:
+        from airflow_txnlog.operators._maintenance_work import stage_actions  # noqa: PLC0415
+
+        item = self.item
+        if not isinstance(item, Mapping) or "table" not in item:
+            raise invalid(f"item must be a work item of TxnLogMaintenancePlanOperator, got {item!r}")
+        todo, superseded = stage_actions(item, self.stage)
+        base = {"table": item["table"]}
+        out = [{**base, "id": a["id"], "kind": a["kind"], "status": "superseded",
+                "reason": "a full vacuum runs instead"} for a in superseded]  # fmt: skip
+        if todo:
+            table = TxnLogHook(txnlog_conn_id=item.get("conn_id") or TxnLogHook.default_conn_name).get_table(
+                item["table"]
+            )
+            out += [{**base, **self._run(table, a)} for a in todo]
+        return out
+
+    def _run(self, table: Any, action: Mapping[str, Any]) -> dict[str, Any]:
+        from airflow_txnlog.engine import CommitConflictError, TxnLogError  # noqa: PLC0415
+
+        started = time.monotonic()
+        head = {"id": action["id"], "kind": action["kind"]}
+        try:
+            result = table.run_maintenance(action, dry_run=self.is_dry_run)
+        except CommitConflictError as exc:
+            self.log.warning("%s of %s lost to a concurrent commit: %s", action["kind"], table.uri, exc)
+            return {**head, "status": "conflict", "error": str(exc), "seconds": _since(started)}
+        except (TxnLogError, OSError) as exc:
+            self.log.error("%s of %s failed: %s", action["kind"], table.uri, exc)
+            return {
+                **head,
+                "status": "failed",
+                "error": f"{type(exc).__name__}: {exc}",
+                "seconds": _since(started),
+            }
+        self.log.info("%s of %s: %s", action["kind"], table.uri, result)
+        status = "dry_run" if self.is_dry_run else "done"
+        return {**head, "status": status, "result": result, "seconds": _since(started)}
+
+
+def _since(started: float) -> float:
+    return round(time.monotonic() - started, 3)
+
+
+class TxnLogMaintenanceHistoryOperator(BaseOperator):
+    """Append every decision of the run and its measured result to the history table; a report.
+
+    :param history_uri: the maintenance-history Delta table (created on first use). Templated; None:
+        the `[txnlog] maintenance_history_uri` option, which the Tables view reads too.
+    :param plan_task_id: the plan task; `result_task_ids`: the stage tasks (all map indexes read).
+    :param fail_on_error: fail this task (so the run) when an action failed or did not report, or a
+        table could not be planned — after the history is written. A lost race (`conflict`: a
+        concurrent commit took the files) is recorded, not failed: the next plan sees the new state.
+    """
+
+    template_fields: Sequence[str] = ("history_uri", "txnlog_conn_id")
+
+    def __init__(
+        self,
+        *,
+        history_uri: str | None = None,
+        plan_task_id: str,
+        result_task_ids: Sequence[str],
+        dry_run: bool = True,
+        txnlog_conn_id: str = DEFAULT_HISTORY_CONN,
+        fail_on_error: bool = True,
+        **kwargs: Any,
+    ) -> None:
+        kwargs.setdefault("trigger_rule", "all_done")
+        super().__init__(**kwargs)
+        self.history_uri = configured_history_uri() if history_uri is None else history_uri
+        self.plan_task_id = plan_task_id
+        self.result_task_ids = list(result_task_ids)
+        self.is_dry_run = flag("dry_run", dry_run)
+        self.txnlog_conn_id = txnlog_conn_id
+        self.fail_on_error = flag("fail_on_error", fail_on_error)
+
+    def execute(self, context: Context) -> dict[str, Any]:
+        import datetime as dt  # noqa: PLC0415
+
+        from airflow_txnlog.operators import _maintenance_history as history  # noqa: PLC0415 - pyarrow
+
+        ti = context["ti"]
+        items = ti.xcom_pull(task_ids=self.plan_task_id, key=ITEMS_KEY)
+        if items is None:
+            raise RuntimeError(f"the plan task {self.plan_task_id!r} left no plan: nothing to record")
+        pulled = ti.xcom_pull(task_ids=self.result_task_ids) or []
+        results = [r for batch in pulled if isinstance(batch, list) for r in batch]
+        rows = history.history_rows(
+            items, results, dag_id=context["dag"].dag_id, run_id=context["run_id"],
+            dry_run=self.is_dry_run, now=dt.datetime.now(dt.UTC),
+        )  # fmt: skip
+        hook = TxnLogHook(txnlog_conn_id=self.txnlog_conn_id)
+        uri = hook.resolve_uri(self.history_uri)
+        version = history.append_history(uri, rows, storage_options=hook.storage_options_for(uri))
+        summary = history.report(rows)
+        self.log.info("maintenance history %s version %s:\n%s", uri, version, summary["text"])
+        bad = {k: v for k, v in summary["by_status"].items() if k in FAILING}
+        if bad and self.fail_on_error:
+            raise RuntimeError(f"planned maintenance did not all succeed: {bad} (see the history table)")
+        return {**summary, "history_version": version, "rows": len(rows)}
+
+
+def configured_history_uri() -> str:
+    """The `[txnlog] maintenance_history_uri` option (env AIRFLOW__TXNLOG__MAINTENANCE_HISTORY_URI)."""
+    from airflow.sdk import conf  # noqa: PLC0415
+
+    uri = str(conf.get("txnlog", "maintenance_history_uri", fallback="") or "").strip()
+    if not uri:
+        raise invalid(
+            "no maintenance-history table: pass history_uri=, or set [txnlog] maintenance_history_uri"
+            " (AIRFLOW__TXNLOG__MAINTENANCE_HISTORY_URI)"
+        )
+    return uri
+
+
+def planned_maintenance(
+    *,
+    history_uri: str | None = None,
+    tables: Sequence[str] | None = None,
+    txnlog_conn_id: str = TxnLogHook.default_conn_name,
+    settings: Mapping[str, Any] | None = None,
+    byte_budget: int | None = None,
+    dry_run: bool = True,
+    pool: str | None = None,
+    catalog_conn_id: str = "txnlog_airflow_api",
+    group_id: str = "maintain",
+) -> tuple[TxnLogMaintenancePlanOperator, DAGNode, TxnLogMaintenanceHistoryOperator]:
+    """plan >> maintain (mapped per table) >> history, inside the current DAG (module docstring)."""
+    flag("dry_run", dry_run)
+    plan = TxnLogMaintenancePlanOperator(
+        task_id="plan", tables=tables, txnlog_conn_id=txnlog_conn_id, settings=settings,
+        byte_budget=byte_budget, catalog_conn_id=catalog_conn_id,
+    )  # fmt: skip
+    stages = ("checkpoint", "optimize", "vacuum", "cleanup_log")
+    extra = {"pool": pool} if pool else {}
+
+    @task_group(group_id=group_id)
+    def maintain(item: Any) -> None:
+        previous = None
+        for stage in stages:
+            op = TxnLogPlannedActionsOperator(
+                task_id=stage, item=item, stage=stage, dry_run=dry_run, trigger_rule="all_done", **extra
+            )
+            if previous is not None:
+                previous >> op
+            previous = op
+
+    group = maintain.expand(item=plan.output)
+    history = TxnLogMaintenanceHistoryOperator(
+        task_id="history", history_uri=history_uri, plan_task_id=plan.task_id,
+        result_task_ids=[f"{group_id}.{s}" for s in stages], dry_run=dry_run, txnlog_conn_id=txnlog_conn_id,
+    )  # fmt: skip
+    group >> history
+    plan >> history
+    return plan, group, history

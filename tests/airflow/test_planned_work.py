@@ -1,0 +1,146 @@
+"""Planned maintenance's bookkeeping: work items from real plans, the byte budget, stages, history rows."""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from deltalake import DeltaTable
+
+from airflow_txnlog.engine import InvalidArgumentError, Table
+from airflow_txnlog.operators import _maintenance_history as history
+from airflow_txnlog.operators._maintenance_work import data_cost, runnable, stage_actions, work_items
+from airflow_txnlog.operators.planned_maintenance import TxnLogMaintenancePlanOperator
+
+NOW = dt.datetime(2026, 11, 27, 12, tzinfo=dt.UTC)
+QUIET = {"quiet_minutes": 0}
+
+
+def _fragmented(path: Path, commits: int, parts: tuple[str, ...] = ("x",)) -> Table:
+    t = Table.create(
+        str(path), schema=pa.schema([("id", pa.int64()), ("p", pa.string())]), partition_by=["p"]
+    )
+    for i in range(commits):
+        for p in parts:
+            t.write(pa.table({"id": list(range(i * 10, i * 10 + 10)), "p": [p] * 10}))
+    return t
+
+
+def _plan(t: Table, **settings: Any) -> dict[str, Any]:
+    return {**t.plan_maintenance(**{**QUIET, **settings}).to_dict(), "conn_id": None}
+
+
+def test_tables_are_ordered_by_benefit_and_healthy_ones_are_not_run(tmp_path: Path) -> None:
+    small = _fragmented(tmp_path / "small", 6)
+    big = _fragmented(tmp_path / "big", 12)
+    healthy = _fragmented(tmp_path / "healthy", 2)
+    items = work_items([_plan(t) for t in (small, healthy, big)])
+    assert [i["table"] for i in items] == [big.uri, small.uri, healthy.uri]  # most files removed first
+    compact = next(a for a in items[0]["actions"] if a["kind"] == "compact")
+    assert compact["benefit"]["files_removed"] == 11 and compact["id"].startswith("a")
+    assert "files" not in compact and compact["file_count"] == 12  # the bins carry the paths
+    assert [i["table"] for i in runnable(items)] == [big.uri, small.uri]
+    assert items[2]["skipped"] and all(s["reason"] for s in items[2]["skipped"])
+
+
+def test_the_byte_budget_takes_the_best_actions_and_says_why_the_rest_wait(tmp_path: Path) -> None:
+    tables = [_fragmented(tmp_path / f"t{n}", n) for n in (6, 9, 12)]
+    plans = [_plan(t) for t in tables]
+    unlimited = work_items(plans)
+    costs = {i["table"]: data_cost(a) for i in unlimited for a in i["actions"] if a["kind"] == "compact"}
+    best, second = tables[2].uri, tables[1].uri
+    budget = costs[best] + costs[second] - 1  # room for the best only... and the smallest after it
+    items = {i["table"]: i for i in work_items(plans, byte_budget=budget)}
+    assert any(a["kind"] == "compact" for a in items[best]["actions"])
+    assert not any(a["kind"] == "compact" for a in items[second]["actions"])
+    waiting = items[second]["over_budget"]
+    assert len(waiting) == 1 and waiting[0]["reason"] == (
+        f"over the run's byte budget: {costs[best]} bytes taken + {costs[second]} > {budget}"
+    )
+    smallest = tables[0].uri
+    fits = costs[best] + costs[smallest] <= budget
+    assert any(a["kind"] == "compact" for a in items[smallest]["actions"]) == fits
+    assert all(a["kind"] != "compact" for a in items[second]["actions"])  # checkpoint etc. unaffected
+    assert work_items(plans, byte_budget=0)[0]["over_budget"]  # nothing fits a zero budget
+
+
+def test_a_full_vacuum_supersedes_the_lite_one_and_each_stage_gets_its_kinds() -> None:
+    actions = [
+        {"id": "a0", "kind": "compact"},
+        {"id": "a1", "kind": "vacuum", "estimate": {"mode": "lite"}},
+        {"id": "a2", "kind": "vacuum", "estimate": {"mode": "full"}},
+        {"id": "a3", "kind": "checkpoint"},
+        {"id": "a4", "kind": "purge_deletion_vectors"},
+    ]
+    item = {"table": "t", "actions": actions}
+    assert [a["id"] for a in stage_actions(item, "optimize")[0]] == ["a0", "a4"]
+    run, superseded = stage_actions(item, "vacuum")
+    assert ([a["id"] for a in run], [a["id"] for a in superseded]) == (["a2"], ["a1"])
+    assert stage_actions(item, "cleanup_log") == ([], [])
+    only_lite = {"table": "t", "actions": actions[:2]}
+    assert [a["id"] for a in stage_actions(only_lite, "vacuum")[0]] == ["a1"]
+
+
+def test_history_rows_join_results_and_record_every_decision(tmp_path: Path) -> None:
+    t = _fragmented(tmp_path / "t", 8)
+    failed = {"table": "/nowhere", "conn_id": None, "error": "TableNotFoundError: x"}
+    items = work_items([_plan(t, checkpoint_interval=5), failed])
+    compact = next(a for a in items[0]["actions"] if a["kind"] == "compact")
+    done = t.run_maintenance(compact, dry_run=False)
+    results = [{"table": t.uri, "id": compact["id"], "kind": "compact", "status": "done", "result": done,
+                "seconds": 0.5}]  # fmt: skip
+    rows = history.history_rows(items, results, dag_id="d", run_id="r", dry_run=False, now=NOW)
+    decisions = sum(len(i["actions"]) + len(i["skipped"]) + len(i["over_budget"]) for i in items) + 1
+    assert len(rows) == decisions
+    row = next(r for r in rows if r["kind"] == "compact")
+    assert row["status"] == "done" and row["seconds"] == 0.5
+    assert row["predicted_files_removed"] == row["actual_files_removed"] == 7  # 8 files -> 1
+    assert row["actual_bytes_written"] == done["actual"]["bytes_after"]
+    assert row["committed_version"] == done["version"] and row["rule"] == "min_input_files"
+    others = [r for r in rows if r["decision"] == "action" and r["kind"] != "compact"]
+    assert others and all(r["status"] == "no_result" for r in others)  # never reported: not done
+    error = next(r for r in rows if r["decision"] == "error")
+    assert (error["table_uri"], error["status"]) == ("/nowhere", "error")
+    assert all(r["rule"] for r in rows if r["decision"] != "error")
+    text = history.report(rows)["text"]
+    assert "no_result" in text and "error: plan of /nowhere" in text
+
+
+def test_the_history_table_is_delta_and_two_runs_append(tmp_path: Path) -> None:
+    t = _fragmented(tmp_path / "t", 3)
+    uri = str(tmp_path / "hist")
+    rows = history.history_rows(work_items([_plan(t)]), [], dag_id="d", run_id="r1", dry_run=True, now=NOW)
+    assert history.append_history(uri, rows) == 1  # created on first use (version 0), then written
+    assert history.append_history(uri, rows) == 2
+    assert history.append_history(uri, []) is None  # nothing to record: no commit
+    theirs = DeltaTable(uri).to_pyarrow_table()
+    assert theirs.num_rows == 2 * len(rows)
+    assert set(theirs.column("table_uri").to_pylist()) == {t.uri}
+    assert theirs.schema.field("recorded_at").type == pa.timestamp("us", tz="UTC")
+
+
+@pytest.mark.parametrize("budget", [-1, 1.5, True, "10"])
+def test_a_bad_byte_budget_is_refused_at_construction(budget: Any) -> None:
+    with pytest.raises(InvalidArgumentError, match="byte_budget"):
+        TxnLogMaintenancePlanOperator(task_id="plan", tables=["/t"], byte_budget=budget)
+
+
+@pytest.mark.parametrize("tables", ["/one/table", [], [1]])
+def test_bad_table_lists_are_refused(tables: Any) -> None:
+    with pytest.raises(InvalidArgumentError, match="tables"):
+        TxnLogMaintenancePlanOperator(task_id="plan", tables=tables)
+
+
+def test_a_dry_run_action_changes_nothing(tmp_path: Path) -> None:
+    t = _fragmented(tmp_path / "t", 6)
+    version = t.latest_version()
+    item = work_items([_plan(t)])[0]
+    for stage in ("checkpoint", "optimize", "vacuum", "cleanup_log"):
+        for action in stage_actions(item, stage)[0]:
+            t.run_maintenance(action, dry_run=True)
+    time.sleep(0.01)
+    assert Table.open(t.uri).latest_version() == version
