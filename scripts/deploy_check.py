@@ -32,6 +32,7 @@ def bring_up(stack: Stack, out: Outcome) -> AirflowApi:
     stack.prepare()
     say(f"temporary folder {stack.tmp}; metadata DB: {stack.db_label()}")
     stack.airflow("db", "migrate")
+    stack.airflow("pools", "set", "txnlog_maintenance", "2", "planned maintenance (txnlog_maintenance)")
     out.timings["db migrate"] = time.monotonic() - start
     create_watched_table(stack)
     stack.start(stack.environment())

@@ -48,6 +48,10 @@ class AirflowApi:
         query = urllib.parse.urlencode({k: v for k, v in params.items() if v is not None}, doseq=True)
         return self._call("GET", f"/api/v2{path}" + (f"?{query}" if query else ""))
 
+    def get_raw(self, path: str) -> Any:
+        """A GET outside /api/v2 (e.g. the Tables view's /txnlog/api/...)."""
+        return self._call("GET", path)
+
     def get_all(self, path: str, key: str, **params: Any) -> list[dict[str, Any]]:
         """Every entry of a paged list endpoint."""
         out: list[dict[str, Any]] = []

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .api import AirflowApi
+from .checks_maintenance import check_planned
 from .scenario import NO_EVENT_TASKS, RUNS, WATCHER_COMMITS, Outcome
 from .stack import Stack
 
@@ -120,10 +121,15 @@ def check_provenance(stack: Stack, out: Outcome, res: Results) -> list[dict[str,
         not bad,
         str(bad)[:600],
     )
+    # planned maintenance (the catalog names the watched table too) may compact / checkpoint it
     watched = _history(str(stack.watched))
+    writers = [(c.get("job") or {}).get("jobId") for c in watched if c.get("operation") != "OPTIMIZE"]
+    upkeep = [c for c in watched if c.get("operation") == "OPTIMIZE"]
     res.check(
-        "watched-table commits name the outside writer",
-        all((c.get("job") or {}).get("jobId") == "deploy_check_driver" for c in watched),
+        "watched-table commits name the outside writer (planned maintenance's OPTIMIZE its run)",
+        all(w == "deploy_check_driver" for w in writers)
+        and all((c.get("job") or {}).get("jobRunId") == out.run_ids["maintenance"] for c in upkeep),
+        f"{writers}; {[(c.get('job') or {}).get('jobRunId') for c in upkeep]}",
     )
     res.facts["history"] = history
     res.facts["table"] = stack.table
@@ -160,7 +166,8 @@ def check_events(
         ev
         for ev in events
         if (ev.get("extra") or {}).get("task_id") in NO_EVENT_TASKS
-        or (ev.get("extra") or {}).get("run_id") == out.run_ids["maintenance"]
+        or (ev.get("extra") or {}).get("run_id")
+        in (out.run_ids["maintenance"], out.run_ids["maintenance_fixed"])
     ]
     res.check("no-op / maintenance tasks emitted no event", not noop, str(noop)[:300])
     for key in ("ingest_dated", "ingest_manual"):
@@ -296,5 +303,6 @@ def run_checks(stack: Stack, api: AirflowApi, out: Outcome) -> Results:
     check_events(api, stack, out, res, history)
     check_guarded(api, stack, out, res, history)
     check_downstream(api, res)
+    check_planned(stack, api, out, res)
     check_triggerer_log(stack, res)
     return res

@@ -7,7 +7,8 @@ Phases (sequential where the table's state matters, overlapped where it does not
    the watched table one at a time, each followed by one watcher run;
 2. the guarded merge with good data, then 3. with bad data (sequential: the bad run's restore must
    see only its own commits after its savepoint);
-4. maintenance; then the downstream runs the asset events caused are waited for.
+4. planned maintenance (the catalog, acting), then 5. the fixed-schedule one; then the downstream
+   runs the asset events caused are waited for.
 Runs with a logical date use the DAG's next scheduled date, so unpausing a scheduled DAG creates no
 extra (Spark-costly) scheduled run: the scheduler finds that date taken.
 """
@@ -58,9 +59,23 @@ RUNS = (
         {"inject_bad_rows": True},
         tasks={"audit": "failed", "publish": "upstream_failed", "restore": "success"},
     ),
-    RunPlan("maintenance", "txnlog_maintenance", "api", "next", "success"),
+    RunPlan(
+        "maintenance",
+        "txnlog_maintenance",
+        "api",
+        "next",
+        "success",
+        tasks={"plan": "success", "history": "success"},
+    ),
+    RunPlan("maintenance_fixed", "txnlog_maintenance_fixed", "api", "next", "success"),
 )
-PHASES = (("ingest_dated", "ingest_manual"), ("merge_good",), ("merge_bad",), ("maintenance",))
+PHASES = (
+    ("ingest_dated", "ingest_manual"),
+    ("merge_good",),
+    ("merge_bad",),
+    ("maintenance",),
+    ("maintenance_fixed",),
+)
 ASSET_DAGS = ("txnlog_downstream", "deploy_check_watcher")  # asset-scheduled: any runs must succeed
 WATCHER_COMMITS = 3  # versions the driver commits to the watched table; one watcher run each
 NO_EVENT_TASKS = ("drop_old_partitions", "health", "checkpoint", "optimize", "vacuum", "cleanup_log")

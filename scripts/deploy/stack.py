@@ -122,6 +122,10 @@ class Stack:
         return self.tmp / "tables" / "orders"
 
     @property
+    def history(self) -> Path:
+        return self.tmp / "tables" / "_maintenance_history"
+
+    @property
     def watched(self) -> Path:
         return self.tmp / "tables" / "watched"
 
@@ -177,6 +181,12 @@ class Stack:
                 "AIRFLOW_HOME": str(self.home),
                 "TXNLOG_EXAMPLE_TABLE": str(self.table),
                 "TXNLOG_DEPLOY_WATCHED_TABLE": str(self.watched),
+                # planned maintenance: the catalog through this api-server (all-admins token),
+                # acting, with thresholds the example's small tables reach
+                "AIRFLOW_CONN_TXNLOG_AIRFLOW_API": self.base_url,
+                "AIRFLOW__TXNLOG__MAINTENANCE_HISTORY_URI": str(self.history),
+                "TXNLOG_MAINTENANCE_DRY_RUN": "false",
+                "TXNLOG_MAINTENANCE_SETTINGS": '{"quiet_minutes": 0, "min_input_files": 2}',
                 "SPARK_LOCAL_IP": "127.0.0.1",
                 "PYSPARK_PYTHON": sys.executable,
                 "PATH": f"{VENV_BIN}{os.pathsep}{tmp_os.get('PATH', '')}",

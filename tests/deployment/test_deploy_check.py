@@ -38,4 +38,6 @@ def test_deploy_check_passes() -> None:
     assert "[ok] the triggerer ran the sensor's trigger and it fired" in report
     assert "[ok] restore brought back the pre-run rows" in report
     assert "[ok] every event's extra matches its commit and source task" in report
+    assert "[ok] the plan came from the catalog: the example table is in it" in report
+    assert "[ok] every file of a savepoint or the published version is still there" in report
     assert " 0 failed" in report

@@ -26,7 +26,8 @@ watched = table_asset(
     watchers=[
         AssetWatcher(
             name="deploy_check_watched",
-            trigger=TxnLogVersionEventTrigger(table_uri=WATCHED_URI, poll_interval=2),
+            # WRITEs only: planned maintenance compacts this table too (an OPTIMIZE, no new data)
+            trigger=TxnLogVersionEventTrigger(table_uri=WATCHED_URI, poll_interval=2, operations=["WRITE"]),
         )
     ],
 )
