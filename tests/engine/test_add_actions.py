@@ -23,6 +23,8 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 
 from airflow_txnlog.engine import AddFile, Table
+from airflow_txnlog.engine.log.stats_struct import parse_stats_exact
+from airflow_txnlog.engine.state.add_actions import NUM_RECORDS_ONLY, _parse
 from airflow_txnlog.engine.state.predicates import may_match, parse_predicate
 
 NESTED = pa.struct([("x", pa.int64()), ("y", pa.string())])
@@ -166,3 +168,20 @@ def test_empty_table_and_struct_null_check(tmp_path: Path) -> None:
     p = str(tmp_path / "s")
     write_deltalake(p, _rich(0))
     assert len(Table.open(p).snapshot().files("st IS NULL")) == 1
+
+
+def test_num_records_alone_is_read_without_a_json_parse_where_it_leads_and_exactly_elsewhere() -> None:
+    texts = [
+        '{"numRecords":12,"minValues":{"a":1}}',  # every writer's order: the fast path
+        '{"numRecords":7}',
+        '{"minValues":{"numRecords":99},"numRecords":3}',  # a column named numRecords first
+        '{ "numRecords": 5 }',  # whitespace
+        '{"minValues":{"numRecords":99}}',  # no numRecords: null, not the column's 99
+        '{"numRecords":123456789012345678}',
+        None,
+        "",
+    ]
+    text = pa.array(texts, pa.string())
+    got = _parse(text, NUM_RECORDS_ONLY).field("numRecords").to_pylist()
+    assert got == [12, 7, 3, 5, None, 123456789012345678, None, None]
+    assert got == parse_stats_exact(text, NUM_RECORDS_ONLY).field("numRecords").to_pylist()

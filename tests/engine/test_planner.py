@@ -17,6 +17,7 @@ from airflow_txnlog.engine import AddFile, CommitConflictError, InvalidArgumentE
 from airflow_txnlog.engine.maintenance import compaction
 from airflow_txnlog.engine.maintenance.compaction_plan import FileInfo, pack, plan_partition
 from airflow_txnlog.engine.maintenance.plan_settings import PlanSettings
+from airflow_txnlog.engine.maintenance.planner import _deleted_rows
 
 SCHEMA = pa.schema([("p", pa.string()), ("x", pa.int64())])
 NOW = 10**13
@@ -346,3 +347,15 @@ def test_planned_log_cleanup_is_what_cleanup_log_deletes(tmp_path: Path) -> None
     assert not [
         a for a in t.plan_maintenance(quiet_minutes=0).to_dict()["actions"] if a["kind"] == "cleanup_log"
     ]
+
+
+def test_the_planner_reads_deletion_vector_cardinalities_from_checkpoint_and_tail() -> None:
+    """Delta Kernel's DV table: a checkpoint (DVs in its add rows) and commits after it."""
+    golden = Path(__file__).parents[1] / "compat" / "golden" / "dv-partitioned-with-checkpoint"
+    snap = Table.open(str(golden)).snapshot()
+    want = [int((f.deletion_vector or {}).get("cardinality") or 0) for f in snap.files()]
+    assert sum(want) > 0 and snap.checkpoint_version is not None
+    assert _deleted_rows(snap, snap.num_files).to_pylist() == want
+    summary = snap.file_summary()
+    assert summary.column("path").to_pylist() == [f.path for f in snap.files()]
+    assert summary.column("num_records").to_pylist() == snap.add_actions().column("num_records").to_pylist()

@@ -96,8 +96,8 @@ def _partitions(snap: Snapshot, s: PlanSettings) -> list[tuple[dict[str, Any] | 
     """(partition values or None, its newest file's modification time, its candidate files: small
     or with a deletion vector past the purge threshold) for every partition; only candidates become
     Python objects (a healthy million-file table builds none)."""
-    files = snap.add_actions()
-    deleted = pa.array(_deleted_rows(snap, files.num_rows), pa.int64())
+    files = snap.file_summary()
+    deleted = _deleted_rows(snap, files.num_rows)
     files = files.append_column("_deleted", deleted)
     keys = [f"partition.{c}" for c in snap.partition_columns]
     newest_by = files.group_by(keys).aggregate([("modification_time", "max")]) if keys else None
@@ -143,20 +143,23 @@ def _plain(value: Any) -> Any:
     return value.isoformat() if hasattr(value, "isoformat") else str(value)
 
 
-def _deleted_rows(snap: Snapshot, n: int) -> list[int]:
-    """Per live file (in `add_actions` order), the rows its deletion vector deletes."""
+def _deleted_rows(snap: Snapshot, n: int) -> pa.Array:
+    """Per live file (in `files()` order), the rows its deletion vector deletes (int64, Arrow)."""
     state = snap.state
-    base = state.live_base_adds(["deletionVector"])
-    out: list[int] = []
+    base = state.live_base_adds(["deletionVector.cardinality"])
+    parts: list[pa.Array] = []
     if base is not None:
         if base.type.get_field_index("deletionVector") >= 0:
-            card = base.field("deletionVector").field("cardinality")
-            out = [int(c or 0) for c in pc.fill_null(card, 0).to_pylist()]
+            card = pc.struct_field(base.field("deletionVector"), "cardinality")
+            parts.append(pc.fill_null(card.cast(pa.int64()), 0))
         else:
-            out = [0] * len(base)
-    for add in state.tail_adds():
-        out.append(int((add.get("deletionVector") or {}).get("cardinality") or 0))
-    return out if len(out) == n else [0] * n  # (a layout this does not know: no purge is planned)
+            parts.append(pa.nulls(len(base), pa.int64()).fill_null(0))
+    tail = [int((add.get("deletionVector") or {}).get("cardinality") or 0) for add in state.tail_adds()]
+    parts.append(pa.array(tail, pa.int64()))
+    out = pa.concat_arrays(parts)
+    if len(out) != n:  # (a layout this does not know: no purge is planned)
+        return pa.nulls(n, pa.int64()).fill_null(0)
+    return out
 
 
 def _checkpoint(snap: Snapshot, listing: LogListing, s: PlanSettings) -> Decision:

@@ -110,6 +110,26 @@ def _parsed_base(base: pa.StructArray | None, target: pa.StructType) -> pa.Struc
         return None  # a writer's struct we cannot cast: its JSON stats are used instead
 
 
+NUM_RECORDS_ONLY = pa.struct([pa.field("numRecords", pa.int64())])
+# Every writer we know (Delta on Spark, delta-rs, Kernel, this engine) writes numRecords first: a
+# string starting so has it at the top level, and no JSON parse is needed to read it.
+_LEADING_NUM_RECORDS = r'^\{"numRecords":(?P<numRecords>[0-9]{1,18})[,}]'
+
+
+def _parse(text: pa.Array, target: pa.StructType) -> pa.StructArray:
+    """`parse_stats_exact`, with a fast path for numRecords alone: read by a regex where the string
+    starts with it, parsed exactly (as JSON) wherever it does not (other key order, whitespace)."""
+    if target != NUM_RECORDS_ONLY or len(text) == 0:
+        return parse_stats_exact(text, target)
+    found = pc.extract_regex(text, _LEADING_NUM_RECORDS)
+    fast = pc.struct_field(found, "numRecords").cast(pa.int64())
+    slow = pc.and_(text.is_valid(), found.is_null())
+    if pc.any(slow).as_py():
+        exact = parse_stats_exact(text.filter(slow), target).field("numRecords")
+        fast = pc.replace_with_mask(fast, slow, exact)
+    return pa.StructArray.from_arrays([fast], fields=list(NUM_RECORDS_ONLY))
+
+
 def _stats(
     core: pa.StructArray, base: pa.StructArray | None, base_rows: BaseRows, target: pa.StructType
 ) -> pa.StructArray:
@@ -119,7 +139,7 @@ def _stats(
     tail_text = core.field("stats").slice(n_base)
     parsed = _parsed_base(base, target)
     if parsed is not None and parsed.null_count == 0:
-        return pa.concat_arrays([parsed, parse_stats_exact(tail_text, target)])
+        return pa.concat_arrays([parsed, _parse(tail_text, target)])
     base_text = pa.nulls(n_base, pa.string())
     if n_base:
         rows = base_rows(["stats"])
@@ -127,7 +147,7 @@ def _stats(
             base_text = rows.field("stats").cast(pa.string())
     if parsed is not None:
         base_text = pc.if_else(parsed.is_valid(), pa.nulls(1, pa.string())[0], base_text)
-    from_json = parse_stats_exact(pa.concat_arrays([base_text, tail_text]), target)
+    from_json = _parse(pa.concat_arrays([base_text, tail_text]), target)
     if parsed is None:
         return from_json
     parsed = pa.concat_arrays([parsed, pa.nulls(len(tail_text), target)])
@@ -169,6 +189,7 @@ def file_table(
     *,
     columns: frozenset[str] | None = None,
     names: Names | None = None,
+    with_files: bool = False,
 ) -> pa.Table:
     """The live files as one table (see the module doc); `partitionValues` still raw strings.
 
@@ -186,9 +207,13 @@ def file_table(
     else:
         physical_cols = frozenset(names.physical_of(c) for c in columns) if names is not None else columns
         target, logical = _only(target, physical_cols), _only(logical, columns)
-        # (no paths: the narrow table only feeds the pruning mask; only the stats leaves it needs)
+        if with_files and not columns:  # the files alone: only numRecords of their stats
+            target = logical = NUM_RECORDS_ONLY
+        # (no paths unless `with_files`: a pruning mask needs only the stats leaves)
         fields = [f"{STATS_PARSED}.{leaf}" for leaf in _leaf_paths(target)]
-        if columns & set(metadata.partition_columns):
+        if with_files:
+            fields += [n for n in _CORE.names if n != "stats"]
+        elif columns & set(metadata.partition_columns):
             fields.append(PARTITION_VALUES)
     base = base_rows(fields)
     core = _core(base, tail)
