@@ -9,8 +9,10 @@
     M2  planning one big table (log only, no data files: `benchmarks.generate`): our plan vs delta-rs's
         `get_add_actions(flatten=True)` (the issue's yardstick), fresh process each, wall time and
         peak RSS, median of `--reps`.
-    M3  planning many tables of mixed sizes (`--tables`, 50 to `--max-files` files): total and
-        median seconds per table, in one process (as the Airflow operator plans them).
+    M3  planning many tables of mixed sizes (`--tables`: log-uniform from 50 to `--max-files` files,
+        and M2's table as the last): total, median and slowest seconds per table, in one process (as
+        the Airflow operator plans them). M2's generated table has every file below the target
+        (all are compaction candidates): the planner's worst case, a million files in its bins.
 
     .venv/bin/python -m benchmarks.planner --quick            # small sizes, prints only
     .venv/bin/python -m benchmarks.planner --files 1000000 --write   # docs/benchmarks.md section
@@ -120,6 +122,9 @@ if sys.argv[1] == "ours":
     from airflow_txnlog.engine import Table
     plan = Table.open(sys.argv[2]).plan_maintenance(quiet_minutes=0)
     extra = {"actions": len(plan.actions), "skipped": len(plan.skipped)}
+elif sys.argv[1] == "inputs":  # what the planner reads of the snapshot, alone
+    from airflow_txnlog.engine import Table
+    extra = {"files": Table.open(sys.argv[2]).snapshot().file_summary().num_rows}
 else:
     from deltalake import DeltaTable
     extra = {"files": DeltaTable(sys.argv[2]).get_add_actions(flatten=True).num_rows}
@@ -142,9 +147,9 @@ def m2(work: Path, files: int, reps: int) -> dict[str, Any]:
     if not path.exists():
         commits = max(1, files // 500)
         gen.generate_checkpointed_table(path, gen.TableSpec(commits, 500), 5)
-    rows: dict[str, list[dict[str, Any]]] = {"ours": [], "deltars": []}
+    rows: dict[str, list[dict[str, Any]]] = {"ours": [], "inputs": [], "deltars": []}
     for _ in range(reps):
-        for engine in ("deltars", "ours"):
+        for engine in ("deltars", "inputs", "ours"):
             rows[engine].append(_probe(engine, path))
     med = {
         e: {k: round(statistics.median(r[k] for r in rs), 3) for k in ("seconds", "rss_mb")}
@@ -156,22 +161,31 @@ def m2(work: Path, files: int, reps: int) -> dict[str, Any]:
         **med,
         "time_ratio": round(med["ours"]["seconds"] / med["deltars"]["seconds"], 2),
         "rss_ratio": round(med["ours"]["rss_mb"] / med["deltars"]["rss_mb"], 2),
+        "inputs_time_ratio": round(med["inputs"]["seconds"] / med["deltars"]["seconds"], 2),
+        "inputs_rss_ratio": round(med["inputs"]["rss_mb"] / med["deltars"]["rss_mb"], 2),
         "ours_plan": {k: v for k, v in rows["ours"][0].items() if k in ("actions", "skipped")},
     }
 
 
 # ------------------------------------------------------------------------------------------ M3
-def m3(work: Path, tables: int, max_files: int) -> dict[str, Any]:
+def m3(
+    work: Path, tables: int, max_files: int, big: Path | None = None, big_files: int = 0
+) -> dict[str, Any]:
+    """`tables` tables: log-uniform sizes from 50 to `max_files`, the last one `big` (M2's table)
+    when given, so the mix reaches M2's size."""
     from airflow_txnlog.engine import Table
 
     rng = np.random.default_rng(3)
-    sizes = np.exp(rng.uniform(np.log(50), np.log(max_files), tables)).astype(int)
+    sizes = np.exp(rng.uniform(np.log(50), np.log(max_files), tables - (1 if big else 0))).astype(int)
     paths = []
     for i, n in enumerate(sizes):
         p = work / f"m3-{i:04d}"
         if not p.exists():
             gen.generate_table(p, gen.TableSpec(max(1, int(n) // 50), 50, seed=i))
         paths.append(p)
+    if big is not None:
+        paths.append(big)
+        sizes = np.append(sizes, big_files)
     per: list[float] = []
     t0 = time.perf_counter()
     for p in paths:
@@ -184,6 +198,7 @@ def m3(work: Path, tables: int, max_files: int) -> dict[str, Any]:
         "max_files": int(max(sizes)),
         "seconds_total": round(time.perf_counter() - t0, 2),
         "median_seconds_per_table": round(statistics.median(per), 4),
+        "max_seconds_per_table": round(max(per), 2),
     }
 
 
@@ -210,8 +225,12 @@ def report(doc: dict[str, Any]) -> str:
         f"{m2r['ours']['seconds']} | {m2r['deltars']['seconds']} (ratio {m2r['time_ratio']}) |",
         f"| M2 peak RSS MB | {m2r['ours']['rss_mb']} | "
         f"{m2r['deltars']['rss_mb']} (ratio {m2r['rss_ratio']}) |",
+        f"| M2 the planner's inputs alone (`Snapshot.file_summary`): seconds, peak RSS MB | "
+        f"{m2r['inputs']['seconds']}, {m2r['inputs']['rss_mb']} | ratios {m2r['inputs_time_ratio']}, "
+        f"{m2r['inputs_rss_ratio']} |",
         f"| M3 {m3r['tables']} tables, {m3r['files_total']:,} files (max {m3r['max_files']:,}): total s, "
-        f"median s per table | {m3r['seconds_total']}, {m3r['median_seconds_per_table']} | - |",
+        f"median s per table, slowest | {m3r['seconds_total']}, {m3r['median_seconds_per_table']}, "
+        f"{m3r['max_seconds_per_table']} | - |",
         END,
     ]
     return "\n".join(lines)
@@ -240,7 +259,7 @@ def main(argv: list[str] | None = None) -> None:
         "args": " ".join(argv if argv is not None else sys.argv[1:]),
         "M1": m1(work, partitions=3, files=30 if a.quick else 60, rows=10_000),
         "M2": m2(work, files, 1 if a.quick else a.reps),
-        "M3": m3(work, tables, max_files),
+        "M3": m3(work, tables, max_files, work / f"m2-{files}", files),
     }
     print(json.dumps(doc, indent=2))
     text = report(doc)

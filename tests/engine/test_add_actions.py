@@ -185,3 +185,25 @@ def test_num_records_alone_is_read_without_a_json_parse_where_it_leads_and_exact
     got = _parse(text, NUM_RECORDS_ONLY).field("numRecords").to_pylist()
     assert got == [12, 7, 3, 5, None, 123456789012345678, None, None]
     assert got == parse_stats_exact(text, NUM_RECORDS_ONLY).field("numRecords").to_pylist()
+
+
+@pytest.mark.parametrize("as_struct", ["true", "false"])
+def test_the_file_summary_reads_num_records_without_keeping_the_stats_text(
+    tmp_path: Path, as_struct: str
+) -> None:
+    t = Table.create(
+        str(tmp_path / "t"),
+        schema=pa.schema([("id", pa.int64()), ("p", pa.string())]),
+        partition_by=["p"],
+        properties={"delta.checkpoint.writeStatsAsStruct": as_struct},
+    )
+    for i in range(4):
+        t.write(pa.table({"id": list(range(i + 1)), "p": [f"p{i % 2}"] * (i + 1)}))
+    t.checkpoint()
+    t.write(pa.table({"id": [9, 9, 9, 9, 9], "p": ["p0"] * 5}))  # (a tail commit after it)
+    snap = Table.open(t.uri).snapshot()
+    summary = snap.file_summary()
+    source = snap.state.source
+    assert source is not None and ("add", "stats") not in source._cache  # read in batches, not kept
+    assert sorted(summary.column("num_records").to_pylist()) == [1, 2, 3, 4, 5]
+    assert summary.equals(snap.add_actions().select(summary.column_names))

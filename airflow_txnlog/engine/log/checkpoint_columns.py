@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterable, Sequence
+from typing import TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -50,6 +51,8 @@ def _valid_rows(table: pa.Table, column: str) -> pa.StructArray:
 # it is needed rarely (the few `AddFile`s whose JSON is not rendered from the struct), so it is read
 # each time rather than kept. Without `stats_parsed` it is the only source of stats: kept.
 UNCACHED_WITH_STRUCT = frozenset({"stats"})
+_BATCH_ROWS = 65_536  # rows decoded at a time by `derive`
+_T = TypeVar("_T")
 
 
 class CheckpointColumns:
@@ -64,11 +67,14 @@ class CheckpointColumns:
 
     def _read(self, path: str, columns: Callable[[pa.Schema], list[str]]) -> tuple[pa.Schema, pa.Table]:
         """(the file's schema, the columns `columns(schema)` names), in one open of the file."""
+        return self._guarded(path, lambda f: (f.schema_arrow, f.read(columns=columns(f.schema_arrow))))
+
+    def _guarded(self, path: str, use: Callable[[pq.ParquetFile], _T]) -> _T:
+        """`use` applied to the part file at `path`; a missing or broken file is a LogCorruptedError."""
         try:
             with self._storage.open_input(path) as fh:
-                f = pq.ParquetFile(fh)
                 # (ParquetFile.read, not read_table, which would import pandas)
-                return f.schema_arrow, f.read(columns=columns(f.schema_arrow))
+                return use(pq.ParquetFile(fh))
         except FileNotFoundError as exc:
             if self._loaded:  # it was there when the snapshot loaded
                 raise LogCorruptedError(
@@ -105,6 +111,29 @@ class CheckpointColumns:
                 for i, child in enumerate(out[column].flatten()):
                     self._cache[(column, out[column].type.field(i).name)] = child
         return out
+
+    def derive(self, column: str, name: str, fn: Callable[[pa.Array], pa.Array]) -> pa.Array:
+        """`fn` over field `name` of `column`'s rows (the rows and order of `read`), read batch by
+        batch and not kept: a big field (`add.stats` text) becomes a small result without all of it
+        in memory at once. A kept copy of the field is used when there is one."""
+        kept = self._cache.get((column, name))
+        if kept is not None:
+            return fn(kept)
+        t = _unified(s.field(column).type.field(name).type for s in self._schemas if _has(s, column, name))
+        out: list[pa.Array] = []
+        for path, schema in zip(self._paths, self._schemas, strict=True):
+            if column not in schema.names:
+                continue
+            wanted = [f"{column}.{name}"] if _has(schema, column, name) else [f"{column}.path"]
+
+            def batches(f: pq.ParquetFile, wanted: list[str] = wanted) -> list[pa.Array]:
+                return [
+                    fn(_child(_valid(batch.column(column)), name, t))
+                    for batch in f.iter_batches(batch_size=_BATCH_ROWS, columns=wanted)
+                ]
+
+            out += self._guarded(path, batches)
+        return _concat(out) if out else fn(pa.array([], type=t))
 
     def field_names(self, column: str) -> list[str]:
         """Fields of `column` in any part, first-seen order."""

@@ -98,9 +98,19 @@ def read_commit_blobs(
     return _blobs(storage, commits, batch)
 
 
-def read_commits(storage: Storage, commits: CommitFiles, *, batch: int = READ_BATCH) -> Iterator[LogCommit]:
-    """The commits `commits` names, parsed, in that order (fetched `batch` at a time, lazily)."""
+def read_commits(
+    storage: Storage,
+    commits: CommitFiles,
+    *,
+    batch: int = READ_BATCH,
+    containing: tuple[bytes, ...] = (),
+) -> Iterator[LogCommit]:
+    """The commits `commits` names, parsed, in that order (fetched `batch` at a time, lazily). With
+    `containing`, only the commits whose bytes contain one of those strings are parsed and yielded
+    (a scan for some actions skips the parse of every other commit)."""
     for version, name, data in _blobs(storage, commits, batch):
+        if containing and not any(needle in data for needle in containing):
+            continue
         yield LogCommit(version, name, parse_commit(data, name=name))
 
 

@@ -18,7 +18,7 @@ so a cached state is updated incrementally by reading just the new commits.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
@@ -207,6 +207,15 @@ class LogState:
         """The checkpoint's add rows no later commit replaced: `fields` of them (every field if None;
         names the checkpoint lacks are left out)."""
         return self._base_rows(ADD, self.base_adds, self._live_add_mask, fields)
+
+    def live_base_add_derived(self, name: str, fn: Callable[[pa.Array], pa.Array]) -> pa.Array | None:
+        """`fn` over field `name` of the live checkpoint add rows, read in batches and not kept
+        (`CheckpointColumns.derive`); None when the rows are in memory (then `live_base_adds`)."""
+        if self.base_adds is None or self.source is None:
+            return None
+        out = self.source.derive(ADD, name, fn)
+        mask = self._live_add_mask
+        return out if mask is None else out.filter(mask)
 
     def live_base_add_keys(self) -> list[str]:
         if self.base_add_keys is None:

@@ -20,6 +20,7 @@ observed value and the threshold.
 from __future__ import annotations
 
 import heapq
+import operator
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,6 +28,7 @@ from typing import Any
 from airflow_txnlog.engine.maintenance.plan_settings import PlanSettings
 
 MINUTE_MS = 60_000
+_PATH, _OUTPUT = operator.attrgetter("path"), operator.attrgetter("estimated_output")
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,8 +102,9 @@ def plan_partition(
         minutes = round((now_ms - newest) / MINUTE_MS, 1)
         reason = f"written {minutes} min ago, within the quiet period of {s.quiet_minutes:g} min"
         return [Decision("compact", partition, "quiet_period", minutes, s.quiet_minutes, reason=reason)]
-    small = [f for f in files if f.size < s.small_bytes]
-    heavy = [f for f in files if f.size >= s.small_bytes and f.deleted_fraction > s.dv_purge_fraction]
+    small_bytes, purge_fraction = s.small_bytes, s.dv_purge_fraction
+    small = [f for f in files if f.size < small_bytes]
+    heavy = [f for f in files if f.size >= small_bytes and f.deleted_fraction > purge_fraction]
     return [_compaction(partition, small, s), *_purge(partition, heavy, s)]
 
 
@@ -161,7 +164,8 @@ def pack(files: Sequence[FileInfo], capacity: int) -> list[list[FileInfo]]:
     small remainder; k grows while a bin would exceed 1.25 x the capacity."""
     total = sum(f.estimated_output for f in files)
     k = max(1, -(-total // max(capacity, 1)))
-    ordered = sorted(files, key=lambda f: (-f.estimated_output, f.path))
+    # largest first, ties by path (two stable sorts: cheaper than a tuple key per file)
+    ordered = sorted(sorted(files, key=_PATH), key=_OUTPUT, reverse=True)
     while True:
         bins: list[list[FileInfo]] = [[] for _ in range(k)]
         heap = [(0, i) for i in range(k)]

@@ -26,6 +26,7 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
+from itertools import repeat
 from typing import Any
 
 import pyarrow as pa
@@ -108,18 +109,14 @@ def _partitions(snap: Snapshot, s: PlanSettings) -> list[tuple[dict[str, Any] | 
     mask = pc.or_(pc.less(files.column("size_bytes"), s.small_bytes), pc.and_(heavy, pc.greater(records, 0)))
     cands = files.filter(mask)
     groups: dict[tuple[Any, ...], list[FileInfo]] = defaultdict(list)
-    columns = [cands.column(k).to_pylist() for k in keys]
-    rows = zip(
-        *(
-            cands.column(c).to_pylist()
-            for c in ("path", "size_bytes", "modification_time", "num_records", "_deleted")
-        ),
-        strict=True,
-    )
-    for i, (path, size, mtime, n, dv) in enumerate(rows):
-        groups[tuple(col[i] for col in columns)].append(
-            FileInfo(path, int(size or 0), int(mtime or 0), n, int(dv or 0))
-        )
+    fields = [
+        cands.column(c) if c in ("path", "num_records") else pc.fill_null(cands.column(c), 0)
+        for c in ("path", "size_bytes", "modification_time", "num_records", "_deleted")
+    ]
+    infos = map(FileInfo, *(f.to_pylist() for f in fields))  # (column-wise: no per-row Arrow access)
+    part_keys = zip(*(cands.column(k).to_pylist() for k in keys), strict=True) if keys else repeat(())
+    for key, info in zip(part_keys, infos, strict=False):  # (same rows: equal lengths, or keys endless)
+        groups[key].append(info)
     if newest_by is None:
         newest = {(): int(pc.max(files.column("modification_time")).as_py() or 0)} if files.num_rows else {}
     else:

@@ -43,6 +43,10 @@ class VacuumHistory:
     complete: bool = True
 
 
+# A commit without these bytes has no remove and is no vacuum's: `_visit` would ignore it unparsed.
+_RELEVANT = (b'"remove"', b"VACUUM")
+
+
 @dataclass
 class _Scan:
     ended: str | None = None  # a VACUUM END seen, its START not yet: "LITE" / "FULL" pending
@@ -60,7 +64,8 @@ def vacuum_history(
     scan = _Scan()
     for start in range(0, len(versions), _BATCH):
         chunk = versions[start : start + _BATCH]
-        for commit in read_commits(storage, [(v, listing.commits[v]) for v in chunk]):
+        names = [(v, listing.commits[v]) for v in chunk]
+        for commit in read_commits(storage, names, containing=_RELEVANT):
             _visit(scan, commit.version, commit.actions, stamps[commit.version], retention_ms)
         oldest = stamps[chunk[-1]]
         removes_done = "covered_before" in scan.out and oldest < scan.out["covered_before"]

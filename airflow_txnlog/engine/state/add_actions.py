@@ -66,6 +66,7 @@ _CORE = pa.struct(
     ]
 )
 BaseRows = Callable[[Sequence[str]], pa.StructArray | None]
+Derived = Callable[[str, Callable[[pa.Array], pa.Array]], pa.Array | None]  # LogState.live_base_add_derived
 _STATS_PARTS = (("null_count", "nullCount"), ("min", "minValues"), ("max", "maxValues"))
 
 
@@ -131,15 +132,26 @@ def _parse(text: pa.Array, target: pa.StructType) -> pa.StructArray:
 
 
 def _stats(
-    core: pa.StructArray, base: pa.StructArray | None, base_rows: BaseRows, target: pa.StructType
+    core: pa.StructArray,
+    base: pa.StructArray | None,
+    base_rows: BaseRows,
+    target: pa.StructType,
+    derived: Derived | None = None,
 ) -> pa.StructArray:
     """Typed stats per row: the checkpoint's `stats_parsed` where present, else the JSON parsed in bulk.
-    The checkpoint's JSON `stats` column is read only when some row has no `stats_parsed`."""
+    The checkpoint's JSON `stats` column is read only when some row has no `stats_parsed`; for
+    numRecords alone through `derived` (batch by batch, not kept) when the checkpoint has no
+    `stats_parsed` at all."""
     n_base = 0 if base is None else len(base)
     tail_text = core.field("stats").slice(n_base)
     parsed = _parsed_base(base, target)
     if parsed is not None and parsed.null_count == 0:
         return pa.concat_arrays([parsed, _parse(tail_text, target)])
+    if parsed is None and n_base and target == NUM_RECORDS_ONLY and derived is not None:
+        counts = derived("stats", lambda text: _parse(text.cast(pa.string()), target).field(0))
+        if counts is not None and len(counts) == n_base:
+            tail = _parse(tail_text, target).field(0)
+            return pa.StructArray.from_arrays([pa.concat_arrays([counts, tail])], fields=list(target))
     base_text = pa.nulls(n_base, pa.string())
     if n_base:
         rows = base_rows(["stats"])
@@ -190,6 +202,7 @@ def file_table(
     columns: frozenset[str] | None = None,
     names: Names | None = None,
     with_files: bool = False,
+    derived: Derived | None = None,
 ) -> pa.Table:
     """The live files as one table (see the module doc); `partitionValues` still raw strings.
 
@@ -217,7 +230,7 @@ def file_table(
             fields.append(PARTITION_VALUES)
     base = base_rows(fields)
     core = _core(base, tail)
-    stats = logical_view(_stats(core, base, base_rows, target), logical)
+    stats = logical_view(_stats(core, base, base_rows, target, derived), logical)
     by_name = dict(
         zip([logical.field(i).name for i in range(logical.num_fields)], stats.flatten(), strict=True)
     )

@@ -201,6 +201,7 @@ class Snapshot:
         narrow = file_table(
             self._state.live_base_adds, self._state.tail_adds(), self.metadata,
             columns=frozenset(), names=self.column_names, with_files=True,
+            derived=self._state.live_base_add_derived,
         )  # fmt: skip
         return add_actions_table(narrow, self.schema, self.partition_columns)
 
