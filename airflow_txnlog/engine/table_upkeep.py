@@ -12,7 +12,8 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any, cast
 
-from airflow_txnlog.engine.errors import InvalidArgumentError
+from airflow_txnlog.engine import properties as props
+from airflow_txnlog.engine.errors import InvalidArgumentError, RetentionTooShortError
 from airflow_txnlog.engine.maintenance import log_cleanup
 from airflow_txnlog.engine.maintenance import vacuum as vacuum_mod
 from airflow_txnlog.engine.maintenance.compaction import compact
@@ -71,7 +72,7 @@ class Upkeep:
         """Run one action of a plan (`MaintenancePlan.to_dict()["actions"][i]`); a result dict.
 
         A vacuum or log cleanup keeps the retention the plan used (`estimate.retention_hours`), so it
-        deletes no more than planned; the table's retention checks stay on."""
+        deletes no more than planned, and never one below the table's (RetentionTooShortError)."""
         flag("dry_run", dry_run)
         self._committed("run maintenance")
         kind = action.get("kind") if isinstance(action, Mapping) else None
@@ -91,6 +92,7 @@ class Upkeep:
                 "bytes": done.bytes,
             }
         if kind == "cleanup_log":
+            self._log_retention_kept(retention)
             done_log = self.cleanup_log(retention_hours=retention, dry_run=dry_run)
             return {"kind": kind, **dataclasses.asdict(done_log)}
         if kind == "checkpoint":
@@ -99,6 +101,18 @@ class Upkeep:
                 self.checkpoint(version)
             return {"kind": kind, "dry_run": dry_run, "version": version}
         raise InvalidArgumentError(f"run_maintenance: unknown action kind {kind!r}")
+
+    def _log_retention_kept(self, hours: float | None) -> None:
+        """A planned log cleanup never shortens the table's log retention (as vacuum's check)."""
+        if hours is None:
+            return
+        table_ms = props.log_retention_ms(self._me().snapshot().metadata.configuration)
+        if round(hours * 3_600_000) < table_ms:
+            raise RetentionTooShortError(
+                f"the plan's log retention of {hours:g} hours is below the table's "
+                f"({table_ms / 3_600_000:g} hours, delta.logRetentionDuration): time travel to versions "
+                "the table keeps would end. Help: plan with the table's retention, or lower the property."
+            )
 
     def checkpoint(self, version: int | None = None) -> None:
         raise NotImplementedError  # (engine.table.Table's)

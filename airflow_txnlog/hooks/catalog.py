@@ -42,8 +42,10 @@ class TxnLogCatalogHook(BaseHook):
         if not host:
             raise invalid(f"connection {self.catalog_conn_id!r} has no host (the api-server's URL)")
         if "://" not in host:
-            scheme = conn.schema or "http"
-            host = f"{scheme}://{host}"
+            # (an `https://user:pass@host` connection URI gives conn_type "https"; a form-made HTTP
+            # connection has the scheme in `schema`, as Airflow's HttpHook reads it)
+            schemes = [v for v in (conn.schema, conn.conn_type) if v in ("http", "https")]
+            host = f"{schemes[0] if schemes else 'http'}://{host}"
         return f"{host}:{conn.port}" if conn.port else host
 
     def _token(self, client: httpx.Client) -> str:

@@ -55,8 +55,9 @@ def _rank(action: Mapping[str, Any]) -> tuple[int, int, int]:
 
 
 def work_items(plans: Sequence[Mapping[str, Any]], *, byte_budget: int | None = None) -> list[dict[str, Any]]:
-    """One item per plan (see the module docstring); `plans` entries carry `conn_id`, and a
-    planning failure is `{"table", "conn_id", "error"}`."""
+    """One item per plan (see the module docstring); `plans` entries carry `conn_id`, a planning
+    failure is `{"table", "conn_id", "error"}`, a catalog location that is no table
+    `{"table", "conn_id", "not_a_table": reason}` (a skip)."""
     items = [_item(p) for p in plans]
     ranked = sorted(
         ((a, item) for item in items for a in item["actions"] if a["kind"] in DATA_KINDS),
@@ -84,8 +85,17 @@ def _item(plan: Mapping[str, Any]) -> dict[str, Any]:
         "error": plan.get("error"),
         "actions": [{**slim(a), "id": f"a{i}"} for i, a in enumerate(plan.get("actions") or [])],
         "over_budget": [],
-        "skipped": [slim(s) for s in plan.get("skipped") or []],
+        "skipped": [slim(s) for s in plan.get("skipped") or []] + _not_a_table(plan),
     }
+
+
+def _not_a_table(plan: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """A catalog location without a Delta log, as a skip of its own."""
+    reason = plan.get("not_a_table")
+    if not reason:
+        return []
+    return [{"kind": "plan", "partition": None, "rule": "has_delta_log", "observed": False,
+             "threshold": True, "reason": reason}]  # fmt: skip
 
 
 def _table_rank(item: Mapping[str, Any]) -> tuple[int, int]:

@@ -38,6 +38,8 @@ FAILING = ("failed", "error", "no_result")  # statuses that fail the history tas
 def _table_list(value: object) -> list[str] | None:
     if value is None:
         return None
+    if isinstance(value, str) and not renders_later(value):  # (a rendered template: comma-separated)
+        value = [t.strip() for t in value.split(",") if t.strip()]
     if (
         isinstance(value, str)
         or not isinstance(value, Sequence)
@@ -64,7 +66,9 @@ class TxnLogMaintenancePlanOperator(BaseOperator):
     return values only); pushes every item (each table, its actions, over-budget actions, skips, a
     planning error) under the XCom key `items`, which the history task records.
 
-    :param tables: table URIs (templated); None reads the catalog (`TxnLogCatalogHook`).
+    :param tables: table URIs (templated: a template may render a comma-separated string); None
+        reads the catalog (`TxnLogCatalogHook`), where a location without a Delta log (an asset of
+        other files) is skipped, not an error.
     :param txnlog_conn_id: the connection of the listed tables (catalog tables bring their own).
     :param settings: planner settings for every table (`Table.plan_maintenance(**settings)`).
     :param byte_budget: bytes compaction may read + write in this run (None: no budget).
@@ -101,18 +105,27 @@ class TxnLogMaintenancePlanOperator(BaseOperator):
         return [(t["uri"], t["conn_id"]) for t in TxnLogCatalogHook(self.catalog_conn_id).tables()]
 
     def execute(self, context: Context) -> list[dict[str, Any]]:
-        from airflow_txnlog.engine import TxnLogError  # noqa: PLC0415 - no pyarrow at parse time
+        from airflow_txnlog.engine import TableNotFoundError  # noqa: PLC0415 - no pyarrow at parse time
         from airflow_txnlog.operators._maintenance_work import runnable, work_items  # noqa: PLC0415
 
         plans: list[dict[str, Any]] = []
         hooks: dict[str, TxnLogHook] = {}
+        from_catalog = _table_list(self.tables) is None
         for uri, conn_id in self._targets():
-            hook = hooks.setdefault(conn_id, TxnLogHook(txnlog_conn_id=conn_id))
-            named = {"table": uri, "conn_id": conn_id, "asset_uri": table_asset_uri(hook.resolve_uri(uri))}
-            try:
+            named: dict[str, Any] = {"table": uri, "conn_id": conn_id, "asset_uri": None}
+            try:  # one table that cannot be planned must not stop the others
+                hook = hooks.setdefault(conn_id, TxnLogHook(txnlog_conn_id=conn_id))
+                named["asset_uri"] = table_asset_uri(hook.resolve_uri(uri))
                 plans.append({**hook.get_table(uri).plan_maintenance(**self.settings).to_dict(), **named})
-            except (TxnLogError, OSError) as exc:  # one unreadable table must not stop the others
-                self.log.warning("cannot plan %s: %s", uri, exc)
+            except TableNotFoundError as exc:
+                if not from_catalog:  # a table the DAG lists: its absence is an error
+                    plans.append({**named, "error": f"{type(exc).__name__}: {exc}"})
+                    continue
+                # (the catalog names every asset at a table-like location: a plain folder is not one)
+                self.log.info("%s has no Delta log: not a table, skipped", uri)
+                plans.append({**named, "not_a_table": f"no Delta log at {uri}: not a table"})
+            except Exception as exc:
+                self.log.warning("cannot plan %s: %s: %s", uri, type(exc).__name__, exc)
                 plans.append({**named, "error": f"{type(exc).__name__}: {exc}"})
         items = work_items(plans, byte_budget=self.byte_budget)
         work = runnable(items)
@@ -281,6 +294,8 @@ def planned_maintenance(
     stages = ("checkpoint", "optimize", "vacuum", "cleanup_log")
     extra = {"pool": pool} if pool else {}
 
+    result_ids: list[str] = []  # (the ids as created: prefixed by any group this is built in)
+
     @task_group(group_id=group_id)
     def maintain(item: Any) -> None:
         previous = None
@@ -288,6 +303,7 @@ def planned_maintenance(
             op = TxnLogPlannedActionsOperator(
                 task_id=stage, item=item, stage=stage, dry_run=dry_run, trigger_rule="all_done", **extra
             )
+            result_ids.append(op.task_id)
             if previous is not None:
                 previous >> op
             previous = op
@@ -295,7 +311,7 @@ def planned_maintenance(
     group = maintain.expand(item=plan.output)
     history = TxnLogMaintenanceHistoryOperator(
         task_id="history", history_uri=history_uri, plan_task_id=plan.task_id,
-        result_task_ids=[f"{group_id}.{s}" for s in stages], dry_run=dry_run, txnlog_conn_id=txnlog_conn_id,
+        result_task_ids=result_ids, dry_run=dry_run, txnlog_conn_id=txnlog_conn_id,
     )  # fmt: skip
     group >> history
     plan >> history

@@ -146,8 +146,17 @@ def create_app() -> FastAPI:
         table_id: str, user: User, limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 50
     ) -> dict[str, Any] | JSONResponse:
         known, _ = _table(user, table_id)
+        manager = _auth_manager()
+
+        def may_see_dag(dag_id: str) -> bool:
+            from airflow.api_fastapi.auth.managers.models.resource_details import (  # noqa: PLC0415
+                DagDetails,
+            )
+
+            return bool(manager.is_authorized_dag(method="GET", details=DagDetails(id=dag_id), user=user))
+
         try:
-            return tables_maintenance.maintenance(known, limit=limit)
+            return tables_maintenance.maintenance(known, limit=limit, may_see_dag=may_see_dag)
         except Exception as exc:
             return _failed(known, exc)
 

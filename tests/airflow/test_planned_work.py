@@ -9,12 +9,14 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from airflow.sdk import DAG, TaskGroup
 from deltalake import DeltaTable
 
 from airflow_txnlog.engine import InvalidArgumentError, Table
+from airflow_txnlog.hooks.catalog import TxnLogCatalogHook
 from airflow_txnlog.operators import _maintenance_history as history
-from airflow_txnlog.operators._maintenance_work import data_cost, runnable, stage_actions, work_items
-from airflow_txnlog.operators.planned_maintenance import TxnLogMaintenancePlanOperator
+from airflow_txnlog.operators._maintenance_work import STAGES, data_cost, runnable, stage_actions, work_items
+from airflow_txnlog.operators.planned_maintenance import TxnLogMaintenancePlanOperator, planned_maintenance
 
 NOW = dt.datetime(2026, 11, 27, 12, tzinfo=dt.UTC)
 QUIET = {"quiet_minutes": 0}
@@ -64,7 +66,11 @@ def test_the_byte_budget_takes_the_best_actions_and_says_why_the_rest_wait(tmp_p
     smallest = tables[0].uri
     fits = costs[best] + costs[smallest] <= budget
     assert any(a["kind"] == "compact" for a in items[smallest]["actions"]) == fits
-    assert all(a["kind"] != "compact" for a in items[second]["actions"])  # checkpoint etc. unaffected
+    assert [a["kind"] for a in items[second]["actions"]] == [  # the rest of its plan is unaffected
+        a["kind"]
+        for a in next(i for i in unlimited if i["table"] == second)["actions"]
+        if a["kind"] != "compact"
+    ]
     assert work_items(plans, byte_budget=0)[0]["over_budget"]  # nothing fits a zero budget
 
 
@@ -129,10 +135,73 @@ def test_a_bad_byte_budget_is_refused_at_construction(budget: Any) -> None:
         TxnLogMaintenancePlanOperator(task_id="plan", tables=["/t"], byte_budget=budget)
 
 
-@pytest.mark.parametrize("tables", ["/one/table", [], [1]])
+@pytest.mark.parametrize("tables", [[], [1], " , ", 5])
 def test_bad_table_lists_are_refused(tables: Any) -> None:
     with pytest.raises(InvalidArgumentError, match="tables"):
         TxnLogMaintenancePlanOperator(task_id="plan", tables=tables)
+
+
+def test_a_rendered_template_of_tables_is_a_comma_separated_list() -> None:
+    op = TxnLogMaintenancePlanOperator(task_id="plan", tables="/a, /b")
+    assert op.tables == ["/a", "/b"]
+    assert (
+        TxnLogMaintenancePlanOperator(task_id="p2", tables="{{ var.value.t }}").tables == "{{ var.value.t }}"
+    )
+
+
+class _TaskInstance:
+    """What execute uses of a task instance: xcom_push (recorded)."""
+
+    def __init__(self) -> None:
+        self.pushed: dict[str, Any] = {}
+
+    def xcom_push(self, key: str, value: Any) -> None:
+        self.pushed[key] = value
+
+
+def test_catalog_planning_skips_folders_without_a_log_and_isolates_each_tables_failure(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    good = _fragmented(tmp_path / "good", 6)
+    (tmp_path / "landing").mkdir()  # an asset of CSV files, say: no Delta log
+    catalog = [
+        {"uri": f"file://{good.uri}", "conn_id": "txnlog_default"},
+        {"uri": f"file://{tmp_path / 'landing'}", "conn_id": "txnlog_default"},
+        {"uri": "s3://bucket/t", "conn_id": "team_b_s3"},  # a connection this worker does not have
+    ]
+    # (the REST call itself is tested against a real api-server in tests/ui)
+    monkeypatch.setattr(TxnLogCatalogHook, "tables", lambda self: catalog)
+    ti = _TaskInstance()
+    work = TxnLogMaintenancePlanOperator(task_id="plan", settings=QUIET).execute({"ti": ti})  # type: ignore[arg-type]
+    items = {i["table"]: i for i in ti.pushed["items"]}
+    assert [w["table"] for w in work] == [f"file://{good.uri}"]
+    landing = items[f"file://{tmp_path / 'landing'}"]
+    assert landing["error"] is None and landing["skipped"][0]["rule"] == "has_delta_log"
+    assert "not a table" in landing["skipped"][0]["reason"]
+    assert "team_b_s3" in items["s3://bucket/t"]["error"]
+    rows = history.history_rows(ti.pushed["items"], [], dag_id="d", run_id="r", dry_run=True, now=NOW)
+    assert {r["status"] for r in rows if r["table_uri"].endswith("landing")} == {"skipped"}
+
+
+def test_a_listed_table_that_does_not_exist_is_an_error(tmp_path: Path) -> None:
+    ti = _TaskInstance()
+    TxnLogMaintenancePlanOperator(task_id="plan", tables=[str(tmp_path / "nope")]).execute({"ti": ti})  # type: ignore[arg-type]
+    (item,) = ti.pushed["items"]
+    assert item["error"].startswith("TableNotFoundError")
+
+
+def test_built_inside_a_task_group_the_history_reads_the_right_task_ids() -> None:
+    with DAG("nested", schedule=None) as dag, TaskGroup("lake"):
+        _, _, hist = planned_maintenance(history_uri="/h", tables=["/t"])
+    assert set(hist.result_task_ids) <= set(dag.task_dict)
+    assert hist.result_task_ids == [f"lake.maintain.{s}" for s in STAGES]
+
+
+def test_the_catalog_connection_keeps_https(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AIRFLOW_CONN_TXNLOG_AIRFLOW_API", "https://maint:s3cret@airflow.example.com")
+    assert TxnLogCatalogHook().base_url() == "https://airflow.example.com"
+    monkeypatch.setenv("AIRFLOW_CONN_TXNLOG_AIRFLOW_API", "http://u:p@127.0.0.1:8080")
+    assert TxnLogCatalogHook().base_url() == "http://127.0.0.1:8080"
 
 
 def test_a_dry_run_action_changes_nothing(tmp_path: Path) -> None:

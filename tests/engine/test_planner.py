@@ -10,10 +10,17 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable
 
-from airflow_txnlog.engine import AddFile, CommitConflictError, InvalidArgumentError, Table
+from airflow_txnlog.engine import (
+    AddFile,
+    CommitConflictError,
+    InvalidArgumentError,
+    RetentionTooShortError,
+    Table,
+)
 from airflow_txnlog.engine.maintenance import compaction
 from airflow_txnlog.engine.maintenance.compaction_plan import FileInfo, pack, plan_partition
 from airflow_txnlog.engine.maintenance.plan_settings import PlanSettings
@@ -359,3 +366,55 @@ def test_the_planner_reads_deletion_vector_cardinalities_from_checkpoint_and_tai
     summary = snap.file_summary()
     assert summary.column("path").to_pylist() == [f.path for f in snap.files()]
     assert summary.column("num_records").to_pylist() == snap.add_actions().column("num_records").to_pylist()
+
+
+def test_retention_settings_below_the_tables_are_refused(tmp_path: Path) -> None:
+    t = Table.create(str(tmp_path / "t"), schema=pa.schema([("id", pa.int64())]))
+    t.write(pa.table({"id": [1]}))
+    for name in ("vacuum_retention_ms", "log_retention_ms"):
+        with pytest.raises(InvalidArgumentError, match=f"{name}=0 is below the table's"):
+            t.plan_maintenance(**{name: 0})
+    longer = t.plan_maintenance(log_retention_ms=40 * 24 * 3600 * 1000).settings  # longer: allowed
+    assert longer.log_retention_ms == 40 * 24 * 3600 * 1000
+
+
+def test_a_planned_log_cleanup_never_runs_below_the_tables_log_retention(tmp_path: Path) -> None:
+    t = Table.create(str(tmp_path / "t"), schema=pa.schema([("id", pa.int64())]))
+    action = {"kind": "cleanup_log", "estimate": {"retention_hours": 1.0}}  # (a hand-made plan)
+    with pytest.raises(RetentionTooShortError, match="below the table's"):
+        t.run_maintenance(action, dry_run=True)
+    ok = {"kind": "cleanup_log", "estimate": {"retention_hours": 30 * 24.0}}
+    assert t.run_maintenance(ok, dry_run=True)["dry_run"] is True
+
+
+def test_a_retention_in_minutes_survives_the_plan_and_the_run(tmp_path: Path) -> None:
+    """65 min = 1.0833... h: ms -> hours -> ms must come back equal, or vacuum refuses its own plan."""
+    props = {"delta.deletedFileRetentionDuration": "interval 65 minutes"}
+    t = Table.create(str(tmp_path / "t"), schema=pa.schema([("id", pa.int64())]), properties=props)
+    t.write(pa.table({"id": [1]}))
+    (full,) = [
+        a for a in t.plan_maintenance(full_vacuum_days=0).to_dict()["actions"] if a["kind"] == "vacuum"
+    ]
+    assert full["estimate"]["mode"] == "full"
+    assert t.run_maintenance(full, dry_run=True)["files"] == 0  # no RetentionTooShortError
+
+
+def test_a_checkpoint_without_any_stats_column_plans(tmp_path: Path) -> None:
+    """Delta on Spark with writeStatsAsJson and writeStatsAsStruct off writes neither."""
+    t = Table.create(str(tmp_path / "t"), schema=pa.schema([("id", pa.int64())]),
+                     properties={"delta.checkpoint.writeStatsAsStruct": "false"})  # fmt: skip
+    for i in range(3):
+        t.write(pa.table({"id": [i]}))
+    t.checkpoint()
+    (cp,) = (tmp_path / "t" / "_delta_log").glob("*.checkpoint.parquet")
+    data = pq.read_table(cp)
+    add = data.column("add").combine_chunks()
+    keep = [f.name for f in add.type if f.name != "stats"]
+    stripped = pa.StructArray.from_arrays(
+        [add.field(n) for n in keep], names=keep, mask=pa.compute.invert(add.is_valid())
+    )
+    pq.write_table(data.set_column(data.schema.get_field_index("add"), "add", stripped), cp)
+    snap = Table.open(t.uri).snapshot()
+    assert snap.file_summary().column("num_records").to_pylist() == [None, None, None]
+    plan = Table.open(t.uri).plan_maintenance(quiet_minutes=0, min_input_files=2).to_dict()
+    assert [a["kind"] for a in plan["actions"] if a["kind"] == "compact"] == ["compact"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 from pathlib import Path
@@ -12,7 +13,8 @@ import pytest
 from airflow_txnlog.engine import Table
 from airflow_txnlog.engine.maintenance.health import TableHealth
 from airflow_txnlog.engine.state.history import history_page
-from airflow_txnlog.plugins import tables_report
+from airflow_txnlog.operators import _maintenance_history as history
+from airflow_txnlog.plugins import tables_maintenance, tables_report
 from airflow_txnlog.plugins.tables_access import may_read, readable_names
 from airflow_txnlog.plugins.tables_catalog import KnownTable, build_catalog, table_id_of
 from airflow_txnlog.plugins.tables_chart import chart_svg, sizes_after
@@ -192,3 +194,43 @@ def test_a_history_page_loads_no_snapshot(tmp_path: Path, monkeypatch: pytest.Mo
     known = KnownTable(uri, table_id_of(uri), (), ("d",), "txnlog_default")
     page = tables_report.history(known, before=2, limit=5)
     assert [e["version"] for e in page["entries"]] == [1, 0] and page["nextBefore"] is None
+
+
+def _known(uri: str) -> KnownTable:
+    return KnownTable(
+        uri=uri, table_id=table_id_of(uri), asset_ids=(), dag_ids=("d",), conn_id="txnlog_default"
+    )
+
+
+def test_the_maintenance_rows_are_matched_exactly_and_shown_with_care(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No SQL text is built from a URI (a crafted one must not widen the match), a quote in a URI
+    works, errors show their class only, and a DAG the user may not read is not named."""
+    uri = str(tmp_path / "history")
+    crafted = "s3://lake/t\\' OR table_uri IS NOT NULL --"
+    now = dt.datetime(2026, 11, 27, tzinfo=dt.UTC)
+    base = {"dag_id": "secret_dag", "run_id": "r1", "recorded_at": now, "dry_run": True, "decision": "error",
+            "kind": "plan", "status": "error"}  # fmt: skip
+    rows = [
+        {**base, "table_uri": "s3://prod/payroll", "error": "OSError: https://internal-endpoint refused"},
+        {**base, "table_uri": "file:///data/o'brien", "error": "TableNotFoundError: no log at ..."},
+    ]
+    history.append_history(uri, rows)
+    monkeypatch.setenv("AIRFLOW__TXNLOG__MAINTENANCE_HISTORY_URI", uri)
+    assert (
+        tables_maintenance.maintenance(_known(crafted), limit=50, may_see_dag=lambda d: True)["lastPlan"]
+        is None
+    )
+    shown = tables_maintenance.maintenance(
+        _known("file:///data/o'brien"), limit=50, may_see_dag=lambda d: False
+    )
+    (decision,) = shown["lastPlan"]["decisions"]
+    assert decision["table_uri"] == "file:///data/o'brien" and decision["error"] == "TableNotFoundError"
+    assert (decision["dag_id"], decision["run_id"], shown["lastPlan"]["dag_id"]) == ("", "", "")
+    allowed = tables_maintenance.maintenance(
+        _known("s3://prod/payroll"), limit=50, may_see_dag=lambda d: True
+    )
+    assert allowed["lastPlan"]["run_id"] == "r1" and allowed["lastPlan"]["decisions"][0]["error"] == "OSError"
+    monkeypatch.delenv("AIRFLOW__TXNLOG__MAINTENANCE_HISTORY_URI")
+    assert tables_maintenance.maintenance(_known(crafted), limit=5, may_see_dag=bool)["configured"] is False

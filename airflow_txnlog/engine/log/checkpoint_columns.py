@@ -119,7 +119,8 @@ class CheckpointColumns:
         kept = self._cache.get((column, name))
         if kept is not None:
             return fn(kept)
-        t = _unified(s.field(column).type.field(name).type for s in self._schemas if _has(s, column, name))
+        types = [s.field(column).type.field(name).type for s in self._schemas if _has(s, column, name)]
+        t = _unified(types) if types else pa.string()  # (no part has it: its rows all null)
         out: list[pa.Array] = []
         for path, schema in zip(self._paths, self._schemas, strict=True):
             if column not in schema.names:

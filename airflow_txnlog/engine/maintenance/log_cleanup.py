@@ -81,7 +81,7 @@ def cleanup_log(table: MaintenanceTable, *, retention_hours: float | None, dry_r
 
 def _retention_ms(snap: Snapshot, retention_hours: float | None) -> int:
     if retention_hours is not None:
-        return int(retention_hours * 3_600_000)
+        return round(retention_hours * 3_600_000)
     return props.log_retention_ms(snap.metadata.configuration)
 
 

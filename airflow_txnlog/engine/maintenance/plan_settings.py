@@ -13,7 +13,9 @@ quiet_minutes        60: a partition written since is skipped (Amoro)    txnlog.
 vacuum_min_bytes     1 GiB reclaimable                                   txnlog.maintenance.vacuumMinBytes
 full_vacuum_days     30 between listings for orphans (VACUUM FULL)       txnlog.maintenance.fullVacuumDays
 
-A malformed property or argument is an `InvalidArgumentError` naming it.
+A malformed property or argument is an `InvalidArgumentError` naming it, and so is a
+`vacuum_retention_ms` / `log_retention_ms` argument below the table's own retention (the planner
+never plans to delete what the table keeps; a longer one is allowed).
 """
 
 from __future__ import annotations
@@ -87,6 +89,7 @@ def settings(conf: Mapping[str, str], overrides: Mapping[str, Any]) -> PlanSetti
         "vacuum_retention_ms": props.deleted_file_retention_ms(conf),
         "log_retention_ms": props.log_retention_ms(conf),
     }
+    defaults = dict(values)
     for name, (key, kind) in _PROPERTIES.items():
         raw = conf.get(PREFIX + key)
         if raw is not None:
@@ -94,6 +97,12 @@ def settings(conf: Mapping[str, str], overrides: Mapping[str, Any]) -> PlanSetti
     for name, raw in overrides.items():
         kind = type(getattr(PlanSettings(), name))
         values[name] = _typed(name, raw, kind)
+    for name in ("vacuum_retention_ms", "log_retention_ms"):  # (destructive: never below the table's)
+        if name in overrides and values[name] < defaults[name]:
+            raise InvalidArgumentError(
+                f"{name}={values[name]} is below the table's ({defaults[name]}): the plan would delete"
+                " what the table's retention keeps. Help: leave it unset, or change the table property"
+            )
     if "min_files_removed" not in values and "min_input_files" in values:
         values["min_files_removed"] = max(1, values["min_input_files"] - 1)  # (follows it by default)
     out = PlanSettings(**values)

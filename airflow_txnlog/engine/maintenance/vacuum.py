@@ -67,7 +67,7 @@ def retention_ms(snap: Snapshot, retention_hours: float | None, enforce: bool) -
     default = props.deleted_file_retention_ms(snap.metadata.configuration)
     if retention_hours is None:
         return default
-    wanted = int(retention_hours * HOUR_MS)
+    wanted = round(retention_hours * HOUR_MS)  # (round: ms -> hours -> ms must come back equal)
     if enforce and wanted < default:
         raise RetentionTooShortError(
             f"retention of {retention_hours} hours is below the table's delete retention of "
