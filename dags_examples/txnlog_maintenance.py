@@ -14,7 +14,8 @@ variables, so one file serves the demo, the deployment check and you):
   Tables view's catalog, read through the api-server: define the `txnlog_airflow_api` connection);
 - TXNLOG_MAINTENANCE_DRY_RUN: `false` to act;
 - TXNLOG_MAINTENANCE_SETTINGS: planner settings as JSON, e.g. {"quiet_minutes": 0};
-- AIRFLOW__TXNLOG__MAINTENANCE_HISTORY_URI: the history table (default ~/airflow_txnlog_examples/...).
+- AIRFLOW__TXNLOG__MAINTENANCE_HISTORY_URI: the history table (default ~/airflow_txnlog_examples/...);
+  the Tables view reads this option only, so set it (on the api-server too) for the view to show it.
 """
 
 from __future__ import annotations
