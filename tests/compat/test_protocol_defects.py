@@ -315,7 +315,7 @@ def test_savepoint_manifest_keeps_domains_and_row_tracking_fields(tmp_path: Path
     ("properties", "feature"),
     [
         ({"delta.enableRowTracking": "true"}, "rowTracking"),
-        ({"delta.feature.domainMetadata": "supported"}, "domainMetadata"),
+        ({"delta.feature.clustering": "supported"}, "clustering"),
     ],
 )
 def test_create_refuses_feature_properties_it_cannot_honor(

@@ -98,7 +98,7 @@ def test_the_protocol_is_never_downgraded(tmp_path: Path) -> None:
     [
         ({"delta.enableRowTracking": "true"}, "rowTracking"),
         ({"delta.columnMapping.mode": "id"}, "columnMapping"),
-        ({"delta.feature.domainMetadata": "supported"}, "domainMetadata"),
+        ({"delta.feature.clustering": "supported"}, "clustering"),
         ({"delta.minReaderVersion": "4"}, "delta.minReaderVersion"),
     ],
 )

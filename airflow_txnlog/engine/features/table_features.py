@@ -100,6 +100,9 @@ def check_read_supported(protocol: Protocol, metadata: Metadata) -> None:
 # columnMapping: read, renamed, dropped (metadata only); the writers write physical names and field
 # ids (`column_mapping.Names.to_files`); a raw transaction adding files must have written them too.
 # v2Checkpoint: read and written as UUID-named V2 checkpoints with a sidecar (engine.log.checkpoint_v2).
+# domainMetadata: every domain kept as it is (replay, checkpoints) unless a transaction changes it
+# (Transaction.set_domain_metadata / remove_domain_metadata, user domains only); a concurrent change
+# of the same domain is a conflict (engine.write.conflicts).
 # typeWidening: honored by never changing a column's type (schema evolution only adds columns, and
 # keeps every field's metadata, `delta.typeChanges` included) and by reading widened files.
 SUPPORTED_WRITER_FEATURES = frozenset(
@@ -116,6 +119,7 @@ SUPPORTED_WRITER_FEATURES = frozenset(
         "v2Checkpoint",
         "changeDataFeed",
         "columnMapping",
+        "domainMetadata",
     }
     | type_widening.FEATURES
     | variant.FEATURES

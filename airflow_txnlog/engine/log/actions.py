@@ -1,7 +1,7 @@
 """Log actions as frozen dataclasses, and their exact JSON wire form.
 
 Each commit file holds one JSON object per line, with exactly one key naming the action
-(`commitInfo`, `protocol`, `metaData`, `add`, `remove`, `txn`, and on read `cdc`, `domainMetadata`).
+(`commitInfo`, `protocol`, `metaData`, `add`, `remove`, `txn`, `domainMetadata`, and on read `cdc`).
 `to_wire()` produces the object a Delta writer would write; `from_wire()` accepts what Spark and
 delta-rs write (missing optional fields, empty strings for null partition values).
 
@@ -322,6 +322,29 @@ class Txn:
 
 
 @dataclass(frozen=True, slots=True)
+class DomainMetadata:
+    """A named domain's configuration (PROTOCOL.md "Domain Metadata"): the newest action per domain
+    wins; `removed` deletes the domain. Domains named `delta.*` belong to Delta's own features."""
+
+    domain: str
+    configuration: str
+    removed: bool = False
+
+    def to_wire(self) -> dict[str, Any]:
+        return {
+            DOMAIN_METADATA: {
+                "domain": self.domain,
+                "configuration": self.configuration,
+                "removed": self.removed,
+            }
+        }
+
+    @classmethod
+    def from_wire(cls, d: Mapping[str, Any]) -> DomainMetadata:
+        return cls(str(d["domain"]), str(d.get("configuration") or ""), bool(d.get("removed", False)))
+
+
+@dataclass(frozen=True, slots=True)
 class CommitInfo:
     """Provenance of a commit; free-form on the wire, these are the fields we always write."""
 
@@ -359,7 +382,7 @@ class CommitInfo:
 
 
 FileAction = AddFile | RemoveFile
-Action = Protocol | Metadata | AddFile | RemoveFile | AddCDCFile | Txn | CommitInfo
+Action = Protocol | Metadata | AddFile | RemoveFile | AddCDCFile | Txn | DomainMetadata | CommitInfo
 
 
 def serialize_actions(actions: list[Action]) -> bytes:

@@ -116,6 +116,11 @@ class Snapshot:
             return int(info[IN_COMMIT_TIMESTAMP])
         return self._timestamps.get(self.version, 0)
 
+    def domain_metadata(self) -> dict[str, str]:
+        """The live metadata domains of this version: domain -> configuration (PROTOCOL.md "Domain
+        Metadata"; `delta.*` domains are Delta features' own, the others any writer's)."""
+        return {name: str(d.get("configuration") or "") for name, d in sorted(self._state.domains.items())}
+
     def txn_version(self, app_id: str) -> int | None:
         txn = self._state.txns.get(app_id)
         return txn.version if txn is not None else None

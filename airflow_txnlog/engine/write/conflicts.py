@@ -30,7 +30,16 @@ from airflow_txnlog.engine.errors import (
     MetadataChangedError,
     ProtocolChangedError,
 )
-from airflow_txnlog.engine.log.actions import ADD, COMMIT_INFO, METADATA, PROTOCOL, REMOVE, TXN, decode_path
+from airflow_txnlog.engine.log.actions import (
+    ADD,
+    COMMIT_INFO,
+    DOMAIN_METADATA,
+    METADATA,
+    PROTOCOL,
+    REMOVE,
+    TXN,
+    decode_path,
+)
 from airflow_txnlog.engine.log.replay import file_key
 from airflow_txnlog.engine.state.predicates import Predicate, Range, may_match
 
@@ -56,6 +65,7 @@ class ReadSet:
     app_ids: frozenset[str]
     removed_keys: frozenset[str]
     writes_protocol: bool
+    domains: frozenset[str] = frozenset()  # the domains whose metadata we write
 
 
 def _key(d: Mapping[str, Any]) -> str:
@@ -92,6 +102,13 @@ def check_winner(
     if clash:
         raise ConcurrentTransactionError(
             f"a concurrent commit wrote transaction ids for application {clash[0]!r}", winning_version=version
+        )
+    touched = sorted({str(d.get("domain")) for d in by_kind.get(DOMAIN_METADATA, [])} & ours.domains)
+    if touched:  # (Delta's rule; the row tracking domain, which merges, is not written here yet)
+        raise ConcurrentTransactionError(
+            f"a concurrent commit changed the metadata of domain {touched[0]!r}, which this commit "
+            "also changes. Help: read the table again and redo the change",
+            winning_version=version,
         )
     if METADATA in by_kind:
         raise MetadataChangedError(

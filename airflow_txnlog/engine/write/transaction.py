@@ -27,7 +27,6 @@ and the run's `owner` tag, so that a restore can tell the run's own commits from
 from __future__ import annotations
 
 import dataclasses
-import posixpath
 import time
 import uuid
 from collections.abc import Callable, Mapping
@@ -46,7 +45,7 @@ from airflow_txnlog.engine.errors import (
     UnsupportedFeatureError,
     VersionAlreadyExistsError,
 )
-from airflow_txnlog.engine.features import constraints, identity
+from airflow_txnlog.engine.features import constraints, domain_metadata, identity
 from airflow_txnlog.engine.features.table_features import (
     check_write_supported,
     implied_features,
@@ -60,6 +59,7 @@ from airflow_txnlog.engine.log.actions import (
     AddCDCFile,
     AddFile,
     CommitInfo,
+    DomainMetadata,
     Metadata,
     Protocol,
     RemoveFile,
@@ -71,7 +71,7 @@ from airflow_txnlog.engine.log.log_reader import list_after, read_commit_info, r
 from airflow_txnlog.engine.log.replay import file_key
 from airflow_txnlog.engine.state.predicates import Predicate, Range, parse_predicate
 from airflow_txnlog.engine.state.snapshot import Snapshot
-from airflow_txnlog.engine.storage import LOG_DIR, Storage, has_scheme
+from airflow_txnlog.engine.storage import LOG_DIR, Storage
 from airflow_txnlog.engine.validate import json_mapping, mapping, number, one_of, text
 from airflow_txnlog.engine.write import provenance
 from airflow_txnlog.engine.write.conflicts import (
@@ -81,6 +81,7 @@ from airflow_txnlog.engine.write.conflicts import (
     ReadSet,
     check_winner,
 )
+from airflow_txnlog.engine.write.paths import check_inside_root
 
 ENGINE_INFO = f"airflow-txnlog/{__version__}"
 DEFAULT_MAX_ATTEMPTS = 100
@@ -127,6 +128,7 @@ class Transaction:
         self._adds: dict[str, AddFile] = {}
         self._removes: dict[str, RemoveFile] = {}
         self._txns: list[Txn] = []
+        self._domains: dict[str, DomainMetadata] = {}
         self._cdc: list[AddCDCFile] = []
         self._metadata: Metadata | None = None
         self._protocol: Protocol | None = None
@@ -180,7 +182,7 @@ class Transaction:
     def add_cdc(self, cdc: AddCDCFile) -> None:
         """Stage a change data file (change data feed): with any, the feed of this commit is exactly
         the change files' rows, so a commit that rewrites part of a file must list them all."""
-        _check_inside_root(cdc.path, self._storage.fs_root)
+        check_inside_root(cdc.path, self._storage.fs_root)
         self._cdc.append(cdc)
 
     def remove(self, file: AddFile | RemoveFile, *, data_change: bool = True) -> None:
@@ -198,6 +200,20 @@ class Transaction:
             )
         self._app_ids.add(app_id)
         self._txns.append(Txn(app_id, version, int(time.time() * 1000)))
+
+    def set_domain_metadata(self, domain: str, configuration: str) -> None:
+        """Set a user metadata domain in this commit (engine.features.domain_metadata)."""
+        self._domain_action(domain_metadata.setting(domain, configuration))
+
+    def remove_domain_metadata(self, domain: str) -> None:
+        """Remove a user metadata domain the read snapshot has."""
+        self._domain_action(domain_metadata.removal(domain, self.snapshot.domain_metadata()))
+
+    def _domain_action(self, action: DomainMetadata) -> None:
+        self._domains[action.domain] = action  # (one action per domain and commit: the last)
+        current = self._protocol or self.snapshot.protocol
+        if (protocol := with_writer_feature(current, domain_metadata.FEATURE)) != current:
+            self.update_protocol(protocol)
 
     def update_metadata(self, metadata: Metadata) -> None:
         """Commit `metadata`; a schema whose types need a table feature the protocol lacks (a new
@@ -264,7 +280,7 @@ class Transaction:
                 "own first, if removing data is intended"
             )
         for add in self._adds.values():
-            _check_inside_root(add.path, self._storage.root)
+            check_inside_root(add.path, self._storage.root)
         self._check_rules(metadata)
         both = set(self._adds) & set(self._removes)
         if both:
@@ -322,6 +338,7 @@ class Transaction:
             app_ids=frozenset(self._app_ids),
             removed_keys=frozenset(self._removes),
             writes_protocol=self._protocol is not None,
+            domains=frozenset(self._domains),
         )
 
     def _payload(
@@ -350,7 +367,8 @@ class Transaction:
         if self.read_version < 0:  # a deferred create: version 0 carries the table's protocol and metaData
             protocol, metadata = protocol or self.snapshot.protocol, metadata or self.snapshot.metadata
         actions += [a for a in (protocol, metadata) if a is not None]
-        actions += self._txns + list(self._removes.values()) + list(self._adds.values())
+        actions += self._txns + list(self._domains.values())
+        actions += list(self._removes.values()) + list(self._adds.values())
         actions += self._cdc
         return serialize_actions(actions)
 
@@ -473,17 +491,3 @@ class Transaction:
         except UnsupportedFeatureError:
             return False
         return True
-
-
-def _check_inside_root(path: str, root: str) -> None:
-    """Refuse add paths that would point outside the table root."""
-    if "\\" in path or ".." in path.split("/"):
-        raise InvalidArgumentError(f"add path {path!r} has a '..' segment: it could escape the table root")
-    if has_scheme(path) or path.startswith("/"):
-        local = "/" + path[5:].lstrip("/") if path.startswith("file:") else path
-        if not posixpath.normpath(local).startswith(root.rstrip("/") + "/"):
-            raise InvalidArgumentError(f"add path {path!r} is outside the table root {root!r}")
-        return
-    norm = posixpath.normpath(path)
-    if norm.startswith("../") or norm == ".." or "\\" in path or not path:
-        raise InvalidArgumentError(f"add path {path!r} escapes the table root")
