@@ -242,6 +242,12 @@ class ConcurrentTransactionError(CommitConflictError):
     help = "Two runs of the same idempotent writer raced; check which one should win before retrying."
 
 
+class ConcurrentDomainMetadataError(ConcurrentTransactionError):
+    """A concurrent commit changed a metadata domain this transaction changes too."""
+
+    help = "Read the table again and redo the change on top of the other commit's domain value."
+
+
 class ConcurrentAppendError(CommitConflictError):
     """Files were added concurrently to the data this transaction read."""
 

@@ -12,7 +12,13 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
 
-from airflow_txnlog.engine import ConcurrentTransactionError, InvalidArgumentError, Table
+from airflow_txnlog.engine import (
+    ConcurrentDomainMetadataError,
+    ConcurrentTransactionError,
+    InvalidArgumentError,
+    Table,
+)
+from airflow_txnlog.engine.features.table_features import with_writer_feature
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string())])
 
@@ -85,8 +91,9 @@ def test_two_concurrent_changes_of_one_domain_conflict_and_of_two_domains_both_l
     other = t.transaction("SET DOMAIN METADATA", snapshot=snap)
     other.set_domain_metadata("elsewhere", "x")
     first.commit()
-    with pytest.raises(ConcurrentTransactionError, match="domain 'shared'"):
+    with pytest.raises(ConcurrentDomainMetadataError, match="domain 'shared'") as info:
         second.commit()
+    assert str(info.value).count("Help:") == 1 and isinstance(info.value, ConcurrentTransactionError)
     other.commit()  # a different domain: no conflict
     assert Table.open(t.uri).snapshot().domain_metadata() == {
         "elsewhere": "x",
@@ -163,3 +170,30 @@ def test_the_feature_can_be_named_by_its_property(tmp_path: Path) -> None:
     t = _table(tmp_path / "t")
     t.set_properties({"delta.feature.domainMetadata": "supported"})
     assert "domainMetadata" in (Table.open(t.uri).snapshot().protocol.writer_features or ())
+
+
+def test_a_protocol_set_after_a_domain_keeps_the_domain_feature(tmp_path: Path) -> None:
+    t = _table(tmp_path / "t")  # (1, 2)
+    with t.transaction("X") as txn:
+        txn.set_domain_metadata("a", "1")
+        txn.update_protocol(with_writer_feature(txn.snapshot.protocol, "checkConstraints"))  # (1, 3)
+        txn.commit()
+    protocol = Table.open(t.uri).snapshot().protocol
+    assert protocol.min_writer_version == 7
+    assert {"domainMetadata", "checkConstraints", "invariants", "appendOnly"} <= set(
+        protocol.writer_features or ()
+    )
+
+
+def test_restore_keeps_the_current_domains(tmp_path: Path) -> None:
+    """As Delta's RESTORE: domains are not part of what a restore brings back (documented)."""
+    t = _table(tmp_path / "t")
+    with t.transaction("X") as txn:
+        txn.set_domain_metadata("watermark", "1")
+        txn.commit()
+    target = t.latest_version()
+    with t.transaction("X") as txn:
+        txn.set_domain_metadata("watermark", "2")
+        txn.commit()
+    t.restore(version=target)
+    assert Table.open(t.uri).snapshot().domain_metadata() == {"watermark": "2"}

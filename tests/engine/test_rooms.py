@@ -37,6 +37,7 @@ PUBLIC_NAMES = {
     *("TxnLogError", "AppendOnlyViolationError", "CommitConflictError", "CommitOutcomeUnknownError"),
     *("CommitRetriesExceededError", "CommitTooLargeError", "ConcurrentAppendError"),
     *("ConcurrentDeleteDeleteError", "ConcurrentDeleteReadError", "ConcurrentTransactionError"),
+    "ConcurrentDomainMetadataError",
     *("FilesMissingError", "ForeignCommitsError", "InvalidArgumentError", "LogCorruptedError"),
     *("MetadataChangedError", "NotPublishedError", "PredicateError", "ProtocolChangedError"),
     *("PublicationError", "RestoreError", "RestoreFilesMissingError", "RestoreRetriesExceededError"),

@@ -22,6 +22,8 @@ a busy object store a re-plan costs one listing and the new commits, not a GET p
 target and a HEAD per file to re-add.
 The table is reached through `MaintenanceTable` (its latest snapshot, a transaction on a given
 snapshot, the txn lookup), the commits since the target through `engine.log.log_reader`.
+Metadata domains (domainMetadata) are kept as the latest version has them, as Delta's RESTORE keeps
+them: a restore brings back files, schema and properties, not domains.
 """
 
 from __future__ import annotations

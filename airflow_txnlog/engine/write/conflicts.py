@@ -26,6 +26,7 @@ from airflow_txnlog.engine.errors import (
     ConcurrentAppendError,
     ConcurrentDeleteDeleteError,
     ConcurrentDeleteReadError,
+    ConcurrentDomainMetadataError,
     ConcurrentTransactionError,
     MetadataChangedError,
     ProtocolChangedError,
@@ -105,9 +106,9 @@ def check_winner(
         )
     touched = sorted({str(d.get("domain")) for d in by_kind.get(DOMAIN_METADATA, [])} & ours.domains)
     if touched:  # (Delta's rule; the row tracking domain, which merges, is not written here yet)
-        raise ConcurrentTransactionError(
+        raise ConcurrentDomainMetadataError(
             f"a concurrent commit changed the metadata of domain {touched[0]!r}, which this commit "
-            "also changes. Help: read the table again and redo the change",
+            "also changes",
             winning_version=version,
         )
     if METADATA in by_kind:

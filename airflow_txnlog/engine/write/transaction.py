@@ -225,6 +225,8 @@ class Transaction:
             self._protocol = upgraded(current, needed, needed, {})
 
     def update_protocol(self, protocol: Protocol) -> None:
+        if self._domains:  # (a domain staged before: its feature stays in whatever protocol follows)
+            protocol = with_writer_feature(protocol, domain_metadata.FEATURE)
         cur = self.snapshot.protocol
         if (protocol.min_reader_version, protocol.min_writer_version) < (
             cur.min_reader_version,
@@ -266,7 +268,10 @@ class Transaction:
 
     def _validate(self) -> None:
         metadata = self._metadata or self.snapshot.metadata
-        check_write_supported(self._protocol or self.snapshot.protocol, metadata)
+        protocol = self._protocol or self.snapshot.protocol
+        check_write_supported(protocol, metadata)
+        if self._domains and domain_metadata.FEATURE not in implied_features(protocol)[1]:
+            raise InvalidArgumentError("domainMetadata actions need the domainMetadata writer feature")
         if self._metadata is not None:  # a property turned on now must be one the engine honors
             self._check_new_properties(metadata)
         # As Delta's prepareCommit: the table the transaction read decides, so one commit cannot turn
