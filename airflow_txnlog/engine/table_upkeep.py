@@ -12,8 +12,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any, cast
 
-from airflow_txnlog.engine import properties as props
-from airflow_txnlog.engine.errors import InvalidArgumentError, RetentionTooShortError
+from airflow_txnlog.engine.errors import InvalidArgumentError
 from airflow_txnlog.engine.maintenance import log_cleanup
 from airflow_txnlog.engine.maintenance import vacuum as vacuum_mod
 from airflow_txnlog.engine.maintenance.compaction import compact
@@ -53,11 +52,15 @@ class Upkeep:
             lite=lite,
         )
 
-    def cleanup_log(self, *, retention_hours: float | None = None, dry_run: bool = True) -> CleanupResult:
+    def cleanup_log(
+        self, *, retention_hours: float | None = None, dry_run: bool = True, enforce_retention: bool = False
+    ) -> CleanupResult:
         """Delete commits and checkpoints older than the log retention, below a checkpoint that stays
         (dry run by default: time travel to the versions below it ends)."""
         self._committed("cleanup log")
-        return log_cleanup.cleanup_log(self._me(), retention_hours=retention_hours, dry_run=dry_run)
+        return log_cleanup.cleanup_log(
+            self._me(), retention_hours=retention_hours, dry_run=dry_run, enforce_retention=enforce_retention
+        )
 
     def health(self, *, small_file_bytes: int | None = None) -> TableHealth:
         self._committed("health")
@@ -92,8 +95,7 @@ class Upkeep:
                 "bytes": done.bytes,
             }
         if kind == "cleanup_log":
-            self._log_retention_kept(retention)
-            done_log = self.cleanup_log(retention_hours=retention, dry_run=dry_run)
+            done_log = self.cleanup_log(retention_hours=retention, dry_run=dry_run, enforce_retention=True)
             return {"kind": kind, **dataclasses.asdict(done_log)}
         if kind == "checkpoint":
             version = self._me().snapshot().version
@@ -101,18 +103,6 @@ class Upkeep:
                 self.checkpoint(version)
             return {"kind": kind, "dry_run": dry_run, "version": version}
         raise InvalidArgumentError(f"run_maintenance: unknown action kind {kind!r}")
-
-    def _log_retention_kept(self, hours: float | None) -> None:
-        """A planned log cleanup never shortens the table's log retention (as vacuum's check)."""
-        if hours is None:
-            return
-        table_ms = props.log_retention_ms(self._me().snapshot().metadata.configuration)
-        if round(hours * 3_600_000) < table_ms:
-            raise RetentionTooShortError(
-                f"the plan's log retention of {hours:g} hours is below the table's "
-                f"({table_ms / 3_600_000:g} hours, delta.logRetentionDuration): time travel to versions "
-                "the table keeps would end. Help: plan with the table's retention, or lower the property."
-            )
 
     def checkpoint(self, version: int | None = None) -> None:
         raise NotImplementedError  # (engine.table.Table's)

@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 import httpx
-from airflow.sdk import BaseHook
+from airflow.sdk import BaseHook, Connection
 
 from airflow_txnlog.arguments import invalid
 
@@ -36,8 +36,8 @@ class TxnLogCatalogHook(BaseHook):
         super().__init__(**kwargs)
         self.catalog_conn_id = catalog_conn_id
 
-    def base_url(self) -> str:
-        conn = self.get_connection(self.catalog_conn_id)
+    def base_url(self, conn: Connection | None = None) -> str:
+        conn = conn or self.get_connection(self.catalog_conn_id)
         host = (conn.host or "").rstrip("/")
         if not host:
             raise invalid(f"connection {self.catalog_conn_id!r} has no host (the api-server's URL)")
@@ -48,8 +48,7 @@ class TxnLogCatalogHook(BaseHook):
             host = f"{schemes[0] if schemes else 'http'}://{host}"
         return f"{host}:{conn.port}" if conn.port else host
 
-    def _token(self, client: httpx.Client) -> str:
-        conn = self.get_connection(self.catalog_conn_id)
+    def _token(self, client: httpx.Client, conn: Connection) -> str:
         extra = conn.extra_dejson
         if extra.get("token"):
             return str(extra["token"])
@@ -62,9 +61,10 @@ class TxnLogCatalogHook(BaseHook):
 
     def tables(self) -> list[dict[str, str]]:
         """[{"uri", "conn_id"}] of every table the connection's user may read."""
-        verify = self.get_connection(self.catalog_conn_id).extra_dejson.get("verify", True)
-        with httpx.Client(base_url=self.base_url(), timeout=TIMEOUT, verify=bool(verify)) as client:
-            token = self._token(client)
+        conn = self.get_connection(self.catalog_conn_id)  # (once: in a task, each lookup is an API call)
+        verify = bool(conn.extra_dejson.get("verify", True))
+        with httpx.Client(base_url=self.base_url(conn), timeout=TIMEOUT, verify=verify) as client:
+            token = self._token(client, conn)
             resp = client.get(CATALOG_PATH, headers={"Authorization": f"Bearer {token}"})
             resp.raise_for_status()
             rows = resp.json().get("tables")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import time
 from pathlib import Path
 from typing import Any
 
@@ -211,5 +210,4 @@ def test_a_dry_run_action_changes_nothing(tmp_path: Path) -> None:
     for stage in ("checkpoint", "optimize", "vacuum", "cleanup_log"):
         for action in stage_actions(item, stage)[0]:
             t.run_maintenance(action, dry_run=True)
-    time.sleep(0.01)
     assert Table.open(t.uri).latest_version() == version

@@ -34,6 +34,7 @@ import time
 from dataclasses import dataclass, field
 
 from airflow_txnlog.engine import properties as props
+from airflow_txnlog.engine.errors import RetentionTooShortError
 from airflow_txnlog.engine.features.table_features import require_checkpoint_supported
 from airflow_txnlog.engine.log import checkpoint_v2
 from airflow_txnlog.engine.log.log_paths import parse_name
@@ -60,15 +61,20 @@ class CleanupResult:
     sidecar_files: list[str] = field(default_factory=list)  # names inside _delta_log/_sidecars/
 
 
-def cleanup_log(table: MaintenanceTable, *, retention_hours: float | None, dry_run: bool) -> CleanupResult:
-    """Delete (or with `dry_run`, list) what the module docstring says, as of the latest snapshot."""
+def cleanup_log(
+    table: MaintenanceTable, *, retention_hours: float | None, dry_run: bool, enforce_retention: bool = False
+) -> CleanupResult:
+    """Delete (or with `dry_run`, list) what the module docstring says, as of the latest snapshot;
+    `enforce_retention` refuses a retention below the table's `delta.logRetentionDuration` (what a
+    planned cleanup uses: a plan never shortens it)."""
     number("retention_hours", retention_hours, minimum=0, none_means="the table's log retention")
     flag("dry_run", dry_run)
+    flag("enforce_retention", enforce_retention)
     storage = table.storage
     snap = table.snapshot()
     require_checkpoint_supported(snap.protocol, "clean up the log")
     files = storage.list_log()  # one listing: it classifies the versions and names what to delete
-    keep_ms = _retention_ms(snap, retention_hours)
+    keep_ms = _retention_ms(snap, retention_hours, enforce_retention)
     result = _cleanup_versions(storage, snap, files, keep_ms=keep_ms, dry_run=dry_run)
     gone = set(result.files)
     kept = [f.name for f in files if f.name not in gone]
@@ -79,10 +85,18 @@ def cleanup_log(table: MaintenanceTable, *, retention_hours: float | None, dry_r
     )
 
 
-def _retention_ms(snap: Snapshot, retention_hours: float | None) -> int:
-    if retention_hours is not None:
-        return round(retention_hours * 3_600_000)
-    return props.log_retention_ms(snap.metadata.configuration)
+def _retention_ms(snap: Snapshot, retention_hours: float | None, enforce: bool) -> int:
+    table_ms = props.log_retention_ms(snap.metadata.configuration)
+    if retention_hours is None:
+        return table_ms
+    wanted = round(retention_hours * 3_600_000)
+    if enforce and wanted < table_ms:
+        raise RetentionTooShortError(
+            f"a log retention of {retention_hours:g} hours is below the table's ({table_ms / 3_600_000:g} "
+            "hours, delta.logRetentionDuration): time travel to versions the table keeps would end. "
+            "Help: use the table's retention, or lower the property."
+        )
+    return wanted
 
 
 def _cleanup_sidecars(storage: Storage, kept: list[str], *, keep_ms: int, dry_run: bool) -> list[str]:

@@ -150,12 +150,12 @@ def _deleted_rows(snap: Snapshot, n: int) -> pa.Array:
             card = pc.struct_field(base.field("deletionVector"), "cardinality")
             parts.append(pc.fill_null(card.cast(pa.int64()), 0))
         else:
-            parts.append(pa.nulls(len(base), pa.int64()).fill_null(0))
+            parts.append(pa.repeat(pa.scalar(0, pa.int64()), len(base)))
     tail = [int((add.get("deletionVector") or {}).get("cardinality") or 0) for add in state.tail_adds()]
     parts.append(pa.array(tail, pa.int64()))
     out = pa.concat_arrays(parts)
     if len(out) != n:  # (a layout this does not know: no purge is planned)
-        return pa.nulls(n, pa.int64()).fill_null(0)
+        return pa.repeat(pa.scalar(0, pa.int64()), n)
     return out
 
 
