@@ -15,6 +15,8 @@ human-readable rich output):
     txnlog cleanup-log URI [--retain-hours H] [--execute]                         dry run unless --execute
     txnlog health URI [--small-file-bytes B]
     txnlog plan URI [--set NAME=VALUE]...        what the table needs now and why (runs nothing)
+    txnlog optimize URI [--zorder-by a,b] [--where SQL] [--full] [--target-file-size B]
+    txnlog cluster-by URI (a,b | --none)        a clustered table's keys (no file rewritten)
     txnlog publish URI [--version N] [--channel C]   mark an audited version (write-audit-publish)
     txnlog published URI [--channel C]          the version a channel publishes (exit 1: none)
 
@@ -27,7 +29,7 @@ bad usage exits with 2.
 
 Modules: `_output` (shared options, error handling, output helpers), `read` (describe, history,
 files, checkpoint), `maintenance` (savepoints, restore, vacuum, log cleanup, health), `publish`
-(publish, published).
+(publish, published), `layout` (optimize, cluster-by).
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from typing import Annotated
 
 import typer
 
-from airflow_txnlog.cli import maintenance, plan, publish, read, schema
+from airflow_txnlog.cli import layout, maintenance, plan, publish, read, schema
 from airflow_txnlog.cli._output import iso_ms, parse_storage_options
 from airflow_txnlog.cli.read import describe_doc, file_doc, history_doc
 from airflow_txnlog.engine import Table
@@ -87,6 +89,8 @@ app.command()(maintenance.vacuum)
 app.command("cleanup-log")(maintenance.cleanup_log)
 app.command()(maintenance.health)
 app.command()(plan.plan)
+app.command()(layout.optimize)
+app.command("cluster-by")(layout.cluster_by)
 app.command()(publish.publish)
 app.command()(publish.published)
 app.command("set-properties")(schema.set_properties)

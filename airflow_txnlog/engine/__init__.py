@@ -100,7 +100,12 @@ if TYPE_CHECKING:  # the names below load on first use (PEP 562 __getattr__), se
         stats_columns,
         stats_json,
     )
+    from airflow_txnlog.engine.maintenance.curves import bits_per_column as layout_bits
+    from airflow_txnlog.engine.maintenance.curves import boundaries as layout_cuts
+    from airflow_txnlog.engine.maintenance.curves import layout_keys
+    from airflow_txnlog.engine.maintenance.curves import sample as layout_sample
     from airflow_txnlog.engine.maintenance.health import TableHealth
+    from airflow_txnlog.engine.maintenance.layout import LayoutPlan, LayoutResult, plan_layout
     from airflow_txnlog.engine.maintenance.log_cleanup import CleanupResult
     from airflow_txnlog.engine.maintenance.maintenance_table import MaintenanceTable
     from airflow_txnlog.engine.maintenance.publication_records import DEFAULT_CHANNEL, Publication
@@ -144,6 +149,13 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "AddFile": ("log.actions", "AddFile"),
     "AppendOnlyViolationError": ("errors", "AppendOnlyViolationError"),
     "CleanupResult": ("maintenance.log_cleanup", "CleanupResult"),
+    "LayoutPlan": ("maintenance.layout", "LayoutPlan"),
+    "LayoutResult": ("maintenance.layout", "LayoutResult"),
+    "plan_layout": ("maintenance.layout", "plan_layout"),
+    "layout_bits": ("maintenance.curves", "bits_per_column"),
+    "layout_cuts": ("maintenance.curves", "boundaries"),
+    "layout_keys": ("maintenance.curves", "layout_keys"),
+    "layout_sample": ("maintenance.curves", "sample"),
     "ColumnNames": ("features.column_mapping", "Names"),
     "with_new_fields": ("features.column_mapping", "with_new_fields"),
     "without_mapping": ("features.column_mapping", "without_mapping"),
@@ -278,6 +290,8 @@ __all__ = [
     "IdentityColumn",
     "InvalidArgumentError",
     "IsolationLevel",
+    "LayoutPlan",
+    "LayoutResult",
     "LeafPath",
     "LeafStats",
     "LogCorruptedError",
@@ -333,11 +347,16 @@ __all__ = [
     "indexed_leaves",
     "job_provenance",
     "json_bounds",
+    "layout_bits",
+    "layout_cuts",
+    "layout_keys",
+    "layout_sample",
     "log_reader",
     "lost_identity_race",
     "num_indexed_cols",
     "parse_partition_value",
     "parse_predicate",
+    "plan_layout",
     "rewrite_columns",
     "row_rule_violation",
     "row_rules",

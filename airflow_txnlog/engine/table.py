@@ -142,6 +142,7 @@ class Table(Upkeep):
         defer: bool = False,
         generated_columns: Mapping[str, str] | None = None,
         identity_columns: Mapping[str, IdentityColumn] | None = None,
+        cluster_by: Sequence[str] | None = None,
         **kw: Any,
     ) -> Table:
         """Create a table: version 0 with protocol and metaData (TableExistsError if one exists).
@@ -149,14 +150,15 @@ class Table(Upkeep):
         makes version 0, protocol and metaData included (engine.write.create_table).
         `generated_columns` ({column: Spark SQL expression}) makes generated columns, which writes fill
         and check (engine.features.generated); `identity_columns` ({column: IdentityColumn(start, step,
-        always)}) identity columns, which writes number (engine.features.identity).
+        always)}) identity columns, which writes number (engine.features.identity); `cluster_by` (up to
+        4 columns, never with partition_by) a clustered table (engine.features.clustering).
 
         Every argument is checked before anything is written (see engine.write.create_table).
         """
         flag("defer", defer)
         actions = version_zero(
             schema, partition_by=partition_by, properties=properties, name=name, description=description,
-            generated_columns=generated_columns, identity_columns=identity_columns,
+            generated_columns=generated_columns, identity_columns=identity_columns, cluster_by=cluster_by,
         )  # fmt: skip
         actions = with_provenance(actions)
         storage = storage_for(uri, storage_options, single_writer=single_writer)
@@ -407,6 +409,12 @@ class Table(Upkeep):
         """Drop columns of a column-mapped table from its schema: metadata only; the new version."""
         self._committed("drop columns")
         return alter_table.drop_columns(self.transaction, columns)
+
+    def cluster_by(self, columns: Sequence[str] | None) -> int:
+        """ALTER TABLE CLUSTER BY: new clustering keys, or None / [] to remove them (CLUSTER BY NONE);
+        no file is rewritten, the next OPTIMIZE clusters by them. A partitioned table is refused."""
+        self._committed("cluster by")
+        return alter_table.cluster_by(self.transaction, columns)
 
     def set_properties(self, properties: Mapping[str, str]) -> int:
         """Set table properties (merged into the configuration) and upgrade the protocol to the table

@@ -1,5 +1,5 @@
 """The maintenance methods of `Table`, kept apart from the entry point (engine.table): vacuum, log
-cleanup, health, the maintenance planner and running a plan's actions.
+cleanup, health, OPTIMIZE with a layout, the maintenance planner and running a plan's actions.
 
 Each method gets the table itself as its `MaintenanceTable` and refuses a deferred create that has
 committed nothing (`_committed`). `run_maintenance` runs one action of a plan (its `to_dict()` form,
@@ -9,7 +9,7 @@ as an Airflow task gets it from XCom), dry run by default, as the fixed operatio
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
 from airflow_txnlog.engine.errors import InvalidArgumentError
@@ -17,6 +17,7 @@ from airflow_txnlog.engine.maintenance import log_cleanup
 from airflow_txnlog.engine.maintenance import vacuum as vacuum_mod
 from airflow_txnlog.engine.maintenance.compaction import compact
 from airflow_txnlog.engine.maintenance.health import TableHealth, table_health
+from airflow_txnlog.engine.maintenance.layout import LayoutResult, optimize_layout
 from airflow_txnlog.engine.maintenance.log_cleanup import CleanupResult
 from airflow_txnlog.engine.maintenance.maintenance_table import MaintenanceTable
 from airflow_txnlog.engine.maintenance.planner import MaintenancePlan, plan_maintenance
@@ -65,6 +66,22 @@ class Upkeep:
     def health(self, *, small_file_bytes: int | None = None) -> TableHealth:
         self._committed("health")
         return table_health(self._me(), small_file_bytes=small_file_bytes)
+
+    def optimize(
+        self,
+        *,
+        zorder_by: Sequence[str] | None = None,
+        where: str | None = None,
+        full: bool = False,
+        target_file_size: int | None = None,
+    ) -> LayoutResult:
+        """OPTIMIZE in this process (engine.maintenance.layout): Z-order by `zorder_by`, cluster a
+        clustered table by its keys (`full`: re-cluster the files clustered before too), or else
+        compact small files; `where` names partitions. Data is not changed (dataChange=false)."""
+        self._committed("optimize")
+        return optimize_layout(
+            self._me(), zorder_by=zorder_by, where=where, full=full, target_file_size=target_file_size
+        )
 
     def plan_maintenance(self, **overrides: Any) -> MaintenancePlan:
         """What the table needs now and why, from its log alone (engine.maintenance.planner)."""

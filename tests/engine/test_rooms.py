@@ -38,6 +38,7 @@ PUBLIC_NAMES = {
     *("CommitRetriesExceededError", "CommitTooLargeError", "ConcurrentAppendError"),
     *("ConcurrentDeleteDeleteError", "ConcurrentDeleteReadError", "ConcurrentTransactionError"),
     "ConcurrentDomainMetadataError",
+    *("LayoutPlan", "LayoutResult", "plan_layout", "layout_bits", "layout_cuts", "layout_keys", "layout_sample"),
     *("FilesMissingError", "ForeignCommitsError", "InvalidArgumentError", "LogCorruptedError"),
     *("MetadataChangedError", "NotPublishedError", "PredicateError", "ProtocolChangedError"),
     *("PublicationError", "RestoreError", "RestoreFilesMissingError", "RestoreRetriesExceededError"),

@@ -103,6 +103,10 @@ def check_read_supported(protocol: Protocol, metadata: Metadata) -> None:
 # domainMetadata: every domain kept as it is (replay, checkpoints) unless a transaction changes it
 # (Transaction.set_domain_metadata / remove_domain_metadata, user domains only); a concurrent change
 # of the same domain is a conflict (engine.write.conflicts).
+# clustering: the `delta.clustering` domain written by Table.create(cluster_by=) / Table.cluster_by with
+# physical names, key columns always within the stats columns (a property or drop that would take their
+# stats is refused), clusteringProvider set only by the engine's clustering OPTIMIZE, which re-clusters
+# only unclustered files or its own (engine.features.clustering, engine.maintenance.layout).
 # typeWidening: honored by never changing a column's type (schema evolution only adds columns, and
 # keeps every field's metadata, `delta.typeChanges` included) and by reading widened files.
 SUPPORTED_WRITER_FEATURES = frozenset(
@@ -120,6 +124,7 @@ SUPPORTED_WRITER_FEATURES = frozenset(
         "changeDataFeed",
         "columnMapping",
         "domainMetadata",
+        "clustering",
     }
     | type_widening.FEATURES
     | variant.FEATURES
@@ -302,6 +307,11 @@ def features_for(changes: Mapping[str, str]) -> tuple[set[str], set[str]]:
     for key, value in changes.items():
         if key.startswith(FEATURE_PREFIX) and str(value).strip().lower() == "supported":
             feature = key[len(FEATURE_PREFIX) :]
+            if feature == "clustering":  # (Delta refuses it too: a clustered table needs its domain)
+                raise InvalidArgumentError(
+                    f"{key}: a table is clustered by naming its keys; nothing was written. Help: use "
+                    "Table.cluster_by([...]) (or cluster_by= at create)"
+                )
             if feature not in SUPPORTED_WRITER_FEATURES:
                 raise UnsupportedFeatureError(
                     f"{key}=supported: this engine cannot honor table feature {feature!r}; nothing was "

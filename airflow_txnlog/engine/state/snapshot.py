@@ -32,7 +32,7 @@ from airflow_txnlog.engine.errors import (
     LogCorruptedError,
     VersionNotFoundError,
 )
-from airflow_txnlog.engine.features import column_mapping, generated, type_widening
+from airflow_txnlog.engine.features import clustering, column_mapping, generated, type_widening
 from airflow_txnlog.engine.features.deletion_vectors import deleted_rows
 from airflow_txnlog.engine.features.table_features import check_read_supported
 from airflow_txnlog.engine.log import bulk_replay
@@ -120,6 +120,10 @@ class Snapshot:
         """The live metadata domains of this version: domain -> configuration (PROTOCOL.md "Domain
         Metadata"; `delta.*` domains are Delta features' own, the others any writer's)."""
         return {name: str(d.get("configuration") or "") for name, d in sorted(self._state.domains.items())}
+
+    def clustering_columns(self) -> list[str]:
+        """The clustering keys (logical names) of a clustered table; [] otherwise or after CLUSTER BY NONE."""
+        return clustering.columns_of(self.domain_metadata(), self.schema, self.metadata.configuration)
 
     def txn_version(self, app_id: str) -> int | None:
         txn = self._state.txns.get(app_id)

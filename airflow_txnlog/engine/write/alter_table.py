@@ -40,7 +40,7 @@ from airflow_txnlog.engine.errors import (
     UnsupportedExpressionError,
     UnsupportedFeatureError,
 )
-from airflow_txnlog.engine.features import column_mapping, constraints, generated, table_features
+from airflow_txnlog.engine.features import clustering, column_mapping, constraints, generated, table_features
 from airflow_txnlog.engine.features.sql_expressions import violations
 from airflow_txnlog.engine.schema import schema_from_json, schema_to_json
 from airflow_txnlog.engine.state.scan import read_file
@@ -144,6 +144,11 @@ def drop_columns(begin: Begin, columns: Sequence[str]) -> int:
         raise InvalidArgumentError(f"drop_columns: no columns {missing}; columns are {schema.names}")
     drop = {by_lower[c.lower()] for c in wanted}
     _refuse_ruled(txn, sorted(drop), "drop_columns")
+    keys = drop & set(txn.snapshot.clustering_columns())
+    if keys:
+        raise InvalidArgumentError(
+            f"drop_columns: {sorted(keys)} are clustering columns; change the keys first (cluster_by)"
+        )
     parts = drop & set(meta.partition_columns)
     if parts:
         raise InvalidArgumentError(
@@ -185,10 +190,43 @@ def set_properties(begin: Begin, properties: Mapping[str, str]) -> int:
             writers.add("columnMapping")
     merged = {**metadata.configuration, **conf}
     props.validate({k: v for k, v in merged.items() if k != props.COLUMN_MAPPING_MODE})
+    if keys := snap.clustering_columns():  # (their stats must stay collected: the protocol's rule)
+        clustering.layout_columns(
+            keys, schema_from_json(metadata.schema_string), partition_columns=(), conf=merged,
+            what="set_properties: clustering columns", limit=len(keys),
+        )  # fmt: skip
     protocol = table_features.upgraded(snap.protocol, readers, writers, versions)
     if protocol != snap.protocol:
         txn.update_protocol(protocol)
     txn.update_metadata(dataclasses.replace(metadata, configuration=merged))
+    return txn.commit()
+
+
+def cluster_by(begin: Begin, columns: Sequence[str] | None) -> int:
+    """Delta's ALTER TABLE CLUSTER BY: the new clustering keys (None or [] removes them, CLUSTER BY
+    NONE); files are not rewritten (the next OPTIMIZE clusters by the new keys). The new version."""
+    if columns is not None and (isinstance(columns, str) or not isinstance(columns, Sequence)):
+        raise InvalidArgumentError(f"cluster_by: columns must be a list of column names, got {columns!r}")
+    txn = begin("CLUSTER BY", {})
+    snap = txn.snapshot
+    if snap.partition_columns:
+        raise InvalidArgumentError(
+            f"cluster_by: the table is partitioned by {snap.partition_columns}; a table is never "
+            'partitioned and clustered at once (PROTOCOL.md "Clustered Table")'
+        )
+    conf = snap.metadata.configuration
+    schema = schema_from_json(snap.metadata.schema_string)
+    old = snap.clustering_columns()
+    keys = [] if not columns else clustering.layout_columns(
+        columns, schema, partition_columns=(), conf=conf, what="cluster_by",
+        limit=clustering.MAX_CLUSTERING_COLUMNS,
+    )  # fmt: skip
+    if not keys and clustering.DOMAIN not in snap.domain_metadata():
+        raise InvalidArgumentError("cluster_by: the table is not clustered; there are no keys to remove")
+    txn.parameters.update(oldClusteringColumns=",".join(old), newClusteringColumns=",".join(keys))
+    protocol = table_features.with_writer_feature(snap.protocol, "domainMetadata")
+    txn.update_protocol(table_features.with_writer_feature(protocol, clustering.FEATURE))
+    txn.stage_domain(clustering.domain_action(keys, schema, conf))
     return txn.commit()
 
 

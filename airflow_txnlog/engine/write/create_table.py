@@ -40,6 +40,7 @@ from airflow_txnlog.engine.errors import (
     UnsupportedFeatureError,
 )
 from airflow_txnlog.engine.features import (
+    clustering,
     column_mapping,
     constraints,
     generated,
@@ -48,11 +49,13 @@ from airflow_txnlog.engine.features import (
     variant,
 )
 from airflow_txnlog.engine.features.identity import IdentityColumn
-from airflow_txnlog.engine.features.table_features import upgraded
+from airflow_txnlog.engine.features.table_features import upgraded, with_writer_feature
 from airflow_txnlog.engine.log.actions import (
+    DOMAIN_METADATA,
     IN_COMMIT_TIMESTAMP,
     Action,
     CommitInfo,
+    DomainMetadata,
     Metadata,
     Protocol,
     serialize_actions,
@@ -148,11 +151,14 @@ def version_zero(
     description: str | None,
     generated_columns: Mapping[str, str] | None = None,
     identity_columns: Mapping[str, IdentityColumn] | None = None,
+    cluster_by: Sequence[str] | None = None,
 ) -> list[Action]:
-    """commitInfo, protocol and metaData of a new table (InvalidArgumentError for a bad argument).
+    """commitInfo, protocol and metaData of a new table (InvalidArgumentError for a bad argument),
+    and with `cluster_by` its `delta.clustering` domain.
 
     :param generated_columns: column -> Spark SQL generation expression (engine.features.generated).
-    :param identity_columns: column -> IdentityColumn (engine.features.identity)."""
+    :param identity_columns: column -> IdentityColumn (engine.features.identity).
+    :param cluster_by: clustering columns (engine.features.clustering); never with partition_by."""
     parts = _partition_columns(partition_by)
     _refuse_column_features(schema)  # (raw identity metadata: identity_columns= checks it instead)
     if identity_columns:
@@ -174,6 +180,7 @@ def version_zero(
     protocol = _with_rules(_protocol(conf, ntz=uses_timestamp_ntz(norm)), schema, conf)
     if uses_variant(schema_to_json(norm)):  # (reader 3 / writer 7 with the feature on both sides)
         protocol = table_features.upgraded(protocol, {variant.FEATURE}, {variant.FEATURE}, {})
+    protocol, domains = _clustering(protocol, cluster_by, parts, norm, schema, conf)
     now = int(time.time() * 1000)
     metadata = Metadata(
         id=str(uuid.uuid4()),
@@ -192,13 +199,38 @@ def version_zero(
             "description": description or "",
             "partitionBy": orjson.dumps(list(parts)).decode(),
             "properties": orjson.dumps(conf).decode(),
+            **({"clusterBy": orjson.dumps(cluster_by).decode()} if domains else {}),
         },
         is_blind_append=True,
         engine_info=ENGINE_INFO,
         txn_id=str(uuid.uuid4()),
         extra={IN_COMMIT_TIMESTAMP: now} if props.in_commit_timestamps(conf) else {},
     )
-    return [info, protocol, metadata]
+    return [info, protocol, metadata, *domains]
+
+
+def _clustering(  # noqa: PLR0917 (version_zero's pieces, passed straight on)
+    protocol: Protocol,
+    cluster_by: Sequence[str] | None,
+    parts: Sequence[str],
+    norm: pa.Schema,
+    schema: pa.Schema,
+    conf: Mapping[str, str],
+) -> tuple[Protocol, list[DomainMetadata]]:
+    """The protocol and domain of a clustered table (`cluster_by` checked; none for None)."""
+    if cluster_by is None:
+        return protocol, []
+    if parts:
+        raise InvalidArgumentError(
+            "cluster_by and partition_by cannot be used together: a clustered table is never "
+            'partitioned (PROTOCOL.md "Clustered Table"); choose one'
+        )
+    keys = clustering.layout_columns(
+        cluster_by, norm, partition_columns=(), conf=conf, what="cluster_by",
+        limit=clustering.MAX_CLUSTERING_COLUMNS,
+    )  # fmt: skip
+    protocol = with_writer_feature(with_writer_feature(protocol, "domainMetadata"), clustering.FEATURE)
+    return protocol, [clustering.domain_action(keys, schema, conf)]
 
 
 def _protocol(conf: Mapping[str, str], *, ntz: bool) -> Protocol:
@@ -264,7 +296,8 @@ def deferred_snapshot(storage: Storage, actions: list[Action]) -> Snapshot:
     protocol and metaData of `version_zero`'s `actions` (which that commit writes; see the module)."""
     protocol = next(a for a in actions if isinstance(a, Protocol))
     metadata = next(a for a in actions if isinstance(a, Metadata))
-    state = LogState(version=-1, protocol=protocol, metadata=metadata)
+    domains = {a.domain: a.to_wire()[DOMAIN_METADATA] for a in actions if isinstance(a, DomainMetadata)}
+    state = LogState(version=-1, protocol=protocol, metadata=metadata, domains=domains)
     return Snapshot(storage, state, LogSegment(-1, None, [], []), {})
 
 

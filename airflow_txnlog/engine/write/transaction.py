@@ -26,7 +26,6 @@ and the run's `owner` tag, so that a restore can tell the run's own commits from
 
 from __future__ import annotations
 
-import dataclasses
 import time
 import uuid
 from collections.abc import Callable, Mapping
@@ -67,13 +66,13 @@ from airflow_txnlog.engine.log.actions import (
     serialize_actions,
 )
 from airflow_txnlog.engine.log.log_paths import commit_name
-from airflow_txnlog.engine.log.log_reader import list_after, read_commit_info, read_commits
+from airflow_txnlog.engine.log.log_reader import list_after, read_commits
 from airflow_txnlog.engine.log.replay import file_key
 from airflow_txnlog.engine.state.predicates import Predicate, Range, parse_predicate
 from airflow_txnlog.engine.state.snapshot import Snapshot
 from airflow_txnlog.engine.storage import LOG_DIR, Storage
 from airflow_txnlog.engine.validate import json_mapping, mapping, number, one_of, text
-from airflow_txnlog.engine.write import provenance
+from airflow_txnlog.engine.write import commit_timestamps, provenance
 from airflow_txnlog.engine.write.conflicts import (
     SERIALIZABLE,
     SNAPSHOT_ISOLATION,
@@ -203,13 +202,14 @@ class Transaction:
 
     def set_domain_metadata(self, domain: str, configuration: str) -> None:
         """Set a user metadata domain in this commit (engine.features.domain_metadata)."""
-        self._domain_action(domain_metadata.setting(domain, configuration))
+        self.stage_domain(domain_metadata.setting(domain, configuration))
 
     def remove_domain_metadata(self, domain: str) -> None:
         """Remove a user metadata domain the read snapshot has."""
-        self._domain_action(domain_metadata.removal(domain, self.snapshot.domain_metadata()))
+        self.stage_domain(domain_metadata.removal(domain, self.snapshot.domain_metadata()))
 
-    def _domain_action(self, action: DomainMetadata) -> None:
+    def stage_domain(self, action: DomainMetadata) -> None:
+        """Stage a domain action as is (a feature's `delta.*` domain: engine.features.clustering)."""
         self._domains[action.domain] = action  # (one action per domain and commit: the last)
         current = self._protocol or self.snapshot.protocol
         if (protocol := with_writer_feature(current, domain_metadata.FEATURE)) != current:
@@ -352,9 +352,9 @@ class Transaction:
         now = int(time.time() * 1000)
         metadata = self._metadata
         if self._in_commit_timestamps():
-            ict = self._next_ict(version, now)
+            ict = commit_timestamps.next_timestamp(self._storage, self.snapshot, version, now)
             extra = {**extra, IN_COMMIT_TIMESTAMP: ict}
-            metadata = self._with_ict_enablement(version, ict)
+            metadata = commit_timestamps.with_enablement(self.snapshot, self._metadata, version, ict)
         info = CommitInfo(
             timestamp=now,
             operation=self.operation,
@@ -369,10 +369,12 @@ class Transaction:
         )
         actions: list[Action] = [info]
         protocol = self._protocol
-        if self.read_version < 0:  # a deferred create: version 0 carries the table's protocol and metaData
+        domains = dict(self._domains)
+        if self.read_version < 0:  # a deferred create: version 0 holds protocol, metaData, domains
             protocol, metadata = protocol or self.snapshot.protocol, metadata or self.snapshot.metadata
+            domains = {d: DomainMetadata(d, c) for d, c in self.snapshot.domain_metadata().items()} | domains
         actions += [a for a in (protocol, metadata) if a is not None]
-        actions += self._txns + list(self._domains.values())
+        actions += self._txns + list(domains.values())
         actions += list(self._removes.values()) + list(self._adds.values())
         actions += self._cdc
         return serialize_actions(actions)
@@ -419,30 +421,6 @@ class Transaction:
 
     def _in_commit_timestamps(self) -> bool:
         return props.in_commit_timestamps((self._metadata or self.snapshot.metadata).configuration)
-
-    def _with_ict_enablement(self, version: int, ict: int) -> Metadata | None:
-        """The metadata to commit: when this commit turns in-commit timestamps on for an existing
-        table, with the enablement version and timestamp it must record (PROTOCOL.md "In-Commit
-        Timestamps"; they name this very attempt, so they are set per attempt)."""
-        if self._metadata is None or self.read_version < 0:
-            return self._metadata
-        if props.in_commit_timestamps(self.snapshot.metadata.configuration):
-            return self._metadata
-        extra = {props.ICT_ENABLEMENT_VERSION: str(version), props.ICT_ENABLEMENT_TIMESTAMP: str(ict)}
-        return dataclasses.replace(self._metadata, configuration={**self._metadata.configuration, **extra})
-
-    def _next_ict(self, version: int, now: int) -> int:
-        """`inCommitTimestamp` of commit `version`: now, but later than the previous commit's
-        (PROTOCOL.md "In-Commit Timestamps": strictly increasing, whatever the clocks say)."""
-        if version == 0:
-            return now
-        info = self.snapshot.state.commit_infos.get(version - 1)
-        if info is None:
-            info = read_commit_info(self._storage, version - 1) or {}
-        prev = info.get(IN_COMMIT_TIMESTAMP)
-        if not isinstance(prev, int):  # the commit that turns them on: after the last commit's time
-            prev = info.get("timestamp") if isinstance(info.get("timestamp"), int) else None
-        return max(now, int(prev) + 1) if isinstance(prev, int) else now
 
     def _info_fields(
         self, metrics: object, user_metadata: object, extra: object

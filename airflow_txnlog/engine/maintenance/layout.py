@@ -1,0 +1,227 @@
+"""OPTIMIZE with a layout: Z-order, liquid clustering, or plain compaction; planned here, run by
+the engine (pyarrow, `optimize_layout`) or by Spark (airflow_txnlog.spark.optimize, same plan).
+
+    plan_layout(snapshot, zorder_by, where, full, target)
+        zorder   zorder_by given (an unclustered table): every live file of each partition that the
+                 `where` partition predicate selects, even a partition of one file (Delta's OPTIMIZE
+                 ZORDER BY rewrites them all); key: Z-order over the columns
+        cluster  a clustered table with keys: the files without `clusteringProvider` (with `full`,
+                 also those the engine clustered, provider `liquid`; another provider's files are
+                 never touched); key: Hilbert curve over the keys, one key: the column itself
+        compact  otherwise: per partition, the files smaller than the target, when there are two
+        -> LayoutPlan: groups of files (one per partition), each rewritten into ceil(bytes / target)
+           files (at least one)
+    optimize_layout: per group, read its rows (deletion vectors applied), cut points from a sample
+        of the group, order rows by key (stable), cut into files of equal row counts, write; then
+        one OPTIMIZE commit: removes and adds with dataChange=false (readers of the change feed and
+        streams see nothing), adds of a clustering run with clusteringProvider=liquid. Its
+        parameters are Delta's: predicate, zOrderBy, clusterBy, auto, and isFull on clustered tables.
+
+A concurrent commit that removes a file being rewritten makes the commit fail (the files it wrote
+are deleted); a concurrent append does not (the rewrite reads nothing new). One group is held in
+memory at a time (its rows decoded, plus the ordered copy): a partition larger than memory needs
+the Spark path, which sorts with Spark.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from airflow_txnlog.engine import properties as props
+from airflow_txnlog.engine.errors import CommitConflictError, InvalidArgumentError
+from airflow_txnlog.engine.features import clustering
+from airflow_txnlog.engine.features.table_features import check_write_supported
+from airflow_txnlog.engine.log.actions import AddFile
+from airflow_txnlog.engine.maintenance.curves import layout_keys
+from airflow_txnlog.engine.maintenance.maintenance_table import MaintenanceTable
+from airflow_txnlog.engine.state.predicates import parse_predicate
+from airflow_txnlog.engine.state.scan import read_files
+from airflow_txnlog.engine.state.snapshot import Snapshot
+from airflow_txnlog.engine.validate import flag, number, text
+from airflow_txnlog.engine.write.transaction import Transaction
+from airflow_txnlog.engine.write.writer import delete_files, write_data_files
+
+ZORDER, CLUSTER, COMPACT = "zorder", "cluster", "compact"
+
+
+@dataclass(frozen=True)
+class LayoutPlan:
+    """What an OPTIMIZE rewrites: `groups[i]` (one partition's files) becomes `outputs[i]` files."""
+
+    mode: str
+    columns: tuple[str, ...]
+    curve: str | None
+    groups: tuple[tuple[AddFile, ...], ...]
+    outputs: tuple[int, ...]
+    considered: int
+    parameters: dict[str, Any]
+
+    @property
+    def provider(self) -> str | None:
+        """The clusteringProvider of the files this plan writes."""
+        return clustering.PROVIDER if self.mode == CLUSTER else None
+
+
+@dataclass(frozen=True)
+class LayoutResult:
+    """What an OPTIMIZE did."""
+
+    version: int | None
+    mode: str
+    columns: list[str]
+    curve: str | None
+    partitions: int
+    files_removed: int
+    files_added: int
+    bytes_removed: int
+    bytes_added: int
+    seconds: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def _partition_only(snap: Snapshot, where: str | None) -> None:
+    text("optimize: where", where)
+    if where is None:
+        return
+    parts = {c.lower() for c in snap.partition_columns}
+    other = sorted(c for c in parse_predicate(where, snap.schema).columns if c.lower() not in parts)
+    if other:
+        raise InvalidArgumentError(
+            f"optimize where={where!r} may name partition columns only {snap.partition_columns}, not {other}"
+        )
+
+
+def _mode(snap: Snapshot, zorder_by: Sequence[str] | None) -> tuple[str, list[str]]:
+    keys = snap.clustering_columns()
+    if zorder_by is not None:
+        if clustering.DOMAIN in snap.domain_metadata():
+            raise InvalidArgumentError(
+                "zorder_by: the table is clustered (liquid clustering); OPTIMIZE clusters it by its keys "
+                f"{keys}. Help: change them with cluster_by, not zorder_by"
+            )
+        conf = snap.metadata.configuration
+        columns = clustering.layout_columns(
+            zorder_by, snap.schema, partition_columns=snap.partition_columns, conf=conf,
+            what="zorder_by", limit=clustering.MAX_ZORDER_COLUMNS,
+        )  # fmt: skip
+        return ZORDER, columns
+    return (CLUSTER, keys) if keys else (COMPACT, [])
+
+
+def plan_layout(
+    snap: Snapshot,
+    *,
+    zorder_by: Sequence[str] | None = None,
+    where: str | None = None,
+    full: bool = False,
+    target_file_size: int | None = None,
+) -> LayoutPlan:
+    """The files an OPTIMIZE of `snap` rewrites and how (see the module docstring); checks every
+    argument (InvalidArgumentError) before anything is read."""
+    flag("full", full)
+    check_write_supported(snap.protocol, snap.metadata)  # (a table we may not write: refused up front)
+    number("target_file_size", target_file_size, minimum=1, integer=True, none_means="the table's")
+    _partition_only(snap, where)
+    mode, columns = _mode(snap, zorder_by)
+    target = props.target_file_size(snap.metadata.configuration, target_file_size)
+    files = snap.files(where)
+    by_partition: dict[tuple[tuple[str, str | None], ...], list[AddFile]] = {}
+    for f in files:
+        if mode == CLUSTER and f.clustering_provider not in (None, *((clustering.PROVIDER,) if full else ())):
+            continue
+        if mode == COMPACT and f.size >= target:
+            continue
+        by_partition.setdefault(tuple(sorted(f.partition_values.items())), []).append(f)
+    minimum = 2 if mode == COMPACT else 1
+    groups = [tuple(sorted(g, key=lambda f: f.path)) for _, g in sorted(by_partition.items(), key=repr)]
+    groups = [g for g in groups if len(g) >= minimum]
+    outputs = [max(1, math.ceil(sum(f.size for f in g) / target)) for g in groups]
+    parameters: dict[str, Any] = {
+        "predicate": json.dumps([where] if where else []),
+        "zOrderBy": json.dumps(columns if mode == ZORDER else []),
+        "clusterBy": json.dumps(columns if mode == CLUSTER else []),
+        "auto": "false",
+    }
+    if mode == CLUSTER:
+        parameters["isFull"] = json.dumps(full)
+    curve = {ZORDER: "zorder", CLUSTER: "hilbert"}.get(mode)
+    return LayoutPlan(mode, tuple(columns), curve, tuple(groups), tuple(outputs), len(files), parameters)
+
+
+def ordered(data: pa.Table, plan: LayoutPlan) -> pa.Table:
+    """`data` (one group's rows) in the plan's key order; unchanged for plain compaction."""
+    if plan.curve is None or data.num_rows < 2:
+        return data
+    keys = layout_keys(data, plan.columns, plan.curve)
+    return data.take(pa.array(np.argsort(keys, kind="stable")))
+
+
+def optimize_layout(
+    table: MaintenanceTable,
+    *,
+    zorder_by: Sequence[str] | None = None,
+    where: str | None = None,
+    full: bool = False,
+    target_file_size: int | None = None,
+) -> LayoutResult:
+    """Run an OPTIMIZE (see the module docstring) in this process; the result once committed."""
+    started = time.monotonic()
+    snap = table.snapshot()
+    plan = plan_layout(snap, zorder_by=zorder_by, where=where, full=full, target_file_size=target_file_size)
+    removed = [f for g in plan.groups for f in g]
+    version, adds = None, []
+    if plan.groups:
+        txn = table.transaction("OPTIMIZE", plan.parameters, snapshot=snap)
+        version, adds = _rewrite(table, snap, txn, plan)
+    return LayoutResult(
+        version, plan.mode, list(plan.columns), plan.curve, len(plan.groups), len(removed), len(adds),
+        sum(f.size for f in removed), sum(a.size for a in adds), round(time.monotonic() - started, 3),
+    )  # fmt: skip
+
+
+def _rewrite(
+    table: MaintenanceTable, snap: Snapshot, txn: Transaction, plan: LayoutPlan
+) -> tuple[int, list[AddFile]]:
+    adds: list[AddFile] = []
+    try:
+        for group, outputs in zip(plan.groups, plan.outputs, strict=True):
+            data = read_files(
+                table.storage, group, snap.schema, snap.partition_columns, names=snap.column_names
+            )
+            data = ordered(data, plan)
+            written = write_data_files(
+                table.storage, data, snap.partition_columns, dict(snap.properties),
+                max_rows_per_file=max(1, math.ceil(data.num_rows / outputs)), names=snap.column_names,
+            )  # fmt: skip
+            adds += [
+                dataclasses.replace(a, data_change=False, clustering_provider=plan.provider) for a in written
+            ]
+        for f in (f for g in plan.groups for f in g):
+            txn.remove(f, data_change=False)
+        for a in adds:
+            txn.add(a)
+        txn.rows_checked()  # (the same rows, rewritten: they kept the table's rules already)
+        metrics = {
+            "numRemovedFiles": sum(len(g) for g in plan.groups),
+            "numAddedFiles": len(adds),
+            "numRemovedBytes": sum(f.size for g in plan.groups for f in g),
+            "numAddedBytes": sum(a.size for a in adds),
+            "numBatches": len(plan.groups),
+            "totalConsideredFiles": plan.considered,
+        }
+        return txn.commit(metrics=metrics), adds
+    except BaseException as exc:
+        if txn.attempts == 0 or isinstance(exc, CommitConflictError):
+            delete_files(table.storage, adds)
+        raise
