@@ -46,7 +46,7 @@ CLUSTERING_COLUMNS_KEY = "clusteringColumns"
 
 def _eligible(t: pa.DataType) -> bool:
     """Delta's SkippingEligibleDataType: the types it keeps min/max stats of."""
-    return (
+    return bool(
         pa.types.is_integer(t)
         or pa.types.is_floating(t)
         or pa.types.is_decimal(t)
@@ -126,7 +126,7 @@ def columns_of(domains: Mapping[str, str], schema: pa.Schema, conf: Mapping[str,
         paths = orjson.loads(raw).get(CLUSTERING_COLUMNS_KEY, [])
     except (orjson.JSONDecodeError, AttributeError) as exc:
         raise LogCorruptedError(f"the {DOMAIN} domain is not a JSON object: {raw!r}") from exc
-    logical = (
+    logical: dict[str, str] = (
         {p: n for n, p in column_mapping.physical_names(schema).items()}
         if column_mapping.mode(conf) != "none"
         else {}
@@ -136,5 +136,6 @@ def columns_of(domains: Mapping[str, str], schema: pa.Schema, conf: Mapping[str,
         parts = [path] if isinstance(path, str) else path
         if not isinstance(parts, list) or not parts or not all(isinstance(p, str) for p in parts):
             raise LogCorruptedError(f"the {DOMAIN} domain has a malformed column path {path!r}")
-        out.append(".".join(logical.get(p, p) for p in parts[:1]) + "".join("." + p for p in parts[1:]))
+        names = [str(p) for p in parts]
+        out.append(".".join([logical.get(names[0], names[0]), *names[1:]]))
     return out

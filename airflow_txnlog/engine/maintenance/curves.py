@@ -40,7 +40,7 @@ def bits_per_column(columns: int) -> int:
 
 
 def _numeric(t: pa.DataType) -> bool:
-    return pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_temporal(t)
+    return bool(pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_temporal(t))
 
 
 def _plain(values: pa.Array | pa.ChunkedArray) -> pa.Array:
@@ -97,7 +97,8 @@ def _ranks_by_sorting(arr: pa.Array, cuts: pa.Array) -> np.ndarray:
     both = pa.concat_arrays([cuts, arr])
     among_both = np.asarray(pc.rank(both, tiebreaker="max").to_numpy())[len(cuts) :]
     among_values = np.asarray(pc.rank(arr, tiebreaker="max").to_numpy())
-    return (among_both - among_values).astype(np.uint64)
+    out: np.ndarray = (among_both - among_values).astype(np.uint64)
+    return out
 
 
 def zorder_keys(columns: Sequence[np.ndarray], bits: int) -> np.ndarray:

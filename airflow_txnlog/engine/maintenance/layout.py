@@ -180,7 +180,8 @@ def optimize_layout(
     snap = table.snapshot()
     plan = plan_layout(snap, zorder_by=zorder_by, where=where, full=full, target_file_size=target_file_size)
     removed = [f for g in plan.groups for f in g]
-    version, adds = None, []
+    version: int | None = None
+    adds: list[AddFile] = []
     if plan.groups:
         txn = table.transaction("OPTIMIZE", plan.parameters, snapshot=snap)
         version, adds = _rewrite(table, snap, txn, plan)
