@@ -28,7 +28,8 @@ from functools import reduce
 
 from pyspark.sql import DataFrame
 
-from airflow_txnlog.engine import AddFile, InvalidArgumentError, target_file_size
+from airflow_txnlog.engine import AddFile, InvalidArgumentError, Transaction, plan_layout, target_file_size
+from airflow_txnlog.spark import layout
 from airflow_txnlog.spark._arguments import positive_int, sql_text
 from airflow_txnlog.spark._dml import dml_result, elapsed_ms, file_metrics
 from airflow_txnlog.spark.conditions import check_condition
@@ -86,13 +87,22 @@ def _bins_df(ctx: TableContext, bins: list[list[AddFile]]) -> DataFrame:
     return reduce(DataFrame.unionAll, [scan(ctx, b).coalesce(1) for b in bins])
 
 
-def optimize(h: TableHandle, where: str | None, file_size: int | None) -> DmlResult:
-    """Compact small files (see the module docstring); `file_size` overrides the target size."""
+def optimize(
+    h: TableHandle,
+    where: str | None,
+    file_size: int | None,
+    zorder_by: list[str] | None = None,
+    full: bool = False,
+) -> DmlResult:
+    """Compact small files (see the module docstring); `file_size` overrides the target size. With
+    `zorder_by`, or on a clustered table, the layout path instead (spark.layout)."""
     sql_text("optimize: where", where, none_means="every partition")
     positive_int("optimize: target_file_size", file_size, none_means="delta.targetFileSize, else 100 MiB")
     start = time.monotonic()
     params = {"predicate": json.dumps([where] if where else []), "zOrderBy": "[]"}
     txn = h.table.transaction("OPTIMIZE", params)
+    if zorder_by is not None or txn.snapshot.clustering_columns():
+        return _layout(h, txn, where, file_size, zorder_by, full, start)
     ctx = h.context(txn.snapshot)
     target = target_file_size(ctx.properties, file_size)
     check_condition(ctx.empty_df(), where, "OPTIMIZE where predicate")  # an unknown column, by name
@@ -121,6 +131,32 @@ def optimize(h: TableHandle, where: str | None, file_size: int | None) -> DmlRes
         numBatches=len(bins),
         totalConsideredFiles=len(files),
         executionTimeMs=elapsed_ms(start),
+    )
+    scanned = tuple(f.path for f in removed)
+    return dml_result(
+        "OPTIMIZE", h, txn, removes=removed, adds=adds, metrics=metrics, scanned=scanned, data_change=False
+    )
+
+
+def _layout(  # noqa: PLR0917 (optimize's arguments, passed straight on)
+    h: TableHandle,
+    txn: Transaction,
+    where: str | None,
+    file_size: int | None,
+    zorder_by: list[str] | None,
+    full: bool,
+    start: float,
+) -> DmlResult:
+    """Z-order or clustering (engine.plan_layout decides the files; spark.layout sorts them)."""
+    plan = plan_layout(txn.snapshot, zorder_by=zorder_by, where=where, full=full, target_file_size=file_size)
+    txn.parameters.clear()
+    txn.parameters.update(plan.parameters)
+    removed = [f for g in plan.groups for f in g]
+    adds = layout.rewrite(h, txn, plan)
+    metrics = file_metrics(removed, adds)
+    del metrics["numAddedChangeFiles"]
+    metrics.update(
+        numBatches=len(plan.groups), totalConsideredFiles=plan.considered, executionTimeMs=elapsed_ms(start)
     )
     scanned = tuple(f.path for f in removed)
     return dml_result(

@@ -96,6 +96,7 @@ class SparkTable:
         defer: bool = False,
         generated_columns: Mapping[str, str] | None = None,
         identity_columns: Mapping[str, IdentityColumn] | None = None,
+        cluster_by: Sequence[str] | None = None,
     ) -> SparkTable:
         """Create an empty table (version 0) with `schema` (Arrow, Spark, or a DataFrame's schema;
         a DataFrame's rows are not written: call `write` next). TableExistsError if one exists.
@@ -104,7 +105,8 @@ class SparkTable:
         `generated_columns` ({column: Spark SQL expression}): generated columns, which every write
         fills (Spark SQL) where the data leaves them out and checks where it does not.
         `identity_columns` ({column: IdentityColumn(start, step, always)}): identity columns, which
-        `write` and MERGE inserts number (`spark.identity`)."""
+        `write` and MERGE inserts number (`spark.identity`). `cluster_by`: clustering keys (a
+        clustered table; never with partition_by)."""
         if isinstance(schema, DataFrame):
             schema = schema.schema
         arrow = to_arrow_schema(schema) if isinstance(schema, StructType) else schema
@@ -123,6 +125,7 @@ class SparkTable:
             defer=defer,
             generated_columns=generated_columns,
             identity_columns=identity_columns,
+            cluster_by=cluster_by,
         )
         return cls(spark, uri, scheme_map=scheme_map, table=table)
 
@@ -227,6 +230,20 @@ class SparkTable:
         `if_exists`)."""
         return self.table.drop_constraint(name, if_exists=if_exists)
 
-    def optimize(self, *, where: str | None = None, target_file_size: int | None = None) -> DmlResult:
-        """Compact small files per partition (dataChange=false)."""
-        return _optimize.optimize(self._handle, where, target_file_size)
+    def optimize(
+        self,
+        *,
+        where: str | None = None,
+        target_file_size: int | None = None,
+        zorder_by: Sequence[str] | None = None,
+        full: bool = False,
+    ) -> DmlResult:
+        """OPTIMIZE (dataChange=false): compact small files per partition; with `zorder_by`, Z-order
+        each selected partition (Delta's OPTIMIZE ZORDER BY); on a clustered table, cluster the
+        unclustered files by the table's keys (`full`: its own clustered files too)."""
+        columns = None if zorder_by is None else list(check.column_names("optimize: zorder_by", zorder_by))
+        return _optimize.optimize(self._handle, where, target_file_size, columns, full)
+
+    def cluster_by(self, columns: Sequence[str] | None) -> int:
+        """ALTER TABLE CLUSTER BY (`Table.cluster_by`): new clustering keys, None to remove them."""
+        return self.table.cluster_by(columns)
