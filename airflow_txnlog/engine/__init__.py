@@ -105,7 +105,7 @@ if TYPE_CHECKING:  # the names below load on first use (PEP 562 __getattr__), se
     from airflow_txnlog.engine.maintenance.curves import layout_keys
     from airflow_txnlog.engine.maintenance.curves import sample as layout_sample
     from airflow_txnlog.engine.maintenance.health import TableHealth
-    from airflow_txnlog.engine.maintenance.layout import LayoutPlan, LayoutResult, plan_layout
+    from airflow_txnlog.engine.maintenance.layout import LayoutPlan, LayoutResult, layout_summary, plan_layout
     from airflow_txnlog.engine.maintenance.log_cleanup import CleanupResult
     from airflow_txnlog.engine.maintenance.maintenance_table import MaintenanceTable
     from airflow_txnlog.engine.maintenance.publication_records import DEFAULT_CHANNEL, Publication
@@ -152,6 +152,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "LayoutPlan": ("maintenance.layout", "LayoutPlan"),
     "LayoutResult": ("maintenance.layout", "LayoutResult"),
     "plan_layout": ("maintenance.layout", "plan_layout"),
+    "layout_summary": ("maintenance.layout", "layout_summary"),
     "layout_bits": ("maintenance.curves", "bits_per_column"),
     "layout_cuts": ("maintenance.curves", "boundaries"),
     "layout_keys": ("maintenance.curves", "layout_keys"),
@@ -351,6 +352,7 @@ __all__ = [
     "layout_cuts",
     "layout_keys",
     "layout_sample",
+    "layout_summary",
     "log_reader",
     "lost_identity_race",
     "num_indexed_cols",

@@ -5,7 +5,8 @@
   properties) is cached per (table, version) in this process; everything else reads the table's
   storage only (one listing, one commit file, the savepoint records), so a list refreshed without
   new commits loads no snapshot.
-- `detail`: the summary plus schema, protocol and table features, the health report and savepoints.
+- `detail`: the summary plus schema, protocol and table features, layout (clustering keys, the
+  share the engine clustered, row tracking), the health report and savepoints.
 - `history`: a page of the timeline (`engine.state.history.history_page`: only that page's commits are
   read, no snapshot), each entry with its operation, figures, writer, a link to the DAG run, and
   marks for restores, schema changes and savepoints; `chart_data`: the latest page and the size
@@ -57,6 +58,8 @@ def _savepoints(storage: Storage) -> list[Savepoint]:
 
 def _load_facts(known: KnownTable) -> dict[str, Any]:
     """What needs the latest snapshot (the expensive part), all of one version: `version`."""
+    from airflow_txnlog.engine import layout_summary  # noqa: PLC0415 (the engine loads on first use)
+
     table = TxnLogHook(txnlog_conn_id=known.conn_id).get_table(known.uri)
     health = table.health()  # of the latest snapshot, which may be newer than the caller's listing
     snap = table.snapshot(version=health.version)  # the one health loaded: no second listing
@@ -69,6 +72,7 @@ def _load_facts(known: KnownTable) -> dict[str, Any]:
         "partitionColumns": snap.partition_columns,
         "protocol": None if protocol is None else protocol.to_wire()["protocol"],
         "properties": snap.properties,
+        "layout": layout_summary(snap),
     }
 
 
@@ -159,7 +163,7 @@ def detail(known: KnownTable) -> dict[str, Any]:
     savepoints = _savepoints(storage)
     out = _summary(known, storage, savepoints)
     facts = _facts(known, out["version"])
-    out.update({k: facts[k] for k in ("schema", "partitionColumns", "protocol", "properties")})
+    out.update({k: facts[k] for k in ("schema", "partitionColumns", "protocol", "properties", "layout")})
     out["health"] = facts["health"].to_dict()
     now = int(time.time() * 1000)
     out["savepoints"] = [

@@ -6,7 +6,7 @@ The server runs in its own AIRFLOW_HOME with SQLite, the DAGs of tests/ui/dags (
 `ui_orders` and the `orders` table's asset). Tables (local, built with the engine):
 - `orders`: named by a task and an asset; 14 commits, a savepoint, a restore, a schema change;
 - `secret`: named only by the task of `ui_secret`;
-- `other`: named only by an asset.
+- `other`: named only by an asset; clustered by `id`, one of its two files clustered.
 The maintenance-history table (`[txnlog] maintenance_history_uri`) holds two dry-run plans of
 `orders` and `other` (runs `plan_1`, `plan_2`), made by the planned-maintenance code itself.
 """
@@ -93,8 +93,11 @@ def _build_tables(base: Path) -> dict[str, str]:
     with provenance(dag_id="ui_orders", task_id="load", run_id="manual__1"):  # as an Airflow task
         orders.write(pa.table({"id": [501], "amount": [1.0], "part": ["p0"]}))
     assert orders.latest_version() == ORDERS_VERSIONS - 1
-    for name in ("secret", "other"):
-        Table.create(str(base / name), schema=SCHEMA).write(rows([1, 2]))
+    Table.create(str(base / "secret"), schema=SCHEMA).write(rows([1, 2]))
+    other = Table.create(str(base / "other"), schema=SCHEMA, cluster_by=["id"])  # clustered, in part:
+    other.write(rows([1, 2]))
+    other.optimize()  # this file clustered (clusteringProvider liquid) ...
+    other.write(rows([3]))  # ... this one not
     return {name: table_asset_uri(str(base / name)) for name in ("orders", "secret", "other")}
 
 

@@ -49,6 +49,7 @@ def test_one_table_history_pages_and_chart(api_server: Server) -> None:
     assert [f["name"] for f in detail["schema"]] == ["id", "amount", "part"]
     assert detail["protocol"]["minWriterVersion"] >= 5 and detail["partitionColumns"] == ["part"]
     assert [s["name"] for s in detail["savepoints"]] == ["before_merge"]
+    assert detail["layout"]["clustered"] is False and detail["layout"]["rowTracking"]["enabled"] is False
     status, first = api_server.json(f"/txnlog/api/tables/{table_id}/history?limit=5", token)
     assert status == 200 and [e["version"] for e in first["entries"]] == [13, 12, 11, 10, 9]
     assert first["nextBefore"] == 9 and first["latestVersion"] == 13
@@ -68,6 +69,17 @@ def test_one_table_history_pages_and_chart(api_server: Server) -> None:
     assert marks[13]["runLink"] == "../dags/ui_orders/runs/manual__1" and marks[12]["runLink"] is None
     status, svg = api_server.request(f"/txnlog/api/tables/{table_id}/chart.svg", token)
     assert status == 200 and svg.startswith(b"<svg") and f'data-versions="{ORDERS_VERSIONS}"'.encode() in svg
+
+
+def test_the_layout_of_a_clustered_table(api_server: Server) -> None:
+    token = api_server.token("admin")
+    status, detail = api_server.json(f"/txnlog/api/tables/{table_id_of(api_server.tables['other'])}", token)
+    assert status == 200
+    layout = detail["layout"]
+    assert layout["clustered"] is True and layout["clusteringColumns"] == ["id"]
+    assert (layout["clusteredFiles"], layout["files"]) == (1, 2)
+    assert 0 < layout["clusteredBytes"] < layout["bytes"]
+    assert layout["rowTracking"] == {"supported": False, "enabled": False, "highWaterMark": None}
 
 
 def test_the_viewer_sees_only_their_table(api_server: Server) -> None:

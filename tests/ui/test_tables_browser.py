@@ -72,6 +72,8 @@ def test_sign_in_open_tables_and_one_table(api_server: Server, browser: Any, tmp
     assert browser.find_elements(By.CSS_SELECTOR, ".mark.restore") and browser.find_elements(
         By.CSS_SELECTOR, ".mark.pin"
     )
+    assert browser.find_element(By.ID, "clustering").text == "not clustered"
+    assert browser.find_element(By.ID, "row-tracking").text == "off"
     # the last plan (every decision, skips with their reasons) and the earlier runs' actions
     plan = wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#last-plan tr.decision"))
     texts = [r.text for r in plan]

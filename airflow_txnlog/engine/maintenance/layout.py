@@ -247,3 +247,31 @@ def _rewrite(
         if txn.attempts == 0 or isinstance(exc, CommitConflictError):
             delete_files(table.storage, adds)
         raise
+
+
+def layout_summary(snap: Snapshot) -> dict[str, Any]:
+    """How a version is laid out, for a UI: clustering keys, how much of it the engine clustered
+    (files and bytes with clusteringProvider=liquid; other providers' counted apart) and row tracking
+    (the feature, the property, the `delta.rowTracking` domain's high-water mark)."""
+    files = snap.files() if snap.clustering_columns() or clustering.DOMAIN in snap.domain_metadata() else []
+    ours = [f for f in files if f.clustering_provider == clustering.PROVIDER]
+    other = [f for f in files if f.clustering_provider not in (None, clustering.PROVIDER)]
+    writers = set(snap.protocol.writer_features or ())
+    try:
+        mark = json.loads(snap.domain_metadata().get("delta.rowTracking", "{}")).get("rowIdHighWaterMark")
+    except (ValueError, AttributeError):
+        mark = None
+    return {
+        "clustered": clustering.FEATURE in writers,
+        "clusteringColumns": snap.clustering_columns(),
+        "files": len(files),
+        "clusteredFiles": len(ours),
+        "clusteredBytes": sum(f.size for f in ours),
+        "otherProviderFiles": len(other),
+        "bytes": sum(f.size for f in files),
+        "rowTracking": {
+            "supported": "rowTracking" in writers,
+            "enabled": str(snap.metadata.configuration.get("delta.enableRowTracking", "")).lower() == "true",
+            "highWaterMark": mark,
+        },
+    }

@@ -123,6 +123,7 @@ async function showTable(id) {
     el("section", {}, el("h2", {}, "Timeline"), el("table", { id: "timeline" }, el("thead", {}, head), timeline), more),
     el("section", {}, el("h2", {}, "Savepoints"), savepoints),
     el("section", {}, el("h2", {}, "Schema"), el("p", { class: "muted" }, `partitioned by: ${t.partitionColumns.join(", ") || "nothing"}`), schema),
+    layoutSection(t.layout),
     el("section", {}, el("h2", {}, "Protocol and features"), keyValues(t.protocol)),
     el("section", {}, el("h2", {}, "Health"), keyValues(t.health),
       el("p", {}, el("a", { href: "../dags/txnlog_maintenance", target: "_top" }, "Maintenance DAG (planned: checkpoint, optimize, vacuum, log cleanup)"))),
@@ -130,6 +131,18 @@ async function showTable(id) {
   );
   await loadPage();
   main.append(await maintenanceSection(id).catch((err) => el("p", { class: "error" }, `maintenance could not load: ${err.message}`)));
+}
+
+function layoutSection(l) {
+  const clustering = l.clusteringColumns.length
+    ? `clustered by ${l.clusteringColumns.join(", ")}: ${l.clusteredFiles} of ${l.files} files clustered (${fmtBytes(l.clusteredBytes)} of ${fmtBytes(l.bytes)}, ${l.bytes ? Math.round((100 * l.clusteredBytes) / l.bytes) : 0}%)` +
+      (l.otherProviderFiles ? `, ${l.otherProviderFiles} by another clustering implementation` : "")
+    : l.clustered ? "clustered table without keys (CLUSTER BY NONE)" : "not clustered";
+  const rt = l.rowTracking;
+  const rows = rt.enabled ? `on${rt.highWaterMark != null ? ` (row id high-water mark ${rt.highWaterMark})` : ""}` : rt.supported ? "supported, not enabled" : "off";
+  return el("section", { id: "layout" }, el("h2", {}, "Layout"),
+    el("table", {}, el("tr", {}, el("th", {}, "clustering"), el("td", { id: "clustering" }, clustering)),
+      el("tr", {}, el("th", {}, "row tracking"), el("td", { id: "row-tracking" }, rows))));
 }
 
 const DECISION_HEAD = ["kind", "partition", "decision", "status", "rule", "observed / threshold", "reason or error", "bytes written (predicted / measured)", "seconds"];
