@@ -157,7 +157,8 @@ def report(doc: dict[str, Any], command: str) -> str:
         r = doc[kind]
         lines.append(
             f"| {names[kind]} | {r['files_read']} | {r['files_after']} | {r['share']:.1%} "
-            f"| {r['seconds']:.1f} | {r.get('time_ratio', 1.0)} | {r['rss_mb']:.0f} | {r.get('rss_ratio', 1.0)} |"
+            f"| {r['seconds']:.1f} | {r.get('time_ratio', 1.0)} "
+            f"| {r['rss_mb']:.0f} | {r.get('rss_ratio', 1.0)} |"
         )
     return "\n".join(lines)
 

@@ -134,15 +134,17 @@ def validate(conf: Mapping[str, str]) -> None:
             raise InvalidArgumentError(f"{key} must be 'true' or 'false', got {conf[key]!r}")
     refuse_unhonored_features(conf)
     column_mapping_mode(conf)
+    if _bool(conf, "delta.enableRowTracking") and _bool(conf, "delta.rowTrackingSuspended"):
+        raise InvalidArgumentError(
+            "delta.enableRowTracking and delta.rowTrackingSuspended cannot both be true"
+        )
 
 
 # Properties that turn on a table feature this engine does not (yet) honor when it writes. Creating a
 # table with one would record the property under a protocol that does not name the feature, so other
 # writers would ignore it too (delta-rs appends past a CHECK constraint of a (1, 2) table): refuse.
 # key -> (feature, the value that leaves the feature off, if any).
-_FEATURE_SWITCHES: dict[str, tuple[str, str | None]] = {
-    "delta.enableRowTracking": ("rowTracking", "false"),
-}
+_FEATURE_SWITCHES: dict[str, tuple[str, str | None]] = {}
 # Properties that turn on a feature the engine honors: key -> (feature, readers need it too, the
 # value that turns it on). Creating a table or `Table.set_properties` adds the feature to the protocol.
 FEATURE_PROPERTIES: dict[str, tuple[str, bool, str]] = {
@@ -152,7 +154,10 @@ FEATURE_PROPERTIES: dict[str, tuple[str, bool, str]] = {
     "delta.enableTypeWidening": ("typeWidening", True, "true"),
     "delta.checkpointPolicy": ("v2Checkpoint", True, "v2"),
     CHANGE_DATA_FEED: ("changeDataFeed", False, "true"),
+    "delta.enableRowTracking": ("rowTracking", False, "true"),
 }
+# Features that need another one in the protocol (PROTOCOL.md: row tracking keeps its mark in a domain).
+REQUIRED_FEATURES = {"rowTracking": "domainMetadata"}
 
 
 def property_features(conf: Mapping[str, str]) -> tuple[set[str], set[str]]:
@@ -166,6 +171,7 @@ def property_features(conf: Mapping[str, str]) -> tuple[set[str], set[str]]:
                 writers.add(feature)
                 if reader:
                     readers.add(feature)
+    writers |= {REQUIRED_FEATURES[f] for f in writers if f in REQUIRED_FEATURES}
     return readers, writers
 
 

@@ -314,7 +314,7 @@ def test_savepoint_manifest_keeps_domains_and_row_tracking_fields(tmp_path: Path
 @pytest.mark.parametrize(
     ("properties", "feature"),
     [
-        ({"delta.enableRowTracking": "true"}, "rowTracking"),
+        ({"delta.feature.liquid": "supported"}, "liquid"),
         ({"delta.feature.clustering": "supported"}, "clustering"),
     ],
 )

@@ -129,9 +129,9 @@ def test_only_real_field_metadata_counts_not_names_or_comments(tmp_path: Path) -
 
 
 def test_an_unknown_writer_feature_is_still_refused_by_name(tmp_path: Path) -> None:
-    protocol = {**UPGRADED, "writerFeatures": [*IMPLIED, "rowTracking"]}
+    protocol = {**UPGRADED, "writerFeatures": [*IMPLIED, "liquid"]}
     uri = _table(tmp_path / "t", protocol, [_field("id")], {})
-    with pytest.raises(UnsupportedFeatureError, match="writer feature 'rowTracking'"):
+    with pytest.raises(UnsupportedFeatureError, match="writer feature 'liquid'"):
         Table.open(uri).write(pa.table({"id": [1]}, schema=pa.schema([("id", pa.int64())])))
 
 

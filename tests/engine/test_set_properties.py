@@ -96,9 +96,9 @@ def test_the_protocol_is_never_downgraded(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("prop", "feature"),
     [
-        ({"delta.enableRowTracking": "true"}, "rowTracking"),
+        ({"delta.feature.liquid": "supported"}, "liquid"),
         ({"delta.columnMapping.mode": "id"}, "columnMapping"),
-        ({"delta.feature.clustering": "supported"}, "clustering"),
+        ({"delta.feature.variantShredding": "supported"}, "variantShredding"),
         ({"delta.minReaderVersion": "4"}, "delta.minReaderVersion"),
     ],
 )

@@ -378,7 +378,7 @@ def test_checkpoint_part_size_zero(g: Guard) -> None:
 @pytest.mark.parametrize(
     ("protocol", "feature"),
     [
-        ({"minReaderVersion": 1, "minWriterVersion": 7, "writerFeatures": ["rowTracking"]}, "rowTracking"),
+        ({"minReaderVersion": 1, "minWriterVersion": 7, "writerFeatures": ["liquid"]}, "liquid"),
         ({"minReaderVersion": 1, "minWriterVersion": 7, "writerFeatures": ["futureThing"]}, "futureThing"),
         ({"minReaderVersion": 1, "minWriterVersion": 8}, "writerVersion8"),
     ],

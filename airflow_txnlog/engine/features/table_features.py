@@ -107,6 +107,9 @@ def check_read_supported(protocol: Protocol, metadata: Metadata) -> None:
 # physical names, key columns always within the stats columns (a property or drop that would take their
 # stats is refused), clusteringProvider set only by the engine's clustering OPTIMIZE, which re-clusters
 # only unclustered files or its own (engine.features.clustering, engine.maintenance.layout).
+# rowTracking: every commit assigns baseRowId / defaultRowCommitVersion to adds lacking them and moves
+# the delta.rowTracking high-water mark, re-based after a lost race (engine.features.row_tracking);
+# enabling it backfills the live files in the same commit (engine.write.alter_table).
 # typeWidening: honored by never changing a column's type (schema evolution only adds columns, and
 # keeps every field's metadata, `delta.typeChanges` included) and by reading widened files.
 SUPPORTED_WRITER_FEATURES = frozenset(
@@ -125,6 +128,7 @@ SUPPORTED_WRITER_FEATURES = frozenset(
         "columnMapping",
         "domainMetadata",
         "clustering",
+        "rowTracking",
     }
     | type_widening.FEATURES
     | variant.FEATURES
@@ -321,6 +325,7 @@ def features_for(changes: Mapping[str, str]) -> tuple[set[str], set[str]]:
             writers.add(feature)
             if feature in READER_WRITER_FEATURES:
                 readers.add(feature)
+    writers |= {props.REQUIRED_FEATURES[f] for f in writers if f in props.REQUIRED_FEATURES}
     return readers, writers
 
 

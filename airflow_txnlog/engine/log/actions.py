@@ -229,6 +229,8 @@ class AddFile:
             stats=None if records is None else f'{{"numRecords":{records}}}',
             tags=self.tags,
             deletion_vector=self.deletion_vector,
+            base_row_id=self.base_row_id,
+            default_row_commit_version=self.default_row_commit_version,
             encoded_path=self.wire_path,
         )
 
@@ -244,6 +246,8 @@ class RemoveFile:
     stats: str | None = None
     tags: Mapping[str, str] | None = None
     deletion_vector: Mapping[str, Any] | None = None
+    base_row_id: int | None = None  # (row tracking: the removed add's, as PROTOCOL.md requires)
+    default_row_commit_version: int | None = None
     encoded_path: str | None = field(default=None, compare=False, repr=False)
 
     @property
@@ -260,6 +264,8 @@ class RemoveFile:
             "stats": self.stats,
             "tags": _opt_map(self.tags),
             "deletionVector": _opt_map(self.deletion_vector),
+            "baseRowId": self.base_row_id,
+            "defaultRowCommitVersion": self.default_row_commit_version,
         }
         out.update({k: v for k, v in optional.items() if v is not None})
         return {REMOVE: out}
@@ -278,6 +284,8 @@ class RemoveFile:
             stats=d.get("stats"),
             tags=_opt_map(d.get("tags")),
             deletion_vector=_opt_map(d.get("deletionVector")),
+            base_row_id=d.get("baseRowId"),
+            default_row_commit_version=d.get("defaultRowCommitVersion"),
             encoded_path=raw,
         )
 

@@ -20,10 +20,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from airflow_txnlog.engine.errors import CommitConflictError, InvalidArgumentError
+from airflow_txnlog.engine.features import row_tracking
 from airflow_txnlog.engine.log.actions import AddFile
 from airflow_txnlog.engine.maintenance.maintenance_table import MaintenanceTable
-from airflow_txnlog.engine.state.scan import read_files
-from airflow_txnlog.engine.state.snapshot import Snapshot
+from airflow_txnlog.engine.state.snapshot import Snapshot, read_for_rewrite
 from airflow_txnlog.engine.write.writer import delete_files, write_data_files
 
 _KINDS = ("compact", "purge_deletion_vectors")
@@ -100,11 +100,13 @@ def _rewrite(
     txn = table.transaction("OPTIMIZE", {"predicate": predicate, "zOrderBy": "[]"}, snapshot=snap)
     adds: list[AddFile] = []
     try:
+        conf = dict(snap.properties)
+        hidden = row_tracking.hidden_columns(conf) if row_tracking.enabled(conf) else []
         for b in bins:
-            data = read_files(table.storage, b, snap.schema, snap.partition_columns, names=snap.column_names)
+            data = read_for_rewrite(table.storage, snap, b)  # (row ids kept, with row tracking on)
             written = write_data_files(
-                table.storage, data, snap.partition_columns, dict(snap.properties),
-                max_rows_per_file=_ONE_FILE, names=snap.column_names,
+                table.storage, data, snap.partition_columns, conf,
+                max_rows_per_file=_ONE_FILE, names=snap.column_names, hidden=hidden,
             )  # fmt: skip
             adds += [dataclasses.replace(a, data_change=False) for a in written]
         removed = [f for b in bins for f in b]
@@ -113,6 +115,7 @@ def _rewrite(
         for a in adds:
             txn.add(a)
         txn.rows_checked()  # (the same rows, rewritten: they kept the table's rules already)
+        txn.rows_preserved()
         metrics = {
             "numRemovedFiles": len(removed),
             "numAddedFiles": len(adds),

@@ -40,14 +40,13 @@ import pyarrow as pa
 
 from airflow_txnlog.engine import properties as props
 from airflow_txnlog.engine.errors import CommitConflictError, InvalidArgumentError
-from airflow_txnlog.engine.features import clustering
+from airflow_txnlog.engine.features import clustering, row_tracking
 from airflow_txnlog.engine.features.table_features import check_write_supported
 from airflow_txnlog.engine.log.actions import AddFile
 from airflow_txnlog.engine.maintenance.curves import layout_keys
 from airflow_txnlog.engine.maintenance.maintenance_table import MaintenanceTable
 from airflow_txnlog.engine.state.predicates import parse_predicate
-from airflow_txnlog.engine.state.scan import read_files
-from airflow_txnlog.engine.state.snapshot import Snapshot
+from airflow_txnlog.engine.state.snapshot import Snapshot, read_for_rewrite
 from airflow_txnlog.engine.storage import Storage
 from airflow_txnlog.engine.validate import flag, number, text
 from airflow_txnlog.engine.write.transaction import Transaction
@@ -200,10 +199,13 @@ def _write_ordered(storage: Storage, snap: Snapshot, data: pa.Table, outputs: in
     per = max(1, math.ceil(data.num_rows / outputs))
     chunks = [data.slice(i, per) for i in range(0, data.num_rows, per)]
 
+    conf = dict(snap.properties)
+    hidden = row_tracking.hidden_columns(conf) if row_tracking.enabled(conf) else []
+
     def one(chunk: pa.Table) -> list[AddFile]:
         return write_data_files(
-            storage, chunk, snap.partition_columns, dict(snap.properties),
-            max_rows_per_file=per, names=snap.column_names,
+            storage, chunk, snap.partition_columns, conf,
+            max_rows_per_file=per, names=snap.column_names, hidden=hidden,
         )  # fmt: skip
 
     with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
@@ -221,10 +223,7 @@ def _rewrite(
     adds: list[AddFile] = []
     try:
         for group, outputs in zip(plan.groups, plan.outputs, strict=True):
-            names = snap.column_names
-            data = ordered(
-                read_files(table.storage, group, snap.schema, snap.partition_columns, names=names), plan
-            )
+            data = ordered(read_for_rewrite(table.storage, snap, group), plan)
             written = _write_ordered(table.storage, snap, data, outputs)
             adds += [
                 dataclasses.replace(a, data_change=False, clustering_provider=plan.provider) for a in written
@@ -234,6 +233,7 @@ def _rewrite(
         for a in adds:
             txn.add(a)
         txn.rows_checked()  # (the same rows, rewritten: they kept the table's rules already)
+        txn.rows_preserved()  # (row tracking: read_for_rewrite carried every row's id into the new files)
         metrics = {
             "numRemovedFiles": sum(len(g) for g in plan.groups),
             "numAddedFiles": len(adds),

@@ -26,12 +26,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from airflow_txnlog.engine.errors import LogCorruptedError, PredicateError, SchemaMismatchError
-from airflow_txnlog.engine.features import deletion_vectors
+from airflow_txnlog.engine.features import deletion_vectors, row_tracking
 from airflow_txnlog.engine.features.column_mapping import Names, to_logical
 from airflow_txnlog.engine.log.actions import AddFile
 from airflow_txnlog.engine.schema import parse_partition_value
 from airflow_txnlog.engine.state.predicates import Node, to_arrow_expression
 from airflow_txnlog.engine.storage import Storage, storage_for
+
+_ROW_ID, _ROW_VERSION = "__txnlog_row_id", "__txnlog_row_commit_version"  # (never a table's column)
 
 
 def _conform_column(arr: pa.ChunkedArray, target: pa.DataType, name: str) -> pa.ChunkedArray:
@@ -68,9 +70,12 @@ def read_file(
     columns: Sequence[str],
     row_filter: Node | None,
     names: Names | None = None,
+    row_ids: Mapping[str, str] | None = None,
 ) -> pa.Table:
     """Rows of one data file as a table with exactly `columns` (in schema types). With `names`
-    (column mapping) the file and `add.partitionValues` use physical names; the result is logical."""
+    (column mapping) the file and `add.partitionValues` use physical names; the result is logical.
+    With `row_ids` (the table's configuration, row tracking enabled) two more columns follow:
+    each row's stable row id and row commit version (engine.features.row_tracking)."""
     data_cols = [c for c in columns if c not in partition_columns]
     filter_cols = [] if row_filter is None else [c for c in schema.names if c not in partition_columns]
     physical = names.physical if names is not None else schema
@@ -79,12 +84,19 @@ def read_file(
     file_schema = pf.schema_arrow
     own = names.file_columns(file_schema) if names is not None else {n: n for n in file_schema.names}
     wanted = [phys[c] for c in dict.fromkeys(data_cols + filter_cols) if phys[c] in own]
+    hidden = (
+        [] if row_ids is None else [h for h in row_tracking.hidden_columns(row_ids) if h in file_schema.names]
+    )
     try:
         table = pf.read(columns=[own[p] for p in wanted])
+        extra = pf.read(columns=hidden) if row_ids is not None else None
     except (OSError, pa.ArrowException) as exc:
         raise LogCorruptedError(f"data file {add.path!r} is unreadable: {exc}") from exc
     if names is not None:
         table = names.as_physical(table, file_schema)
+    if extra is not None:  # (before the DV: a row's default id is its physical position)
+        ids, versions = row_tracking.row_columns(extra, add, row_ids or {}, rows=pf.metadata.num_rows)
+        table = table.append_column(_ROW_ID, ids).append_column(_ROW_VERSION, versions)
     if add.deletion_vector:
         table = _without_deleted_rows(storage, add, table)
     n = table.num_rows
@@ -100,9 +112,14 @@ def read_file(
         else:
             cols[name] = pa.chunked_array([pa.nulls(n, f.type)], f.type)
     out = pa.Table.from_arrays(list(cols.values()), schema=pa.schema([schema.field(c) for c in cols]))
+    tracked = [row_tracking.ROW_ID, row_tracking.ROW_COMMIT_VERSION] if extra is not None else []
+    if tracked:
+        out = out.append_column(tracked[0], table.column(_ROW_ID)).append_column(
+            tracked[1], table.column(_ROW_VERSION)
+        )
     if row_filter is not None:
         out = _filter(out, row_filter, schema, add.path)
-    return out.select(list(columns))
+    return out.select([*columns, *tracked])
 
 
 def _without_deleted_rows(storage: Storage, add: AddFile, table: pa.Table) -> pa.Table:
@@ -131,20 +148,33 @@ def read_files(
     columns: Sequence[str] | None = None,
     row_filter: Node | None = None,
     names: Names | None = None,
+    row_ids: Mapping[str, str] | None = None,
 ) -> pa.Table:
-    """Concatenated rows of `files` (read in parallel threads; pyarrow releases the GIL)."""
+    """Concatenated rows of `files` (read in parallel threads; pyarrow releases the GIL); with
+    `row_ids`, each row's stable row id and commit version too (`read_file`)."""
     cols = list(columns) if columns is not None else list(schema.names)
     unknown = [c for c in cols if c not in schema.names]
     if unknown:
         raise SchemaMismatchError(f"unknown columns {unknown}; the table has {schema.names}")
     out_schema = pa.schema([schema.field(c) for c in cols])
+    if row_ids is not None:
+        out_schema = out_schema.append(pa.field(row_tracking.ROW_ID, pa.int64())).append(
+            pa.field(row_tracking.ROW_COMMIT_VERSION, pa.int64())
+        )
     if not files:
         return out_schema.empty_table()
     with ThreadPoolExecutor(max_workers=8) as pool:
         parts = list(
             pool.map(
                 lambda a: read_file(
-                    storage, a, schema, partition_columns, columns=cols, row_filter=row_filter, names=names
+                    storage,
+                    a,
+                    schema,
+                    partition_columns,
+                    columns=cols,
+                    row_filter=row_filter,
+                    names=names,
+                    row_ids=row_ids,
                 ),
                 files,
             )

@@ -33,6 +33,7 @@ from airflow_txnlog.engine.errors import (
     VersionNotFoundError,
 )
 from airflow_txnlog.engine.features import clustering, column_mapping, generated, type_widening
+from airflow_txnlog.engine.features import row_tracking as tracking
 from airflow_txnlog.engine.features.deletion_vectors import deleted_rows
 from airflow_txnlog.engine.features.table_features import check_read_supported
 from airflow_txnlog.engine.log import bulk_replay
@@ -300,9 +301,14 @@ class Snapshot:
             return np.empty(0, dtype=np.uint64)
         return deleted_rows(self._storage, add.deletion_vector, data_file=add.path)
 
-    def to_arrow(self, columns: list[str] | None = None, filter: str | None = None) -> pa.Table:
-        """Rows of this version (partition columns included), optionally filtered by a SQL predicate."""
+    def to_arrow(
+        self, columns: list[str] | None = None, filter: str | None = None, *, row_tracking: bool = False
+    ) -> pa.Table:
+        """Rows of this version (partition columns included), optionally filtered by a SQL predicate.
+        `row_tracking=True` (a table with row tracking enabled) adds `_row_id` and
+        `_row_commit_version`: each row's stable id and commit version (PROTOCOL.md "Row Tracking")."""
         columns = names("columns", columns, none_means="every column")
+        row_ids = self._row_tracking_conf() if row_tracking else None
         tree = parse_predicate(filter, self.schema).tree if filter is not None else None
         files = self.files(filter)
         return read_files(
@@ -313,7 +319,22 @@ class Snapshot:
             columns=columns,
             row_filter=tree,
             names=self.column_names,
+            row_ids=row_ids,
         )
+
+    def _row_tracking_conf(self) -> dict[str, str]:
+        conf = self.metadata.configuration
+        if not tracking.enabled(conf):
+            raise InvalidArgumentError(
+                "row ids need row tracking enabled on the table (delta.enableRowTracking=true); "
+                "Help: set_properties({'delta.enableRowTracking': 'true'}) assigns them"
+            )
+        taken = {n.lower() for n in self.schema.names} & {tracking.ROW_ID, tracking.ROW_COMMIT_VERSION}
+        if taken:
+            raise InvalidArgumentError(
+                f"the table has a column named {sorted(taken)[0]!r}: row ids cannot be added"
+            )
+        return dict(conf)
 
     # ------------------------------------------------------------------ incremental update
     def update(self, *, until: int | None = None) -> Snapshot:
@@ -439,3 +460,15 @@ def to_epoch_ms(value: dt.datetime | dt.date | str | int) -> int:
     if isinstance(value, dt.date):
         return to_epoch_ms(dt.datetime(value.year, value.month, value.day, tzinfo=dt.UTC))
     raise InvalidArgumentError(f"invalid timestamp {value!r}")
+
+
+def read_for_rewrite(storage: Storage, snap: Snapshot, files: Sequence[AddFile]) -> pa.Table:
+    """The rows of `files` as a rewrite (OPTIMIZE) copies them: with row tracking enabled, each
+    row's stable id and commit version in the table's hidden columns, so the new files keep them
+    (write them with `hidden=row_tracking.hidden_columns(conf)`)."""
+    conf = dict(snap.properties)
+    tracked = conf if tracking.enabled(conf) else None
+    data = read_files(
+        storage, files, snap.schema, snap.partition_columns, names=snap.column_names, row_ids=tracked
+    )
+    return data if tracked is None else tracking.to_hidden(data, conf)

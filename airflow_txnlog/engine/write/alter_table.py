@@ -40,8 +40,16 @@ from airflow_txnlog.engine.errors import (
     UnsupportedExpressionError,
     UnsupportedFeatureError,
 )
-from airflow_txnlog.engine.features import clustering, column_mapping, constraints, generated, table_features
+from airflow_txnlog.engine.features import (
+    clustering,
+    column_mapping,
+    constraints,
+    generated,
+    row_tracking,
+    table_features,
+)
 from airflow_txnlog.engine.features.sql_expressions import violations
+from airflow_txnlog.engine.log.actions import Metadata
 from airflow_txnlog.engine.schema import schema_from_json, schema_to_json
 from airflow_txnlog.engine.state.scan import read_file
 from airflow_txnlog.engine.state.snapshot import Snapshot
@@ -198,8 +206,24 @@ def set_properties(begin: Begin, properties: Mapping[str, str]) -> int:
     protocol = table_features.upgraded(snap.protocol, readers, writers, versions)
     if protocol != snap.protocol:
         txn.update_protocol(protocol)
+    if row_tracking.enabled(merged) and not row_tracking.enabled(metadata.configuration):
+        merged = _enable_row_tracking(txn, metadata, merged)
     txn.update_metadata(dataclasses.replace(metadata, configuration=merged))
     return txn.commit()
+
+
+def _enable_row_tracking(txn: Transaction, metadata: Metadata, conf: dict[str, str]) -> dict[str, str]:
+    """Turning row tracking on: the hidden columns named, and every live file without row ids
+    recommitted in this commit (Delta's backfill; the transaction numbers them). The whole table is
+    read, so a concurrent append (rows without ids) makes the commit fail and retry from scratch."""
+    schema = schema_from_json(metadata.schema_string)
+    mapped = column_mapping.mode(conf) != "none"
+    taken = [*schema.names, *(column_mapping.physical_names(schema).values() if mapped else ())]
+    for f in txn.read_files():
+        if f.base_row_id is None or f.default_row_commit_version is None:
+            txn.add(dataclasses.replace(f, data_change=False))
+    txn.rows_checked()  # (the same files recommitted: their rows kept the rules already)
+    return row_tracking.with_column_names(conf, taken)
 
 
 def cluster_by(begin: Begin, columns: Sequence[str] | None) -> int:

@@ -45,6 +45,7 @@ from airflow_txnlog.engine.features import (
     constraints,
     generated,
     identity,
+    row_tracking,
     table_features,
     variant,
 )
@@ -177,6 +178,12 @@ def version_zero(
     if column_mapping.mode(conf) != "none":  # Delta's CREATE: every field gets an id and a new name
         schema, top = column_mapping.mapped_schema(norm, fresh=True)
         conf[column_mapping.MAX_COLUMN_ID] = str(top)
+    if row_tracking.enabled(conf):  # the hidden columns named (PROTOCOL.md "Row Tracking")
+        taken = [
+            *schema.names,
+            *(column_mapping.physical_names(schema).values() if column_mapping.mode(conf) != "none" else ()),
+        ]
+        conf = row_tracking.with_column_names(conf, taken)
     protocol = _with_rules(_protocol(conf, ntz=uses_timestamp_ntz(norm)), schema, conf)
     if uses_variant(schema_to_json(norm)):  # (reader 3 / writer 7 with the feature on both sides)
         protocol = table_features.upgraded(protocol, {variant.FEATURE}, {variant.FEATURE}, {})

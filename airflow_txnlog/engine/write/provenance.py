@@ -32,6 +32,7 @@ from typing import Any
 
 from airflow_txnlog._shown import shown
 from airflow_txnlog.engine.errors import InvalidArgumentError
+from airflow_txnlog.engine.validate import json_mapping, mapping, text
 
 OWNER_TAG = "owner"  # the tag engine.maintenance.restore reads to tell a run's own commits from foreign ones
 TRIGGER_TYPE = "airflow"
@@ -175,3 +176,25 @@ def commit_fields(tags: Mapping[str, str], extra: Mapping[str, Any]) -> tuple[di
     out_extra = dict(extra)
     out_extra.setdefault("job", prov.job())
     return {OWNER_TAG: prov.owner_tag, **tags}, out_extra
+
+
+TAGS_EXAMPLE = "{'owner': 'dag_id/run_id'}"
+
+
+def info_fields(
+    txn_tags: Mapping[str, str], metrics: object, user_metadata: object, extra: object
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A commit's (operationMetrics, the other commitInfo fields added to the standard ones), checked;
+    `txn_tags` are the transaction's tags, under the caller's `extra['tags']`."""
+    checked_metrics = json_mapping("metrics", metrics, example="{'numFiles': 3}")
+    info_extra = json_mapping("extra", extra, example="{'discardedVersions': [4]}")
+    text("user_metadata", user_metadata)
+    own_tags = mapping("extra['tags']", info_extra.pop("tags", None), example=TAGS_EXAMPLE, str_values=True)
+    # Provenance is read at commit time: the commit, not the staging, is what an Airflow task made.
+    # Its owner tag sits under the caller's tags, which win.
+    tags, info_extra = commit_fields({**txn_tags, **own_tags}, info_extra)
+    if tags:
+        info_extra["tags"] = tags
+    if user_metadata:
+        info_extra["userMetadata"] = user_metadata
+    return checked_metrics, info_extra

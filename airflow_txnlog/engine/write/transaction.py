@@ -26,6 +26,7 @@ and the run's `owner` tag, so that a restore can tell the run's own commits from
 
 from __future__ import annotations
 
+import dataclasses
 import time
 import uuid
 from collections.abc import Callable, Mapping
@@ -39,12 +40,13 @@ from airflow_txnlog.engine.errors import (
     CommitOutcomeUnknownError,
     CommitRetriesExceededError,
     CommitTooLargeError,
+    ConcurrentAppendError,
     InvalidArgumentError,
     TableCreatedConcurrentlyError,
     UnsupportedFeatureError,
     VersionAlreadyExistsError,
 )
-from airflow_txnlog.engine.features import constraints, domain_metadata, identity
+from airflow_txnlog.engine.features import constraints, domain_metadata, identity, row_tracking
 from airflow_txnlog.engine.features.table_features import (
     check_write_supported,
     implied_features,
@@ -87,7 +89,7 @@ DEFAULT_MAX_ATTEMPTS = 100
 # 256 MiB of JSON holds 0.5-2 million add/remove actions (120-500 bytes each, with stats): far beyond
 # a sane single commit, yet small enough that one runaway commit cannot stall every reader.
 DEFAULT_MAX_COMMIT_BYTES = 256 * 1024 * 1024
-TAGS_EXAMPLE = "{'owner': 'dag_id/run_id'}"
+TAGS_EXAMPLE = provenance.TAGS_EXAMPLE
 
 
 class Transaction:
@@ -137,6 +139,8 @@ class Transaction:
         self._app_ids: set[str] = set()
         self._rows_checked = False
         self._existing_rows_checked = False
+        self._winner_mark = -1  # the highest row id a winning commit assigned (row tracking)
+        self._rows_preserved = False
         self.committed_version: int | None = None
         self.attempts = 0
 
@@ -177,6 +181,12 @@ class Transaction:
         after enforcing them; a transaction that adds data to a table with rules without it is
         refused, since the engine cannot check files it did not write."""
         self._rows_checked = True
+
+    def rows_preserved(self) -> None:
+        """Vouch that the rows this commit copies or updates kept their stable row ids (and copied
+        rows their commit versions) in the hidden columns: commitInfo then says
+        `delta.rowTracking.preserved: true` (engine.features.row_tracking)."""
+        self._rows_preserved = True
 
     def add_cdc(self, cdc: AddCDCFile) -> None:
         """Stage a change data file (change data feed): with any, the feed of this commit is exactly
@@ -367,15 +377,26 @@ class Transaction:
             txn_id=str(uuid.uuid4()),
             extra=extra,
         )
-        actions: list[Action] = [info]
         protocol = self._protocol
         domains = dict(self._domains)
         if self.read_version < 0:  # a deferred create: version 0 holds protocol, metaData, domains
             protocol, metadata = protocol or self.snapshot.protocol, metadata or self.snapshot.metadata
             domains = {d: DomainMetadata(d, c) for d, c in self.snapshot.domain_metadata().items()} | domains
+        adds = list(self._adds.values())
+        meta = metadata or self.snapshot.metadata
+        if row_tracking.assigns(protocol or self.snapshot.protocol, meta):
+            live = row_tracking.high_water_mark(self.snapshot.domain_metadata())
+            adds, mark, tags = row_tracking.stamp(
+                adds, mark=max(live, self._winner_mark), version=version,
+                enabled=row_tracking.enabled(meta.configuration), copies=bool(self._removes),
+                vouched=self._rows_preserved,
+            )  # fmt: skip
+            domains.update({} if mark is None else {mark.domain: mark})
+            extra = {**extra, "tags": {**extra.get("tags", {}), **tags}} if tags else extra
+        actions: list[Action] = [dataclasses.replace(info, extra=extra)]
         actions += [a for a in (protocol, metadata) if a is not None]
         actions += self._txns + list(domains.values())
-        actions += list(self._removes.values()) + list(self._adds.values())
+        actions += [*self._removes.values(), *adds]
         actions += self._cdc
         return serialize_actions(actions)
 
@@ -395,7 +416,7 @@ class Transaction:
             raise InvalidArgumentError("this transaction has already been committed")
         self._validate()
         read_set = self._read_set()
-        fields = self._info_fields(metrics, user_metadata, extra)
+        fields = provenance.info_fields(self.tags, metrics, user_metadata, extra)
         attempt = self.read_version + 1
         payload = self._payload(read_set, *fields, version=attempt)
         if self.max_commit_bytes is not None and len(payload) > self.max_commit_bytes:
@@ -403,7 +424,7 @@ class Transaction:
             raise CommitTooLargeError(len(payload), self.max_commit_bytes, actions)
         while self.attempts < self.max_attempts:
             self.attempts += 1
-            if self.attempts > 1 and self._in_commit_timestamps():  # after the winners' timestamps
+            if self.attempts > 1 and (self._in_commit_timestamps() or self._row_tracking()):  # per attempt
                 payload = self._payload(read_set, *fields, version=attempt)
             try:
                 self._put(attempt, payload)
@@ -419,27 +440,12 @@ class Transaction:
             "Help: retry later or raise max_commit_attempts."
         )
 
+    def _row_tracking(self) -> bool:
+        protocol, meta = self._protocol or self.snapshot.protocol, self._metadata or self.snapshot.metadata
+        return row_tracking.assigns(protocol, meta)
+
     def _in_commit_timestamps(self) -> bool:
         return props.in_commit_timestamps((self._metadata or self.snapshot.metadata).configuration)
-
-    def _info_fields(
-        self, metrics: object, user_metadata: object, extra: object
-    ) -> tuple[dict[str, Any], dict[str, Any]]:
-        """(operationMetrics, the other commitInfo fields added to the standard ones), checked."""
-        checked_metrics = json_mapping("metrics", metrics, example="{'numFiles': 3}")
-        info_extra = json_mapping("extra", extra, example="{'discardedVersions': [4]}")
-        text("user_metadata", user_metadata)
-        own_tags = mapping(
-            "extra['tags']", info_extra.pop("tags", None), example=TAGS_EXAMPLE, str_values=True
-        )
-        # Provenance (engine.write.provenance) is read at commit time: the commit, not the staging, is
-        # what an Airflow task made. Its owner tag sits under the caller's tags, which win.
-        tags, info_extra = provenance.commit_fields({**self.tags, **own_tags}, info_extra)
-        if tags:
-            info_extra["tags"] = tags
-        if user_metadata:
-            info_extra["userMetadata"] = user_metadata
-        return checked_metrics, info_extra
 
     def _put(self, version: int, payload: bytes) -> None:
         """Create commit `version`, or VersionAlreadyExistsError when another writer created it first."""
@@ -456,6 +462,12 @@ class Transaction:
             raise TableCreatedConcurrentlyError()
         winners = list_after(self._storage, attempt - 1).run_from(attempt)
         for winner in read_commits(self._storage, winners):
+            self._winner_mark = max(self._winner_mark, row_tracking.mark_in(winner.actions))
+            if path := row_tracking.unnumbered_add(self.snapshot.protocol, self._protocol, winner.actions):
+                raise ConcurrentAppendError(
+                    f"a concurrent commit added {path!r} without row ids while this turns row tracking on",
+                    winning_version=winner.version,
+                )
             check_winner(
                 read_set,
                 winner.version,

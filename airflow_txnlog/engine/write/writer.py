@@ -31,7 +31,7 @@ import datetime as dt
 import decimal
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
 import orjson
@@ -280,12 +280,14 @@ def write_data_files(
     max_rows_per_file: int,
     names: column_mapping.Names | None = None,
     prefix: str = "",
+    hidden: Sequence[str] = (),
 ) -> list[AddFile]:
     """Write `data` (already conformed) as parquet files; return their add actions (not committed).
 
     `names`: the table's column mapping; files, partition values and stats then use physical names
     and the files carry parquet field ids. `prefix`: a folder of the table for the files (change
-    data files go under `_change_data/`), ending with `/`."""
+    data files go under `_change_data/`), ending with `/`. `hidden`: columns of `data` outside the
+    table's schema (row tracking's materialized ids), written but given no stats."""
     n_cols = props.num_indexed_cols(conf)
     chosen = stats_columns(conf)
     if names is not None:
@@ -313,7 +315,9 @@ def write_data_files(
             for offset in range(0, group.num_rows, max_rows_per_file):
                 chunk = body.slice(offset, max_rows_per_file)
                 rel = f"{folder}part-{len(adds):05d}-{uuid.uuid4()}-c000.snappy.parquet"
-                adds.append(_write_one(storage, rel, chunk, pvals, n_cols=n_cols, chosen=chosen))
+                adds.append(
+                    _write_one(storage, rel, chunk, pvals, n_cols=n_cols, chosen=chosen, hidden=hidden)
+                )
     except BaseException:
         delete_files(storage, adds)
         raise
@@ -328,6 +332,7 @@ def _write_one(
     *,
     n_cols: int,
     chosen: list[LeafPath] | None,
+    hidden: Sequence[str] = (),
 ) -> AddFile:
     path = storage.full_path(rel)
     parent = path.rsplit("/", 1)[0]
@@ -347,7 +352,11 @@ def _write_one(
         size=size,
         modification_time=int(time.time() * 1000),
         data_change=True,
-        stats=compute_stats(chunk, num_indexed_cols=n_cols, stats_columns=chosen),
+        stats=compute_stats(
+            chunk.drop_columns([h for h in hidden if h in chunk.column_names]),
+            num_indexed_cols=n_cols,
+            stats_columns=chosen,
+        ),
     )
 
 
