@@ -65,6 +65,7 @@ if TYPE_CHECKING:  # the names below load on first use (PEP 562 __getattr__), se
         VacuumInProgressError,
         VersionNotFoundError,
     )
+    from airflow_txnlog.engine.features import row_tracking
     from airflow_txnlog.engine.features.column_mapping import Names as ColumnNames
     from airflow_txnlog.engine.features.column_mapping import with_new_fields, without_mapping
     from airflow_txnlog.engine.features.constraints import Rule as RowRule
@@ -246,6 +247,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "job_provenance": ("write.provenance", "job_provenance"),
     "json_bounds": ("log.stats", "json_bounds"),
     "log_reader": ("log.log_reader", None),
+    "row_tracking": ("features.row_tracking", None),
     "change_data_feed": ("properties", "change_data_feed"),
     "num_indexed_cols": ("properties", "num_indexed_cols"),
     "parse_partition_value": ("schema", "parse_partition_value"),
@@ -362,6 +364,7 @@ __all__ = [
     "rewrite_columns",
     "row_rule_violation",
     "row_rules",
+    "row_tracking",
     "run_owner_tag",
     "schema_from_json",
     "schema_to_json",

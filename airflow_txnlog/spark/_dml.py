@@ -52,11 +52,14 @@ def dml_result(
     scanned: tuple[str, ...],
     data_change: bool = True,
     cdc: Sequence[AddCDCFile] = (),
+    preserved: bool = False,
 ) -> DmlResult:
     """Commit removes + adds (+ change data files; nothing when there are no removes and adds) and
-    describe the outcome."""
+    describe the outcome. `preserved`: the rewrite carried every copied row's id (spark.row_ids)."""
     if not removes and not adds:
         return DmlResult(operation, None, metrics, scanned_files=scanned)
+    if preserved:
+        txn.rows_preserved()
     if "numAddedChangeFiles" in metrics:
         metrics["numAddedChangeFiles"] = len(cdc)
     version = commit(

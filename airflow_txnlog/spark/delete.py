@@ -131,7 +131,8 @@ def _delete_rows(
         with_dv, rewrite = deletion_vectors.split(touched)
         found = deletion_vectors.positions(ctx, with_dv, condition)
         marked = deletion_vectors.marked(ctx, h.table, with_dv, found)
-    adds = write_files(ctx, h.table, scan(ctx, rewrite).filter(~condition), what="DELETE") if rewrite else []
+    kept = scan(ctx, rewrite, row_ids=True).filter(~condition)  # (row ids kept, with row tracking)
+    adds = write_files(ctx, h.table, kept, what="DELETE") if rewrite else []
     cdc: list[AddCDCFile] = []
     if touched and change_data.enabled(ctx):
         deleted = change_data.tagged(scan(ctx, touched).filter(condition), ctx, "delete")
@@ -144,5 +145,6 @@ def _delete_rows(
         sum(counts.values()), touched, adds, marked=len(marked), scan_ms=scan_ms, start=start
     )
     return dml_result(
-        "DELETE", h, txn, removes=touched, adds=[*marked, *adds], metrics=metrics, scanned=scanned, cdc=cdc
-    )
+        "DELETE", h, txn, removes=touched, adds=[*marked, *adds], metrics=metrics, scanned=scanned, cdc=cdc,
+        preserved=True,
+    )  # fmt: skip

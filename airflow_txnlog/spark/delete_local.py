@@ -41,6 +41,7 @@ from airflow_txnlog.engine import (
 )
 from airflow_txnlog.spark import change_data, deletion_vectors
 from airflow_txnlog.spark.planning import exact_in_arrow
+from airflow_txnlog.spark.row_ids import row_id_columns
 from airflow_txnlog.spark.scan import TableContext
 
 MAX_BYTES = 256 * 1024 * 1024
@@ -52,8 +53,8 @@ def applies(ctx: TableContext, parsed: Predicate | None, candidates: Sequence[Ad
     """Whether this DELETE may run in-process (see the module docstring)."""
     if parsed is None or parsed.loose or not candidates:
         return False
-    if deletion_vectors.enabled(ctx) or change_data.enabled(ctx):
-        return False
+    if deletion_vectors.enabled(ctx) or change_data.enabled(ctx) or row_id_columns(ctx):
+        return False  # (row tracking: the Spark path carries the row ids)
     if len(candidates) > MAX_FILES or sum(f.size for f in candidates) > MAX_BYTES:
         return False
     zone = str(ctx.spark.conf.get("spark.sql.session.timeZone", "UTC") or "UTC").strip().upper()

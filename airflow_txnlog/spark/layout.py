@@ -70,7 +70,7 @@ def keyed(df: DataFrame, plan: LayoutPlan, cuts: list[pa.Array]) -> DataFrame:
 
 
 def _ordered(ctx: TableContext, files: tuple[AddFile, ...], outputs: int, plan: LayoutPlan) -> DataFrame:
-    df = scan(ctx, list(files))
+    df = scan(ctx, list(files), row_ids=True)  # (row tracking: every row keeps its id)
     rows = sum(f.num_records or 0 for f in files)
     with_key = keyed(df, plan, _cut_points(df, plan, rows))
     return with_key.repartitionByRange(outputs, KEY).sortWithinPartitions(KEY).drop(KEY)

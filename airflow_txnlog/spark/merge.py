@@ -79,6 +79,7 @@ from airflow_txnlog.spark.merge_clauses import (
 from airflow_txnlog.spark.merge_keys import equality_keys, probe, probe_keys
 from airflow_txnlog.spark.planning import select_files, total_records
 from airflow_txnlog.spark.results import DmlResult
+from airflow_txnlog.spark.row_ids import kept_ids, row_id_columns
 from airflow_txnlog.spark.scan import FILE_COL, ROW_COL, TableContext, TableHandle, scan
 from airflow_txnlog.spark.schemas import conform
 from airflow_txnlog.spark.stage import delete_files, write_files
@@ -249,7 +250,9 @@ def _rewrite(ctx: TableContext, spec: MergeSpec, touched: list[AddFile]) -> Data
         rows = source.withColumn(_ACT, tags(_inserts(spec), "n"))
         return rows.filter(keep).select(*outputs(ctx, spec, with_target=False))
     joined = _joined(ctx, spec, touched)
-    return joined.filter(keep).select(*outputs(ctx, spec, with_target=True))
+    return joined.filter(keep).select(
+        *outputs(ctx, spec, with_target=True), *kept_ids(ctx, F.col(_ACT).rlike(UPDATES), spec.target_alias)
+    )
 
 
 def _joined(
@@ -258,7 +261,7 @@ def _joined(
     """Touched target rows joined with the source, each pair tagged with its action (`_ACT`);
     `with_position`: the target row's file and row index too (`FILE_COL`, `ROW_COL`)."""
     source = spec.source.withColumn(_S_PRESENT, F.lit(True)).alias(spec.source_alias)
-    scanned = scan(ctx, touched, with_file=with_position, with_row=with_position)
+    scanned = scan(ctx, touched, with_file=with_position, with_row=with_position, row_ids=True)
     target = scanned.withColumn(_T_PRESENT, F.lit(True)).alias(spec.target_alias)
     joined = target.join(source, F.expr(spec.on), "full" if _inserts(spec) else "left")
     both = F.col(_T_PRESENT).isNotNull() & F.col(_S_PRESENT).isNotNull()
@@ -371,7 +374,11 @@ def _run(h: TableHandle, txn: Transaction, spec: MergeSpec, extra: Mapping[str, 
         out, marked = _with_deletion_vectors(h, ctx, spec, touched.files)
     scan_ms = elapsed_ms(start)
     out, inserted = _numbered(ctx, spec, txn, out)
-    adds = write_files(ctx, h.table, conform(out, ctx.schema)[0], what="MERGE") if out is not None else []
+    if out is not None:  # (an insert-only merge has no target rows, hence no row ids to keep)
+        ids = [c for c in row_id_columns(ctx) if c in out.columns]
+        adds = write_files(ctx, h.table, conform(out, ctx.schema, keep=ids)[0], what="MERGE")
+    else:
+        adds = []
     cdc: list[AddCDCFile] = []
     if touched.files and change_data.enabled(ctx):  # (an insert-only merge's feed is its adds)
         try:
@@ -430,7 +437,10 @@ def _with_deletion_vectors(
     act = F.col(_ACT)
     found = deletion_vectors.collect_positions(ctx, touched, joined.filter(act.rlike(CHANGED)))
     marked = deletion_vectors.marked(ctx, h.table, touched, found)
-    return joined.filter(act.rlike(NEW_ROWS)).select(*outputs(ctx, spec, with_target=True)), marked
+    written = joined.filter(act.rlike(NEW_ROWS))
+    return written.select(
+        *outputs(ctx, spec, with_target=True), *kept_ids(ctx, F.col(_ACT).rlike(UPDATES), spec.target_alias)
+    ), marked
 
 
 def _metrics(
@@ -475,4 +485,6 @@ def _finish(
 ) -> DmlResult:
     metrics["executionTimeMs"] = elapsed_ms(start)
     scanned = tuple(f.path for f in candidates)
-    return dml_result("MERGE", h, txn, removes=removes, adds=adds, metrics=metrics, scanned=scanned, cdc=cdc)
+    return dml_result(
+        "MERGE", h, txn, removes=removes, adds=adds, metrics=metrics, scanned=scanned, cdc=cdc, preserved=True
+    )

@@ -84,7 +84,7 @@ _ONE_FILE_PER_BIN = {"spark.sql.unionOutputPartitioning": "false"}
 
 def _bins_df(ctx: TableContext, bins: list[list[AddFile]]) -> DataFrame:
     """One Spark partition (so one task, one output file) per bin."""
-    return reduce(DataFrame.unionAll, [scan(ctx, b).coalesce(1) for b in bins])
+    return reduce(DataFrame.unionAll, [scan(ctx, b, row_ids=True).coalesce(1) for b in bins])
 
 
 def optimize(
@@ -134,8 +134,9 @@ def optimize(
     )
     scanned = tuple(f.path for f in removed)
     return dml_result(
-        "OPTIMIZE", h, txn, removes=removed, adds=adds, metrics=metrics, scanned=scanned, data_change=False
-    )
+        "OPTIMIZE", h, txn, removes=removed, adds=adds, metrics=metrics, scanned=scanned, data_change=False,
+        preserved=True,
+    )  # fmt: skip
 
 
 def _layout(  # noqa: PLR0917 (optimize's arguments, passed straight on)
@@ -160,5 +161,6 @@ def _layout(  # noqa: PLR0917 (optimize's arguments, passed straight on)
     )
     scanned = tuple(f.path for f in removed)
     return dml_result(
-        "OPTIMIZE", h, txn, removes=removed, adds=adds, metrics=metrics, scanned=scanned, data_change=False
-    )
+        "OPTIMIZE", h, txn, removes=removed, adds=adds, metrics=metrics, scanned=scanned, data_change=False,
+        preserved=True,
+    )  # fmt: skip

@@ -41,6 +41,7 @@ from airflow_txnlog.engine import (
     row_rules,
     without_mapping,
 )
+from airflow_txnlog.spark.row_ids import row_id_columns, with_row_ids
 from airflow_txnlog.spark.schemas import CHECK_MARKER, data_schema, to_spark_schema
 from airflow_txnlog.spark.uris import decode_spark_path, file_uri
 
@@ -143,22 +144,25 @@ def _partition_table(ctx: TableContext, files: Sequence[AddFile]) -> DataFrame:
     return ctx.spark.createDataFrame(rows, StructType(fields))
 
 
-def _read_data(ctx: TableContext, paths: list[str]) -> DataFrame:
-    """The data columns of the files, under the table's (logical) names and types."""
+def _read_data(ctx: TableContext, paths: list[str], hidden: Sequence[str] = ()) -> DataFrame:
+    """The data columns of the files, under the table's (logical) names and types (and the `hidden`
+    columns of row tracking, null in files that lack them)."""
+    extra = [StructField(h, LongType(), True) for h in hidden]
     if ctx.names is None:
-        return ctx.spark.read.schema(data_schema(ctx.schema, ctx.partition_columns)).parquet(*paths)
+        schema = data_schema(ctx.schema, ctx.partition_columns)
+        return ctx.spark.read.schema(StructType([*schema.fields, *extra])).parquet(*paths)
     # column mapping: read the physical names, then rename; a cast between structs (also inside
     # arrays and maps) goes by position, so nested physical names become logical ones
     parts = {ctx.physical(c) for c in ctx.partition_columns}
     physical = data_schema(ctx.names.physical, sorted(parts))
-    df = ctx.spark.read.schema(physical).parquet(*paths)
+    df = ctx.spark.read.schema(StructType([*physical.fields, *extra])).parquet(*paths)
     logical = {f.name: f for f in to_spark_schema(without_mapping(ctx.schema)).fields}  # users' view
     renamed = [
         F.col(f"`{p.name}`").cast(logical[lf.name].dataType).alias(lf.name)
         for lf, p in zip(ctx.schema, ctx.names.physical, strict=True)
         if p.name not in parts
     ]
-    return df.select(*renamed, "_metadata")
+    return df.select(*renamed, *[F.col(f"`{h}`") for h in hidden], "_metadata")
 
 
 def _deleted_table(ctx: TableContext, files: Sequence[AddFile]) -> DataFrame | None:
@@ -180,27 +184,40 @@ def _deleted_table(ctx: TableContext, files: Sequence[AddFile]) -> DataFrame | N
 
 
 def scan(
-    ctx: TableContext, files: Sequence[AddFile], *, with_file: bool = False, with_row: bool = False
+    ctx: TableContext,
+    files: Sequence[AddFile],
+    *,
+    with_file: bool = False,
+    with_row: bool = False,
+    row_ids: bool = False,
 ) -> DataFrame:
-    """Rows of `files` with the table's columns (see the module docstring)."""
+    """Rows of `files` with the table's columns (see the module docstring). `row_ids` (a rewrite
+    that copies rows, on a table with row tracking enabled): plus each row's stable row id and
+    commit version under the table's hidden column names (spark.row_ids), which `write_files`
+    then writes into the new files."""
     extra = []
     if with_file:
         extra.append(StructField(FILE_COL, StringType(), False))
     if with_row:
         extra.append(StructField(ROW_COL, LongType(), False))
+    hidden = row_id_columns(ctx) if row_ids else []
+    extra += [StructField(h, LongType(), True) for h in hidden]
     if not files:
         return ctx.empty_df(extra)
     paths = [ctx.uri(f) for f in files]
-    df = _read_data(ctx, paths)
+    df = _read_data(ctx, paths, hidden)
     if with_file:
         df = df.withColumn(FILE_COL, F.col("_metadata.file_path"))
     if with_row:
         df = df.withColumn(ROW_COL, F.col("_metadata.row_index"))
     deleted = _deleted_table(ctx, files)
-    if ctx.partition_columns or deleted is not None:
+    if ctx.partition_columns or deleted is not None or hidden:
         df = df.withColumn(_KEY_COL, _decoded_path())
-    if deleted is not None:  # deletion vectors: drop the rows at their (file, position)
+    if deleted is not None:  # (positions first: a join drops `_metadata`)
         df = df.withColumn(_DELETED_COL, F.col("_metadata.row_index"))
+    if hidden:  # (before any join too: the row's physical position comes from the file's metadata)
+        df = with_row_ids(ctx, df, files, key=_KEY_COL, hidden=hidden)
+    if deleted is not None:  # deletion vectors: drop the rows at their (file, position)
         df = df.join(F.broadcast(deleted), on=[_KEY_COL, _DELETED_COL], how="left_anti")
     if ctx.partition_columns:
         df = df.join(F.broadcast(_partition_table(ctx, files)), on=_KEY_COL, how="left")

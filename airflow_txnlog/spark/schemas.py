@@ -68,14 +68,17 @@ def conform(
     *,
     merge_schema: bool = False,
     generated: Mapping[str, str] | None = None,
+    keep: Sequence[str] = (),
 ) -> tuple[DataFrame, pa.Schema | None]:
     """`df` projected onto the table's columns (see the module docstring), and the evolved schema
-    when `merge_schema` added columns (else None)."""
+    when `merge_schema` added columns (else None). `keep`: columns outside the schema passed
+    through at the end (row tracking's hidden columns)."""
     by_lower = {f.name.lower(): f for f in df.schema.fields}
     if len(by_lower) != len(df.schema.fields):
         raise SchemaMismatchError(f"the data has duplicate column names: {df.columns}")
     table_lower = {n.lower() for n in schema.names}
-    extra = [f for f in df.schema.fields if f.name.lower() not in table_lower]
+    kept = {k.lower() for k in keep}
+    extra = [f for f in df.schema.fields if f.name.lower() not in table_lower | kept]
     if extra and not merge_schema:
         raise SchemaMismatchError(
             f"columns {[f.name for f in extra]} are not in the table schema {schema.names}. "
@@ -91,7 +94,7 @@ def conform(
     cols = [_column(by_lower, field, problems) for field in spark_schema.fields]
     if problems:
         raise SchemaMismatchError("data does not match the table schema: " + "; ".join(problems))
-    return df.select(*cols), (target if extra else None)
+    return df.select(*cols, *[F.col(f"`{k}`") for k in keep]), (target if extra else None)
 
 
 def _column(by_lower: dict[str, StructField], field: StructField, problems: list[str]) -> Column:

@@ -58,6 +58,7 @@ from airflow_txnlog.engine import (
     identity_columns,
     parse_predicate,
     row_rules,
+    row_tracking,
     schema_from_json,
     schema_to_json,
     storage_for,
@@ -346,6 +347,7 @@ def _flush(
         max_rows_per_file=plan.max_rows,
         names=plan.names,
         prefix=plan.prefix,
+        hidden=[h for h in row_tracking.hidden_columns(conf) if h in data.column_names],
     )
 
 

@@ -40,6 +40,7 @@ from airflow_txnlog.spark import write as _write
 from airflow_txnlog.spark.merge import MergeBuilder
 from airflow_txnlog.spark.merge_clauses import MergeSpec
 from airflow_txnlog.spark.results import DmlResult, WriteResult
+from airflow_txnlog.spark.row_ids import ROW_COMMIT_VERSION, ROW_ID, row_id_columns
 from airflow_txnlog.spark.rules import rows_breaking
 from airflow_txnlog.spark.scan import TableHandle, scan
 from airflow_txnlog.spark.schemas import to_arrow_schema
@@ -144,10 +145,13 @@ class SparkTable:
         version: int | None = None,
         timestamp: dt.datetime | str | int | None = None,
         published: bool | str = False,
+        row_tracking: bool = False,
     ) -> DataFrame:
         """The rows of the latest version, or of `version`, or as of `timestamp`, or of the version
         published on a channel (`published=True`: the default channel; a str: that channel; see
-        `Table.publish`). Partition columns included, in schema order."""
+        `Table.publish`). Partition columns included, in schema order. `row_tracking=True` (a table
+        with row tracking enabled): plus `_row_id` and `_row_commit_version`, each row's stable
+        id and commit version (PROTOCOL.md "Row Tracking")."""
         if published is not False:
             if version is not None or timestamp is not None:
                 raise InvalidArgumentError("give one of version, timestamp or published, not several")
@@ -156,7 +160,16 @@ class SparkTable:
             snap = self.table.published_snapshot(DEFAULT_CHANNEL if published is True else published)
         else:
             snap = self.table.snapshot(version=version, timestamp=timestamp)
-        return scan(self._handle.context(snap), snap.files())
+        ctx = self._handle.context(snap)
+        if not row_tracking:
+            return scan(ctx, snap.files())
+        hidden = row_id_columns(ctx)
+        if not hidden:
+            raise InvalidArgumentError(
+                "row ids need row tracking enabled on the table (delta.enableRowTracking=true)"
+            )
+        df = scan(ctx, snap.files(), row_ids=True)
+        return df.withColumnsRenamed(dict(zip(hidden, (ROW_ID, ROW_COMMIT_VERSION), strict=True)))
 
     def changes(self, start_version: int, end_version: int | None = None) -> DataFrame:
         """The change data feed of versions `start_version`..`end_version` (latest if None): the rows

@@ -37,6 +37,7 @@ from airflow_txnlog.spark.planning import (
     select_files,
 )
 from airflow_txnlog.spark.results import DmlResult
+from airflow_txnlog.spark.row_ids import kept_ids, row_id_columns
 from airflow_txnlog.spark.scan import TableContext, TableHandle, scan
 from airflow_txnlog.spark.schemas import conform, spark_type
 from airflow_txnlog.spark.stage import delete_files, write_files
@@ -91,8 +92,9 @@ def _update(
     )
     scanned = tuple(f.path for f in candidates)
     return dml_result(
-        "UPDATE", h, txn, removes=touched, adds=[*marked, *adds], metrics=metrics, scanned=scanned, cdc=cdc
-    )
+        "UPDATE", h, txn, removes=touched, adds=[*marked, *adds], metrics=metrics, scanned=scanned, cdc=cdc,
+        preserved=True,
+    )  # fmt: skip
 
 
 def _rewrite(
@@ -112,12 +114,14 @@ def _rewrite(
         )
         updated_only = with_dv
     frames = []
+    ids = kept_ids(ctx, condition)  # (row tracking: ids kept, versions of updated rows reset)
     if rewrite:
-        frames.append(scan(ctx, rewrite).select(*_projection(ctx, condition, sets)))
+        frames.append(scan(ctx, rewrite, row_ids=True).select(*_projection(ctx, condition, sets), *ids))
     if updated_only:
-        frames.append(scan(ctx, updated_only).filter(condition).select(*_projection(ctx, condition, sets)))
+        only = scan(ctx, updated_only, row_ids=True).filter(condition)
+        frames.append(only.select(*_projection(ctx, condition, sets), *ids))
     out = frames[0] if len(frames) == 1 else frames[0].unionByName(frames[1])
-    adds = write_files(ctx, h.table, conform(out, ctx.schema)[0], what="UPDATE")
+    adds = write_files(ctx, h.table, conform(out, ctx.schema, keep=row_id_columns(ctx))[0], what="UPDATE")
     cdc: list[AddCDCFile] = []
     if change_data.enabled(ctx):
         before = scan(ctx, touched).filter(condition)

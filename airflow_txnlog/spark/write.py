@@ -91,7 +91,7 @@ def _replaced(
         return candidates, [], ({"numDeletedRows": deleted} if deleted is not None else {})
     counts = matched_files(ctx, candidates, is_true(replace_where))
     touched = select_files(candidates, ctx, counts)
-    kept = scan(ctx, touched).filter(~is_true(replace_where))
+    kept = scan(ctx, touched, row_ids=True).filter(~is_true(replace_where))  # (row ids kept)
     rewritten = write_files(ctx, h.table, kept, what="WRITE (replace_where)") if touched else []
     copied = sum(a.num_records or 0 for a in rewritten)
     return touched, rewritten, {"numDeletedRows": sum(counts.values()), "numCopiedRows": copied}
@@ -216,6 +216,7 @@ def _write_on(h: TableHandle, t: Transaction, rows: _Rows, r: _Request) -> Write
     except BaseException:
         delete_files(h.table, [*adds, *rewritten, *cdc])
         raise
+    t.rows_preserved()  # (row tracking: the only copied rows, replace_where's kept ones, kept their ids)
     change = _Change(adds, removed, rewritten, extra, evolved is not None, cdc)
     return _commit(h, t, r.txn, change, r.mode, extra=r.metrics)
 

@@ -39,7 +39,7 @@ PUBLIC_NAMES = {
     *("ConcurrentDeleteDeleteError", "ConcurrentDeleteReadError", "ConcurrentTransactionError"),
     "ConcurrentDomainMetadataError",
     *("LayoutPlan", "LayoutResult", "plan_layout"),
-    *("layout_bits", "layout_cuts", "layout_keys", "layout_sample", "layout_summary"),
+    *("layout_bits", "layout_cuts", "layout_keys", "layout_sample", "layout_summary", "row_tracking"),
     *("FilesMissingError", "ForeignCommitsError", "InvalidArgumentError", "LogCorruptedError"),
     *("MetadataChangedError", "NotPublishedError", "PredicateError", "ProtocolChangedError"),
     *("PublicationError", "RestoreError", "RestoreFilesMissingError", "RestoreRetriesExceededError"),

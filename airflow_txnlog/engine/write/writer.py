@@ -447,6 +447,7 @@ def write(
         for a in adds:
             txn.add(a)
         txn.rows_checked()
+        txn.rows_preserved()  # (row tracking: whole files replaced, new rows inserted, none copied)
         metrics = {
             "numFiles": len(adds),
             "numOutputRows": conformed.num_rows,
