@@ -75,7 +75,8 @@ class TxnlogDataSource(DataSource):
         return NAME
 
     def schema(self) -> StructType:
-        return spark_schema(_for_schema(self.options).snapshot()[1])
+        options = _for_schema(self.options)
+        return spark_schema(options.snapshot()[1], row_tracking=options.row_tracking)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         return TxnlogWriter(WriteOptions.parse(self.options), schema, overwrite)

@@ -27,7 +27,7 @@ STORAGE_PREFIX = "storage."
 DEFAULT_PARTITION_BYTES = 128 * 1024 * 1024
 DEFAULT_MAX_ROWS = 1_000_000
 _COMMON = frozenset({"path", "storageoptions"})
-READ_OPTIONS = _COMMON | {"versionasof", "timestampasof", "maxpartitionbytes"}
+READ_OPTIONS = _COMMON | {"versionasof", "timestampasof", "maxpartitionbytes", "rowtracking"}
 WRITE_OPTIONS = _COMMON | {
     "replacewhere",
     "mergeschema",
@@ -47,6 +47,7 @@ _SPELLING = {
     "versionasof": "versionAsOf",
     "timestampasof": "timestampAsOf",
     "maxpartitionbytes": "maxPartitionBytes",
+    "rowtracking": "rowTracking",
     "replacewhere": "replaceWhere",
     "mergeschema": "mergeSchema",
     "overwriteschema": "overwriteSchema",
@@ -130,6 +131,7 @@ class ReadOptions:
     timestamp: str | None
     partition_bytes: int
     storage_options: dict[str, Any] = field(repr=False)
+    row_tracking: bool = False  # rowTracking=true: each row's stable id and commit version too
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> ReadOptions:
@@ -138,7 +140,15 @@ class ReadOptions:
         if version is not None and opts.get("timestampasof"):
             raise InvalidArgumentError("txnlog: give versionAsOf or timestampAsOf, not both")
         size = _int_option("maxPartitionBytes", opts.get("maxpartitionbytes"), minimum=1)
-        return cls(opts["path"], version, opts.get("timestampasof"), size or DEFAULT_PARTITION_BYTES, storage)
+        tracking = _bool_option("rowTracking", opts.get("rowtracking"))
+        return cls(
+            opts["path"],
+            version,
+            opts.get("timestampasof"),
+            size or DEFAULT_PARTITION_BYTES,
+            storage,
+            tracking,
+        )
 
     def snapshot(self) -> tuple[Table, Snapshot]:
         table = Table.open(self.path, storage_options=self.storage_options or None)

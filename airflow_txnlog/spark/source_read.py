@@ -15,15 +15,17 @@ from typing import Any
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, Filter, InputPartition
-from pyspark.sql.types import StructType
+from pyspark.sql.types import LongType, StructField, StructType
 
 from airflow_txnlog.engine import (
     AddFile,
     FileScan,
+    InvalidArgumentError,
     Snapshot,
     variants_as,
     without_mapping,
 )
+from airflow_txnlog.engine import row_tracking as row_tracking_names
 from airflow_txnlog.spark.schemas import to_spark_schema
 from airflow_txnlog.spark.source_filters import plan
 from airflow_txnlog.spark.source_options import ReadOptions
@@ -39,8 +41,25 @@ SPARK_VARIANT = pa.struct(
 )
 
 
-def spark_schema(snapshot: Snapshot) -> StructType:
-    return to_spark_schema(without_mapping(snapshot.schema))
+def spark_schema(snapshot: Snapshot, *, row_tracking: bool = False) -> StructType:
+    """The table's columns (with `row_tracking`, plus `_row_id` and `_row_commit_version`)."""
+    schema = to_spark_schema(without_mapping(snapshot.schema))
+    if not row_tracking:
+        return schema
+    row_ids_of(snapshot)  # (refused unless the table has row tracking enabled)
+    extra = [
+        StructField(n, LongType(), True)
+        for n in (row_tracking_names.ROW_ID, row_tracking_names.ROW_COMMIT_VERSION)
+    ]
+    return StructType([*schema.fields, *extra])
+
+
+def row_ids_of(snapshot: Snapshot) -> dict[str, str]:
+    """The configuration a `FileScan` reads row ids with (InvalidArgumentError: row tracking off)."""
+    conf = dict(snapshot.metadata.configuration)
+    if not row_tracking_names.enabled(conf):
+        raise InvalidArgumentError("txnlog: rowTracking=true needs row tracking enabled on the table")
+    return conf
 
 
 @dataclass(frozen=True)
@@ -97,6 +116,7 @@ class TxnlogReader(DataSourceReader):
             snap.schema,
             tuple(snap.partition_columns),
             snap.column_names,
+            row_ids_of(snap) if self.options.row_tracking else None,
         )
         runs = pack(files, self.options.partition_bytes)
         return [FilesPartition(run, scan) for run in runs] or [FilesPartition((), scan)]

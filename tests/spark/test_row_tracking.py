@@ -106,3 +106,18 @@ def test_row_ids_need_row_tracking(spark: Any, tmp_path: Path) -> None:
     st = SparkTable.create(spark, str(tmp_path / "t"), SCHEMA)
     with pytest.raises(InvalidArgumentError, match="row tracking enabled"):
         st.to_df(row_tracking=True)
+
+
+def test_the_data_source_reads_row_ids(spark: Any, tmp_path: Path) -> None:
+    st = SparkTable.create(spark, str(tmp_path / "t"), SCHEMA, properties={"delta.enableRowTracking": "true"})
+    st.write(spark.createDataFrame([(1, "a", "x"), (2, "b", "x")], "k long, v string, p string"))
+    st.write(spark.createDataFrame([(3, "c", "y")], "k long, v string, p string"))
+    st.delete("k = 1")
+    df = spark.read.format("txnlog").option("rowTracking", "true").load(st.table.uri)
+    assert df.columns == ["k", "v", "p", "_row_id", "_row_commit_version"]
+    got = {r["k"]: (r["_row_id"], r["_row_commit_version"]) for r in df.collect()}
+    assert got == {k: v[:2] for k, v in _ids(st).items()}
+    assert got[2][0] == 1 and got[3][0] == 2  # the delete kept row 2's id
+    plain = SparkTable.create(spark, str(tmp_path / "plain"), SCHEMA)
+    with pytest.raises(Exception, match="rowTracking=true needs row tracking"):
+        spark.read.format("txnlog").option("rowTracking", "true").load(plain.table.uri).collect()

@@ -195,6 +195,7 @@ class FileScan:
     schema: pa.Schema
     partition_columns: tuple[str, ...]
     names: Names | None = None
+    row_ids: Mapping[str, str] | None = None  # the table's configuration: row ids too (`read_file`)
 
     def read(self, files: Sequence[AddFile], columns: Sequence[str] | None = None) -> Iterator[pa.Table]:
         """The rows of each file in turn (deletion vectors applied, partition columns attached,
@@ -210,4 +211,5 @@ class FileScan:
                 columns=cols,
                 row_filter=None,
                 names=self.names,
+                row_ids=self.row_ids,
             )
