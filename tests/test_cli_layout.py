@@ -47,3 +47,4 @@ def test_bad_layout_input_is_refused(tmp_path: Path) -> None:
     assert Table.open(str(path)).latest_version() == 3
     both = run("cluster-by", str(path), "id", "--none")
     assert both.exit_code == 2
+    assert run("cluster-by", str(path), " , ").exit_code == 2  # no column named: not a silent NONE

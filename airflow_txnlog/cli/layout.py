@@ -70,6 +70,8 @@ def cluster_by(
     """Set a table's clustering keys, or remove them with --none (no file is rewritten)."""
     if (columns is None) == (not none):
         raise typer.BadParameter("give the columns or --none, not both and not neither")
+    if columns is not None and not _columns(columns):
+        raise typer.BadParameter("no column named; use --none to remove the keys")
     with engine_errors():
         version = open_table(ctx, uri).cluster_by(None if none else _columns(columns))
     if as_json:

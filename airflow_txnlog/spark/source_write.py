@@ -452,4 +452,5 @@ def _commit(t: Any, writer: TxnlogWriter, adds: list[AddFile], removed: list[Add
     }
     if writer.overwrite:
         metrics["numRemovedFiles"] = len(removed)
+    t.rows_preserved()  # (row tracking: whole files replaced, new rows inserted, none copied)
     t.commit(metrics=metrics)

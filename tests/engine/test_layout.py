@@ -17,6 +17,10 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 
 from airflow_txnlog.engine import InvalidArgumentError, Table, UnsupportedFeatureError
+from airflow_txnlog.engine.errors import CommitRetriesExceededError
+from airflow_txnlog.engine.features.table_features import with_writer_feature
+from airflow_txnlog.engine.log.actions import DomainMetadata
+from airflow_txnlog.engine.maintenance.layout import optimize_layout
 
 SCHEMA = pa.schema([("a", pa.int64()), ("b", pa.int64()), ("s", pa.string()), ("l", pa.list_(pa.int64()))])
 QUERY = "a >= 100 AND a <= 199 AND b >= 300 AND b <= 399"  # 1 % of a 1000 x 1000 square
@@ -56,7 +60,7 @@ def test_create_cluster_by_writes_the_domain_and_features_the_protocol_names(tmp
         "removed": False,
     }
     info = next(a["commitInfo"] for a in actions if "commitInfo" in a)
-    assert orjson.loads(info["operationParameters"]["clusterBy"]) == ["a", "B"]  # type: ignore[index]
+    assert orjson.loads(info["operationParameters"]["clusterBy"]) == ["a", "b"]  # (as the schema spells them)  # type: ignore[index]
     assert t.snapshot().clustering_columns() == ["a", "b"]
 
 
@@ -143,9 +147,10 @@ def test_optimize_reclusters_only_unclustered_files_or_with_full_its_own(tmp_pat
     assert t.optimize().files_removed == 1  # only the new file: the clustered ones stay
     assert clustered <= {f.path for f in t.snapshot().files()}
     assert t.optimize().version is None  # nothing unclustered left
+    assert foreign.clustering_provider is None  # (the new file, before its OPTIMIZE)
+    assert {f.clustering_provider for f in t.snapshot().files()} == {"liquid"}  # clustered since
     live = len(t.snapshot().files())
     assert t.optimize(full=True).files_removed == live  # full: its own clustered files too
-    assert foreign.clustering_provider is None
 
 
 def test_another_providers_files_are_never_reclustered(tmp_path: Path) -> None:
@@ -298,3 +303,41 @@ def test_the_liquid_preview_is_read_but_never_written(tmp_path: Path) -> None:
     with pytest.raises(UnsupportedFeatureError, match="liquid"):
         t.optimize()
     assert t.latest_version() == 0
+
+
+def test_nested_keys_and_full_on_an_unclustered_table_are_refused(tmp_path: Path) -> None:
+    t = _filled(Table.create(str(tmp_path / "t"), schema=SCHEMA), files=1)
+    with pytest.raises(InvalidArgumentError, match="no clustering keys"):
+        t.optimize(full=True)
+    with t.transaction("CLUSTER BY", {}) as txn:  # a Delta-written nested key
+        txn.update_protocol(
+            with_writer_feature(with_writer_feature(txn.snapshot.protocol, "domainMetadata"), "clustering")
+        )
+        txn.stage_domain(DomainMetadata("delta.clustering", '{"clusteringColumns":[["s","x"]]}'))
+        txn.commit()
+    with pytest.raises(InvalidArgumentError, match="nested fields"):
+        t.optimize()
+    t.set_properties({"delta.appendOnly": "false"})  # other properties still settable
+
+
+def test_output_files_are_deleted_when_the_commit_gives_up(tmp_path: Path) -> None:
+    _filled(Table.create(str(tmp_path / "t"), schema=SCHEMA), files=3)
+    t = Table.open(str(tmp_path / "t"), max_commit_attempts=1)
+    t.snapshot()
+    before = {p.name for p in (tmp_path / "t").glob("*.parquet")}
+
+    class Racing:  # the table, with another writer committing after the snapshot was read
+        storage = t.storage
+
+        def snapshot(self) -> object:
+            snap = t.snapshot()
+            Table.open(str(tmp_path / "t")).write(_rows(10, 42))
+            return snap
+
+        def transaction(self, *a: object, **k: object) -> object:
+            return t.transaction(*a, **k)  # type: ignore[arg-type]
+
+    with pytest.raises(CommitRetriesExceededError):
+        optimize_layout(Racing(), zorder_by=["a"])  # type: ignore[arg-type]
+    after = {p.name for p in (tmp_path / "t").glob("*.parquet")}
+    assert len(after - before) == 1  # only the racing writer's file: the OPTIMIZE output is gone

@@ -5,6 +5,7 @@ and delta-rs / polars-deltalake still reading what we write."""
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 import textwrap
@@ -275,3 +276,53 @@ def test_delta_rs_and_polars_read_a_row_tracked_table(tmp_path: Path) -> None:
     assert sorted(DeltaTable(t.uri).to_pyarrow_table().column("k").to_pylist()) == [0, 1, 2]
     assert DeltaTable(t.uri).to_pyarrow_table().column_names == ["k", "v"]  # hidden columns stay hidden
     assert sorted(pl.read_delta(t.uri)["k"].to_list()) == [0, 1, 2]
+
+
+def test_the_hidden_column_names_are_set_once(tmp_path: Path) -> None:
+    with pytest.raises(InvalidArgumentError, match="non-empty"):
+        Table.create(
+            str(tmp_path / "e"),
+            schema=SCHEMA,
+            properties={**ON, "delta.rowTracking.materializedRowIdColumnName": ""},
+        )
+    assert not (tmp_path / "e").exists()
+    t = Table.create(str(tmp_path / "t"), schema=SCHEMA, properties=ON)
+    for name in ("k", "_other"):  # a data column's name, or a rename of files' hidden column
+        with pytest.raises(InvalidArgumentError, match="set once"):
+            t.set_properties({"delta.rowTracking.materializedRowIdColumnName": name})
+    assert t.latest_version() == 0
+
+
+def test_enabling_loses_to_an_append_made_while_tracking_was_suspended(tmp_path: Path) -> None:
+    t = Table.create(str(tmp_path / "t"), schema=SCHEMA)
+    t.set_properties({"delta.feature.rowTracking": "supported", "delta.rowTrackingSuspended": "true"})
+    stale = t.snapshot()
+    Table.open(t.uri).write(_rows([1]))  # suspended: no ids
+    switch = {"delta.enableRowTracking": "true", "delta.rowTrackingSuspended": "false"}
+    with pytest.raises(ConcurrentAppendError, match="without row ids"):
+        alter_table.set_properties(lambda op, p: t.transaction(op, p, snapshot=stale), switch)
+    t.set_properties(switch)
+    assert [i for i, _ in _ids(t).values()] == [0]
+
+
+def test_a_preset_base_row_id_moves_the_mark(tmp_path: Path) -> None:
+    t = Table.create(str(tmp_path / "t"), schema=SCHEMA, properties=ON)
+    t.write(_rows([1, 2]))  # ids 0, 1
+    with t.transaction("WRITE", {"mode": "Append"}) as txn:
+        (add,) = write_data_files(t.storage, _rows([3, 4, 5]), [], {}, max_rows_per_file=10)
+        txn.add(dataclasses.replace(add, base_row_id=5))  # a caller's own numbering: 5..7
+        txn.commit()
+    assert _mark(t) == 7
+    t.write(_rows([6]))
+    assert _ids(t)[6][0] == 8  # never one of 5..7
+    assert len({i for i, _ in _ids(t).values()}) == 6
+
+
+def test_checkpoints_keep_the_row_ids_of_removes(tmp_path: Path) -> None:
+    t = Table.create(str(tmp_path / "t"), schema=SCHEMA, properties=ON)
+    t.write(_rows([1, 2]))
+    t.write(_rows([3]), mode="overwrite")
+    t.checkpoint()
+    (cp,) = (Path(t.uri) / "_delta_log").glob("*.checkpoint.parquet")
+    removes = [r["remove"] for r in pq.read_table(cp, columns=["remove"]).to_pylist() if r["remove"]]
+    assert [(r["baseRowId"], r["defaultRowCommitVersion"]) for r in removes] == [(0, 1)]

@@ -118,6 +118,9 @@ def test_the_data_source_reads_row_ids(spark: Any, tmp_path: Path) -> None:
     got = {r["k"]: (r["_row_id"], r["_row_commit_version"]) for r in df.collect()}
     assert got == {k: v[:2] for k, v in _ids(st).items()}
     assert got[2][0] == 1 and got[3][0] == 2  # the delete kept row 2's id
+    over = spark.createDataFrame([(7, "z", "x")], "k long, v string, p string")
+    over.write.format("txnlog").mode("overwrite").save(st.table.uri)  # inserts only: nothing copied
+    assert _preserved(st.table) == "true"
     plain = SparkTable.create(spark, str(tmp_path / "plain"), SCHEMA)
     with pytest.raises(Exception, match="rowTracking=true needs row tracking"):
         spark.read.format("txnlog").option("rowTracking", "true").load(plain.table.uri).collect()

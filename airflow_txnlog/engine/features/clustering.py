@@ -33,7 +33,7 @@ from airflow_txnlog.engine import properties as props
 from airflow_txnlog.engine.errors import InvalidArgumentError, LogCorruptedError
 from airflow_txnlog.engine.features import column_mapping
 from airflow_txnlog.engine.log.actions import DomainMetadata
-from airflow_txnlog.engine.log.stats import indexed_leaves, stats_columns
+from airflow_txnlog.engine.log.stats import has_bounds, indexed_leaves, stats_columns
 
 FEATURE = "clustering"
 DOMAIN = "delta.clustering"
@@ -45,16 +45,8 @@ CLUSTERING_COLUMNS_KEY = "clusteringColumns"
 
 
 def _eligible(t: pa.DataType) -> bool:
-    """Delta's SkippingEligibleDataType: the types it keeps min/max stats of."""
-    return bool(
-        pa.types.is_integer(t)
-        or pa.types.is_floating(t)
-        or pa.types.is_decimal(t)
-        or pa.types.is_date(t)
-        or pa.types.is_timestamp(t)
-        or pa.types.is_string(t)
-        or pa.types.is_large_string(t)
-    )
+    """Delta's SkippingEligibleDataType: the types it keeps min/max stats of (the engine's too)."""
+    return has_bounds(t)
 
 
 def layout_columns(

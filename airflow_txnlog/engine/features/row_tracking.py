@@ -68,6 +68,8 @@ def with_column_names(conf: Mapping[str, str], taken: Iterable[str]) -> dict[str
     out.setdefault(ROW_ID_COLUMN, f"_row-id-col-{uuid.uuid4()}")
     out.setdefault(COMMIT_VERSION_COLUMN, f"_row-commit-version-col-{uuid.uuid4()}")
     hidden = [out[ROW_ID_COLUMN], out[COMMIT_VERSION_COLUMN]]
+    if not all(isinstance(h, str) and h.strip() for h in hidden):
+        raise InvalidArgumentError(f"row tracking's hidden column names must be non-empty, got {hidden}")
     lowered = {t.lower() for t in taken}
     clash = [n for n in hidden if n.lower() in lowered]
     if clash or hidden[0].lower() == hidden[1].lower():
@@ -75,6 +77,18 @@ def with_column_names(conf: Mapping[str, str], taken: Iterable[str]) -> dict[str
             f"row tracking's hidden column names must be unique, not {clash or hidden}"
         )
     return out
+
+
+def check_names(before: Mapping[str, str], changes: Mapping[str, str], *, turning_on: bool) -> None:
+    """The hidden column names may be given only by the commit that turns row tracking on (and
+    only if none were named before); afterwards they never change (PROTOCOL.md: unique in all future
+    versions, and files already hold them)."""
+    for key in (ROW_ID_COLUMN, COMMIT_VERSION_COLUMN):
+        if key in changes and (not turning_on or before.get(key)) and changes[key] != before.get(key):
+            raise InvalidArgumentError(
+                f"{key} names the hidden column that keeps row ids; it is set once, when row tracking is "
+                "turned on, and never changed. Nothing was written"
+            )
 
 
 def high_water_mark(domains: Mapping[str, str]) -> int:
@@ -99,15 +113,21 @@ def mark_in(actions: Sequence[Mapping[str, Any]]) -> int:
 
 
 def unnumbered_add(
-    before: Protocol, after: Protocol | None, actions: Sequence[Mapping[str, Any]]
+    before: tuple[Protocol, Mapping[str, str]],
+    after: tuple[Protocol | None, Mapping[str, str] | None],
+    actions: Sequence[Mapping[str, Any]],
 ) -> str | None:
-    """When a commit turns row tracking on (`before` lacks the feature, `after` has it): the path of
-    a winning commit's add that has no row ids (its writer read the old protocol), else None."""
-    if (
-        after is None
-        or FEATURE in (before.writer_features or ())
-        or FEATURE not in (after.writer_features or ())
-    ):
+    """When a commit adds the feature to the protocol or turns `delta.enableRowTracking` on (the
+    (protocol, configuration) it read vs. the ones it commits): the path of a winning commit's add
+    without row ids (its writer read the old protocol, or wrote while tracking was suspended)."""
+    protocol, conf = after
+    gains_feature = (
+        protocol is not None
+        and FEATURE in (protocol.writer_features or ())
+        and FEATURE not in (before[0].writer_features or ())
+    )
+    turns_on = conf is not None and enabled(conf) and not enabled(before[1])
+    if not (gains_feature or turns_on):
         return None
     for a in actions:
         add = a.get("add")
@@ -118,7 +138,12 @@ def unnumbered_add(
 
 def assign(adds: Sequence[AddFile], *, mark: int, version: int) -> tuple[list[AddFile], int]:
     """`adds` with baseRowId (above `mark`) and defaultRowCommitVersion (`version`) where missing;
-    the new high-water mark (`mark` when no id was assigned)."""
+    the new high-water mark (`mark` when no id was assigned). An add that already has a baseRowId
+    (a recommit, a restore, or a caller's own numbering) keeps it, and the mark covers its range
+    too, so later ids never reuse it."""
+    for add in adds:
+        if add.base_row_id is not None:
+            mark = max(mark, add.base_row_id + (add.num_records or 1) - 1)
     out, nxt = [], mark + 1
     for add in adds:
         base = add.base_row_id

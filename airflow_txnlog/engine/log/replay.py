@@ -83,6 +83,8 @@ REMOVE_TYPE = pa.struct(
         ("partitionValues", STR_MAP),
         ("size", pa.int64()),
         ("deletionVector", DV_TYPE),
+        ("baseRowId", pa.int64()),  # (row tracking: the removed add's, PROTOCOL.md "Row Tracking")
+        ("defaultRowCommitVersion", pa.int64()),
     ]
 )
 

@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from airflow_txnlog.engine.errors import CommitConflictError, InvalidArgumentError
+from airflow_txnlog.engine.errors import CommitConflictError, CommitRetriesExceededError, InvalidArgumentError
 from airflow_txnlog.engine.features import row_tracking
 from airflow_txnlog.engine.log.actions import AddFile
 from airflow_txnlog.engine.maintenance.maintenance_table import MaintenanceTable
@@ -124,7 +124,7 @@ def _rewrite(
         }
         return txn.commit(metrics=metrics), adds, removed
     except BaseException as exc:
-        if txn.attempts == 0 or isinstance(exc, CommitConflictError):
+        if txn.attempts == 0 or isinstance(exc, CommitConflictError | CommitRetriesExceededError):
             delete_files(table.storage, adds)
         raise
 

@@ -39,7 +39,7 @@ import numpy as np
 import pyarrow as pa
 
 from airflow_txnlog.engine import properties as props
-from airflow_txnlog.engine.errors import CommitConflictError, InvalidArgumentError
+from airflow_txnlog.engine.errors import CommitConflictError, CommitRetriesExceededError, InvalidArgumentError
 from airflow_txnlog.engine.features import clustering, row_tracking
 from airflow_txnlog.engine.features.table_features import check_write_supported
 from airflow_txnlog.engine.log.actions import AddFile
@@ -104,8 +104,18 @@ def _partition_only(snap: Snapshot, where: str | None) -> None:
         )
 
 
-def _mode(snap: Snapshot, zorder_by: Sequence[str] | None) -> tuple[str, list[str]]:
+def _mode(snap: Snapshot, zorder_by: Sequence[str] | None, full: bool) -> tuple[str, list[str]]:
     keys = snap.clustering_columns()
+    nested = [k for k in keys if k not in snap.schema.names]
+    if nested:
+        raise InvalidArgumentError(
+            f"the table is clustered by nested fields {nested}; this engine's OPTIMIZE clusters by "
+            "top-level columns only. Help: cluster_by([...]) top-level columns, or OPTIMIZE with Delta"
+        )
+    if full and not keys:
+        raise InvalidArgumentError(
+            "full=True re-clusters a clustered table; this table has no clustering keys"
+        )
     if zorder_by is not None:
         if clustering.DOMAIN in snap.domain_metadata():
             raise InvalidArgumentError(
@@ -135,7 +145,7 @@ def plan_layout(
     check_write_supported(snap.protocol, snap.metadata)  # (a table we may not write: refused up front)
     number("target_file_size", target_file_size, minimum=1, integer=True, none_means="the table's")
     _partition_only(snap, where)
-    mode, columns = _mode(snap, zorder_by)
+    mode, columns = _mode(snap, zorder_by, full)
     target = props.target_file_size(snap.metadata.configuration, target_file_size)
     files = snap.files(where)
     by_partition: dict[tuple[tuple[str, str | None], ...], list[AddFile]] = {}
@@ -244,7 +254,7 @@ def _rewrite(
         }
         return txn.commit(metrics=metrics), adds
     except BaseException as exc:
-        if txn.attempts == 0 or isinstance(exc, CommitConflictError):
+        if txn.attempts == 0 or isinstance(exc, CommitConflictError | CommitRetriesExceededError):
             delete_files(table.storage, adds)
         raise
 

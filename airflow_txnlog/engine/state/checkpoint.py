@@ -240,6 +240,8 @@ def _tail_removes_array(removes: list[dict[str, Any]]) -> pa.StructArray:
         pa.array([_pairs(d.get("partitionValues")) for d in removes], STR_MAP),
         pa.array([d.get("size") for d in removes], pa.int64()),
         pa.array([d.get("deletionVector") for d in removes], DV_TYPE),
+        pa.array([d.get("baseRowId") for d in removes], pa.int64()),
+        pa.array([d.get("defaultRowCommitVersion") for d in removes], pa.int64()),
     ]
     return pa.StructArray.from_arrays(cols, fields=list(REMOVE_TYPE))
 

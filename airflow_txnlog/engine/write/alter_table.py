@@ -198,15 +198,18 @@ def set_properties(begin: Begin, properties: Mapping[str, str]) -> int:
             writers.add("columnMapping")
     merged = {**metadata.configuration, **conf}
     props.validate({k: v for k, v in merged.items() if k != props.COLUMN_MAPPING_MODE})
-    if keys := snap.clustering_columns():  # (their stats must stay collected: the protocol's rule)
+    schema = schema_from_json(metadata.schema_string)
+    if keys := [k for k in snap.clustering_columns() if k in schema.names]:  # (their stats must stay)
         clustering.layout_columns(
-            keys, schema_from_json(metadata.schema_string), partition_columns=(), conf=merged,
+            keys, schema, partition_columns=(), conf=merged,
             what="set_properties: clustering columns", limit=len(keys),
         )  # fmt: skip
     protocol = table_features.upgraded(snap.protocol, readers, writers, versions)
     if protocol != snap.protocol:
         txn.update_protocol(protocol)
-    if row_tracking.enabled(merged) and not row_tracking.enabled(metadata.configuration):
+    turning_on = row_tracking.enabled(merged) and not row_tracking.enabled(metadata.configuration)
+    row_tracking.check_names(metadata.configuration, changes, turning_on=turning_on)
+    if turning_on:
         merged = _enable_row_tracking(txn, metadata, merged)
     txn.update_metadata(dataclasses.replace(metadata, configuration=merged))
     return txn.commit()

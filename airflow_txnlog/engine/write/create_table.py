@@ -206,7 +206,15 @@ def version_zero(
             "description": description or "",
             "partitionBy": orjson.dumps(list(parts)).decode(),
             "properties": orjson.dumps(conf).decode(),
-            **({"clusterBy": orjson.dumps(cluster_by).decode()} if domains else {}),
+            **(
+                {
+                    "clusterBy": orjson.dumps(
+                        clustering.columns_of(_domain_map(domains), schema, conf)
+                    ).decode()
+                }
+                if domains
+                else {}
+            ),
         },
         is_blind_append=True,
         engine_info=ENGINE_INFO,
@@ -214,6 +222,10 @@ def version_zero(
         extra={IN_COMMIT_TIMESTAMP: now} if props.in_commit_timestamps(conf) else {},
     )
     return [info, protocol, metadata, *domains]
+
+
+def _domain_map(domains: Sequence[DomainMetadata]) -> dict[str, str]:
+    return {d.domain: d.configuration for d in domains}
 
 
 def _clustering(  # noqa: PLR0917 (version_zero's pieces, passed straight on)

@@ -463,7 +463,9 @@ class Transaction:
         winners = list_after(self._storage, attempt - 1).run_from(attempt)
         for winner in read_commits(self._storage, winners):
             self._winner_mark = max(self._winner_mark, row_tracking.mark_in(winner.actions))
-            if path := row_tracking.unnumbered_add(self.snapshot.protocol, self._protocol, winner.actions):
+            read = (self.snapshot.protocol, self.snapshot.metadata.configuration)
+            ours = (self._protocol, None if self._metadata is None else self._metadata.configuration)
+            if path := row_tracking.unnumbered_add(read, ours, winner.actions):
                 raise ConcurrentAppendError(
                     f"a concurrent commit added {path!r} without row ids while this turns row tracking on",
                     winning_version=winner.version,
