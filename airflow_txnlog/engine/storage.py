@@ -37,15 +37,14 @@ request instead of one per 1,000 commits; other fsspec backends list the folder 
 from __future__ import annotations
 
 import contextlib
-import functools
 import os
 import threading
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, BinaryIO, TypeVar
+from typing import Any, BinaryIO
 from urllib.parse import urlsplit
 
 import fsspec
@@ -53,6 +52,7 @@ from fsspec.implementations.local import LocalFileSystem
 from typing_extensions import override
 
 from airflow_txnlog.engine.errors import InvalidArgumentError, StorageError
+from airflow_txnlog.engine.store_errors import os_errors
 from airflow_txnlog.engine.validate import flag, mapping
 
 LOG_DIR = "_delta_log"  # the log's folder under the table root (engine.log.log_paths names its files)
@@ -230,49 +230,6 @@ def _mtime_ms(info: dict[str, Any]) -> int:
     return 0
 
 
-_CLIENT_MODULES = ("azure.", "adlfs.", "google.", "gcsfs.", "botocore.", "aiobotocore.", "aiohttp.")
-_F = TypeVar("_F", bound=Callable[..., Any])
-
-
-def _from_store_client(exc: BaseException) -> bool:
-    """True when `exc` or an exception it was raised from comes from an object store's client."""
-    seen: BaseException | None = exc
-    for _ in range(8):  # a cause chain is short; a cycle must not loop forever
-        if seen is None:
-            return False
-        if any(c.__module__.startswith(_CLIENT_MODULES) for c in type(seen).__mro__):
-            return True
-        seen = seen.__cause__ or seen.__context__
-    return False
-
-
-def _os_errors(method: _F) -> _F:
-    """Make a store client's own exceptions `OSError`s (see "Errors" in the module docstring)."""
-
-    @functools.wraps(method)
-    def wrapper(self: FsspecStorage, key: Any, *args: Any, **kwargs: Any) -> Any:
-        try:
-            return method(self, key, *args, **kwargs)
-        except OSError:
-            raise
-        except Exception as exc:
-            translated = as_os_error(self.root, str(key), exc)
-            if translated is None:
-                raise
-            raise translated from exc
-
-    return wrapper  # type: ignore[return-value]
-
-
-def as_os_error(root: str, key: str, exc: Exception) -> OSError | None:
-    """The OSError for a store client's exception about `key` (None: not a store client's)."""
-    if not _from_store_client(exc):
-        return None
-    text = str(exc).strip()
-    first_line = text.splitlines()[0] if text else ""  # Azure appends request ids and an XML body
-    return OSError(f"{root}: {key}: {type(exc).__name__}: {first_line}")
-
-
 PROBE_DIR = f"{LOG_DIR}/_txnlog_probe"
 # Stores whose conditional create was probed in this process: (protocol, bucket or host, endpoint).
 _PROBED: dict[tuple[str, str, str], bool] = {}
@@ -288,9 +245,10 @@ class FsspecStorage(Storage):
         self.single_writer = single_writer
 
     def _store_key(self) -> tuple[str, str, str]:
-        protocol = self.fs.protocol if isinstance(self.fs.protocol, str) else self.fs.protocol[0]
-        endpoint = str(getattr(self.fs, "endpoint_url", "") or getattr(self.fs, "client_kwargs", "") or "")
-        return (str(protocol), self.fs_root.strip("/").split("/", 1)[0], endpoint)
+        fs = self.fs
+        endpoint = str(getattr(fs, "endpoint_url", "") or getattr(fs, "client_kwargs", "") or "")
+        endpoint = endpoint or str(getattr(fs, "_endpoint", "") or "")  # (gcsfs keeps it here)
+        return (self.fs_protocol, self.fs_root.strip("/").split("/", 1)[0], endpoint)
 
     def check_conditional_writes(self) -> None:
         """Probe that this store refuses a second exclusive create of one object (see the module
@@ -303,8 +261,7 @@ class FsspecStorage(Storage):
             try:
                 for attempt in (1, 2):
                     try:
-                        with self.fs.open(path, "xb") as f:
-                            f.write(b"probe")
+                        self._create_exclusive(path, b"probe")
                     except FileExistsError:
                         if attempt == 2:
                             _PROBED[key] = True
@@ -321,7 +278,7 @@ class FsspecStorage(Storage):
                 with contextlib.suppress(Exception):  # best effort: never hide the probe's own error
                     self.fs.rm_file(path)
 
-    @_os_errors
+    @os_errors
     @override
     def read(self, key: str) -> bytes:
         return self.fs.cat_file(self.full_path(key))  # type: ignore[no-any-return]
@@ -334,7 +291,7 @@ class FsspecStorage(Storage):
         with ThreadPoolExecutor(max_workers=min(16, len(keys))) as pool:
             return list(pool.map(self.read, keys))
 
-    @_os_errors
+    @os_errors
     @override
     def put_if_absent(self, key: str, data: bytes) -> None:
         if not data:
@@ -343,8 +300,7 @@ class FsspecStorage(Storage):
         if self.atomic and not self.single_writer:
             self.check_conditional_writes()
         if self.atomic:
-            with self.fs.open(path, "xb") as f:
-                f.write(data)
+            self._create_exclusive(path, data)
             return
         if not self.single_writer:
             raise StorageError(
@@ -356,12 +312,27 @@ class FsspecStorage(Storage):
             raise FileExistsError(path)
         self.fs.pipe_file(path, data)
 
-    @_os_errors
+    def _create_exclusive(self, path: str, data: bytes) -> None:
+        """Create `path` only if absent (FileExistsError otherwise). On GCS a multipart upload with
+        `ifGenerationMatch=0` (gcsfs `pipe_file(mode="create")`): GCS checks the precondition on
+        every upload type, fake-gcs-server only on multipart ones, and `open("xb")` sends small
+        objects as media uploads."""
+        if self.fs_protocol == "gs":
+            self.fs.pipe_file(path, data, mode="create")
+            return
+        with self.fs.open(path, "xb") as f:
+            f.write(data)
+
+    @property
+    def fs_protocol(self) -> str:
+        return str(self.fs.protocol if isinstance(self.fs.protocol, str) else self.fs.protocol[0])
+
+    @os_errors
     @override
     def write(self, key: str, data: bytes) -> None:
         self.fs.pipe_file(self.full_path(key), data)
 
-    @_os_errors
+    @os_errors
     @override
     def list_dir(self, key_dir: str, start_after: str | None = None) -> list[ListedFile]:
         base = self.full_path(key_dir)
@@ -379,18 +350,18 @@ class FsspecStorage(Storage):
         out.sort(key=lambda f: f.name)
         return out
 
-    @_os_errors
+    @os_errors
     @override
     def delete(self, key: str) -> None:
         with contextlib.suppress(FileNotFoundError):
             self.fs.rm_file(self.full_path(key))
 
-    @_os_errors
+    @os_errors
     @override
     def exists(self, key: str) -> bool:
         return super().exists(key)
 
-    @_os_errors
+    @os_errors
     @override
     def open_input(self, key: str) -> BinaryIO:
         return super().open_input(key)
@@ -456,6 +427,19 @@ class MemoryStorage(FsspecStorage):
         return super().list_dir(key_dir, start_after)
 
 
+def _filesystem(url: str, scheme: str, options: dict[str, Any]) -> tuple[Any, str]:
+    """fsspec's filesystem for `url`. For `gs://` with an `endpoint_url` (an emulator, a private
+    endpoint) gcsfs's plain filesystem: its default "extended" one first asks a gRPC control plane
+    for the bucket's type, which such endpoints do not serve (a 60 s stall per bucket, then a
+    fallback to the plain one anyway)."""
+    if scheme == "gs" and options.get("endpoint_url"):
+        from gcsfs.core import GCSFileSystem  # noqa: PLC0415 - gcsfs is the optional `gcs` extra
+
+        fs = GCSFileSystem(**options)
+        return fs, fs._strip_protocol(url)
+    return fsspec.url_to_fs(url, **options)  # type: ignore[no-any-return]
+
+
 def storage_for(
     uri: str, storage_options: Mapping[str, Any] | None = None, *, single_writer: bool = False
 ) -> Storage:
@@ -482,7 +466,7 @@ def storage_for(
         # (its `cat_file` asks the cache for the size first): a log must always be listed afresh.
         options.setdefault("use_listings_cache", False)
     try:
-        fs, fs_root = fsspec.url_to_fs(f"{scheme}://{parts.netloc}{parts.path}", **options)
+        fs, fs_root = _filesystem(f"{scheme}://{parts.netloc}{parts.path}", scheme, options)
     except (ImportError, ValueError, TypeError) as exc:
         raise StorageError(f"cannot open storage for {uri!r}: {exc}") from exc
     if scheme == "memory":

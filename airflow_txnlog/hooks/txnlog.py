@@ -11,6 +11,11 @@ Connection type `txnlog`:
   credentials are extras too: `sas_token` (with the account as login), `connection_string`, or a
   service principal (`tenant_id`, `client_id`, `client_secret`); with none of them adlfs uses
   Azure's default credential chain (managed identity, environment, CLI login).
+  Google Cloud Storage (`gs://`, `gcs://`), as the google provider's connection does it: the
+  password may hold a service account's JSON key (keyfile dict), or the extra `key_path` a key file;
+  or the extra `gcp_conn_id` names a `google_cloud_platform` connection whose `key_path` /
+  `keyfile_dict` / `project` are used (the google provider need not be installed); with none of
+  them gcsfs uses Application Default Credentials. They become gcsfs's `token` (and `project`).
   Anything but a JSON object, or a `single_writer` that is not a boolean, is an `InvalidArgumentError`.
 Which mapping applies follows the table URI's scheme (`storage_options_for(uri)`); `storage_options`
 is the mapping for the connection's base location.
@@ -44,6 +49,9 @@ SECRET_KEYS = frozenset(
     {"secret", "password", "token", "key", "account_key", "sas_token", "client_secret", "connection_string"}
 )
 AZURE_SCHEMES = frozenset({"abfs", "abfss", "az"})
+GCS_SCHEMES = frozenset({"gs", "gcs"})
+# The google provider's connection extras (bare, or with its old `extra__google_cloud_platform__` prefix).
+_GCP_EXTRAS = ("key_path", "keyfile_dict", "project")
 # The parts of an Azure connection string that are credentials (the rest names endpoints).
 _CONNECTION_STRING_SECRETS = ("accountkey", "sharedaccesssignature")
 
@@ -52,6 +60,9 @@ def secret_values(options: dict[str, Any]) -> tuple[str, ...]:
     """Every secret value in storage options, for masking messages (short values are not secrets)."""
     found: list[str] = []
     for key, value in options.items():
+        if key == "token" and isinstance(value, dict):  # a service account's key: its private parts
+            found += [str(value[k]) for k in ("private_key", "private_key_id") if value.get(k)]
+            continue
         if key not in SECRET_KEYS or not isinstance(value, str):
             continue
         found.append(value)
@@ -112,6 +123,8 @@ class TxnLogHook(BaseHook):
         if conn is None:
             return {}
         scheme = urlsplit(self.resolve_uri(table_uri)).scheme.lower()
+        if scheme in GCS_SCHEMES:
+            return self._gcs_options(conn)
         user, secret = ("account_name", "account_key") if scheme in AZURE_SCHEMES else ("key", "secret")
         options: dict[str, Any] = {}
         if conn.login:
@@ -120,6 +133,43 @@ class TxnLogHook(BaseHook):
             options[secret] = conn.password
         options.update({k: v for k, v in self._extras.items() if k != SINGLE_WRITER})
         return options
+
+    def _gcs_options(self, conn: Any) -> dict[str, Any]:
+        """gcsfs options: `token` from the password (a JSON key), `key_path`, or the google connection
+        `gcp_conn_id` names; then the other extras (`endpoint_url`, `project`, ...)."""
+        extras = {k: v for k, v in self._extras.items() if k != SINGLE_WRITER}
+        gcp_id = extras.pop("gcp_conn_id", None)
+        google = self._google_extras(str(gcp_id)) if gcp_id else {}
+        options: dict[str, Any] = {"project": google["project"]} if google.get("project") else {}
+        key_path = extras.pop("key_path", None) or google.get("key_path")
+        keyfile = conn.password or google.get("keyfile_dict")
+        if keyfile:
+            options["token"] = self._keyfile(keyfile)
+        elif key_path:
+            options["token"] = str(key_path)
+        options.update(extras)
+        return options
+
+    def _google_extras(self, conn_id: str) -> dict[str, Any]:
+        extras = self.get_connection(conn_id).extra_dejson or {}
+        prefix = "extra__google_cloud_platform__"
+        return {k: extras.get(k) or extras.get(prefix + k) for k in _GCP_EXTRAS}
+
+    def _keyfile(self, keyfile: Any) -> dict[str, Any]:
+        if isinstance(keyfile, dict):
+            return keyfile
+        import json  # noqa: PLC0415 - only for GCS connections
+
+        try:
+            parsed = json.loads(str(keyfile))
+        except ValueError:
+            parsed = None
+        if not isinstance(parsed, dict):  # (never echo it: it is a credential)
+            raise invalid(
+                f"connection {self.txnlog_conn_id!r}: the GCS service account key (password or keyfile_dict) "
+                "is not a JSON object"
+            )
+        return parsed
 
     @cached_property
     def single_writer(self) -> bool:

@@ -27,6 +27,7 @@ from typing import Any
 import pytest
 
 from tests.azurite import AzureContainer
+from tests.gcs import GcsBucket
 from tests.processes import free_port
 
 FULL = os.environ.get("TXNLOG_FULL", "") not in ("", "0", "false", "no")
@@ -121,11 +122,18 @@ class Backend:
     options: dict[str, Any] | None
 
 
-@pytest.fixture(params=["local", "s3", "azure"])
+@pytest.fixture(params=["local", "s3", "azure", "gcs"])
 def backend(request: pytest.FixtureRequest, tmp_path: Any) -> Backend:
-    """Run the test on the local filesystem, on S3 (moto) and on Azure Blob Storage (Azurite)."""
+    """Run the test on the local filesystem, on S3 (moto), on Azure Blob Storage (Azurite) and on
+    Google Cloud Storage (fake-gcs-server)."""
     if request.param == "local":
         return Backend("local", lambda name: str(tmp_path / f"{name}-{uuid.uuid4().hex[:8]}"), None)
+    if request.param == "gcs":
+        bucket: GcsBucket = request.getfixturevalue("gcs_bucket")
+        prefix = uuid.uuid4().hex
+        return Backend(
+            "gcs", lambda name: bucket.uri(f"{prefix}/{name}-{uuid.uuid4().hex[:8]}"), bucket.options
+        )
     if request.param == "azure":
         container: AzureContainer = request.getfixturevalue("azure_container")
         prefix = uuid.uuid4().hex

@@ -43,6 +43,7 @@ RUNS = {
     "local": 840 if FULL else 20,
     "s3": 240 if FULL else 12,
     "azure": 240 if FULL else 12,
+    "gcs": 240 if FULL else 12,
 }  # CI: every point at least once
 SHARDS = 6 if FULL else 1  # independent tables per shard, so pytest-xdist can spread a full run
 RUNS_PER_TABLE = 20

@@ -15,6 +15,7 @@ from __future__ import annotations
 import datetime as dt
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -34,13 +35,14 @@ from airflow_txnlog.engine import (
 from airflow_txnlog.engine.storage import LOG_DIR, FsspecStorage
 from tests.azurite import AzureContainer
 from tests.conftest import SCHEMA, rows
+from tests.gcs import GcsBucket
 from tests.reliability._util import build_table, commit_versions, ids, log_names
 from tests.reliability.conftest import S3Server
 
-FS_CLASS = {"s3": "S3FileSystem", "azure": "AzureBlobFileSystem"}
+FS_CLASS = {"s3": "S3FileSystem", "azure": "AzureBlobFileSystem", "gcs": "GCSFileSystem"}
 
 
-@pytest.fixture(params=["s3", "azure"])
+@pytest.fixture(params=["s3", "azure", "gcs"])
 def store(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
@@ -55,6 +57,8 @@ def s3_uri(store: str, request: pytest.FixtureRequest) -> str:
     if store == "azure":
         container: AzureContainer = request.getfixturevalue("azure_container")
         return container.uri(f"suite/{_test_name(request)}")
+    if store == "gcs":
+        return str(request.getfixturevalue("gcs_bucket").uri(f"suite/{_test_name(request)}"))
     server: S3Server = request.getfixturevalue("s3_server")
     return f"s3://{server.bucket}/suite/{_test_name(request)}"
 
@@ -62,8 +66,9 @@ def s3_uri(store: str, request: pytest.FixtureRequest) -> str:
 @pytest.fixture
 def s3_options(store: str, request: pytest.FixtureRequest) -> dict[str, Any]:
     """The store's storage_options (overrides the S3-only fixture of the same name in conftest)."""
-    if store == "azure":
-        return dict(request.getfixturevalue("azure_container").options)
+    if store in ("azure", "gcs"):
+        fixture = "azure_container" if store == "azure" else "gcs_bucket"
+        return dict(request.getfixturevalue(fixture).options)
     return dict(request.getfixturevalue("s3_server").options)
 
 
@@ -211,7 +216,7 @@ def test_second_put_if_absent_raises_and_keeps_the_first(s3_uri: str, s3_options
 
 
 # A block size each client takes, below the commit's size: s3fs (multipart upload) and adlfs (blocks).
-BLOCK_OPTION = {"s3": {"default_block_size": 5 * 2**20}, "azure": {"blocksize": 4 * 2**20}}
+BLOCK_OPTION = {"s3": {"default_block_size": 5 * 2**20}, "azure": {"blocksize": 4 * 2**20}, "gcs": {}}
 
 
 # adlfs hands aiohttp each block as bytes, and aiohttp warns about large bodies (harmless; not ours).
@@ -341,7 +346,11 @@ def test_query_or_fragment_in_uri_is_not_silently_dropped(s3_uri: str, s3_option
 def test_create_in_a_missing_bucket_is_a_txnlog_error(s3_options: dict[str, Any], store: str) -> None:
     from airflow_txnlog.engine import TxnLogError  # noqa: PLC0415
 
-    uri = {"s3": "s3://no-such-bucket-txnlog/t", "azure": "abfs://no-such-container-txnlog/t"}[store]
+    uri = {
+        "s3": "s3://no-such-bucket-txnlog/t",
+        "azure": "abfs://no-such-container-txnlog/t",
+        "gcs": "gs://no-such-bucket-txnlog/t",
+    }[store]
     with pytest.raises(TxnLogError):
         Table.create(uri, schema=SCHEMA, storage_options=s3_options)
 
@@ -456,6 +465,11 @@ def test_deltars_reads_our_tables_and_we_read_its_commits(
     and commits after it), then appends and deletes through its own object-store client; we read
     every version it made, and the rows match at each one."""
     deltalake = pytest.importorskip("deltalake")
+    if store == "gcs":
+        pytest.skip(
+            "delta-rs's object_store lists GCS with the XML API (GET /bucket?list-type=2), which "
+            "fake-gcs-server answers with 404; test_deltars_reads_a_table_copied_out_of_fake_gcs instead"
+        )
     ours = build_table(s3_uri, 12, s3_options)  # 13 commits: one row each, partitions p0..p2
     txn = ours.transaction("DELETE")
     for f in txn.read_files("part = 'p1'"):
@@ -478,3 +492,60 @@ def test_deltars_reads_our_tables_and_we_read_its_commits(
     assert ids(again.snapshot()) == [*expected, 501]
     assert again.write(rows([600], "p0")) == 16  # and we go on committing after delta-rs
     assert deltalake.DeltaTable(s3_uri, storage_options=dl_opts).version() == 16
+
+
+def test_deltars_reads_a_table_copied_out_of_fake_gcs(
+    gcs_bucket: GcsBucket, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """delta-rs cannot list the emulator (see above), so the table we wrote there is copied out
+    object by object, bytes as stored, and delta-rs reads the copy: what our GCS commits, checkpoint
+    and data files hold is a table delta-rs reads, at every version."""
+    deltalake = pytest.importorskip("deltalake")
+    uri = gcs_bucket.uri(f"suite/{_test_name(request)}")
+    ours = build_table(uri, 12, gcs_bucket.options)  # 13 commits, a checkpoint at 10
+    fs = gcs_bucket.server.fs()
+    root = ours.storage.fs_root
+    for path in fs.find(root):
+        target = tmp_path / path[len(root) :].lstrip("/")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(fs.cat_file(path))
+    theirs = deltalake.DeltaTable(str(tmp_path))
+    assert theirs.version() == ours.snapshot().version == 12
+    for v in (0, 5, 10, 12):
+        theirs.load_as_version(v)
+        assert sorted(theirs.to_pyarrow_table().column("id").to_pylist()) == ids(ours.snapshot(version=v))
+
+
+def test_the_probe_catches_the_gcs_upload_the_emulator_does_not_check(
+    gcs_bucket: GcsBucket, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """fake-gcs-server checks `ifGenerationMatch=0` on multipart uploads (what the engine sends) but
+    not on media uploads (what gcsfs's `open("xb")` sends for small objects): a store whose exclusive
+    create went that way is refused by the probe before any commit, nothing written."""
+    from airflow_txnlog.engine import storage as storage_mod  # noqa: PLC0415
+
+    def media_upload(self: FsspecStorage, path: str, data: bytes) -> None:
+        with self.fs.open(path, "xb") as f:
+            f.write(data)
+
+    monkeypatch.setattr(storage_mod, "_PROBED", {})
+    monkeypatch.setattr(FsspecStorage, "_create_exclusive", media_upload)
+    uri = gcs_bucket.uri("suite/probe-media")
+    with pytest.raises(StorageError, match="ignores conditional writes"):
+        Table.create(uri, schema=SCHEMA, storage_options=gcs_bucket.options)
+    fs = gcs_bucket.server.fs()
+    assert not fs.exists(f"{gcs_bucket.name}/suite/probe-media/{LOG_DIR}/{0:020d}.json")
+    assert fs.find(f"{gcs_bucket.name}/suite/probe-media/{LOG_DIR}/_txnlog_probe") == []
+    monkeypatch.undo()  # the engine's own upload: probed and accepted
+    monkeypatch.setattr(storage_mod, "_PROBED", {})
+    assert Table.create(uri, schema=SCHEMA, storage_options=gcs_bucket.options).latest_version() == 0
+
+
+def test_an_endpoint_gets_gcsfs_plain_filesystem(gcs_bucket: GcsBucket) -> None:
+    """gcsfs's default (extended) filesystem asks a gRPC control plane for a bucket's type first, which
+    an emulator or private endpoint does not serve (60 s per bucket); with `endpoint_url` the engine
+    uses the plain one."""
+    from gcsfs.core import GCSFileSystem  # noqa: PLC0415
+
+    t = Table.create(gcs_bucket.uri("suite/plain-fs"), schema=SCHEMA, storage_options=gcs_bucket.options)
+    assert type(t.storage.fs) is GCSFileSystem

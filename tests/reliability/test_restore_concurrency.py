@@ -35,6 +35,7 @@ SIZES = {
     "local": (8, 50, 25) if FULL else (3, 30, 8),
     "s3": (8, 50, 25) if FULL else (2, 12, 4),
     "azure": (8, 50, 25) if FULL else (2, 12, 4),
+    "gcs": (8, 50, 25) if FULL else (2, 12, 4),
 }
 
 

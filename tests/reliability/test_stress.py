@@ -40,6 +40,7 @@ SIZES = {
     "local": (16, 50) if FULL else (6, 12),
     "s3": (16, 50) if FULL else (4, 10),
     "azure": (16, 50) if FULL else (4, 10),
+    "gcs": (16, 50) if FULL else (4, 10),
 }
 if os.environ.get("TXNLOG_STRESS"):  # e.g. TXNLOG_STRESS=8x25: writers x commits, both backends
     _w, _c = (int(x) for x in os.environ["TXNLOG_STRESS"].lower().split("x"))

