@@ -11,7 +11,8 @@ How each backend meets it:
   final name. `link` fails with EEXIST atomically if the name exists; there is never an
   exists-then-rename window.
 - `FsspecStorage`: exclusive create through fsspec (`open(path, "xb")`): S3 `If-None-Match: *`
-  (s3fs), GCS generation-0 preconditions (gcsfs), Azure `If-None-Match` (adlfs). Backends that cannot
+  (s3fs), Azure `If-None-Match` (adlfs); GCS's `ifGenerationMatch=0` on a multipart upload (gcsfs
+  `pipe_file(mode="create")`, the upload type fake-gcs-server checks too). Backends that cannot
   do this refuse to commit with `StorageError` unless the table was opened with `single_writer=True`,
   in which case the caller promises no other writer exists and a check-then-write is used.
   Empty objects are never written: s3fs does not make a zero-byte exclusive create exclusive.
