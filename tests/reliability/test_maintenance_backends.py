@@ -1,4 +1,5 @@
-"""Savepoint, vacuum, log cleanup and restore on every storage backend (local and S3 via moto)."""
+"""Savepoints, publications, vacuum, log cleanup and restore on every storage backend (local, S3
+via moto, Azure via Azurite, GCS via fake-gcs-server)."""
 
 from __future__ import annotations
 
@@ -46,3 +47,19 @@ def test_restore_refuses_when_a_file_is_gone(backend: Backend) -> None:
     with pytest.raises(RestoreFilesMissingError) as err:
         t.restore(savepoint="sp")
     assert err.value.missing == [victim] and t.latest_version() == version
+
+
+def test_a_publication_survives_vacuum_and_log_cleanup(backend: Backend) -> None:
+    t = Table.create(backend.new_uri("pub"), schema=SCHEMA, storage_options=backend.options)
+    t.write(rows([1]))
+    t.publish(1)
+    t.write(rows([7]), mode="overwrite")  # version 2 removes version 1's file
+    for i in range(3, 13):  # checkpoints at 10
+        t.write(rows([i]))
+    assert t.vacuum(retention_hours=0, enforce_retention=False, dry_run=False).deleted == 0
+    assert t.cleanup_log(retention_hours=0, dry_run=False).files == []  # version 1 needs commit 0, 1
+    fresh = Table.open(t.uri, storage_options=backend.options)
+    assert fresh.published_snapshot().to_arrow()["id"].to_pylist() == [1]
+    t.publish(12)  # the channel moves on: version 1's file is garbage now
+    assert t.vacuum(retention_hours=0, enforce_retention=False, dry_run=False).deleted == 1
+    assert _ids(Table.open(t.uri, storage_options=backend.options)) == sorted([*range(3, 13), 7])
