@@ -22,7 +22,6 @@ import dataclasses
 from collections.abc import Iterator
 from functools import reduce
 
-import numpy as np
 import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql.types import LongType, StructField, StructType
@@ -40,7 +39,6 @@ from airflow_txnlog.spark.stage import write_files
 
 KEY = "__txnlog_layout_key"
 SAMPLE_ROWS = 1_000_000
-_FLIP = np.uint64(1 << 63)
 # one task per output file: a union of range-partitioned children keeps their partitions
 _KEEP_PARTITIONS = {"spark.sql.unionOutputPartitioning": "false"}
 
@@ -61,8 +59,8 @@ def keyed(df: DataFrame, plan: LayoutPlan, cuts: list[pa.Array]) -> DataFrame:
 
     def add_key(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
-            keys = layout_keys(pa.Table.from_batches([batch]), columns, curve, cuts)
-            signed = pa.array((keys ^ _FLIP).view(np.int64))
+            keys = layout_keys(pa.Table.from_batches([batch]), columns, curve, cuts, signed=True)
+            signed = pa.array(keys)
             yield pa.RecordBatch.from_arrays([*batch.columns, signed], names=[*batch.schema.names, KEY])
 
     schema = StructType([*df.schema.fields, StructField(KEY, LongType(), False)])

@@ -168,19 +168,19 @@ def test_write_options_parse() -> None:
 
 
 def test_a_writer_feature_we_do_not_honor_is_refused_before_any_job(spark, tmp_path: Path) -> None:
-    """A table whose protocol lists `clustering` (not written by this engine yet) is refused
+    """A table whose protocol lists `liquid` (Databricks' clustering preview, never written) is refused
     before any Spark job; nothing is added to its folder."""
     root = tmp_path / "dm"
     Table.create(str(root), schema=pa.schema([("id", pa.int64())]))
     protocol = {
         "minReaderVersion": 1,
         "minWriterVersion": 7,
-        "writerFeatures": ["domainMetadata", "clustering"],
+        "writerFeatures": ["domainMetadata", "liquid"],
     }
     info = {"timestamp": 1700000000000, "operation": "UPGRADE PROTOCOL", "engineInfo": "hand"}
     lines = [json.dumps({"commitInfo": info}), json.dumps({"protocol": protocol})]
     (root / "_delta_log" / f"{1:020d}.json").write_text("\n".join(lines) + "\n")
     before = sorted(p.name for p in root.rglob("*"))
-    with pytest.raises(Exception, match="clustering"):
+    with pytest.raises(Exception, match="liquid"):
         _save(spark.createDataFrame([(1,)], "id long"), root)
     assert sorted(p.name for p in root.rglob("*")) == before

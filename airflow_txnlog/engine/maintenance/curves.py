@@ -151,9 +151,21 @@ def hilbert_keys(columns: Sequence[np.ndarray], bits: int) -> np.ndarray:
 
 
 def layout_keys(
-    data: pa.Table, columns: Sequence[str], curve: str, cuts: Sequence[pa.Array] | None = None
+    data: pa.Table,
+    columns: Sequence[str],
+    curve: str,
+    cuts: Sequence[pa.Array] | None = None,
+    *,
+    signed: bool = False,
 ) -> np.ndarray:
-    """The key of every row of `data` over `columns` (cut points from `data` itself if not given)."""
+    """The key of every row of `data` over `columns` (cut points from `data` itself if not given).
+    `signed`: as int64 with the top bit flipped, which sorts as the unsigned key does (for engines
+    without unsigned 64-bit integers, e.g. Spark's LongType)."""
+    keys = _keys(data, columns, curve, cuts)
+    return (keys ^ np.uint64(1 << 63)).view(np.int64) if signed else keys
+
+
+def _keys(data: pa.Table, columns: Sequence[str], curve: str, cuts: Sequence[pa.Array] | None) -> np.ndarray:
     if curve not in CURVES:
         raise InvalidArgumentError(f"curve must be one of {CURVES}, got {curve!r}")
     bits = bits_per_column(len(columns))
