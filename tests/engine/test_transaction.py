@@ -250,3 +250,26 @@ def test_losing_the_race_is_retried_inside_the_commit_loop(table_uri: str) -> No
         Table.open(table_uri).write(rows([20 + i], "b"))  # versions 3, 4, 5 won
     assert txn.commit() == 6 and txn.attempts == 2
     assert "VersionAlreadyExistsError" not in engine.__all__
+
+
+def test_a_client_retry_that_finds_our_own_commit_is_not_a_lost_race(tmp_path) -> None:
+    """gcsfs and botocore retry a create whose response was lost; the retry then fails its
+    precondition on our own object. That is our commit, landed once: never a second commit."""
+    t = engine.Table.create(str(tmp_path / "t"), schema=SCHEMA)
+    storage = t.storage
+    original = storage.put_if_absent
+    calls: list[str] = []
+
+    def lost_response(key: str, data: bytes) -> None:
+        calls.append(key)
+        original(key, data)  # lands...
+        raise FileExistsError(key)  # ...but the client's retry is told the object exists
+
+    storage.put_if_absent = lost_response  # type: ignore[method-assign]
+    assert t.write(rows([1, 2])) == 1
+    assert len(calls) == 1 and t.latest_version() == 1
+    assert sorted(t.snapshot().to_arrow().column("id").to_pylist()) == [1, 2]  # once, not twice
+    other = engine.Table.open(t.uri)
+    other.write(rows([3]))  # version 2 by another handle: a real lost race for the next one
+    storage.put_if_absent = original  # type: ignore[method-assign]
+    assert t.write(rows([4])) == 3

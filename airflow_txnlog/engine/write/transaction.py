@@ -26,6 +26,7 @@ and the run's `owner` tag, so that a restore can tell the run's own commits from
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import time
 import uuid
@@ -448,10 +449,17 @@ class Transaction:
         return props.in_commit_timestamps((self._metadata or self.snapshot.metadata).configuration)
 
     def _put(self, version: int, payload: bytes) -> None:
-        """Create commit `version`, or VersionAlreadyExistsError when another writer created it first."""
+        """Create commit `version`, or VersionAlreadyExistsError when another writer created it first.
+        A store client that retries a create whose first try landed (gcsfs, botocore: the response
+        was lost) gets the precondition failure for our own object: the bytes, which hold this
+        commit's unique txnId, tell it apart from another writer's, so it is never committed twice."""
+        key = f"{LOG_DIR}/{commit_name(version)}"
         try:
-            self._storage.put_if_absent(f"{LOG_DIR}/{commit_name(version)}", payload)
+            self._storage.put_if_absent(key, payload)
         except FileExistsError as exc:
+            with contextlib.suppress(OSError):
+                if self._storage.read(key) == payload:
+                    return
             raise VersionAlreadyExistsError(version) from exc
         except OSError as exc:  # the object may have landed before the failure: we cannot tell
             raise CommitOutcomeUnknownError(version, exc) from exc
