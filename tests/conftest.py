@@ -10,9 +10,9 @@ import pytest
 
 # Azure Blob Storage (Azurite) fixtures, for every suite that runs on Azure.
 from tests.azurite import azure_container, azurite
-from tests.gcs import fake_gcs, gcs_bucket
+from tests.gcs import fake_gcs, gcs_bucket, service_account
 
-__all__ = ["azure_container", "azurite", "fake_gcs", "gcs_bucket"]
+__all__ = ["azure_container", "azurite", "fake_gcs", "gcs_bucket", "service_account"]
 
 SCHEMA = pa.schema([("id", pa.int64()), ("value", pa.float64()), ("part", pa.string())])
 

@@ -8,16 +8,25 @@
 The engine reaches it with gcsfs (`endpoint_url`, anonymous token), which is how a user points at an
 emulator or a private endpoint. Without the wheel the GCS tests are skipped, except under CI (`CI`
 set) or with `TXNLOG_REQUIRE_GCS=1`, where a missing emulator fails them: CI must run the GCS suites.
+
+`service_account` (function): a real service-account credential flow on loopback. A fresh RSA key in a
+service-account JSON key whose `token_uri` is a local OAuth token endpoint: google-auth signs a JWT
+with the private key, exchanges it there for an access token and sends that token to the emulator
+(which accepts any). Tests use it to prove the key and the token never leak.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
+import secrets
 import subprocess
+import threading
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -121,3 +130,56 @@ def gcs_bucket(fake_gcs: FakeGcs) -> Iterator[GcsBucket]:
     finally:
         with contextlib.suppress(OSError):
             fs.rm(name, recursive=True)
+
+
+@dataclass(frozen=True)
+class ServiceAccount:
+    key: dict[str, str]  # the JSON key file's content (gcsfs's `token`)
+    access_token: str  # what the token endpoint hands out
+    requests: list[str]  # the assertions (signed JWTs) the endpoint received
+
+    @property
+    def private_key_line(self) -> str:
+        """One line of the PEM body: a fragment that must never appear anywhere."""
+        return self.key["private_key"].splitlines()[5]
+
+
+@pytest.fixture
+def service_account() -> Iterator[ServiceAccount]:
+    """A service-account key and a local OAuth token endpoint that exchanges its JWTs."""
+    from cryptography.hazmat.primitives import serialization  # noqa: PLC0415
+    from cryptography.hazmat.primitives.asymmetric import rsa  # noqa: PLC0415
+
+    pem = rsa.generate_private_key(public_exponent=65537, key_size=2048).private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+    token, seen = f"ya29.{secrets.token_urlsafe(24)}", []
+
+    class TokenEndpoint(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            seen.append(self.rfile.read(int(self.headers["Content-Length"])).decode())
+            body = json.dumps({"access_token": token, "expires_in": 3600, "token_type": "Bearer"})
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(body.encode())
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), TokenEndpoint)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    key = {
+        "type": "service_account",
+        "project_id": PROJECT,
+        "private_key_id": secrets.token_hex(20),
+        "private_key": pem.decode(),
+        "client_email": f"txnlog@{PROJECT}.iam.gserviceaccount.com",
+        "client_id": "1234567890",
+        "token_uri": f"http://127.0.0.1:{server.server_port}/token",
+    }
+    try:
+        yield ServiceAccount(key, token, seen)
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -57,3 +57,29 @@ def run_dag_script(
     assert proc.returncode == 0, output[-4000:]
     assert result_file.exists(), f"the script emitted no result:\n{output[-4000:]}"
     return json.loads(result_file.read_text()), output
+
+
+DAGS_TEST_RUNNER = """
+import sys
+from airflow.utils.db import initdb
+initdb()
+from airflow.dag_processing.dagbag import DagBag
+bag = DagBag(dag_folder=sys.argv[1])
+assert not bag.import_errors, bag.import_errors
+states = {}
+for dag_id in sys.argv[2:]:
+    run = bag.dags[dag_id].test()
+    tis = {ti.task_id: str(ti.state).rsplit(".", 1)[-1] for ti in run.get_task_instances()}
+    states[dag_id] = {"run": str(run.state).rsplit(".", 1)[-1], **tis}
+from tests.airflow.dag_subprocess import emit_result
+emit_result(states)
+"""
+
+
+def run_dags(
+    home: Path, dags: Path, dag_ids: Sequence[str], env: dict[str, str]
+) -> tuple[dict[str, dict[str, str]], str]:
+    """Run each DAG of `dags` named in `dag_ids` once with `dag.test()` in a fresh interpreter (a new
+    SQLite DB under `home`): ({dag_id: {"run": its state, task_id: task state}}, all the output)."""
+    states, output = run_dag_script(home, dags, DAGS_TEST_RUNNER, env, args=[str(dags), *dag_ids])
+    return states, output

@@ -22,12 +22,11 @@ import pytest
 
 from airflow_txnlog.engine import Table, TxnLogError
 from airflow_txnlog.hooks.txnlog import TxnLogHook, secret_values
-from tests.airflow.dag_subprocess import run_dag_script
+from tests.airflow.store_dags_run import run_and_check
 from tests.azurite import ACCOUNT, ACCOUNT_KEY, AzureContainer
 from tests.conftest import SCHEMA, rows
 
 pytestmark = pytest.mark.airflow
-DAGS = Path(__file__).resolve().parent / "azure_dags"
 
 
 def _hook(monkeypatch: pytest.MonkeyPatch, conn_id: str, **conn: Any) -> TxnLogHook:
@@ -111,40 +110,6 @@ def test_dag_tasks_write_savepoint_checkpoint_and_restore_on_azure(
     monkeypatch.delenv("PYSPARK_PYTHON", raising=False)
     base = azure_container.uri("lake")
     options = azure_container.options
-    Table.create(f"{base}/orders", schema=SCHEMA, partition_by=["part"], storage_options=options).write(
-        rows([1, 2, 3])
-    )
-    conn = {"conn_type": "txnlog", "host": base, "extra": options}
-    env = {"AIRFLOW_CONN_LAKE_AZURE": json.dumps(conn), "SPARK_LOCAL_IP": "127.0.0.1"}
-    states, output = run_dag_script(tmp_path / "airflow_home", DAGS, RUNNER.format(dags=str(DAGS)), env)
-    write_states = {"run": "success", "savepoint": "success", "append": "success", "checkpoint": "success"}
-    assert states["azure_write"] == write_states, output[-6000:]
-    assert states["azure_restore"]["run"] == "failed"
-    assert states["azure_restore"]["append_bad"] == "success"
-    t = Table.open(f"{base}/orders", storage_options=options)
-    history = t.history()
-    assert [h["operation"] for h in history[:3]] == ["RESTORE", "WRITE", "WRITE"]
-    assert history[2]["job"]["jobId"] == "azure_write" and history[2]["job"]["jobName"] == "append"
-    assert history[1]["job"]["jobId"] == "azure_restore"
-    assert sorted(t.snapshot().to_arrow().column("id").to_pylist()) == [1, 2, 3, 100, 101, 102]
-    assert t.snapshot(version=2).checkpoint_version == 2  # the checkpoint task's, on Azure
-    assert [s.name for s in t.savepoints()]  # the savepoints the runs took
+    output = run_and_check("azure", base, options, {"host": base, "extra": options}, tmp_path)
     for secret in (ACCOUNT_KEY, options["connection_string"]):
         assert secret not in output
-
-
-RUNNER = """
-import json
-from airflow.utils.db import initdb
-initdb()
-from airflow.dag_processing.dagbag import DagBag
-bag = DagBag(dag_folder={dags!r})
-assert not bag.import_errors, bag.import_errors
-states = {{}}
-for dag_id in ("azure_write", "azure_restore"):
-    run = bag.dags[dag_id].test()
-    tis = {{ti.task_id: str(ti.state).rsplit(".", 1)[-1] for ti in run.get_task_instances()}}
-    states[dag_id] = {{"run": str(run.state).rsplit(".", 1)[-1], **tis}}
-from tests.airflow.dag_subprocess import emit_result
-emit_result(states)
-"""

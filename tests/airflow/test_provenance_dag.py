@@ -12,26 +12,11 @@ from typing import Any
 import pytest
 
 from airflow_txnlog.engine import Table
-from tests.airflow.dag_subprocess import run_dag_script
+from tests.airflow.dag_subprocess import run_dags
 from tests.conftest import SCHEMA, rows
 
 pytestmark = [pytest.mark.airflow, pytest.mark.slow]
 DAGS = Path(__file__).resolve().parent / "provenance_dags"
-RUNNER = """
-import json
-from airflow.utils.db import initdb
-initdb()
-from airflow.dag_processing.dagbag import DagBag
-bag = DagBag(dag_folder={dags!r})
-assert not bag.import_errors, bag.import_errors
-states = {{}}
-for dag_id in ("prov_restore", "prov_foreign", "prov_no_savepoint"):
-    run = bag.dags[dag_id].test()
-    tis = {{ti.task_id: str(ti.state) for ti in run.get_task_instances()}}
-    states[dag_id] = {{"run": str(run.state), **tis}}
-from tests.airflow.dag_subprocess import emit_result
-emit_result(states)
-"""
 
 
 def _ids(uri: str) -> list[int]:
@@ -45,7 +30,8 @@ def ran(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     for uri in tables.values():
         Table.create(uri, schema=SCHEMA).write(rows([1, 2, 3]))
     env = {"TXNLOG_PROVENANCE_TABLE": tables["restore"], "TXNLOG_PROVENANCE_FOREIGN_TABLE": tables["foreign"]}
-    states, output = run_dag_script(out / "airflow_home", DAGS, RUNNER.format(dags=str(DAGS)), env)
+    dag_ids = ["prov_restore", "prov_foreign", "prov_no_savepoint"]
+    states, output = run_dags(out / "airflow_home", DAGS, dag_ids, env)
     return {"states": states, "output": output, **tables}
 
 

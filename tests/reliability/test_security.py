@@ -3,11 +3,14 @@
 - The package source has no `eval` / `exec` / `compile` / `__import__`, no pickle-family
   deserialisation, no shell-outs (AST scan plus a plain grep); a planted sample proves the scan can
   fail.
-- With an S3 secret key, or an Azure account key inside a connection string, in `storage_options`,
+- With an S3 secret key, an Azure account key inside a connection string, or a GCS service-account
+  key (exchanged for an access token at a local token endpoint, tests/gcs.py) in `storage_options`,
   provoked errors (missing table, missing bucket / container, future version, corrupt log, commit
   conflict, a checkpoint that fails after its commit) never carry the secret (or the access key id,
   or the connection string) in exception messages, chained causes or tracebacks, in `repr()`s, in
-  commitInfo / history, or in any log record (all loggers at DEBUG, botocore and azure included).
+  commitInfo / history, or in any log record (all loggers at DEBUG, botocore, azure and google-auth
+  included). On GCS the private key must never appear, the access token not in messages or the
+  engine's logs.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from airflow_txnlog.engine import (
 from airflow_txnlog.engine.storage import LOG_DIR
 from tests.azurite import ACCOUNT_KEY, AzureContainer
 from tests.conftest import SCHEMA, rows
+from tests.gcs import GcsBucket, ServiceAccount
 from tests.reliability.conftest import S3_KEY, S3_SECRET, S3Server
 
 PACKAGE = Path(__file__).resolve().parents[2] / "airflow_txnlog"
@@ -98,10 +102,19 @@ class Store:
     missing_root: str  # that bucket / container, as the store's filesystem path
     secret: str  # must never appear anywhere
     key: str  # must not appear in messages or the engine's logs (a client may log it)
+    token_exchanges: list[str] | None = None  # GCS: the JWTs the token endpoint received
 
 
-@pytest.fixture(params=["s3", "azure"])
+@pytest.fixture(params=["s3", "azure", "gcs"])
 def store(request: pytest.FixtureRequest) -> Store:
+    if request.param == "gcs":
+        bucket: GcsBucket = request.getfixturevalue("gcs_bucket")
+        account: ServiceAccount = request.getfixturevalue("service_account")
+        options = {**bucket.options, "token": account.key}
+        missing = "no-such-bucket-txnlog"
+        line = account.private_key_line
+        uri = bucket.uri("security")
+        return Store(uri, options, f"gs://{missing}/t", missing, line, account.access_token, account.requests)
     if request.param == "azure":
         container: AzureContainer = request.getfixturevalue("azure_container")
         options = container.options
@@ -188,6 +201,8 @@ def test_secrets_never_in_errors_logs_or_history(store: Store, all_logs: pytest.
         engine_record = record.name.startswith("airflow_txnlog")
         assert _leaks(text, store, key_too=engine_record) == [], f"log record of {record.name} leaks"
     assert len(all_logs.records) > 20  # the client really logged at DEBUG: the check above saw traffic
+    if store.token_exchanges is not None:  # the key was really used: a signed JWT was exchanged
+        assert store.token_exchanges and "assertion=" in store.token_exchanges[0]
     for obj in (t, t.storage, t.snapshot(version=10)):
         assert _leaks(repr(obj), store, key_too=True) == []
 

@@ -1,17 +1,20 @@
-"""DAGs for tests/airflow/test_azure.py: tasks that reach an Azure table only through a connection.
+"""DAGs for the object-store DAG tests (tests/airflow/test_azure.py, test_gcs_hook.py): tasks that reach
+a table only through a connection.
 
-The `txnlog` connection `lake_azure` (given by the test as an environment variable) has the base
-location `abfs://<container>/lake` and the credentials; the tasks name the table relatively
-(`orders`), so every storage call goes through the connection.
+`TXNLOG_TEST_STORE` (`azure` or `gcs`, set by the test) names the store; the `txnlog` connection
+`lake_<store>` (given by the test as an environment variable) has the base location, e.g.
+`abfs://<container>/lake` or `gs://<bucket>/lake`, and the credentials; the tasks name the table
+relatively (`orders`), so every storage call goes through the connection.
 
-- `azure_write`: savepoint -> Spark append (SQL source) -> checkpoint.
-- `azure_restore`: savepoint -> Spark append of bad rows -> a failing quality check whose
+- `<store>_write`: savepoint -> Spark append (SQL source) -> checkpoint.
+- `<store>_restore`: savepoint -> Spark append of bad rows -> a failing quality check whose
   `restore_on_failure` callback restores the table to the savepoint, through the same connection.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import os
 
 from airflow.sdk import DAG, task
 
@@ -20,10 +23,11 @@ from airflow_txnlog.operators.maintenance import TxnLogCheckpointOperator
 from airflow_txnlog.operators.savepoint import TxnLogSavepointOperator
 from airflow_txnlog.operators.spark import TxnLogSparkWriteOperator
 
-CONN = "lake_azure"
+STORE = os.environ.get("TXNLOG_TEST_STORE", "azure")
+CONN = f"lake_{STORE}"
 TABLE = "orders"  # relative: under the connection's base location
 SPARK_CONF = {"spark.master": "local[1]", "spark.sql.shuffle.partitions": "2"}
-GOOD = "SELECT CAST(id + 100 AS BIGINT) AS id, CAST(id AS DOUBLE) AS value, 'az' AS part FROM range(3)"
+GOOD = f"SELECT CAST(id + 100 AS BIGINT) AS id, CAST(id AS DOUBLE) AS value, '{STORE}' AS part FROM range(3)"
 BAD = "SELECT CAST(-1 - id AS BIGINT) AS id, 0.0D AS value, 'bad' AS part FROM range(2)"
 
 
@@ -37,7 +41,7 @@ def _write(task_id: str, sql: str) -> TxnLogSparkWriteOperator:
     )
 
 
-with _dag("azure_write") as write_dag:
+with _dag(f"{STORE}_write") as write_dag:
     sp = TxnLogSavepointOperator(task_id="savepoint", table_uri=TABLE, txnlog_conn_id=CONN)
     checkpoint = TxnLogCheckpointOperator(task_id="checkpoint", table_uri=TABLE, txnlog_conn_id=CONN)
     sp >> _write("append", GOOD) >> checkpoint
@@ -48,6 +52,6 @@ def quality_check() -> None:
     raise ValueError("quality check failed: negative ids")
 
 
-with _dag("azure_restore") as restore_dag:
+with _dag(f"{STORE}_restore") as restore_dag:
     sp2 = TxnLogSavepointOperator(task_id="savepoint", table_uri=TABLE, txnlog_conn_id=CONN)
     sp2 >> _write("append_bad", BAD) >> quality_check()

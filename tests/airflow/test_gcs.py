@@ -1,23 +1,31 @@
-"""Google Cloud Storage through the Airflow connection: the hook's credential mapping, and a table
+"""Google Cloud Storage through the Airflow connection: the hook's credential mapping, and tables
 written on fake-gcs-server through a connection.
 
 The `txnlog` connection carries GCS credentials the ways the google provider's connection keeps
 them: a service account's JSON key (the password), a key file (`key_path`), a named
 `google_cloud_platform` connection (`gcp_conn_id`: its `key_path` / `keyfile_dict` / `project`), or
 nothing (Application Default Credentials). `describe()` and `secret_values` never show the key.
+
+Against the emulator the connection holds a real service-account key whose token endpoint is local
+(tests/gcs.py): the hook writes a table, and two DAGs run with `dag.test()` (a savepoint, a Spark
+append and a checkpoint; then a bad append restored by `restore_on_failure`) reaching the table only
+through the connection. Their whole output (task logs included) never holds the private key or the
+access token it was exchanged for.
 """
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from airflow_txnlog.engine import Table
 from airflow_txnlog.hooks.txnlog import TxnLogHook, secret_values
+from tests.airflow.store_dags_run import run_and_check
 from tests.conftest import SCHEMA, rows
-from tests.gcs import GcsBucket
+from tests.gcs import GcsBucket, ServiceAccount
 
 pytestmark = pytest.mark.airflow
 PRIVATE_KEY = "-----BEGIN PRIVATE KEY-----\nNEVER-LOG-THIS-GCS-KEY\n-----END PRIVATE KEY-----\n"
@@ -70,13 +78,35 @@ def test_a_key_file_a_google_connection_or_adc(monkeypatch: pytest.MonkeyPatch) 
     assert PRIVATE_KEY not in str(err.value)
 
 
+def _live_conn(bucket: GcsBucket, account: ServiceAccount, base: str) -> dict[str, Any]:
+    """A connection as a user keeps it: the JSON key as the password, the endpoint as an extra."""
+    extra = {k: v for k, v in bucket.options.items() if k != "token"}  # no anonymous token
+    return {"host": base, "password": json.dumps(account.key), "extra": extra}
+
+
 def test_the_hook_writes_to_the_emulator_through_a_connection(
-    monkeypatch: pytest.MonkeyPatch, gcs_bucket: GcsBucket
+    monkeypatch: pytest.MonkeyPatch, gcs_bucket: GcsBucket, service_account: ServiceAccount
 ) -> None:
     base = gcs_bucket.uri("hooked")
-    hook = _hook(monkeypatch, "gcs_live", host=base, extra=gcs_bucket.options)
+    hook = _hook(monkeypatch, "gcs_live", **_live_conn(gcs_bucket, service_account, base))
     t = hook.create_table("t", schema=SCHEMA, partition_by=["part"])
     assert t.uri == f"{base}/t" and t.write(rows([1, 2])) == 1
     assert hook.get_table("t").write(rows([3])) == 2
+    assert service_account.requests  # the key was exchanged for a token: not an anonymous client
     again = Table.open(f"{base}/t", storage_options=gcs_bucket.options)
     assert sorted(again.snapshot().to_arrow().column("id").to_pylist()) == [1, 2, 3]
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_dag_tasks_write_savepoint_checkpoint_and_restore_on_gcs(
+    gcs_bucket: GcsBucket, service_account: ServiceAccount, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("PYSPARK_PYTHON", raising=False)  # as in a deployment that never set it
+    base = gcs_bucket.uri("lake")
+    conn = _live_conn(gcs_bucket, service_account, base)
+    output = run_and_check("gcs", base, gcs_bucket.options, conn, tmp_path)
+    # The seeding used the anonymous options: every exchange came from the DAG's processes.
+    assert service_account.requests
+    for secret in (service_account.private_key_line, service_account.access_token):
+        assert secret not in output
