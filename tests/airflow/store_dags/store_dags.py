@@ -1,4 +1,4 @@
-"""DAGs for the object-store DAG tests (tests/airflow/test_azure.py, test_gcs_hook.py): tasks that reach
+"""DAGs for the object-store DAG tests (tests/airflow/test_azure.py, test_gcs.py): tasks that reach
 a table only through a connection.
 
 `TXNLOG_TEST_STORE` (`azure` or `gcs`, set by the test) names the store; the `txnlog` connection
