@@ -17,9 +17,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
-import subprocess
-import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -28,13 +25,14 @@ from typing import Any
 
 import pytest
 
-from tests.processes import free_port, stop
+from tests.processes import free_port, listening, need_emulator, serving
 
 ROOT = Path(__file__).resolve().parents[1]
 ACCOUNT = "devstoreaccount1"
 # Azurite's fixed development key (documented by Microsoft; the emulator accepts no other).
 ACCOUNT_KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
 _START_TIMEOUT_S = 60.0
+_REQUIRE = "TXNLOG_REQUIRE_AZURITE"  # set (not "0"): a missing Azurite fails the tests, as under CI
 
 
 def azurite_binary() -> str | None:
@@ -44,10 +42,6 @@ def azurite_binary() -> str | None:
         return configured
     local = ROOT / "tools" / "azurite" / "node_modules" / ".bin" / "azurite-blob"
     return str(local) if local.exists() else shutil.which("azurite-blob")
-
-
-def _required() -> bool:
-    return bool(os.environ.get("CI")) or os.environ.get("TXNLOG_REQUIRE_AZURITE", "") not in ("", "0")
 
 
 @dataclass(frozen=True)
@@ -98,42 +92,20 @@ class AzureContainer:
         return self.server.options
 
 
-def _wait_until_listening(proc: subprocess.Popen[bytes], port: int, log: Path) -> None:
-    deadline = time.monotonic() + _START_TIMEOUT_S
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"azurite exited with {proc.returncode}: {log.read_text()[-2000:]}")
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.1)
-    proc.kill()
-    raise RuntimeError(f"azurite did not listen on port {port} within {_START_TIMEOUT_S} s")
-
-
 @pytest.fixture(scope="session")
 def azurite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Azurite]:
     """Azurite's blob service on loopback for the whole session (one per xdist worker)."""
     pytest.importorskip("adlfs")
     binary = azurite_binary()
-    if binary is None:
-        message = "Azurite not installed: run scripts/azurite.sh (needs Node.js)"
-        if _required():
-            pytest.fail(message)
-        pytest.skip(message)
-    work = tmp_path_factory.mktemp("azurite")
+    need_emulator(
+        binary is not None, "Azurite not installed: run scripts/azurite.sh (needs Node.js)", _REQUIRE
+    )
     port = free_port()
-    log = work / "azurite.log"
-    cmd = [binary, "--blobHost", "127.0.0.1", "--blobPort", str(port), "--inMemoryPersistence"]
+    cmd = [str(binary), "--blobHost", "127.0.0.1", "--blobPort", str(port), "--inMemoryPersistence"]
     cmd += ["--skipApiVersionCheck", "--loose", "--silent"]
-    with log.open("wb") as out:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, cwd=work)
-    try:
-        _wait_until_listening(proc, port, log)
+    with serving("azurite", cmd, tmp_path_factory.mktemp("azurite"), listening(port), _START_TIMEOUT_S):
         os.environ["AZURITE_BLOB_STORAGE_URL"] = f"http://127.0.0.1:{port}"
         yield Azurite(port)
-    finally:
-        stop(proc, timeout=10)
 
 
 @pytest.fixture(scope="module")

