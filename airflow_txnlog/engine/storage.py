@@ -53,6 +53,7 @@ from fsspec.implementations.local import LocalFileSystem
 from typing_extensions import override
 
 from airflow_txnlog.engine.errors import InvalidArgumentError, StorageError
+from airflow_txnlog.engine.gcs_token import safe_token
 from airflow_txnlog.engine.store_errors import os_errors
 from airflow_txnlog.engine.validate import flag, mapping
 
@@ -263,11 +264,14 @@ class FsspecStorage(Storage):
                 for attempt in (1, 2):
                     try:
                         self._create_exclusive(path, b"probe")
-                    except FileExistsError:
+                    except FileExistsError as exc:
                         if attempt == 2:
                             _PROBED[key] = True
                             return
-                        raise
+                        raise StorageError(  # (not about the caller's key: never a lost race)
+                            f"the conditional-write probe of {self.root!r} found its fresh object already "
+                            "there (the client retried a create that had landed?). Help: try again"
+                        ) from exc
                 raise StorageError(
                     f"the store behind {self.root!r} accepted a second exclusive create of the same "
                     "object: it ignores conditional writes (If-None-Match), so two writers could both "
@@ -314,12 +318,13 @@ class FsspecStorage(Storage):
         self.fs.pipe_file(path, data)
 
     def _create_exclusive(self, path: str, data: bytes) -> None:
-        """Create `path` only if absent (FileExistsError otherwise). On GCS a multipart upload with
-        `ifGenerationMatch=0` (gcsfs `pipe_file(mode="create")`): GCS checks the precondition on
-        every upload type, fake-gcs-server only on multipart ones, and `open("xb")` sends small
-        objects as media uploads."""
+        """Create `path` only if absent (FileExistsError otherwise). On GCS one multipart upload with
+        `ifGenerationMatch=0` whatever the size (gcsfs `pipe_file(mode="create")`, its chunk size
+        above the data's): GCS checks the precondition on every upload type, fake-gcs-server only on
+        multipart ones, not on media uploads (`open("xb")` of a small object) nor on resumable ones
+        (`pipe_file` of 50 MiB or more by default)."""
         if self.fs_protocol == "gs":
-            self.fs.pipe_file(path, data, mode="create")
+            self.fs.pipe_file(path, data, mode="create", chunksize=len(data) + 1)
             return
         with self.fs.open(path, "xb") as f:
             f.write(data)
@@ -433,6 +438,8 @@ def _filesystem(url: str, scheme: str, options: dict[str, Any]) -> tuple[Any, st
     endpoint) gcsfs's plain filesystem: its default "extended" one first asks a gRPC control plane
     for the bucket's type, which such endpoints do not serve (a 60 s stall per bucket, then a
     fallback to the plain one anyway)."""
+    if scheme == "gs":
+        options = safe_token(options)  # (gcsfs would send an unknown string token in a URL)
     if scheme == "gs" and options.get("endpoint_url"):
         from gcsfs.core import GCSFileSystem  # noqa: PLC0415 - gcsfs is the optional `gcs` extra
 
@@ -470,6 +477,11 @@ def storage_for(
         fs, fs_root = _filesystem(f"{scheme}://{parts.netloc}{parts.path}", scheme, options)
     except (ImportError, ValueError, TypeError) as exc:
         raise StorageError(f"cannot open storage for {uri!r}: {exc}") from exc
+    except Exception as exc:  # a client failing to set up (e.g. a malformed key): named, not echoed
+        raise StorageError(
+            f"cannot open storage for {uri!r}: the store client failed to start "
+            f"({type(exc).__name__}); check the credentials in storage_options"
+        ) from exc
     if scheme == "memory":
         return MemoryStorage(uri, fs, fs_root)
     cls = S3Storage if scheme == "s3" and hasattr(fs, "call_s3") else FsspecStorage

@@ -12,10 +12,11 @@ Connection type `txnlog`:
   service principal (`tenant_id`, `client_id`, `client_secret`); with none of them adlfs uses
   Azure's default credential chain (managed identity, environment, CLI login).
   Google Cloud Storage (`gs://`, `gcs://`), as the google provider's connection does it: the
-  password may hold a service account's JSON key (keyfile dict), or the extra `key_path` a key file;
-  or the extra `gcp_conn_id` names a `google_cloud_platform` connection whose `key_path` /
-  `keyfile_dict` / `project` are used (the google provider need not be installed); with none of
-  them gcsfs uses Application Default Credentials. They become gcsfs's `token` (and `project`).
+  password may hold a service account's JSON key (or the extra `keyfile_dict`), or the extra
+  `key_path` a key file; or the extra `gcp_conn_id` names a `google_cloud_platform` connection whose
+  `keyfile_dict` / `key_path` / `project` are used (the google provider need not be installed); with
+  none of them gcsfs uses Application Default Credentials. They become gcsfs's `token` (and
+  `project`); the precedence and what is refused are in `hooks.gcs_credentials`.
   Anything but a JSON object, or a `single_writer` that is not a boolean, is an `InvalidArgumentError`.
 Which mapping applies follows the table URI's scheme (`storage_options_for(uri)`); `storage_options`
 is the mapping for the connection's base location.
@@ -39,6 +40,7 @@ from airflow.sdk import BaseHook
 from airflow.sdk.exceptions import AirflowNotFoundException
 
 from airflow_txnlog.arguments import flag, invalid
+from airflow_txnlog.hooks.gcs_credentials import gcs_options, google_extras, token_secrets
 
 if TYPE_CHECKING:  # the engine (pyarrow) loads when a table is opened, not when a DAG file is parsed
     from airflow_txnlog.engine import Table
@@ -50,8 +52,6 @@ SECRET_KEYS = frozenset(
 )
 AZURE_SCHEMES = frozenset({"abfs", "abfss", "az"})
 GCS_SCHEMES = frozenset({"gs", "gcs"})
-# The google provider's connection extras (bare, or with its old `extra__google_cloud_platform__` prefix).
-_GCP_EXTRAS = ("key_path", "keyfile_dict", "project")
 # The parts of an Azure connection string that are credentials (the rest names endpoints).
 _CONNECTION_STRING_SECRETS = ("accountkey", "sharedaccesssignature")
 
@@ -60,8 +60,8 @@ def secret_values(options: dict[str, Any]) -> tuple[str, ...]:
     """Every secret value in storage options, for masking messages (short values are not secrets)."""
     found: list[str] = []
     for key, value in options.items():
-        if key == "token" and isinstance(value, dict):  # a service account's key: its private parts
-            found += [str(value[k]) for k in ("private_key", "private_key_id") if value.get(k)]
+        if key == "token" and isinstance(value, dict):  # a key file's content: all but its public fields
+            found += token_secrets(value)
             continue
         if key not in SECRET_KEYS or not isinstance(value, str):
             continue
@@ -135,41 +135,12 @@ class TxnLogHook(BaseHook):
         return options
 
     def _gcs_options(self, conn: Any) -> dict[str, Any]:
-        """gcsfs options: `token` from the password (a JSON key), `key_path`, or the google connection
-        `gcp_conn_id` names; then the other extras (`endpoint_url`, `project`, ...)."""
+        """gcsfs options (hooks.gcs_credentials: the key from this connection or a google one)."""
         extras = {k: v for k, v in self._extras.items() if k != SINGLE_WRITER}
-        gcp_id = extras.pop("gcp_conn_id", None)
-        google = self._google_extras(str(gcp_id)) if gcp_id else {}
-        options: dict[str, Any] = {"project": google["project"]} if google.get("project") else {}
-        key_path = extras.pop("key_path", None) or google.get("key_path")
-        keyfile = conn.password or google.get("keyfile_dict")
-        if keyfile:
-            options["token"] = self._keyfile(keyfile)
-        elif key_path:
-            options["token"] = str(key_path)
-        options.update(extras)
-        return options
+        return gcs_options(str(self.txnlog_conn_id), conn.password, extras, self._google_extras)
 
     def _google_extras(self, conn_id: str) -> dict[str, Any]:
-        extras = self.get_connection(conn_id).extra_dejson or {}
-        prefix = "extra__google_cloud_platform__"
-        return {k: extras.get(k) or extras.get(prefix + k) for k in _GCP_EXTRAS}
-
-    def _keyfile(self, keyfile: Any) -> dict[str, Any]:
-        if isinstance(keyfile, dict):
-            return keyfile
-        import json  # noqa: PLC0415 - only for GCS connections
-
-        try:
-            parsed = json.loads(str(keyfile))
-        except ValueError:
-            parsed = None
-        if not isinstance(parsed, dict):  # (never echo it: it is a credential)
-            raise invalid(
-                f"connection {self.txnlog_conn_id!r}: the GCS service account key (password or keyfile_dict) "
-                "is not a JSON object"
-            )
-        return parsed
+        return google_extras(conn_id, self.get_connection(conn_id).extra_dejson or {})
 
     @cached_property
     def single_writer(self) -> bool:

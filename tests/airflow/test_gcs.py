@@ -78,6 +78,69 @@ def test_a_key_file_a_google_connection_or_adc(monkeypatch: pytest.MonkeyPatch) 
     assert PRIVATE_KEY not in str(err.value)
 
 
+def _google(monkeypatch: pytest.MonkeyPatch, conn_id: str, extra: dict[str, Any]) -> None:
+    conn = {"conn_type": "google_cloud_platform", "extra": extra}
+    monkeypatch.setenv(f"AIRFLOW_CONN_{conn_id.upper()}", json.dumps(conn))
+
+
+def test_one_credential_per_connection_and_unsupported_ways_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A second credential would silently win over the first; a google connection's Secret Manager
+    key, credential config file or impersonation would silently become ADC: all refused by name."""
+    twice = _hook(
+        monkeypatch, "gcs_twice", host="gs://lake/w", password=json.dumps(KEYFILE), extra={"token": "anon"}
+    )
+    with pytest.raises(Exception, match=r"2 ways \(password, token\): keep one") as err:
+        twice.storage_options  # noqa: B018 - the property raises
+    assert PRIVATE_KEY not in str(err.value)
+    own_dict = _hook(monkeypatch, "gcs_dict", host="gs://lake/w", extra={"keyfile_dict": json.dumps(KEYFILE)})
+    assert own_dict.storage_options == {"token": KEYFILE}
+    assert "keyfile_dict" not in json.dumps(own_dict.describe()) and PRIVATE_KEY not in json.dumps(
+        own_dict.describe()
+    )
+    for name in ("key_secret_name", "extra__google_cloud_platform__impersonation_chain"):
+        hook = _hook(monkeypatch, f"gcs_{name[-6:]}", host="gs://lake/w", extra={name: "x"})
+        with pytest.raises(Exception, match="is not supported for GCS tables"):
+            hook.storage_options  # noqa: B018
+    _google(monkeypatch, "gcp_wif", {"credential_config_file": "/wif.json"})
+    via = _hook(monkeypatch, "gcs_wif", host="gs://lake/w", extra={"gcp_conn_id": "gcp_wif"})
+    with pytest.raises(Exception, match="'credential_config_file' is not supported"):
+        via.storage_options  # noqa: B018
+
+
+def test_google_connection_precedence_and_anonymous(monkeypatch: pytest.MonkeyPatch) -> None:
+    both = {"keyfile_dict": json.dumps(KEYFILE), "key_path": "/secrets/other.json", "project": "p2"}
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_GCP_BOTH", json.dumps({"conn_type": "google_cloud_platform", "extra": both})
+    )
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_GCP_ANON",
+        json.dumps({"conn_type": "google_cloud_platform", "extra": {"is_anonymous": True}}),
+    )
+    by_dict = _hook(monkeypatch, "gcs_both", host="gs://lake/w", extra={"gcp_conn_id": "gcp_both"})
+    assert by_dict.storage_options == {"project": "p2", "token": KEYFILE}  # keyfile_dict before key_path
+    own_path = _hook(
+        monkeypatch,
+        "gcs_own",
+        host="gs://lake/w",
+        extra={"gcp_conn_id": "gcp_both", "key_path": "/mine.json"},
+    )
+    assert own_path.storage_options == {"token": "/mine.json"}  # the connection's own key first
+    anon = _hook(monkeypatch, "gcs_anon", host="gs://lake/w", extra={"gcp_conn_id": "gcp_anon"})
+    assert anon.storage_options == {"token": "anon"}
+
+
+def test_every_secret_field_of_a_key_is_masked() -> None:
+    user_key = {
+        "type": "authorized_user",
+        "client_id": "123.apps.googleusercontent.com",
+        "client_secret": "GOCSPX-NEVER-LOG",
+        "refresh_token": "1//NEVER-LOG-REFRESH",
+        "quota_project_id": "lake-prod",
+    }
+    assert set(secret_values({"token": user_key})) == {"GOCSPX-NEVER-LOG", "1//NEVER-LOG-REFRESH"}
+    assert set(secret_values({"token": KEYFILE})) == {PRIVATE_KEY, "abc123def456"}
+
+
 def _live_conn(bucket: GcsBucket, account: ServiceAccount, base: str) -> dict[str, Any]:
     """A connection as a user keeps it: the JSON key as the password, the endpoint as an extra."""
     extra = {k: v for k, v in bucket.options.items() if k != "token"}  # no anonymous token

@@ -124,10 +124,10 @@ def _crash_once(
         except subprocess.TimeoutExpired:
             proc.send_signal(signal.SIGKILL)
     _, err = proc.communicate(timeout=300)
-    if point != "random_delay":
-        assert proc.returncode == -signal.SIGKILL, (
-            f"{point}#{at} not hit (rc {proc.returncode}): {err[-2000:]}"
-        )
+    # random_delay too: its child has 100,000 iterations to run, so any other end is its own failure.
+    assert proc.returncode == -signal.SIGKILL, (
+        f"{point}#{at} not hit (rc {proc.returncode}): {err.decode(errors='replace')[-3000:]}"
+    )
 
     # Replay the report into the model: every "done" applies the intent before it (a vacuum's
     # intent covers both of its commits).

@@ -226,10 +226,14 @@ def test_large_commit_is_uploaded_in_parts_and_stays_exclusive(
 ) -> None:
     """Commits above the client's block size are multipart uploads (S3) or staged blocks (Azure);
     the condition (`If-None-Match: *`) is on the completion / block-list commit that makes the
-    object, so a second writer's parts never become it."""
+    object, so a second writer's parts never become it. On GCS every commit is one multipart upload
+    with `ifGenerationMatch=0`, also above gcsfs's 50 MiB resumable threshold."""
     t = Table.create(s3_uri, schema=SCHEMA, storage_options={**s3_options, **BLOCK_OPTION[store]})
     key = f"{LOG_DIR}/{1:020d}.json"
-    big = b'{"commitInfo":{"pad":"' + b"x" * (11 * 2**20) + b'"}}\n'
+    # gcsfs's pipe_file turns to a resumable upload at 50 MiB, whose precondition fake-gcs-server
+    # ignores: a GCS commit above that must still be one multipart upload.
+    size = 51 * 2**20 if store == "gcs" else 11 * 2**20
+    big = b'{"commitInfo":{"pad":"' + b"x" * size + b'"}}\n'
     t.storage.put_if_absent(key, big)
     with pytest.raises(FileExistsError):
         t.storage.put_if_absent(key, big.replace(b"x", b"y"))
@@ -539,6 +543,29 @@ def test_the_probe_catches_the_gcs_upload_the_emulator_does_not_check(
     monkeypatch.undo()  # the engine's own upload: probed and accepted
     monkeypatch.setattr(storage_mod, "_PROBED", {})
     assert Table.create(uri, schema=SCHEMA, storage_options=gcs_bucket.options).latest_version() == 0
+
+
+def test_a_probe_object_found_on_its_first_create_is_not_a_lost_race(
+    gcs_bucket: GcsBucket, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A client retry can fail the probe's first create on the probe's own object: that must not reach
+    the caller as the FileExistsError of its commit key (a lost race, or "table created concurrently")."""
+    from airflow_txnlog.engine import storage as storage_mod  # noqa: PLC0415
+
+    real = FsspecStorage._create_exclusive
+
+    def retried_first(self: FsspecStorage, path: str, data: bytes) -> None:
+        real(self, path, data)
+        if "_txnlog_probe" in path:
+            raise FileExistsError(path)
+
+    monkeypatch.setattr(storage_mod, "_PROBED", {})
+    monkeypatch.setattr(FsspecStorage, "_create_exclusive", retried_first)
+    uri = gcs_bucket.uri("suite/probe-retried")
+    with pytest.raises(StorageError, match="found its fresh object already there") as err:
+        Table.create(uri, schema=SCHEMA, storage_options=gcs_bucket.options)
+    assert not isinstance(err.value, FileExistsError)
+    assert not gcs_bucket.server.fs().exists(f"{gcs_bucket.name}/suite/probe-retried/{LOG_DIR}/{0:020d}.json")
 
 
 def test_an_endpoint_gets_gcsfs_plain_filesystem(gcs_bucket: GcsBucket) -> None:

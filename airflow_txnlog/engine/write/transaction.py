@@ -26,7 +26,6 @@ and the run's `owner` tag, so that a restore can tell the run's own commits from
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import time
 import uuid
@@ -38,7 +37,6 @@ from airflow_txnlog import __version__
 from airflow_txnlog.engine import properties as props
 from airflow_txnlog.engine.errors import (
     AppendOnlyViolationError,
-    CommitOutcomeUnknownError,
     CommitRetriesExceededError,
     CommitTooLargeError,
     ConcurrentAppendError,
@@ -68,14 +66,13 @@ from airflow_txnlog.engine.log.actions import (
     Txn,
     serialize_actions,
 )
-from airflow_txnlog.engine.log.log_paths import commit_name
 from airflow_txnlog.engine.log.log_reader import list_after, read_commits
 from airflow_txnlog.engine.log.replay import file_key
 from airflow_txnlog.engine.state.predicates import Predicate, Range, parse_predicate
 from airflow_txnlog.engine.state.snapshot import Snapshot
-from airflow_txnlog.engine.storage import LOG_DIR, Storage
+from airflow_txnlog.engine.storage import Storage
 from airflow_txnlog.engine.validate import json_mapping, mapping, number, one_of, text
-from airflow_txnlog.engine.write import commit_timestamps, provenance
+from airflow_txnlog.engine.write import commit_timestamps, landing, provenance
 from airflow_txnlog.engine.write.conflicts import (
     SERIALIZABLE,
     SNAPSHOT_ISOLATION,
@@ -141,6 +138,7 @@ class Transaction:
         self._rows_checked = False
         self._existing_rows_checked = False
         self._winner_mark = -1  # the highest row id a winning commit assigned (row tracking)
+        self._sent: set[str] = set()  # the txnIds of the payloads built (engine.write.landing)
         self._rows_preserved = False
         self.committed_version: int | None = None
         self.attempts = 0
@@ -378,6 +376,7 @@ class Transaction:
             txn_id=str(uuid.uuid4()),
             extra=extra,
         )
+        self._sent.add(info.txn_id)  # type: ignore[arg-type]
         protocol = self._protocol
         domains = dict(self._domains)
         if self.read_version < 0:  # a deferred create: version 0 holds protocol, metaData, domains
@@ -428,10 +427,11 @@ class Transaction:
             if self.attempts > 1 and (self._in_commit_timestamps() or self._row_tracking()):  # per attempt
                 payload = self._payload(read_set, *fields, version=attempt)
             try:
-                self._put(attempt, payload)
+                landing.put_commit(self._storage, attempt, payload)
             except VersionAlreadyExistsError:
-                attempt = self._check_winners(read_set, attempt)
-                continue
+                attempt, ours = self._check_winners(read_set, attempt)
+                if not ours:
+                    continue
             self.committed_version = attempt
             if self._on_committed is not None:
                 self._on_committed(attempt)
@@ -448,28 +448,15 @@ class Transaction:
     def _in_commit_timestamps(self) -> bool:
         return props.in_commit_timestamps((self._metadata or self.snapshot.metadata).configuration)
 
-    def _put(self, version: int, payload: bytes) -> None:
-        """Create commit `version`, or VersionAlreadyExistsError when another writer created it first.
-        A store client that retries a create whose first try landed (gcsfs, botocore: the response
-        was lost) gets the precondition failure for our own object: the bytes, which hold this
-        commit's unique txnId, tell it apart from another writer's, so it is never committed twice."""
-        key = f"{LOG_DIR}/{commit_name(version)}"
-        try:
-            self._storage.put_if_absent(key, payload)
-        except FileExistsError as exc:
-            with contextlib.suppress(OSError):
-                if self._storage.read(key) == payload:
-                    return
-            raise VersionAlreadyExistsError(version) from exc
-        except OSError as exc:  # the object may have landed before the failure: we cannot tell
-            raise CommitOutcomeUnknownError(version, exc) from exc
-
-    def _check_winners(self, read_set: ReadSet, attempt: int) -> int:
-        """Check every commit from `attempt` on against ours; return the next version to try."""
+    def _check_winners(self, read_set: ReadSet, attempt: int) -> tuple[int, bool]:
+        """Check every commit from `attempt` on against ours: (the next version to try, False), or
+        (a version, True) when that version holds a commit this transaction sent (engine.write.landing)."""
         if self.read_version < 0:  # a deferred create: whoever made version 0 made another table
             raise TableCreatedConcurrentlyError()
         winners = list_after(self._storage, attempt - 1).run_from(attempt)
         for winner in read_commits(self._storage, winners):
+            if landing.sent_by(winner.actions, self._sent):
+                return winner.version, True
             self._winner_mark = max(self._winner_mark, row_tracking.mark_in(winner.actions))
             read = (self.snapshot.protocol, self.snapshot.metadata.configuration)
             ours = (self._protocol, None if self._metadata is None else self._metadata.configuration)
@@ -485,7 +472,7 @@ class Transaction:
                 ranges=self._ranges,
                 protocol_supported=self._protocol_ok,
             )
-        return attempt + len(winners)
+        return attempt + len(winners), False
 
     def _ranges(self, add: Mapping[str, Any], columns: frozenset[str]) -> Mapping[str, Range]:
         return self.snapshot.file_ranges(AddFile.from_wire(add), columns)
