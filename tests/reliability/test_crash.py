@@ -14,7 +14,7 @@ After every kill the test checks, in this process:
   in-flight operation exactly when its commit landed), all live files are readable;
 - the snapshot built from the newest checkpoint has the same live files as a full JSON replay;
 - a new writer can commit (the next version, readable at once).
-Sizes: CI by default; `TXNLOG_FULL=1` runs >= 1,000 kills (local + S3 + Azure).
+Sizes: CI by default; `TXNLOG_FULL=1` runs >= 1,000 kills (local + S3 + Azure + GCS).
 """
 
 from __future__ import annotations
