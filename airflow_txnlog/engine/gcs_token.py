@@ -8,8 +8,9 @@ all. So, before gcsfs is built:
 
 - a string holding a JSON object becomes the dict gcsfs expects for a key (invalid JSON is refused
   without echoing it);
-- a string naming a file (it contains a `/` or ends in `.json`) must exist, else it is refused by
-  name (a path is not a secret) instead of being taken for an access token;
+- a string naming an existing file is a key file (passed on stripped); one that looks like a path
+  (a `/` or `\\` in it, or ending in `.json`) but names no file is refused by name (a path is not a
+  secret) instead of being taken for an access token;
 - any other string that is not a method name is an access token: it becomes google-auth
   `Credentials`, which gcsfs uses as they are, with no validation request.
 
@@ -18,6 +19,7 @@ Dicts and credential objects pass unchanged.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from typing import Any
@@ -33,6 +35,8 @@ def safe_token(options: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(token, str) or token in GCSFS_METHODS:
         return options
     text = token.strip()
+    if os.path.exists(text):  # a key file, wherever it is and whatever its name
+        return {**options, "token": text}
     if text.startswith("{"):
         try:
             key = json.loads(text)
@@ -44,10 +48,15 @@ def safe_token(options: dict[str, Any]) -> dict[str, Any]:
                 "(its text is not shown: it is a credential)"
             )
         return {**options, "token": key}
-    if "/" in text or text.endswith(".json"):
-        if not os.path.isfile(text):
-            raise InvalidArgumentError(f"storage option 'token': no key file at {text!r}")
-        return options
+    if any(sep in text for sep in ("/", "\\")) or text.endswith(".json"):
+        raise InvalidArgumentError(f"storage option 'token': no key file at {text!r}")
+    return {**options, "token": _credentials(text)}
+
+
+@functools.lru_cache(maxsize=32)
+def _credentials(access_token: str) -> Any:
+    """One credentials object per token: fsspec caches filesystems by their options' text, which
+    holds the object's identity, so a new object per call would build (and keep) a new filesystem."""
     from google.oauth2.credentials import Credentials  # noqa: PLC0415 - gcsfs brings google-auth
 
-    return {**options, "token": Credentials(token=text)}  # type: ignore[no-untyped-call]
+    return Credentials(token=access_token)  # type: ignore[no-untyped-call]

@@ -261,17 +261,14 @@ class FsspecStorage(Storage):
                 return
             path = self.full_path(f"{PROBE_DIR}/{uuid.uuid4().hex}")
             try:
-                for attempt in (1, 2):
+                for _ in range(2):
                     try:
                         self._create_exclusive(path, b"probe")
-                    except FileExistsError as exc:
-                        if attempt == 2:
-                            _PROBED[key] = True
-                            return
-                        raise StorageError(  # (not about the caller's key: never a lost race)
-                            f"the conditional-write probe of {self.root!r} found its fresh object already "
-                            "there (the client retried a create that had landed?). Help: try again"
-                        ) from exc
+                    except FileExistsError:
+                        # The second create refused, or the first: a fresh name exists only if our own
+                        # create landed and the client's retry was refused. Either way the store checks.
+                        _PROBED[key] = True
+                        return
                 raise StorageError(
                     f"the store behind {self.root!r} accepted a second exclusive create of the same "
                     "object: it ignores conditional writes (If-None-Match), so two writers could both "
@@ -475,6 +472,8 @@ def storage_for(
         options.setdefault("use_listings_cache", False)
     try:
         fs, fs_root = _filesystem(f"{scheme}://{parts.netloc}{parts.path}", scheme, options)
+    except InvalidArgumentError:
+        raise
     except (ImportError, ValueError, TypeError) as exc:
         raise StorageError(f"cannot open storage for {uri!r}: {exc}") from exc
     except Exception as exc:  # a client failing to set up (e.g. a malformed key): named, not echoed

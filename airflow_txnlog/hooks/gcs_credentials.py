@@ -5,13 +5,16 @@ Where the credential comes from, first found wins:
    `keyfile_dict` (the same, as the google connection names it), or the extra `key_path` (a key
    file on the workers), or the extra `token` (any gcsfs token, e.g. `"anon"` for an emulator).
    More than one of these is refused: one would silently win over the other;
-2. the `google_cloud_platform` connection named by the extra `gcp_conn_id`: its `keyfile_dict`,
-   else its `key_path` (its `project` too), else anonymous when its `is_anonymous` is set;
+2. the `google_cloud_platform` connection named by the extra `gcp_conn_id`: its `keyfile_dict` or
+   its `key_path` (both is refused, as the google provider does), else anonymous when its
+   `is_anonymous` is set. Its `project` is used whenever it is named, unless the `txnlog`
+   connection's extras give one;
 3. nothing: gcsfs uses Application Default Credentials (Workload Identity, Composer's service
    account, `gcloud auth application-default login`).
 
 The google connection's other ways (`key_secret_name`, `credential_config_file`,
-`impersonation_chain`) are refused by name rather than silently replaced by a different identity.
+`impersonation_chain`, `idp_issuer_url`) are refused by name rather than silently replaced by a
+different identity.
 `token_secrets` lists every value of a key that is not one of its public fields, for masking.
 """
 
@@ -25,7 +28,7 @@ from airflow_txnlog.arguments import invalid
 
 # The google provider's connection extras (bare, or with its old `extra__google_cloud_platform__` prefix).
 GCP_EXTRAS = ("key_path", "keyfile_dict", "project", "is_anonymous")
-UNSUPPORTED = ("key_secret_name", "credential_config_file", "impersonation_chain")
+UNSUPPORTED = ("key_secret_name", "credential_config_file", "impersonation_chain", "idp_issuer_url")
 GCP_PREFIX = "extra__google_cloud_platform__"
 # Fields of a service-account or authorized-user key that are not secrets (all others are).
 PUBLIC_KEY_FIELDS = frozenset(
@@ -68,11 +71,9 @@ def gcs_options(
         raise invalid(
             f"connection {conn_id!r} gives GCS credentials {len(given)} ways ({', '.join(given)}): keep one"
         )
-    options: dict[str, Any] = {}
+    options = _from_google(str(gcp_id), google(str(gcp_id)), token=not given) if gcp_id else {}
     if given:
         options["token"] = _token(conn_id, given[0], own[given[0]])
-    elif gcp_id:
-        options.update(_from_google(str(gcp_id), google(str(gcp_id))))
     options.update(rest)
     return options
 
@@ -92,8 +93,13 @@ def _refuse_unsupported(conn_id: str, extras: Mapping[str, Any]) -> None:
             )
 
 
-def _from_google(conn_id: str, google: Mapping[str, Any]) -> dict[str, Any]:
+def _from_google(conn_id: str, google: Mapping[str, Any], *, token: bool) -> dict[str, Any]:
+    """`project` from a google connection, and its credential as `token` when `token` is asked for."""
     options: dict[str, Any] = {"project": google["project"]} if google.get("project") else {}
+    if not token:
+        return options
+    if google.get("keyfile_dict") and google.get("key_path"):
+        raise invalid(f"connection {conn_id!r} gives both keyfile_dict and key_path: keep one")
     if google.get("keyfile_dict"):
         options["token"] = _token(conn_id, "keyfile_dict", google["keyfile_dict"])
     elif google.get("key_path"):

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from airflow_txnlog.engine import Table
+from airflow_txnlog.engine import InvalidArgumentError, Table
 from airflow_txnlog.hooks.txnlog import TxnLogHook, secret_values
 from tests.airflow.store_dags_run import run_and_check
 from tests.conftest import SCHEMA, rows
@@ -73,7 +73,7 @@ def test_a_key_file_a_google_connection_or_adc(monkeypatch: pytest.MonkeyPatch) 
     adc = _hook(monkeypatch, "gcs_adc", host="gs://lake/w")
     assert adc.storage_options == {}  # gcsfs's default: Application Default Credentials
     bad = _hook(monkeypatch, "gcs_bad", host="gs://lake/w", password="not json " + PRIVATE_KEY)
-    with pytest.raises(Exception, match="not a JSON object") as err:
+    with pytest.raises(InvalidArgumentError, match="not a JSON object") as err:
         bad.storage_options  # noqa: B018 - the property raises
     assert PRIVATE_KEY not in str(err.value)
 
@@ -89,7 +89,7 @@ def test_one_credential_per_connection_and_unsupported_ways_refused(monkeypatch:
     twice = _hook(
         monkeypatch, "gcs_twice", host="gs://lake/w", password=json.dumps(KEYFILE), extra={"token": "anon"}
     )
-    with pytest.raises(Exception, match=r"2 ways \(password, token\): keep one") as err:
+    with pytest.raises(InvalidArgumentError, match=r"2 ways \(password, token\): keep one") as err:
         twice.storage_options  # noqa: B018 - the property raises
     assert PRIVATE_KEY not in str(err.value)
     own_dict = _hook(monkeypatch, "gcs_dict", host="gs://lake/w", extra={"keyfile_dict": json.dumps(KEYFILE)})
@@ -97,34 +97,31 @@ def test_one_credential_per_connection_and_unsupported_ways_refused(monkeypatch:
     assert "keyfile_dict" not in json.dumps(own_dict.describe()) and PRIVATE_KEY not in json.dumps(
         own_dict.describe()
     )
-    for name in ("key_secret_name", "extra__google_cloud_platform__impersonation_chain"):
+    for name in ("key_secret_name", "extra__google_cloud_platform__impersonation_chain", "idp_issuer_url"):
         hook = _hook(monkeypatch, f"gcs_{name[-6:]}", host="gs://lake/w", extra={name: "x"})
-        with pytest.raises(Exception, match="is not supported for GCS tables"):
+        with pytest.raises(InvalidArgumentError, match="is not supported for GCS tables"):
             hook.storage_options  # noqa: B018
     _google(monkeypatch, "gcp_wif", {"credential_config_file": "/wif.json"})
     via = _hook(monkeypatch, "gcs_wif", host="gs://lake/w", extra={"gcp_conn_id": "gcp_wif"})
-    with pytest.raises(Exception, match="'credential_config_file' is not supported"):
+    with pytest.raises(InvalidArgumentError, match="'credential_config_file' is not supported"):
         via.storage_options  # noqa: B018
 
 
-def test_google_connection_precedence_and_anonymous(monkeypatch: pytest.MonkeyPatch) -> None:
-    both = {"keyfile_dict": json.dumps(KEYFILE), "key_path": "/secrets/other.json", "project": "p2"}
-    monkeypatch.setenv(
-        "AIRFLOW_CONN_GCP_BOTH", json.dumps({"conn_type": "google_cloud_platform", "extra": both})
-    )
-    monkeypatch.setenv(
-        "AIRFLOW_CONN_GCP_ANON",
-        json.dumps({"conn_type": "google_cloud_platform", "extra": {"is_anonymous": True}}),
-    )
-    by_dict = _hook(monkeypatch, "gcs_both", host="gs://lake/w", extra={"gcp_conn_id": "gcp_both"})
-    assert by_dict.storage_options == {"project": "p2", "token": KEYFILE}  # keyfile_dict before key_path
-    own_path = _hook(
-        monkeypatch,
-        "gcs_own",
-        host="gs://lake/w",
-        extra={"gcp_conn_id": "gcp_both", "key_path": "/mine.json"},
-    )
-    assert own_path.storage_options == {"token": "/mine.json"}  # the connection's own key first
+def test_google_connection_precedence_project_and_anonymous(monkeypatch: pytest.MonkeyPatch) -> None:
+    _google(monkeypatch, "gcp_key", {"keyfile_dict": json.dumps(KEYFILE), "project": "p2"})
+    _google(monkeypatch, "gcp_both", {"keyfile_dict": json.dumps(KEYFILE), "key_path": "/other.json"})
+    _google(monkeypatch, "gcp_anon", {"is_anonymous": True})
+    by_dict = _hook(monkeypatch, "gcs_key", host="gs://lake/w", extra={"gcp_conn_id": "gcp_key"})
+    assert by_dict.storage_options == {"project": "p2", "token": KEYFILE}
+    own = {"gcp_conn_id": "gcp_key", "key_path": "/mine.json"}
+    own_path = _hook(monkeypatch, "gcs_own", host="gs://lake/w", extra=own)
+    assert own_path.storage_options == {"project": "p2", "token": "/mine.json"}  # own key, google project
+    mine = _hook(monkeypatch, "gcs_mine", host="gs://lake/w", extra={**own, "project": "p3"})
+    assert mine.storage_options["project"] == "p3"  # the connection's own extras last
+    both = _hook(monkeypatch, "gcs_both", host="gs://lake/w", extra={"gcp_conn_id": "gcp_both"})
+    with pytest.raises(InvalidArgumentError, match="both keyfile_dict and key_path: keep one") as err:
+        both.storage_options  # noqa: B018 - the property raises
+    assert PRIVATE_KEY not in str(err.value)
     anon = _hook(monkeypatch, "gcs_anon", host="gs://lake/w", extra={"gcp_conn_id": "gcp_anon"})
     assert anon.storage_options == {"token": "anon"}
 

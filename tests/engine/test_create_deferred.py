@@ -22,6 +22,7 @@ from airflow_txnlog.engine import (
     UnsupportedFeatureError,
 )
 from tests.conftest import SCHEMA, rows
+from tests.engine.lost_responses import lose_create_responses
 
 
 def _actions(root: Path, version: int) -> list[dict[str, Any]]:
@@ -161,3 +162,13 @@ def test_latest_version_sees_another_writers_version_zero(tmp_path: Path) -> Non
     assert deferred.latest_version() == 0
     with pytest.raises(TableCreatedConcurrentlyError):
         deferred.snapshot()
+
+
+def test_a_first_write_that_landed_despite_a_refused_retry_is_not_another_table(tmp_path: Path) -> None:
+    """The client's retry of version 0 is refused on our own object and the read-back (here) sees
+    other bytes: the conflict check finds our txnId in version 0, so it is our table, not a rival's."""
+    t = Table.create(str(tmp_path / "t"), schema=SCHEMA, defer=True)
+    created = lose_create_responses(t.storage, read_back_differs=0)
+    assert t.write(rows([1, 2])) == 0 and len(created) == 1
+    assert Table.open(t.uri).latest_version() == 0
+    assert sorted(Table.open(t.uri).snapshot().to_arrow().column("id").to_pylist()) == [1, 2]

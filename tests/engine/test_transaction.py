@@ -23,6 +23,7 @@ from airflow_txnlog.engine import (
     Table,
 )
 from tests.conftest import SCHEMA, rows
+from tests.engine.lost_responses import lose_create_responses
 
 
 def _table(uri: str, **props: str) -> Table:
@@ -256,20 +257,12 @@ def test_a_client_retry_that_finds_our_own_commit_is_not_a_lost_race(tmp_path) -
     """gcsfs and botocore retry a create whose response was lost; the retry then fails its
     precondition on our own object. That is our commit, landed once: never a second commit."""
     t = engine.Table.create(str(tmp_path / "t"), schema=SCHEMA)
-    storage = t.storage
-    original = storage.put_if_absent
-    calls: list[str] = []
-
-    def lost_response(key: str, data: bytes) -> None:
-        calls.append(key)
-        original(key, data)  # lands...
-        raise FileExistsError(key)  # ...but the client's retry is told the object exists
-
-    storage.put_if_absent = lost_response  # type: ignore[method-assign]
+    original = t.storage.put_if_absent, t.storage.read
+    created = lose_create_responses(t.storage)
     assert t.write(rows([1, 2])) == 1
-    assert len(calls) == 1 and t.latest_version() == 1
+    assert len(created) == 1 and t.latest_version() == 1
     assert sorted(t.snapshot().to_arrow().column("id").to_pylist()) == [1, 2]  # once, not twice
-    storage.put_if_absent = original  # type: ignore[method-assign]
+    t.storage.put_if_absent, t.storage.read = original  # type: ignore[method-assign]
     assert t.write(rows([4])) == 2  # and the handle goes on as usual
 
 
@@ -277,19 +270,7 @@ def test_a_failed_read_back_after_a_precondition_failure_is_an_unknown_outcome(t
     """The read-back that tells our landed commit from a rival's fails: the outcome is unknown, never
     "another writer won" (checking our own commit as a rival's would pass a blind append twice)."""
     t = engine.Table.create(str(tmp_path / "t"), schema=SCHEMA)
-    storage, original, real_read = t.storage, t.storage.put_if_absent, t.storage.read
-
-    def lost_response(key: str, data: bytes) -> None:
-        original(key, data)
-        raise FileExistsError(key)
-
-    def read_fails(key: str) -> bytes:
-        if key.endswith(f"{1:020d}.json"):
-            raise ConnectionResetError("the network blip that caused the retry")
-        return real_read(key)
-
-    storage.put_if_absent = lost_response  # type: ignore[method-assign]
-    storage.read = read_fails  # type: ignore[method-assign]
+    lose_create_responses(t.storage, read_fails=1)
     with pytest.raises(CommitOutcomeUnknownError) as err:
         t.write(rows([1, 2]))
     assert err.value.version == 1
@@ -302,23 +283,8 @@ def test_a_winner_holding_our_txn_id_is_our_own_commit(tmp_path) -> None:
     """Second line of defense: should our landed commit reach the conflict check as a "winner" (here
     the read-back sees other bytes), its commitInfo.txnId, fresh per payload, shows it is ours."""
     t = engine.Table.create(str(tmp_path / "t"), schema=SCHEMA)
-    storage, original, real_read = t.storage, t.storage.put_if_absent, t.storage.read
-
-    def lost_response(key: str, data: bytes) -> None:
-        original(key, data)
-        raise FileExistsError(key)
-
-    read_back: list[str] = []
-
-    def first_read_differs(key: str) -> bytes:  # the read-back only; the conflict check reads truly
-        if key.endswith(f"{1:020d}.json") and not read_back:
-            read_back.append(key)
-            return b"{}"
-        return real_read(key)
-
-    storage.put_if_absent = lost_response  # type: ignore[method-assign]
-    storage.read = first_read_differs  # type: ignore[method-assign]
+    created = lose_create_responses(t.storage, read_back_differs=1)
     txn = t.transaction()
     txn.add(AddFile("part=a/y.parquet", {"part": "a"}, 1, 1))
-    assert txn.commit() == 1 and txn.attempts == 1 and read_back
+    assert txn.commit() == 1 and txn.attempts == 1 and len(created) == 1
     assert engine.Table.open(t.uri).latest_version() == 1  # not also committed as version 2

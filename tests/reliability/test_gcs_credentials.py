@@ -9,10 +9,11 @@ hands a raw access token to google-auth as credentials (no validation request).
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
-from airflow_txnlog.engine import Table, TableNotFoundError, TxnLogError
+from airflow_txnlog.engine import InvalidArgumentError, Table, TableNotFoundError
 from airflow_txnlog.engine.storage import storage_for
 from tests.conftest import SCHEMA, rows
 from tests.gcs import GcsBucket, ServiceAccount
@@ -41,6 +42,21 @@ def test_a_raw_access_token_is_used_as_credentials_without_a_request(gcs_bucket:
     assert token not in str(err.value)
     t = Table.create(gcs_bucket.uri("raw-token"), schema=SCHEMA, storage_options=options)
     assert t.write(rows([3])) == 1
+    # One credentials object per token: fsspec's filesystem cache (keyed by the options' text) hits.
+    assert storage_for(gcs_bucket.uri("x"), options).fs is storage.fs
+
+
+def test_a_key_file_by_any_name_is_a_key_file(
+    gcs_bucket: GcsBucket, service_account: ServiceAccount, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A relative key file without a slash or `.json` (as gcsfs accepts it), read with a trailing
+    newline from a secret file: still a key file, never taken for an access token."""
+    (tmp_path / "sa.key").write_text(json.dumps(service_account.key))
+    monkeypatch.chdir(tmp_path)
+    options = {**gcs_bucket.options, "token": "sa.key\n"}
+    t = Table.create(gcs_bucket.uri("key-file"), schema=SCHEMA, storage_options=options)
+    assert t.write(rows([4])) == 1
+    assert service_account.requests  # the key signed a JWT
 
 
 @pytest.mark.parametrize(
@@ -57,7 +73,7 @@ def test_a_bad_token_is_refused_without_echoing_it(
     if message is None:
         assert storage_for(gcs_bucket.uri("bad"), options).fs.credentials.credentials.token == token
         return
-    with pytest.raises(TxnLogError, match=message) as err:
+    with pytest.raises(InvalidArgumentError, match=message) as err:
         Table.create(gcs_bucket.uri("bad"), schema=SCHEMA, storage_options=options)
     assert "NEVER-SHOWN" not in str(err.value)
     assert not gcs_bucket.server.fs().exists(gcs_bucket.uri("bad"))  # nothing written

@@ -17,7 +17,7 @@ commitInfo.txnId, so our commit is told from another writer's in two places:
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable
 from typing import Any
 
 from airflow_txnlog.engine.errors import CommitOutcomeUnknownError, VersionAlreadyExistsError
@@ -42,7 +42,7 @@ def put_commit(storage: Storage, version: int, payload: bytes) -> None:
         raise CommitOutcomeUnknownError(version, exc) from exc
 
 
-def sent_by(actions: Iterable[Mapping[str, Any]], txn_ids: Collection[str]) -> bool:
+def sent_by(actions: Iterable[dict[str, Any]], txn_ids: Collection[str]) -> bool:
     """True when a commit's commitInfo.txnId is one of `txn_ids` (a commit we sent)."""
-    txn_id = commit_info(actions).get("txnId")  # type: ignore[arg-type]
+    txn_id = commit_info(actions).get("txnId")
     return isinstance(txn_id, str) and txn_id in txn_ids

@@ -364,6 +364,7 @@ class Transaction:
             ict = commit_timestamps.next_timestamp(self._storage, self.snapshot, version, now)
             extra = {**extra, IN_COMMIT_TIMESTAMP: ict}
             metadata = commit_timestamps.with_enablement(self.snapshot, self._metadata, version, ict)
+        txn_id = str(uuid.uuid4())
         info = CommitInfo(
             timestamp=now,
             operation=self.operation,
@@ -373,10 +374,10 @@ class Transaction:
             is_blind_append=read_set.is_blind_append,
             operation_metrics=metrics,
             engine_info=ENGINE_INFO,
-            txn_id=str(uuid.uuid4()),
+            txn_id=txn_id,
             extra=extra,
         )
-        self._sent.add(info.txn_id)  # type: ignore[arg-type]
+        self._sent.add(txn_id)
         protocol = self._protocol
         domains = dict(self._domains)
         if self.read_version < 0:  # a deferred create: version 0 holds protocol, metaData, domains
@@ -451,12 +452,12 @@ class Transaction:
     def _check_winners(self, read_set: ReadSet, attempt: int) -> tuple[int, bool]:
         """Check every commit from `attempt` on against ours: (the next version to try, False), or
         (a version, True) when that version holds a commit this transaction sent (engine.write.landing)."""
-        if self.read_version < 0:  # a deferred create: whoever made version 0 made another table
-            raise TableCreatedConcurrentlyError()
         winners = list_after(self._storage, attempt - 1).run_from(attempt)
         for winner in read_commits(self._storage, winners):
             if landing.sent_by(winner.actions, self._sent):
                 return winner.version, True
+            if self.read_version < 0:  # a deferred create: whoever made version 0 made another table
+                raise TableCreatedConcurrentlyError()
             self._winner_mark = max(self._winner_mark, row_tracking.mark_in(winner.actions))
             read = (self.snapshot.protocol, self.snapshot.metadata.configuration)
             ours = (self._protocol, None if self._metadata is None else self._metadata.configuration)
@@ -472,6 +473,8 @@ class Transaction:
                 ranges=self._ranges,
                 protocol_supported=self._protocol_ok,
             )
+        if self.read_version < 0:
+            raise TableCreatedConcurrentlyError()
         return attempt + len(winners), False
 
     def _ranges(self, add: Mapping[str, Any], columns: frozenset[str]) -> Mapping[str, Range]:
