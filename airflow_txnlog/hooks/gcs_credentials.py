@@ -57,7 +57,7 @@ def gcs_options(
 ) -> dict[str, Any]:
     """gcsfs options for a `txnlog` connection (`extras` without `single_writer`); `google(conn_id)`
     reads another connection's extras."""
-    rest = {k: v for k, v in extras.items() if not k.startswith(GCP_PREFIX)}
+    rest = {k.removeprefix(GCP_PREFIX): v for k, v in extras.items()}  # the google form's old names too
     _refuse_unsupported(conn_id, extras)
     gcp_id = rest.pop("gcp_conn_id", None)
     own = {

@@ -94,6 +94,10 @@ def test_one_credential_per_connection_and_unsupported_ways_refused(monkeypatch:
     assert PRIVATE_KEY not in str(err.value)
     own_dict = _hook(monkeypatch, "gcs_dict", host="gs://lake/w", extra={"keyfile_dict": json.dumps(KEYFILE)})
     assert own_dict.storage_options == {"token": KEYFILE}
+    old_name = {"extra__google_cloud_platform__key_path": "/sa.json"}  # read, never silently dropped
+    assert _hook(monkeypatch, "gcs_old", host="gs://lake/w", extra=old_name).storage_options == {
+        "token": "/sa.json"
+    }
     assert "keyfile_dict" not in json.dumps(own_dict.describe()) and PRIVATE_KEY not in json.dumps(
         own_dict.describe()
     )
