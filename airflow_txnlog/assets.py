@@ -9,6 +9,7 @@ so the watched asset and the plain one that operators emit for are the same asse
 from __future__ import annotations
 
 import os
+import posixpath
 from collections.abc import Sequence
 
 from airflow.sdk import Asset, AssetWatcher
@@ -33,3 +34,25 @@ def table_asset(table_uri: str, *, watchers: Sequence[AssetWatcher] = ()) -> Ass
     if watchers:
         return Asset(uri=uri, watchers=list(watchers))
     return Asset(uri=uri)
+
+
+# Schemes that name the same store (fsspec's and Hadoop's spellings).
+_SAME_STORE = {"s3a": "s3", "s3n": "s3", "gcs": "gs", "abfs": "abfss"}
+
+
+def table_location(table_uri: str) -> str:
+    """One spelling per storage location, to tell whether two URIs name the same table: the asset
+    URI with the store's scheme spelled one way and `.` / `..` / repeated slashes resolved
+    (`lake/t/`, `./lake/t` and `file:///<cwd>/lake/t` give one location). A relative URI is taken
+    against the working directory, so compare URIs the connection has resolved (`TxnLogHook.
+    resolve_uri`) when a base location may apply."""
+    uri = table_asset_uri(table_uri)
+    scheme, _, rest = uri.partition("://")
+    scheme = _SAME_STORE.get(scheme.lower(), scheme.lower())
+    if scheme == "file":
+        rest = "/" + rest.lstrip("/")
+    bucket, slash, path = rest.partition("/")
+    if scheme != "file" and not slash:
+        return f"{scheme}://{bucket}"
+    normal = posixpath.normpath("/" + (path if scheme != "file" else rest).lstrip("/"))
+    return f"{scheme}://{normal}" if scheme == "file" else f"{scheme}://{bucket}{normal}"

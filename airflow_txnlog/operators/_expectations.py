@@ -5,23 +5,28 @@
                   "has_id": "id IS NOT NULL"}                  # action "fail" (the default)
     quarantine_table_uri="lake/orders_quarantine"              # needed by a quarantine rule
 
-Checked when the DAG is parsed (light: no pyspark, no engine): unique identifier names, a non-empty
-expression, an action among fail / drop / quarantine, a quarantine table when a rule needs one. At
-run time the source is split (`spark.expectations.check`); quarantined rows are committed to the
-quarantine table FIRST, with the task's idempotency id (created on first use, its schema the
-source's plus `_broken_rules`), then the table's own commit carries the counts in its
-operationMetrics (`expectations.<rule>.dropped` / `.quarantined`). A retry after the quarantine
-commit finds the id there and skips it, so quarantined rows are neither lost nor duplicated. The
-XCom and the asset event report {rule: {"action", "rows"}}.
+Checked when the DAG is parsed (light: no pyspark, no engine): unique, non-empty names (any text:
+they are reported, never parsed as SQL), a non-empty expression, an action among fail / drop /
+quarantine, a quarantine table when a rule needs one, and never the table written itself. At run
+time, before anything is read or written, the quarantine table is checked again against the target
+as the connection resolves both (`same_table`): the same location, or, when both exist, the same
+table id (two spellings of one store). Then the source is split (`spark.expectations.check`);
+quarantined rows are committed to the quarantine table FIRST, with the task's idempotency id scoped
+to the quarantine (`quarantine_txn`: the app id + QUARANTINE_SCOPE, never the table write's own id,
+so one commit can never pass for the other), created on first use with the source's schema plus
+`_broken_rules`; then the table's own commit carries the counts in its operationMetrics
+(`expectations.<rule>.dropped` / `.quarantined`). A retry after the quarantine commit finds its id
+there and skips it, so quarantined rows are neither lost nor duplicated. The XCom and the asset
+event report {rule: {"action", "rows"}}.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from airflow_txnlog.arguments import invalid
+from airflow_txnlog.arguments import invalid, renders_later
+from airflow_txnlog.assets import table_location
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -29,8 +34,14 @@ if TYPE_CHECKING:
     from airflow_txnlog.hooks.txnlog import TxnLogHook
 
 ACTIONS = ("fail", "drop", "quarantine")
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+QUARANTINE_SCOPE = "/quarantine"  # (appended to the task's app id for the quarantine commit)
 Specs = dict[str, tuple[str, str]]
+
+
+def quarantine_txn(txn: tuple[str, int]) -> tuple[str, int]:
+    """The quarantine commit's idempotency id: the task's, scoped, so that it can never be taken for
+    the table write's (or the reverse) whatever table each lands in."""
+    return f"{txn[0]}{QUARANTINE_SCOPE}", txn[1]
 
 
 def specs(value: object, quarantine_table_uri: object) -> Specs:
@@ -44,16 +55,59 @@ def specs(value: object, quarantine_table_uri: object) -> Specs:
     out: Specs = {}
     for name, item in value.items():
         expression, action = (item, "fail") if isinstance(item, str) else _pair(name, item)
-        if not isinstance(name, str) or not _NAME.fullmatch(name) or name.lower() in {n.lower() for n in out}:
-            raise invalid(f"expectation name {name!r} must be a unique identifier")
+        if not isinstance(name, str) or not name.strip():
+            raise invalid(f"expectation names must be non-empty strings; got {name!r}")
+        if name.strip().lower() in {n.lower() for n in out}:
+            raise invalid(f"expectation name {name!r} is given twice (names are compared ignoring case)")
         if not isinstance(expression, str) or not expression.strip():
             raise invalid(f"expectation {name}: the expression must be a non-empty SQL string")
         if action not in ACTIONS:
             raise invalid(f"expectation {name}: action {action!r} is not one of {ACTIONS}")
-        out[name] = (expression, action)
+        out[name.strip()] = (expression, action)
     if any(a == "quarantine" for _, a in out.values()) and not isinstance(quarantine_table_uri, str):
         raise invalid("a quarantine expectation needs quarantine_table_uri (the table its rows go to)")
     return out
+
+
+def refuse_quarantine_is_target(table_uri: object, quarantine_table_uri: object) -> None:
+    """At parse time: the quarantine table named as the table written (same location once trailing
+    slashes, `file://` and `.` / `..` are resolved) is refused. Templated URIs, and a relative URI
+    against an absolute one (a connection's base location decides), wait for `same_table`."""
+    if not isinstance(table_uri, str) or not isinstance(quarantine_table_uri, str):
+        return
+    if renders_later(table_uri) or renders_later(quarantine_table_uri):
+        return
+    if _relative(table_uri) != _relative(quarantine_table_uri):
+        return
+    if table_location(table_uri) == table_location(quarantine_table_uri):
+        raise invalid(_SAME_TABLE.format(table_uri, quarantine_table_uri))
+
+
+_SAME_TABLE = (
+    "quarantine_table_uri {1!r} is the table this task writes ({0!r}): quarantined rows would land in "
+    "it. Help: give a table of their own, e.g. {0!r} + '_quarantine'"
+)
+
+
+def _relative(uri: str) -> bool:
+    head, sep, _ = uri.partition("://")
+    return not (sep and head.isalnum()) and not uri.startswith("/")
+
+
+def same_table(hook: TxnLogHook, table_uri: str, quarantine_table_uri: str) -> None:
+    """At run time, before anything is written: InvalidArgumentError when the quarantine table is the
+    target as the connection resolves them (same location, or both exist with the same table id)."""
+    from airflow_txnlog.engine import TableNotFoundError  # noqa: PLC0415 - no engine at parse time
+
+    target, quarantine = hook.resolve_uri(table_uri), hook.resolve_uri(quarantine_table_uri)
+    if table_location(target) == table_location(quarantine):
+        raise invalid(_SAME_TABLE.format(table_uri, quarantine_table_uri))
+    try:
+        ids = {hook.get_table(uri).snapshot().metadata.id for uri in (table_uri, quarantine_table_uri)}
+    except TableNotFoundError:
+        return  # (one of them is created by this task: the locations differ, so the tables do)
+    if len(ids) == 1:
+        raise invalid(_SAME_TABLE.format(table_uri, quarantine_table_uri) + " (the same table id)")
 
 
 def _pair(name: object, item: object) -> tuple[object, object]:
@@ -77,7 +131,14 @@ def apply(
 
     checked = check(df, [Expectation(n, e, a) for n, (e, a) in rules.items()])
     if checked.quarantined is not None and checked.quarantined_rows and quarantine_table_uri is not None:
-        _quarantine(spark, checked.quarantined, hook=hook, uri=quarantine_table_uri, txn=txn, tags=tags)
+        _quarantine(
+            spark,
+            checked.quarantined,
+            hook=hook,
+            uri=quarantine_table_uri,
+            txn=quarantine_txn(txn),
+            tags=tags,
+        )
     report = {"rules": checked.report(), "quarantined_rows": checked.quarantined_rows}
     return checked.rows, checked.metrics(), report
 

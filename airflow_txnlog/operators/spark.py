@@ -117,6 +117,7 @@ class _SourceMixin:
     hook: Any
     expectations: _expectations.Specs
     quarantine_table_uri: str | None
+    table_uri: str
     source: SourceFn | str | None
     source_path: str | None
     source_format: str
@@ -141,6 +142,16 @@ class _SourceMixin:
     def _init_expectations(self, expectations: object, quarantine_table_uri: str | None) -> None:
         self.expectations = _expectations.specs(expectations, quarantine_table_uri)
         self.quarantine_table_uri = quarantine_table_uri
+        if self._quarantines():
+            _expectations.refuse_quarantine_is_target(self.table_uri, quarantine_table_uri)
+
+    def _quarantines(self) -> bool:
+        return any(action == "quarantine" for _, action in self.expectations.values())
+
+    def _check_quarantine(self) -> None:
+        """Before any work: the quarantine table, as the connection resolves it, is not the target."""
+        if self._quarantines() and self.quarantine_table_uri is not None:
+            _expectations.same_table(self.hook, self.table_uri, self.quarantine_table_uri)
 
     def _checked(
         self, spark: SparkSession, context: Context, df: DataFrame, txn: tuple[str, int]
@@ -213,6 +224,7 @@ class TxnLogSparkWriteOperator(_SourceMixin, _SparkOperator):
 
     def execute(self, context: Context) -> dict[str, Any]:
         self._check_mode()  # templated: rendered by now
+        self._check_quarantine()
         txn = idempotency_txn(context, f"{self.dag_id}.{self.task_id}")
         with self._session() as spark:
             rows, metrics, report = self._checked(spark, context, self._source_df(spark, context), txn)
@@ -371,6 +383,7 @@ class TxnLogSparkMergeOperator(_SourceMixin, _SparkOperator):
         )
 
     def execute(self, context: Context) -> dict[str, Any]:
+        self._check_quarantine()
         with self._session() as spark:
             st = self._open(spark, context)
             txn = idempotency_txn(context, f"{self.dag_id}.{self.task_id}")  # (the quarantine's only)

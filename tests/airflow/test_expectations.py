@@ -69,13 +69,14 @@ def test_drop_and_quarantine_with_exact_counts_and_a_safe_retry(spark: Any, tmp_
         "3",
         "2",
     )
-    # the quarantine commit came first, with the same idempotency id as the table's
+    # the quarantine commit came first, with the task's idempotency id scoped to the quarantine
     q_commit, t_commit = Table.open(quarantine).history(1)[0], Table.open(uri).history(1)[0]
     assert q_commit["timestamp"] <= t_commit["timestamp"]
     app_id = f"{op.dag_id}.load@20240601T000000.000000Z"  # (the task's key and the run's date)
     version = int(dt.datetime(2024, 6, 1, tzinfo=dt.UTC).timestamp() * 1000)
-    assert Table.open(quarantine).snapshot().txn_version(app_id) == version
-    assert Table.open(uri).snapshot().txn_version(app_id) == version
+    q_snap, t_snap = Table.open(quarantine).snapshot(), Table.open(uri).snapshot()
+    assert q_snap.txn_version(app_id + "/quarantine") == version and q_snap.txn_version(app_id) is None
+    assert t_snap.txn_version(app_id) == version and t_snap.txn_version(app_id + "/quarantine") is None
     again = op.execute(_context())  # a retry of the same run: both writes are found committed
     assert again["skipped"] and _ids(uri) == [1, 6] and len(Table.open(quarantine).snapshot().to_arrow()) == 2
 
@@ -132,7 +133,7 @@ def test_merge_checks_its_source(spark: Any, tmp_path: Path) -> None:
     ("kwargs", "message"),
     [
         ({"expectations": {"r": ("x > 0", "ignore")}}, "action 'ignore' is not one of"),
-        ({"expectations": {"bad name": "x > 0"}}, "must be a unique identifier"),
+        ({"expectations": {"r": "x > 0", "R": "x < 0"}}, "given twice"),
         ({"expectations": {"r": ""}}, "non-empty SQL string"),
         ({"expectations": {"r": ("x > 0", "quarantine")}}, "needs quarantine_table_uri"),
         ({"expectations": ["x > 0"]}, "must be a mapping"),
@@ -166,3 +167,21 @@ def test_two_runs_creating_the_quarantine_table_at_once_both_land(
     )  # fmt: skip
     op.execute(_context())
     assert _ids(uri) == [1, 6] and len(Table.open(quarantine).snapshot().to_arrow()) == 2
+
+
+def test_an_expectation_named_in_words_is_reported_by_that_name(spark: Any, tmp_path: Path) -> None:
+    """Issue 38: a name is a label (reports, metrics, `_broken_rules`), never SQL: spaces are fine."""
+    uri, quarantine = str(tmp_path / "orders"), str(tmp_path / "orders_quarantine")
+    rules = {
+        "amount is positive": ("amount > 0", "drop"),
+        "known country (ISO)": ("country = 'DE'", "quarantine"),
+    }
+    out = TxnLogSparkWriteOperator(
+        task_id="load", table_uri=uri, source=_source(ROWS), spark_conn_id=None,
+        expectations=rules, quarantine_table_uri=quarantine,
+    ).execute(_context())  # fmt: skip
+    assert out["expectations"]["rules"]["amount is positive"] == {"action": "drop", "rows": 3}  # 2, 3, 5
+    metrics = Table.open(uri).history(1)[0]["operationMetrics"]
+    assert metrics["expectations.amount is positive.dropped"] == "3" and _ids(uri) == [1]
+    broken = Table.open(quarantine).snapshot().to_arrow().column("_broken_rules").to_pylist()
+    assert sorted(broken) == [["known country (ISO)"]] * 4  # ids 2, 4, 5, 6 (2: NULL amount, country FR)
