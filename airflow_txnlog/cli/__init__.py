@@ -3,7 +3,9 @@
 Commands (each takes `--json` for one machine-readable JSON document on stdout; the default is
 human-readable rich output):
 
-    txnlog describe URI [--version N]           table metadata, protocol, schema, size, checkpoint
+    txnlog describe URI [--version N]           table metadata, protocol, schema, size, checkpoint;
+                                                rules (generated and identity columns, invariants,
+                                                CHECK constraints), clustering, row tracking, domains
     txnlog history URI [--limit N]              commits, newest first
     txnlog files URI [--version N] [--filter SQL]   live data files (the filter prunes by partition/stats)
     txnlog checkpoint URI [--version N]         write a checkpoint
@@ -28,7 +30,8 @@ Any engine error (`TxnLogError`) prints one line `error: <message>` on stderr an
 bad usage exits with 2.
 
 Modules: `_output` (shared options, error handling, output helpers), `read` (describe, history,
-files, checkpoint), `maintenance` (savepoints, restore, vacuum, log cleanup, health), `publish`
+files, checkpoint), `table_rules` (describe's rules and features as JSON), `describe_text` (describe
+as text, within 80 columns), `maintenance` (savepoints, restore, vacuum, log cleanup, health), `publish`
 (publish, published), `layout` (optimize, cluster-by).
 """
 
@@ -94,6 +97,7 @@ app.command("cluster-by")(layout.cluster_by)
 app.command()(publish.publish)
 app.command()(publish.published)
 app.command("set-properties")(schema.set_properties)
+app.command("unset-properties")(schema.unset_properties)
 app.command("rename-column")(schema.rename_column)
 app.command("drop-columns")(schema.drop_columns)
 app.command("add-constraint")(schema.add_constraint)

@@ -1,4 +1,4 @@
-"""Schema and property commands: `set-properties`, `rename-column`, `drop-columns`,
+"""Schema and property commands: `set-properties`, `unset-properties`, `rename-column`, `drop-columns`,
 `add-constraint`, `drop-constraint`.
 
 `txnlog set-properties TABLE delta.columnMapping.mode=name` turns column mapping on (no file is
@@ -23,6 +23,7 @@ from airflow_txnlog.cli._output import (
     key_values,
     open_table,
 )
+from airflow_txnlog.engine import ConstraintNotFoundError, PropertyNotSetError
 
 
 def _done(what: str, version: int | None, as_json: bool) -> None:
@@ -44,6 +45,22 @@ def set_properties(
     with engine_errors():
         version = open_table(ctx, uri).set_properties(key_values(properties, "property"))
     _done("set-properties", version, as_json)
+
+
+def unset_properties(
+    ctx: typer.Context,
+    uri: UriArg,
+    keys: Annotated[list[str], typer.Argument(help="Property keys to remove, e.g. delta.enableRowTrackng.")],
+    if_exists: Annotated[bool, typer.Option("--if-exists", help="Skip keys that are not set.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Remove table properties (ALTER TABLE UNSET TBLPROPERTIES), e.g. a typo recorded earlier."""
+    with engine_errors():
+        try:
+            version = open_table(ctx, uri).unset_properties(keys, if_exists=if_exists)
+        except PropertyNotSetError as exc:  # its Help names the engine's if_exists=True
+            raise exc.worded_for("--if-exists") from None
+    _done("unset-properties", version, as_json)
 
 
 def rename_column(
@@ -95,5 +112,8 @@ def drop_constraint(
 ) -> None:
     """Drop a CHECK constraint."""
     with engine_errors():
-        version = open_table(ctx, uri).drop_constraint(name, if_exists=if_exists)
+        try:
+            version = open_table(ctx, uri).drop_constraint(name, if_exists=if_exists)
+        except ConstraintNotFoundError as exc:  # its Help names the engine's if_exists=True
+            raise exc.worded_for("--if-exists") from None
     _done("drop-constraint", version, as_json)

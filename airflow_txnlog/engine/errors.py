@@ -10,6 +10,8 @@ remedy. `CommitOutcomeUnknownError` is the one case where a commit may or may no
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 
 class TxnLogError(Exception):
     """Root of every error raised by airflow_txnlog."""
@@ -83,6 +85,42 @@ class ConstraintViolationError(TxnLogError):
     ) -> None:
         super().__init__(message)
         self.constraint, self.expression, self.row, self.count = constraint, expression, row, count
+
+
+class ConstraintNotFoundError(InvalidArgumentError):
+    """A CHECK constraint to drop is not in the table; nothing was written.
+
+    `constraint` is the name asked for, `known` the table's constraints. The message's "Help:" names
+    how the caller ignores a missing constraint: `if_exists=True` in Python; a command line renders
+    its own flag with `worded_for(...)`."""
+
+    def __init__(
+        self, constraint: str, known: Sequence[str], *, ignore_missing: str = "if_exists=True"
+    ) -> None:
+        super().__init__(
+            f"the table has no constraint {constraint!r} (its constraints: {list(known) or 'none'}). Nothing "
+            f"was written. Help: pass {ignore_missing} to ignore a missing constraint"
+        )
+        self.constraint, self.known = constraint, list(known)
+
+    def worded_for(self, ignore_missing: str) -> ConstraintNotFoundError:
+        """The same error, its Help naming `ignore_missing` (e.g. a command line's `--if-exists`)."""
+        return ConstraintNotFoundError(self.constraint, self.known, ignore_missing=ignore_missing)
+
+
+class PropertyNotSetError(InvalidArgumentError):
+    """A table property to unset is not in the table; nothing was written. `key` is the property;
+    the message's "Help:" names how the caller skips it (`worded_for`, as ConstraintNotFoundError)."""
+
+    def __init__(self, key: str, *, ignore_missing: str = "if_exists=True") -> None:
+        super().__init__(
+            f"unset_properties: the table has no property {key!r}; nothing was written. Help: "
+            f"{ignore_missing} skips keys that are not set"
+        )
+        self.key = key
+
+    def worded_for(self, ignore_missing: str) -> PropertyNotSetError:
+        return PropertyNotSetError(self.key, ignore_missing=ignore_missing)
 
 
 class StorageError(TxnLogError):

@@ -423,6 +423,13 @@ class Table(Upkeep):
         self._committed("set properties")
         return alter_table.set_properties(self.transaction, properties)
 
+    def unset_properties(self, keys: Sequence[str], *, if_exists: bool = False) -> int | None:
+        """ALTER TABLE UNSET TBLPROPERTIES [IF EXISTS]: remove properties (say a typo another tool
+        recorded); the new version (None: none was set and `if_exists`). A key whose removal would
+        break the table or turn a feature off silently is refused, naming what to do instead."""
+        self._committed("unset properties")
+        return alter_table.unset_properties(self.transaction, keys, if_exists=if_exists)
+
     def add_constraint(self, name: str, expression: str, *, check: RowCheck | None = None) -> int:
         """ALTER TABLE ADD CONSTRAINT: every later write must satisfy the Spark SQL boolean `expression`
         (NULL breaks it). Existing rows are checked first (ConstraintViolationError naming how many

@@ -278,3 +278,16 @@ def test_create_with_a_bad_handle_option_writes_nothing(tmp_path: Any) -> None:
         Table.create(uri, schema=SCHEMA, bogus=1)
     assert not (tmp_path / "t" / "_delta_log").exists()
     assert Table.create(uri, schema=SCHEMA).latest_version() == 0
+
+
+def test_cluster_by_an_empty_list_is_refused_not_taken_for_none(table_uri: str) -> None:
+    """Issue 38: `cluster_by([])` silently removed the keys; create refuses an empty list, so does this.
+    CLUSTER BY NONE stays `cluster_by(None)`."""
+    t = Table.create(table_uri, schema=SCHEMA, cluster_by=["id"])
+    t.write(rows([1, 2], "a"))
+    before = _files(table_uri)
+    _refused(lambda: t.cluster_by([]), "columns is empty", "cluster_by(None)")
+    assert _files(table_uri) == before
+    assert Table.open(table_uri).snapshot().clustering_columns() == ["id"]
+    t.cluster_by(None)
+    assert Table.open(table_uri).snapshot().clustering_columns() == []

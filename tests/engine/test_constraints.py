@@ -94,7 +94,7 @@ def test_a_write_breaking_a_constraint_is_refused_naming_it_and_a_row(tmp_path: 
 def test_null_breaks_a_constraint_as_in_delta_on_spark(tmp_path: Path) -> None:
     t = _table(tmp_path)
     t.add_constraint("positive", "amount > 0")
-    with pytest.raises(ConstraintViolationError, match="violated by 1 row; one of them: id=3, amount=None"):
+    with pytest.raises(ConstraintViolationError, match="violated by 1 row; one of them: id=3, amount=NULL"):
         t.write(_rows([3], [None]))
     assert t.write(_rows([3], [0.5])) == 3
 

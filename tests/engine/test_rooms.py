@@ -37,7 +37,7 @@ PUBLIC_NAMES = {
     *("TxnLogError", "AppendOnlyViolationError", "CommitConflictError", "CommitOutcomeUnknownError"),
     *("CommitRetriesExceededError", "CommitTooLargeError", "ConcurrentAppendError"),
     *("ConcurrentDeleteDeleteError", "ConcurrentDeleteReadError", "ConcurrentTransactionError"),
-    "ConcurrentDomainMetadataError",
+    *("ConcurrentDomainMetadataError", "ConstraintNotFoundError", "PropertyNotSetError"),
     *("LayoutPlan", "LayoutResult", "plan_layout"),
     *("layout_bits", "layout_cuts", "layout_keys", "layout_sample", "layout_summary", "row_tracking"),
     *("FilesMissingError", "ForeignCommitsError", "InvalidArgumentError", "LogCorruptedError"),

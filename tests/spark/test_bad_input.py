@@ -124,6 +124,18 @@ CASES: dict[str, tuple[Callable[[Env], object], list[str]]] = {
         lambda e: SparkTable.create(e.spark, str(e.new_path), SCHEMA, properties={1: "x"}),
         ["keys must be non-empty strings"],
     ),
+    "create properties with a typo": (  # (issue 38: Delta refuses unknown delta.* keys; so do we)
+        lambda e: SparkTable.create(
+            e.spark, str(e.new_path), SCHEMA, properties={"delta.enableRowTrackng": "true"}
+        ),
+        ["unknown Delta table property", "Did you mean 'delta.enableRowTracking'"],
+    ),
+    "create maintenance property not a number": (
+        lambda e: SparkTable.create(
+            e.spark, str(e.new_path), SCHEMA, properties={"txnlog.maintenance.quietMinutes": "abc"}
+        ),
+        ["quietMinutes must be a finite float"],
+    ),
     "create scheme_map=str": (
         lambda e: SparkTable.create(e.spark, str(e.new_path), SCHEMA, scheme_map="s3a"),
         ["mapping {fsspec scheme: Hadoop scheme}"],

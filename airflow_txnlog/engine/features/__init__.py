@@ -5,7 +5,8 @@ and how properties turn features on (`table_features`), column mapping's logical
 (`column_mapping`), deletion vectors (`deletion_vectors`: decode, write, apply), type widening
 (`type_widening`), the row rules every write keeps: CHECK constraints and invariants
 (`constraints`) and generated columns (`generated`), with Spark SQL expressions compiled for Arrow
-data by `sql_expressions` (its functions in `sql_functions`).
+data by `sql_expressions` (its functions in `sql_functions`); a violating row's values are
+shown as Spark SQL literals (`sql_literals`).
 A new Delta feature (identity columns, row tracking, domain metadata,
 clustering) gets its module here: its wire names, how its configuration is parsed and checked, and
 the pure functions state and write call to honor it.

@@ -14,7 +14,8 @@ Enforcement by the engine (`compile_rules` then `check_rows`): every rule is com
 table schema once, before a byte is written. An expression the Arrow evaluator
 (engine.features.sql_expressions) cannot compute is refused with `UnsupportedExpressionError`,
 never skipped; Spark paths evaluate the same text with Spark SQL instead. A violation raises
-`ConstraintViolationError` naming the rule, its expression, how many rows break it and one of them.
+`ConstraintViolationError` naming the rule, its expression, how many rows break it and one of them
+(its values as Spark SQL literals, engine.features.sql_literals: `d=DATE '2026-11-27'`, `x=NULL`).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ import pyarrow.compute as pc
 from sqlglot import exp
 
 from airflow_txnlog.engine.errors import (
+    ConstraintNotFoundError,
     ConstraintViolationError,
     InvalidArgumentError,
     PredicateError,
@@ -38,6 +40,7 @@ from airflow_txnlog.engine.errors import (
 )
 from airflow_txnlog.engine.features import generated
 from airflow_txnlog.engine.features.sql_expressions import CompiledExpression, compile_expression, violations
+from airflow_txnlog.engine.features.sql_literals import sql_literal
 from airflow_txnlog.engine.log.actions import Metadata, Protocol
 from airflow_txnlog.engine.schema import schema_from_json
 
@@ -153,7 +156,7 @@ def violation(
 def violation_error(rule: Rule, row: dict[str, Any], count: int | None) -> ConstraintViolationError:
     """The error for rows that break `rule`: `row` is one of them, `count` how many (None: unknown,
     the write stopped at the first)."""
-    shown = ", ".join(f"{k}={_shown(v)}" for k, v in row.items())
+    shown = shown_row(row)
     if count is None:
         found = f"a row: {shown}"
     else:
@@ -167,9 +170,9 @@ def violation_error(rule: Rule, row: dict[str, Any], count: int | None) -> Const
     )
 
 
-def _shown(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= _SHOWN_VALUE else text[: _SHOWN_VALUE - 3] + "..."
+def shown_row(row: dict[str, Any]) -> str:
+    """A row in a message: `id=4, day=DATE '2026-11-27', note=NULL` (values as Spark SQL literals)."""
+    return ", ".join(f"{k}={sql_literal(v, _SHOWN_VALUE)}" for k, v in row.items())
 
 
 # ------------------------------------------------------------------ ADD / DROP CONSTRAINT
@@ -226,10 +229,6 @@ def without_constraint(metadata: Metadata, name: str, *, if_exists: bool) -> tup
     if key is None:
         if if_exists:
             return None
-        known = sorted(constraints(metadata))
-        raise InvalidArgumentError(
-            f"the table has no constraint {name!r} (its constraints: {known or 'none'}). Nothing was "
-            "written. Help: pass if_exists=True to ignore a missing constraint"
-        )
+        raise ConstraintNotFoundError(name, sorted(constraints(metadata)))
     conf = {k: v for k, v in metadata.configuration.items() if k != key}
     return dataclasses.replace(metadata, configuration=conf), metadata.configuration[key]

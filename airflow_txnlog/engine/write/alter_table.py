@@ -37,6 +37,7 @@ import pyarrow.compute as pc
 from airflow_txnlog.engine import properties as props
 from airflow_txnlog.engine.errors import (
     InvalidArgumentError,
+    PropertyNotSetError,
     UnsupportedExpressionError,
     UnsupportedFeatureError,
 )
@@ -177,6 +178,7 @@ def set_properties(begin: Begin, properties: Mapping[str, str]) -> int:
     changes = mapping("properties", properties, example="{'delta.appendOnly': 'true'}", str_values=True)
     if not changes:
         raise InvalidArgumentError("properties is empty: nothing to set")
+    changes = props.checked_changes(changes)
     for key in changes:
         if key.lower().startswith(constraints.CONSTRAINT_PREFIX):
             raise InvalidArgumentError(
@@ -197,13 +199,7 @@ def set_properties(begin: Begin, properties: Mapping[str, str]) -> int:
             readers.add("columnMapping")
             writers.add("columnMapping")
     merged = {**metadata.configuration, **conf}
-    props.validate({k: v for k, v in merged.items() if k != props.COLUMN_MAPPING_MODE})
-    schema = schema_from_json(metadata.schema_string)
-    if keys := [k for k in snap.clustering_columns() if k in schema.names]:  # (their stats must stay)
-        clustering.layout_columns(
-            keys, schema, partition_columns=(), conf=merged,
-            what="set_properties: clustering columns", limit=len(keys),
-        )  # fmt: skip
+    _check_configuration(snap, metadata, merged, "set_properties")
     protocol = table_features.upgraded(snap.protocol, readers, writers, versions)
     if protocol != snap.protocol:
         txn.update_protocol(protocol)
@@ -212,6 +208,62 @@ def set_properties(begin: Begin, properties: Mapping[str, str]) -> int:
     if turning_on:
         merged = _enable_row_tracking(txn, metadata, merged)
     txn.update_metadata(dataclasses.replace(metadata, configuration=merged))
+    return txn.commit()
+
+
+def _check_configuration(snap: Snapshot, metadata: Metadata, merged: dict[str, str], what: str) -> None:
+    """The configuration a SET / UNSET would leave: well-formed values, and the clustering keys'
+    stats still collected."""
+    props.validate({k: v for k, v in merged.items() if k != props.COLUMN_MAPPING_MODE})
+    schema = schema_from_json(metadata.schema_string)
+    if keys := [k for k in snap.clustering_columns() if k in schema.names]:  # (their stats must stay)
+        clustering.layout_columns(
+            keys, schema, partition_columns=(), conf=merged,
+            what=f"{what}: clustering columns", limit=len(keys),
+        )  # fmt: skip
+
+
+# Keys an UNSET would turn into a lie or a broken table: key -> what to do instead.
+_KEEP_ON_UNSET = {
+    props.COLUMN_MAPPING_MODE: "column mapping cannot be removed (the files use physical names)",
+    props.ROW_ID_COLUMN_KEY: "the hidden row id column is named for good",
+    props.COMMIT_VERSION_COLUMN_KEY: "the hidden row commit version column is named for good",
+    **{k: f"{why}" for k, why in props.MANAGED.items()},
+    **{k: f"set it to '{'false' if on == 'true' else 'classic'}' to turn it off" for k, (_, _, on) in
+       props.FEATURE_PROPERTIES.items()},
+}  # fmt: skip
+
+
+def unset_properties(begin: Begin, keys: Sequence[str], *, if_exists: bool = False) -> int | None:
+    """Delta's ALTER TABLE UNSET TBLPROPERTIES [IF EXISTS]: remove `keys` from the configuration (say
+    a typo recorded before keys were checked); the new version, None when `if_exists` and none was
+    set. A key that is not set is refused unless `if_exists` (Delta: DELTA_UNSET_NON_EXISTENT_PROPERTY)."""
+    if (
+        isinstance(keys, str | bytes)
+        or not isinstance(keys, Sequence)
+        or not all(isinstance(k, str) for k in keys)
+    ):
+        raise InvalidArgumentError(f"unset_properties: keys must be a list of property names, got {keys!r}")
+    wanted = list(keys)
+    if not wanted:
+        raise InvalidArgumentError("unset_properties: keys is empty: nothing to unset")
+    txn = begin("UNSET TBLPROPERTIES", {"properties": json.dumps(wanted), "ifExists": str(if_exists).lower()})
+    snap = txn.snapshot
+    conf = dict(snap.metadata.configuration)
+    lower = {k.lower(): k for k in conf}
+    present = [conf_key for k in wanted if (conf_key := k if k in conf else lower.get(k.lower()))]
+    missing = [k for k in wanted if k not in conf and k.lower() not in lower]
+    if missing and not if_exists:
+        raise PropertyNotSetError(missing[0])
+    for key in present:
+        if key in _KEEP_ON_UNSET or key.lower().startswith(constraints.CONSTRAINT_PREFIX):
+            why = _KEEP_ON_UNSET.get(key, "a CHECK constraint is removed with drop_constraint")
+            raise InvalidArgumentError(f"unset_properties: {key} cannot be unset: {why}. Nothing was written")
+    if not present:
+        return None
+    merged = {k: v for k, v in conf.items() if k not in present}
+    _check_configuration(snap, snap.metadata, merged, "unset_properties")
+    txn.update_metadata(dataclasses.replace(snap.metadata, configuration=merged))
     return txn.commit()
 
 
@@ -230,10 +282,16 @@ def _enable_row_tracking(txn: Transaction, metadata: Metadata, conf: dict[str, s
 
 
 def cluster_by(begin: Begin, columns: Sequence[str] | None) -> int:
-    """Delta's ALTER TABLE CLUSTER BY: the new clustering keys (None or [] removes them, CLUSTER BY
-    NONE); files are not rewritten (the next OPTIMIZE clusters by the new keys). The new version."""
+    """Delta's ALTER TABLE CLUSTER BY: the new clustering keys (None removes them, CLUSTER BY NONE);
+    files are not rewritten (the next OPTIMIZE clusters by the new keys). The new version. An empty
+    list is refused, as at create: it would remove the keys without saying so."""
     if columns is not None and (isinstance(columns, str) or not isinstance(columns, Sequence)):
         raise InvalidArgumentError(f"cluster_by: columns must be a list of column names, got {columns!r}")
+    if columns is not None and not columns:
+        raise InvalidArgumentError(
+            "cluster_by: columns is empty; nothing was written. Help: cluster_by(None) removes the keys "
+            "(CLUSTER BY NONE; the CLI: txnlog cluster-by TABLE --none)"
+        )
     txn = begin("CLUSTER BY", {})
     snap = txn.snapshot
     if snap.partition_columns:
@@ -272,7 +330,8 @@ def add_constraint(begin: Begin, name: str, expression: str, *, check: RowCheck 
         error = constraints.violation_error(rule, row or {}, count)
         raise type(error)(
             f"cannot add {rule.label}: {count:,} existing {'row breaks' if count == 1 else 'rows break'} "
-            f"it; one of them: {row}. Nothing was written. Help: fix or delete those rows first",
+            f"it; one of them: {constraints.shown_row(row or {})}. Nothing was written. Help: fix or "
+            "delete those rows first",
             constraint=rule.name, expression=rule.expression, row=row, count=count,
         )  # fmt: skip
     txn.existing_rows_checked()

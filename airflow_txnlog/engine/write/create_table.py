@@ -170,6 +170,7 @@ def version_zero(
         schema = generated.with_generated(schema, {})
     norm = _validate_schema(schema, parts)
     conf = mapping("properties", properties, example="{'delta.appendOnly': 'true'}", str_values=True)
+    conf = props.checked_changes(conf)
     props.validate(conf)
     stats_columns(conf)  # malformed quoting in delta.dataSkippingStatsColumns: InvalidArgumentError
     text("name", name)
