@@ -2,8 +2,9 @@
 cleanup, health, OPTIMIZE with a layout, the maintenance planner and running a plan's actions.
 
 Each method gets the table itself as its `MaintenanceTable` and refuses a deferred create that has
-committed nothing (`_committed`). `run_maintenance` runs one action of a plan (its `to_dict()` form,
-as an Airflow task gets it from XCom), dry run by default, as the fixed operations do.
+committed nothing (`_committed`). `run_maintenance` runs one action of a plan (a `Decision` of
+`plan.actions`, or its `to_dict()` form, as an Airflow task gets it from XCom), dry run by default,
+as the fixed operations do; anything else, or a skip, is an InvalidArgumentError saying what it got.
 """
 
 from __future__ import annotations
@@ -16,8 +17,9 @@ from airflow_txnlog.engine.errors import InvalidArgumentError
 from airflow_txnlog.engine.maintenance import log_cleanup
 from airflow_txnlog.engine.maintenance import vacuum as vacuum_mod
 from airflow_txnlog.engine.maintenance.compaction import compact
+from airflow_txnlog.engine.maintenance.compaction_plan import Decision
 from airflow_txnlog.engine.maintenance.health import TableHealth, table_health
-from airflow_txnlog.engine.maintenance.layout import LayoutResult, optimize_layout
+from airflow_txnlog.engine.maintenance.layout import LayoutResult, optimize_layout, run_cluster_action
 from airflow_txnlog.engine.maintenance.log_cleanup import CleanupResult
 from airflow_txnlog.engine.maintenance.maintenance_table import MaintenanceTable
 from airflow_txnlog.engine.maintenance.planner import MaintenancePlan, plan_maintenance
@@ -88,16 +90,22 @@ class Upkeep:
         self._committed("plan maintenance")
         return plan_maintenance(self._me(), **overrides)
 
-    def run_maintenance(self, action: Mapping[str, Any], *, dry_run: bool = True) -> dict[str, Any]:
-        """Run one action of a plan (`MaintenancePlan.to_dict()["actions"][i]`); a result dict.
+    def run_maintenance(
+        self, action: Mapping[str, Any] | Decision, *, dry_run: bool = True
+    ) -> dict[str, Any]:
+        """Run one action of a plan (`plan.actions[i]`, or `MaintenancePlan.to_dict()["actions"][i]`);
+        a result dict.
 
         A vacuum or log cleanup keeps the retention the plan used (`estimate.retention_hours`), so it
         deletes no more than planned, and never one below the table's (RetentionTooShortError)."""
+        action = _action_dict(action)
         flag("dry_run", dry_run)
         self._committed("run maintenance")
-        kind = action.get("kind") if isinstance(action, Mapping) else None
+        kind = action.get("kind")
         if kind in ("compact", "purge_deletion_vectors"):
             return compact(self._me(), action, dry_run=dry_run).to_dict()
+        if kind == "cluster":
+            return run_cluster_action(self._me(), action, dry_run=dry_run)
         estimate = action.get("estimate") or {}
         retention = estimate.get("retention_hours")  # (the plan's: checked against the table's)
         if kind == "vacuum":
@@ -123,3 +131,23 @@ class Upkeep:
 
     def checkpoint(self, version: int | None = None) -> None:
         raise NotImplementedError  # (engine.table.Table's)
+
+
+def _action_dict(action: object) -> Mapping[str, Any]:
+    """A plan's action as its dict: a `Decision` converted (`to_dict`), a mapping as it is; a skip
+    or anything else refused, naming what was given and what is expected."""
+    if isinstance(action, Decision):
+        action = action.to_dict()
+    if not isinstance(action, Mapping):
+        shown = repr(action)
+        shown = shown if len(shown) <= 80 else shown[:77] + "..."
+        raise InvalidArgumentError(
+            f"run_maintenance: action must be one of a plan's actions (a Decision of "
+            f"plan_maintenance().actions, or its to_dict()), got {type(action).__name__}: {shown}"
+        )
+    if action.get("reason") is not None:
+        raise InvalidArgumentError(
+            f"run_maintenance: the {action.get('kind')!r} decision is a skip, not an action "
+            f"({action.get('reason')}); run only a plan's actions"
+        )
+    return action

@@ -1,8 +1,8 @@
 """How a planned-maintenance DAG turns plans into work, and work into history (no Airflow, no storage).
 
     plans (one `MaintenancePlan.to_dict()` per table, or a planning error)
-      -> `work_items`: per table its actions with an id each; the data-rewriting actions (compact,
-         purge_deletion_vectors) of ALL tables ranked by benefit (files removed net, then bytes
+      -> `work_items`: per table its actions with an id each; the data-rewriting actions (cluster,
+         compact, purge_deletion_vectors) of ALL tables ranked by benefit (files removed net, then bytes
          reclaimed) and taken greedily while their bytes read + written fit the run's byte budget,
          the rest kept as `over_budget` with the arithmetic; tables ordered by the benefit they get
          (the mapped group's map index order, which is the order Airflow schedules them in)
@@ -24,11 +24,11 @@ from typing import Any
 
 STAGES: dict[str, tuple[str, ...]] = {
     "checkpoint": ("checkpoint",),
-    "optimize": ("compact", "purge_deletion_vectors"),
+    "optimize": ("cluster", "compact", "purge_deletion_vectors"),  # (in plan order: cluster first)
     "vacuum": ("vacuum",),
     "cleanup_log": ("cleanup_log",),
 }
-DATA_KINDS = ("compact", "purge_deletion_vectors")
+DATA_KINDS = ("cluster", "compact", "purge_deletion_vectors")
 _PATHS_NOT_NEEDED = ("vacuum", "cleanup_log", "compact")
 
 

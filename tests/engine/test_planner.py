@@ -3,6 +3,8 @@ estimated output, skips with reasons, plain-JSON plans, and no storage call outs
 
 from __future__ import annotations
 
+import datetime as dt
+import decimal
 import json
 import time
 from pathlib import Path
@@ -23,8 +25,9 @@ from airflow_txnlog.engine import (
 )
 from airflow_txnlog.engine.maintenance import compaction
 from airflow_txnlog.engine.maintenance.compaction_plan import FileInfo, pack, plan_partition
+from airflow_txnlog.engine.maintenance.file_overhead import file_overhead
 from airflow_txnlog.engine.maintenance.plan_settings import PlanSettings
-from airflow_txnlog.engine.maintenance.planner import _deleted_rows
+from airflow_txnlog.engine.maintenance.rewrite_plan import _deleted_rows
 
 SCHEMA = pa.schema([("p", pa.string()), ("x", pa.int64())])
 NOW = 10**13
@@ -183,6 +186,8 @@ def test_the_planner_reads_nothing_outside_the_log(tmp_path: Path) -> None:
         ({"small_fraction": 2}, "small_fraction"),
         ({"nope": 1}, "unknown setting 'nope'"),
         ({"vacuum_min_bytes": "lots"}, "vacuum_min_bytes must be a finite int"),
+        ({"unclustered_fraction": 1.5}, r"unclustered_fraction must be in \[0, 1\]"),
+        ({"unclustered_fraction": -0.1}, "unclustered_fraction must be >= 0"),
     ],
 )
 def test_bad_settings_are_refused(tmp_path: Path, overrides: dict[str, Any], message: str) -> None:
@@ -418,3 +423,97 @@ def test_a_checkpoint_without_any_stats_column_plans(tmp_path: Path) -> None:
     assert snap.file_summary().column("num_records").to_pylist() == [None, None, None]
     plan = Table.open(t.uri).plan_maintenance(quiet_minutes=0, min_input_files=2).to_dict()
     assert [a["kind"] for a in plan["actions"] if a["kind"] == "compact"] == ["compact"]
+
+
+# --------------------------------------------------------------------------- issue 38
+def test_run_maintenance_takes_a_decision_or_its_dict_and_refuses_anything_else(tmp_path: Path) -> None:
+    t = Table.create(str(tmp_path / "t"), schema=SCHEMA)
+    _small_appends(t, "a", 6)
+    plan = t.plan_maintenance(quiet_minutes=0)
+    (action,) = [a for a in plan.actions if a.kind == "compact"]
+    version = t.latest_version()
+    expected = r"a Decision of plan_maintenance\(\)\.actions, or its to_dict\(\)\), got"
+    for bad, named in (("compact", "str: 'compact'"), (None, "NoneType"), ([action.to_dict()], "list"),
+                       (plan, "MaintenancePlan")):  # fmt: skip
+        with pytest.raises(InvalidArgumentError, match=f"{expected} {named}"):
+            t.run_maintenance(bad, dry_run=False)  # type: ignore[arg-type]
+    skip = next(s for s in plan.skipped if s.kind == "checkpoint")
+    with pytest.raises(InvalidArgumentError, match="the 'checkpoint' decision is a skip, not an action"):
+        t.run_maintenance(skip, dry_run=False)
+    assert t.latest_version() == version  # nothing committed on any refusal
+    dry = t.run_maintenance(action)  # the Decision itself, as plan.actions holds it
+    assert dry == {**t.run_maintenance(action.to_dict()), "seconds": dry["seconds"]}
+    done = t.run_maintenance(action, dry_run=False)
+    assert (done["version"], done["bins_run"], done["actual"]["files_removed"]) == (version + 1, 1, 6)
+
+
+def _events(i: int, n: int, rng: np.random.Generator) -> pa.Table:
+    """n rows of an event table as an ingest writes them (ids, times, amounts, customers, country)."""
+    start = 1_700_000_000_000_000 + i * 3_600_000_000
+    return pa.table(
+        {
+            "id": np.arange(i * n, (i + 1) * n),
+            "ts": pa.array(np.sort(rng.integers(start, start + 3_600_000_000, n))).cast(
+                pa.timestamp("us", tz="UTC")
+            ),
+            "amount": np.round(rng.uniform(1, 500, n), 2),
+            "customer": [f"c{v:06d}" for v in rng.integers(0, 100_000, n)],
+            "country": rng.choice(["DE", "FR", "US", "GB", "ES"], n),
+        },
+        schema=EVENTS,
+    )
+
+
+EVENTS = pa.schema(
+    [("id", pa.int64()), ("ts", pa.timestamp("us", tz="UTC")), ("amount", pa.float64()),
+     ("customer", pa.string()), ("country", pa.string())]
+)  # fmt: skip
+
+
+@pytest.mark.parametrize("rows", [1, 20, 200])
+def test_the_bytes_written_estimate_of_a_small_file_compaction_is_within_20_percent(
+    tmp_path: Path, rows: int
+) -> None:
+    """Issue 38: a compaction of six tiny files was predicted to write 5,832 bytes and wrote 1,025
+    (-82 %): the estimate summed the inputs' sizes, counting six times the footer and page overhead
+    that the one output carries once. Now each input counts its size less that overhead, and each
+    output one overhead: within 20 % of the bytes written for files of 1 to 200 rows."""
+    t = Table.create(str(tmp_path / "t"), schema=EVENTS)
+    rng = np.random.default_rng(38)
+    for i in range(6):
+        t.write(_events(i, rows, rng))
+    (action,) = [a for a in t.plan_maintenance(quiet_minutes=0).actions if a.kind == "compact"]
+    predicted, read = action.cost["bytes_written"], action.cost["bytes_read"]
+    assert predicted == action.estimate["bytes_after"]
+    done = t.run_maintenance(action, dry_run=False)
+    written = done["actual"]["bytes_after"]
+    assert done["predicted"]["bytes_after"] == predicted
+    assert abs(predicted - written) <= 0.2 * written, (predicted, written)
+    if rows <= 20:  # (a case where the overhead matters: the inputs' sum is more than twice the output)
+        assert read > 2 * written
+
+
+@pytest.mark.parametrize(
+    ("properties", "partition_by"),
+    [({}, []), ({"delta.columnMapping.mode": "name"}, ["p"]), ({"delta.columnMapping.mode": "id"}, [])],
+)
+def test_the_per_file_overhead_is_the_size_of_a_one_row_file_the_writer_writes(
+    tmp_path: Path, properties: dict[str, str], partition_by: list[str]
+) -> None:
+    """The probe (a one-row file of narrow values written in memory) measures what the engine's
+    writer writes: with the same narrow row, the table's file has exactly its size (physical names
+    and field ids on a column-mapped table, partition columns left out of the file)."""
+    schema = pa.schema(
+        [("id", pa.int64()), ("day", pa.date32()), ("ts", pa.timestamp("us", tz="UTC")),
+         ("amount", pa.decimal128(10, 2)), ("name", pa.string()), ("flag", pa.bool_()),
+         ("tags", pa.list_(pa.string())), ("s", pa.struct([("x", pa.float64())])), ("p", pa.string())]
+    )  # fmt: skip
+    t = Table.create(str(tmp_path / "t"), schema=schema, partition_by=partition_by, properties=properties)
+    row = {
+        "id": [0], "day": [dt.date(1970, 1, 1)], "ts": [dt.datetime(1970, 1, 1, tzinfo=dt.UTC)],
+        "amount": [decimal.Decimal(0)], "name": [""], "flag": [False], "tags": [[]], "s": [{"x": 0.0}],
+        "p": ["" if not partition_by else "a"],
+    }  # fmt: skip
+    t.write(pa.table(row, schema=schema))
+    (f,) = t.snapshot().files()
+    assert f.size == file_overhead(t.snapshot()) > 0

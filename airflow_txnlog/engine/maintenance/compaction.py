@@ -1,10 +1,15 @@
 """Partition-level OPTIMIZE driven by a plan: rewrite exactly the bins a `compact` (or the files a
-`purge_deletion_vectors`) action names, nothing else.
+`purge_deletion_vectors`) action names, nothing else, keeping the table's layout.
 
 Each bin becomes one file: its files' rows are read with the engine's reader (deletion vectors
-applied, partition values attached), written as one parquet file of the same partition, and the
-commit (operation OPTIMIZE, Delta's parameters) removes the inputs and adds the outputs with
-dataChange=false, so streaming readers and the change feed see no change. A bin with a file that is
+applied, partition values attached), ordered as the table's layout says
+(engine.maintenance.rewrite_layout: along the Hilbert curve over the clustering keys, marked
+clusteringProvider=liquid, on a clustered table; in Z-order over the columns of the log's newest
+Z-order; as read otherwise), written as one parquet file of the same partition, and the commit
+(operation OPTIMIZE, Delta's parameters, `zOrderBy` / `clusterBy` naming the layout) removes the
+inputs and adds the outputs with dataChange=false, so streaming readers and the change feed see no
+change. A layout that cannot be kept, or a bin holding a file another implementation clustered on
+a clustered table, is an InvalidArgumentError before anything is written. A bin with a file that is
 no longer live (a concurrent rewrite took it since the plan) is dropped, never half-done; a
 concurrent commit that removes an input fails the commit (ConcurrentDeleteDeleteError) and the new
 files are deleted. The result carries predicted and actual bytes and files, and the seconds spent.
@@ -20,9 +25,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from airflow_txnlog.engine.errors import CommitConflictError, CommitRetriesExceededError, InvalidArgumentError
-from airflow_txnlog.engine.features import row_tracking
+from airflow_txnlog.engine.features import clustering, row_tracking
 from airflow_txnlog.engine.log.actions import AddFile
 from airflow_txnlog.engine.maintenance.maintenance_table import MaintenanceTable
+from airflow_txnlog.engine.maintenance.rewrite_layout import CLUSTER, RewriteLayout, run_layout
 from airflow_txnlog.engine.state.snapshot import Snapshot, read_for_rewrite
 from airflow_txnlog.engine.write.writer import delete_files, write_data_files
 
@@ -43,6 +49,7 @@ class CompactionResult:
     predicted: dict[str, int]
     actual: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
+    layout: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -67,6 +74,7 @@ def compact(table: MaintenanceTable, action: Mapping[str, Any], *, dry_run: bool
     snap = table.snapshot()
     live = {f.path: f for f in snap.files()}
     runnable = [[live[p] for p in b] for b in bins if all(p in live for p in b)]
+    layout = _layout(table, snap, action, runnable)
     estimate = action.get("estimate") or {}
     predicted = {
         "files_after": int(estimate.get("files_after") or len(bins)),
@@ -74,11 +82,11 @@ def compact(table: MaintenanceTable, action: Mapping[str, Any], *, dry_run: bool
     }
     out = CompactionResult(
         str(action.get("kind")), action.get("partition"), None, dry_run,
-        len(runnable), len(bins) - len(runnable), predicted,
+        len(runnable), len(bins) - len(runnable), predicted, layout=layout.to_dict(),
     )  # fmt: skip
     if dry_run or not runnable:
         return dataclasses.replace(out, seconds=round(time.monotonic() - started, 3))
-    version, adds, removed = _rewrite(table, snap, runnable, action)
+    version, adds, removed = _rewrite(table, snap, runnable, action, layout)
     actual = {
         "files_after": len(adds),
         "bytes_after": sum(a.size for a in adds),
@@ -90,25 +98,51 @@ def compact(table: MaintenanceTable, action: Mapping[str, Any], *, dry_run: bool
     )
 
 
+def _layout(
+    table: MaintenanceTable, snap: Snapshot, action: Mapping[str, Any], bins: Sequence[Sequence[AddFile]]
+) -> RewriteLayout:
+    """The layout the bins are written in; on a clustered table, a file another implementation
+    clustered is never rewritten (the protocol leaves it to that implementation)."""
+    layout = run_layout(table.storage, snap, action.get("layout"))
+    if layout.mode == CLUSTER:
+        foreign = sorted(
+            f.path for b in bins for f in b if f.clustering_provider not in (None, clustering.PROVIDER)
+        )
+        if foreign:
+            raise InvalidArgumentError(
+                f"the action would rewrite files another implementation clustered: {foreign[:3]}; "
+                "they are left to it. Help: plan again (the planner never picks them)"
+            )
+    return layout
+
+
 def _rewrite(
-    table: MaintenanceTable, snap: Snapshot, bins: Sequence[Sequence[AddFile]], action: Mapping[str, Any]
+    table: MaintenanceTable,
+    snap: Snapshot,
+    bins: Sequence[Sequence[AddFile]],
+    action: Mapping[str, Any],
+    layout: RewriteLayout,
 ) -> tuple[int, list[AddFile], list[AddFile]]:
-    """The bins rewritten and committed on a transaction that read `snap`, the snapshot the bins'
-    files were chosen from: a commit since (another rewrite, a delete) is a conflict, never missed."""
+    """The bins rewritten in `layout` and committed on a transaction that read `snap`, the snapshot
+    the bins' files were chosen from: a commit since (another rewrite, a delete) is a conflict,
+    never missed."""
     partition = action.get("partition")
     predicate = json.dumps([_predicate(partition)] if isinstance(partition, Mapping) and partition else [])
-    txn = table.transaction("OPTIMIZE", {"predicate": predicate, "zOrderBy": "[]"}, snapshot=snap)
+    txn = table.transaction("OPTIMIZE", layout.parameters(predicate), snapshot=snap)
     adds: list[AddFile] = []
     try:
         conf = dict(snap.properties)
         hidden = row_tracking.hidden_columns(conf) if row_tracking.enabled(conf) else []
         for b in bins:
-            data = read_for_rewrite(table.storage, snap, b)  # (row ids kept, with row tracking on)
+            data = layout.order(read_for_rewrite(table.storage, snap, b))  # (row ids kept, if tracked)
             written = write_data_files(
                 table.storage, data, snap.partition_columns, conf,
                 max_rows_per_file=_ONE_FILE, names=snap.column_names, hidden=hidden,
             )  # fmt: skip
-            adds += [dataclasses.replace(a, data_change=False) for a in written]
+            adds += [
+                dataclasses.replace(a, data_change=False, clustering_provider=layout.provider)
+                for a in written
+            ]
         removed = [f for b in bins for f in b]
         for f in removed:
             txn.remove(f, data_change=False)

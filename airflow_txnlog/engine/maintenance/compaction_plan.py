@@ -7,12 +7,17 @@ row counts and deletion-vector cardinalities in the log (no data file is read).
                  `dv_purge_fraction` of its rows is rewritten alone (Delta's OPTIMIZE rule);
     compact      the small files (size < small_fraction x target; a small file with a deletion
                  vector goes here too: its rewrite drops the deleted rows) are packed by *estimated
-                 output* bytes (size x live rows / rows) into ceil(total / target) balanced bins
-                 (`pack`), so the outputs land near the target; one-file bins are dropped
+                 output* bytes (payload: (size - per-file overhead) x live rows / rows) into
+                 ceil(total / target) balanced bins (`pack`), so the outputs land near the target;
+                 one-file bins are dropped
                  (rewriting a file alone only costs); files between small and large (1.8 x target) are
                  never inputs, nor are large ones (no splitting), so a compacted partition is not
                  compacted again. Fewer than `min_input_files` small files, or fewer than
                  `min_files_removed` files removed net, is a skip with its reason.
+Bytes written are estimated as the inputs' payloads plus one per-file overhead per output (the
+footer, page headers and dictionary pages every file carries: engine.maintenance.file_overhead): a
+sum of input sizes counted that overhead once per input, which for files of a few rows is most of
+their bytes.
 Invariants: every file is in at most one bin or purge; every action and skip carries its rule, the
 observed value and the threshold.
 """
@@ -33,21 +38,24 @@ _PATH, _OUTPUT = operator.attrgetter("path"), operator.attrgetter("estimated_out
 
 @dataclass(frozen=True, slots=True)
 class FileInfo:
-    """One live file as the log describes it; `deleted_fraction` and `estimated_output` (the bytes
-    of its live rows once rewritten: its size scaled by the share of rows kept) computed once."""
+    """One live file as the log describes it; `overhead`: the bytes every data file of the table
+    carries before its rows. `deleted_fraction` and `estimated_output` (the bytes its live rows add
+    to the file they are rewritten into: its size without the overhead, scaled by the share of rows
+    kept) computed once."""
 
     path: str
     size: int
     modification_time: int
     num_records: int | None
     deleted_rows: int = 0
+    overhead: int = 0
     deleted_fraction: float = field(init=False)
     estimated_output: int = field(init=False)
 
     def __post_init__(self) -> None:
         fraction = self.deleted_rows / self.num_records if self.num_records else 0.0
         object.__setattr__(self, "deleted_fraction", fraction)
-        object.__setattr__(self, "estimated_output", int(self.size * (1 - fraction)))
+        object.__setattr__(self, "estimated_output", int(max(0, self.size - self.overhead) * (1 - fraction)))
 
 
 @dataclass(frozen=True)
@@ -64,14 +72,16 @@ class Decision:
     estimate: dict[str, Any] = field(default_factory=dict)
     cost: dict[str, Any] = field(default_factory=dict)
     benefit: dict[str, Any] = field(default_factory=dict)
+    layout: dict[str, Any] = field(default_factory=dict)  # (rewrites: engine.maintenance.rewrite_layout)
     reason: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out = {k: v for k, v in self.__dict__.items() if k != "reason"}
         if self.reason is not None:
             return {"kind": self.kind, "partition": self.partition, "reason": self.reason, **_rule(self)}
-        if not self.bins:
-            out.pop("bins")
+        for optional in ("bins", "layout"):
+            if not out[optional]:
+                out.pop(optional)
         return out
 
 
@@ -120,7 +130,7 @@ def _compaction(partition: dict[str, Any] | None, small: list[FileInfo], s: Plan
         return Decision(kind, partition, "min_files_removed", removed, s.min_files_removed, reason=reason)
     chosen = [f for b in bins for f in b]
     read = sum(f.size for f in chosen)
-    written = sum(f.estimated_output for f in chosen)
+    written = sum(f.estimated_output for f in chosen) + sum(b[0].overhead for b in bins)  # (one per output)
     return Decision(
         kind,
         partition,
@@ -129,7 +139,12 @@ def _compaction(partition: dict[str, Any] | None, small: list[FileInfo], s: Plan
         limit,
         files=[f.path for f in chosen],
         bins=[[f.path for f in b] for b in bins],
-        estimate={"files_after": len(bins), "bytes_after": written, "files_before": len(chosen)},
+        estimate={
+            "files_after": len(bins),
+            "bytes_after": written,
+            "files_before": len(chosen),
+            "file_overhead": chosen[0].overhead,
+        },
         cost={"bytes_read": read, "bytes_written": written, "requests": len(chosen) + len(bins)},
         benefit={"files_removed": removed, "bytes_reclaimed": read - written},
     )
@@ -139,7 +154,7 @@ def _purge(partition: dict[str, Any] | None, heavy: list[FileInfo], s: PlanSetti
     if not heavy:
         return []
     read = sum(f.size for f in heavy)
-    written = sum(f.estimated_output for f in heavy)
+    written = sum(f.estimated_output + f.overhead for f in heavy)  # (each file rewritten alone)
     return [
         Decision(
             "purge_deletion_vectors",

@@ -17,6 +17,10 @@ the engine (pyarrow, `optimize_layout`) or by Spark (airflow_txnlog.spark.optimi
         streams see nothing), adds of a clustering run with clusteringProvider=liquid. Its
         parameters are Delta's: predicate, zOrderBy, clusterBy, auto, and isFull on clustered tables.
 
+    run_cluster_action: a planned `cluster` action (engine.maintenance.cluster_plan) is this same
+        clustered OPTIMIZE over the action's files that are still live and unclustered
+        (`plan_layout(only=...)`), with the plan's target file size.
+
 A concurrent commit that removes a file being rewritten makes the commit fail (the files it wrote
 are deleted); a concurrent append does not (the rewrite reads nothing new). One group is held in
 memory at a time (its rows decoded, plus the ordered copy): a partition larger than memory needs
@@ -30,12 +34,11 @@ import json
 import math
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 
 from airflow_txnlog.engine import properties as props
@@ -43,8 +46,8 @@ from airflow_txnlog.engine.errors import CommitConflictError, CommitRetriesExcee
 from airflow_txnlog.engine.features import clustering, row_tracking
 from airflow_txnlog.engine.features.table_features import check_write_supported
 from airflow_txnlog.engine.log.actions import AddFile
-from airflow_txnlog.engine.maintenance.curves import layout_keys
 from airflow_txnlog.engine.maintenance.maintenance_table import MaintenanceTable
+from airflow_txnlog.engine.maintenance.rewrite_layout import NONE, RewriteLayout
 from airflow_txnlog.engine.state.predicates import parse_predicate
 from airflow_txnlog.engine.state.snapshot import Snapshot, read_for_rewrite
 from airflow_txnlog.engine.storage import Storage
@@ -138,9 +141,11 @@ def plan_layout(
     where: str | None = None,
     full: bool = False,
     target_file_size: int | None = None,
+    only: Collection[str] | None = None,
 ) -> LayoutPlan:
     """The files an OPTIMIZE of `snap` rewrites and how (see the module docstring); checks every
-    argument (InvalidArgumentError) before anything is read."""
+    argument (InvalidArgumentError) before anything is read. `only`: the paths it may take (a
+    planned action's), the others left as they are."""
     flag("full", full)
     check_write_supported(snap.protocol, snap.metadata)  # (a table we may not write: refused up front)
     number("target_file_size", target_file_size, minimum=1, integer=True, none_means="the table's")
@@ -148,6 +153,8 @@ def plan_layout(
     mode, columns = _mode(snap, zorder_by, full)
     target = props.target_file_size(snap.metadata.configuration, target_file_size)
     files = snap.files(where)
+    if only is not None:
+        files = [f for f in files if f.path in only]
     by_partition: dict[tuple[tuple[str, str | None], ...], list[AddFile]] = {}
     for f in files:
         if mode == CLUSTER and f.clustering_provider not in (None, *((clustering.PROVIDER,) if full else ())):
@@ -172,11 +179,9 @@ def plan_layout(
 
 
 def ordered(data: pa.Table, plan: LayoutPlan) -> pa.Table:
-    """`data` (one group's rows) in the plan's key order; unchanged for plain compaction."""
-    if plan.curve is None or data.num_rows < 2:
-        return data
-    keys = layout_keys(data, plan.columns, plan.curve)
-    return data.take(pa.array(np.argsort(keys, kind="stable")))
+    """`data` (one group's rows) in the plan's key order; unchanged for plain compaction. (The
+    same ordering as a planned compaction's: engine.maintenance.rewrite_layout.)"""
+    return RewriteLayout(plan.mode if plan.curve else NONE, plan.columns).order(data)
 
 
 def optimize_layout(
@@ -201,6 +206,40 @@ def optimize_layout(
         version, plan.mode, list(plan.columns), plan.curve, len(plan.groups), len(removed), len(adds),
         sum(f.size for f in removed), sum(a.size for a in adds), round(time.monotonic() - started, 3),
     )  # fmt: skip
+
+
+def run_cluster_action(
+    table: MaintenanceTable, action: Mapping[str, Any], *, dry_run: bool
+) -> dict[str, Any]:
+    """Run a planned `cluster` action (its `to_dict()` form): the clustered OPTIMIZE over its files
+    still live and unclustered (a table whose keys were removed since the plan: nothing). The
+    result has the shape of a planned compaction's (predicted and actual bytes and files)."""
+    started = time.monotonic()
+    paths = action.get("files")
+    if not isinstance(paths, list) or not paths or not all(isinstance(p, str) for p in paths):
+        raise InvalidArgumentError(f"a cluster action needs 'files': a list of file paths, got {paths!r}")
+    estimate = action.get("estimate") or {}
+    snap = table.snapshot()
+    plan = (
+        plan_layout(snap, target_file_size=estimate.get("target_file_size"), only=frozenset(paths))
+        if snap.clustering_columns()
+        else None
+    )
+    taken = [f for g in plan.groups for f in g] if plan is not None else []
+    out: dict[str, Any] = {
+        "kind": "cluster", "partition": None, "version": None, "dry_run": dry_run,
+        "files_run": len(taken), "files_dropped": len(paths) - len(taken),
+        "predicted": {k: int(estimate.get(k) or 0) for k in ("files_after", "bytes_after")}, "actual": {},
+        "layout": RewriteLayout(CLUSTER, plan.columns).to_dict() if plan else {},
+    }  # fmt: skip
+    if plan is not None and taken and not dry_run:
+        txn = table.transaction("OPTIMIZE", plan.parameters, snapshot=snap)
+        out["version"], adds = _rewrite(table, snap, txn, plan)
+        out["actual"] = {
+            "files_after": len(adds), "bytes_after": sum(a.size for a in adds),
+            "files_removed": len(taken), "bytes_read": sum(f.size for f in taken),
+        }  # fmt: skip
+    return {**out, "seconds": round(time.monotonic() - started, 3)}
 
 
 def _write_ordered(storage: Storage, snap: Snapshot, data: pa.Table, outputs: int) -> list[AddFile]:

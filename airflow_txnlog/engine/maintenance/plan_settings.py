@@ -1,19 +1,24 @@
 """The thresholds the maintenance planner decides by: defaults from the references, a table property
 each, an argument each (an argument beats the property, which beats the default).
 
-setting              default (reference)                                property
-target_file_size     delta.targetFileSize, else 128 MiB (Databricks)     delta.targetFileSize
-small_fraction       0.75: below 0.75 x target is small (Iceberg)        txnlog.maintenance.smallFraction
-large_fraction       1.8: above is large, left alone (Iceberg)           txnlog.maintenance.largeFraction
-min_input_files      5 small files in a partition (Iceberg)              txnlog.maintenance.minInputFiles
-min_files_removed    4 files fewer, net (min_input_files - 1)            txnlog.maintenance.minFilesRemoved
-dv_purge_fraction    0.05 of a file's rows deleted (Delta OPTIMIZE)      txnlog.maintenance.dvPurgeFraction
-checkpoint_interval  delta.checkpointInterval, else 10 (Delta)           delta.checkpointInterval
-quiet_minutes        60: a partition written since is skipped (Amoro)    txnlog.maintenance.quietMinutes
-vacuum_min_bytes     1 GiB reclaimable                                   txnlog.maintenance.vacuumMinBytes
-full_vacuum_days     30 between listings for orphans (VACUUM FULL)       txnlog.maintenance.fullVacuumDays
+setting              default (reference)                               property
+target_file_size     delta.targetFileSize, else 128 MiB (Databricks)    delta.targetFileSize
+small_fraction       0.75: below 0.75 x target is small (Iceberg)       txnlog.maintenance.smallFraction
+large_fraction       1.8: above is large, left alone (Iceberg)          txnlog.maintenance.largeFraction
+min_input_files      5 small files in a partition (Iceberg)             txnlog.maintenance.minInputFiles
+min_files_removed    4 files fewer, net (min_input_files - 1)           txnlog.maintenance.minFilesRemoved
+dv_purge_fraction    0.05 of a file's rows deleted (Delta OPTIMIZE)     txnlog.maintenance.dvPurgeFraction
+checkpoint_interval  delta.checkpointInterval, else 10 (Delta)          delta.checkpointInterval
+quiet_minutes        60: a partition written since is skipped (Amoro)   txnlog.maintenance.quietMinutes
+vacuum_min_bytes     1 GiB reclaimable                                  txnlog.maintenance.vacuumMinBytes
+full_vacuum_days     30 between listings for orphans (VACUUM FULL)      txnlog.maintenance.fullVacuumDays
+unclustered_fraction 0.1 of a clustered table's bytes unclustered       txnlog.maintenance.unclusteredFraction
+                     (no clusteringProvider): above it, they are
+                     clustered (1: never by this rule; 0: any at all)
 
-A malformed property or argument is an `InvalidArgumentError` naming it, and so is a
+The properties are parsed and range-checked where they are set (engine.properties.
+MAINTENANCE_PROPERTIES), and read here with them; a property an argument overrides is not read. A
+malformed property or argument is an `InvalidArgumentError` naming it, and so is a
 `vacuum_retention_ms` / `log_retention_ms` argument below the table's own retention (the planner
 never plans to delete what the table keeps; a longer one is allowed).
 """
@@ -29,18 +34,7 @@ from typing import Any
 from airflow_txnlog.engine import properties as props
 from airflow_txnlog.engine.errors import InvalidArgumentError
 
-PREFIX = "txnlog.maintenance."
 DEFAULT_TARGET = 128 * 1024 * 1024
-_PROPERTIES = {  # setting -> (property, type)
-    "small_fraction": ("smallFraction", float),
-    "large_fraction": ("largeFraction", float),
-    "min_input_files": ("minInputFiles", int),
-    "min_files_removed": ("minFilesRemoved", int),
-    "dv_purge_fraction": ("dvPurgeFraction", float),
-    "quiet_minutes": ("quietMinutes", float),
-    "vacuum_min_bytes": ("vacuumMinBytes", int),
-    "full_vacuum_days": ("fullVacuumDays", float),
-}
 
 
 @dataclass(frozen=True)
@@ -57,6 +51,7 @@ class PlanSettings:
     quiet_minutes: float = 60.0
     vacuum_min_bytes: int = 1024**3
     full_vacuum_days: float = 30.0
+    unclustered_fraction: float = 0.1
     vacuum_retention_ms: int = props.DEFAULT_DELETED_FILE_RETENTION_MS
     log_retention_ms: int = props.DEFAULT_LOG_RETENTION_MS
 
@@ -90,10 +85,8 @@ def settings(conf: Mapping[str, str], overrides: Mapping[str, Any]) -> PlanSetti
         "log_retention_ms": props.log_retention_ms(conf),
     }
     defaults = dict(values)
-    for name, (key, kind) in _PROPERTIES.items():
-        raw = conf.get(PREFIX + key)
-        if raw is not None:
-            values[name] = _typed(PREFIX + key, raw, kind)
+    # (a property an argument overrides is not read: a bad one must not block the override)
+    values.update(props.maintenance_values(conf, skip=frozenset(overrides)))
     for name, raw in overrides.items():
         kind = type(getattr(PlanSettings(), name))
         values[name] = _typed(name, raw, kind)
@@ -139,5 +132,7 @@ def _check(s: PlanSettings) -> None:
         raise InvalidArgumentError(f"min_files_removed must be >= 1, got {s.min_files_removed}")
     if not 0 < s.dv_purge_fraction <= 1:
         raise InvalidArgumentError(f"dv_purge_fraction must be in (0, 1], got {s.dv_purge_fraction}")
+    if not 0 <= s.unclustered_fraction <= 1:
+        raise InvalidArgumentError(f"unclustered_fraction must be in [0, 1], got {s.unclustered_fraction}")
     if s.checkpoint_interval < 1:
         raise InvalidArgumentError(f"checkpoint_interval must be >= 1, got {s.checkpoint_interval}")

@@ -1,13 +1,19 @@
 """The maintenance planner: what one table needs now, and why, from its log alone.
 
-Inputs: the latest snapshot (live files with size, modification time, numRecords and their deletion
-vectors' cardinality), listings of `_delta_log/`, the commits since the last completed vacuum
-(engine.maintenance.vacuum_log) and the metadata folders log cleanup consults (`_savepoints/`,
+Inputs: the latest snapshot (live files with size, modification time, numRecords, their deletion
+vectors' cardinality and clusteringProvider), listings of `_delta_log/`, the commits since the last
+completed vacuum (engine.maintenance.vacuum_log), the commits back to the newest Z-order (only when
+an unclustered table gets a rewrite) and the metadata folders log cleanup consults (`_savepoints/`,
 `_published/`). No data file is read and no data folder is listed (tests/engine/test_planner.py
 records the storage calls).
 
 Decisions, each an action or a skip with rule, observed value, threshold, cost and benefit:
-    compact / purge_deletion_vectors   per partition (engine.maintenance.compaction_plan)
+    cluster, compact, purge_deletion_vectors   the data rewrites (engine.maintenance.rewrite_plan):
+                   a clustered table's unclustered files first (cluster_plan), then per partition
+                   (compaction_plan); each carries the layout it keeps (`layout`: the clustering
+                   keys, or the Z-order the log names), or is a skip (rule `layout_kept`) when
+                   that layout cannot be kept; bytes written are estimated without the per-file
+                   overhead the inputs carry (file_overhead)
     checkpoint     commits since the newest checkpoint >= `checkpoint_interval`; benefit: the commit
                    files a reader no longer replays
     cleanup_log    what `cleanup_log` would delete now (its own rule, so running it converges)
@@ -18,26 +24,25 @@ Decisions, each an action or a skip with rule, observed value, threshold, cost a
                    `full_vacuum_days`, or the log no longer holds what a lite one would need
 Planning again right after the plan ran gives no action: compaction never takes files of 0.75 x
 target or more, a checkpoint resets the count, a vacuum covers what it found, log cleanup deletes
-exactly what was planned.
+exactly what was planned. On a clustered table the cluster action's outputs may be small files
+themselves and bring a partition's small files back to `min_input_files`: the next plan compacts
+them. It settles: maintenance never writes an unclustered file, so once appends stop the cluster
+action fires at most once more, and each compaction removes files net.
 """
 
 from __future__ import annotations
 
 import time
-from collections import defaultdict
 from dataclasses import dataclass, field
-from itertools import repeat
 from typing import Any
-
-import pyarrow as pa
-import pyarrow.compute as pc
 
 from airflow_txnlog.engine.log.log_segment import LogListing, list_log, monotonic_timestamps
 from airflow_txnlog.engine.log.replay import key_paths
-from airflow_txnlog.engine.maintenance.compaction_plan import Decision, FileInfo, plan_partition
+from airflow_txnlog.engine.maintenance.compaction_plan import Decision
 from airflow_txnlog.engine.maintenance.log_cleanup import cleanup_log
 from airflow_txnlog.engine.maintenance.maintenance_table import MaintenanceTable
 from airflow_txnlog.engine.maintenance.plan_settings import PlanSettings, settings
+from airflow_txnlog.engine.maintenance.rewrite_plan import plan_rewrites
 from airflow_txnlog.engine.maintenance.vacuum_log import Removed, VacuumHistory, vacuum_history
 from airflow_txnlog.engine.state.snapshot import Snapshot
 from airflow_txnlog.engine.storage import has_scheme
@@ -76,11 +81,7 @@ def plan_maintenance(
     snap = table.snapshot()
     s = settings(snap.metadata.configuration, overrides)
     listing = list_log(table.storage)
-    decisions = [
-        d
-        for part, newest, files in _partitions(snap, s)
-        for d in plan_partition(part, files, s, now, newest=newest)
-    ]
+    decisions = plan_rewrites(table.storage, snap, listing, s, now)
     decisions += [_checkpoint(snap, listing, s), _cleanup_log(table, s)]
     decisions += _vacuum(table, snap, listing, s, now)
     return MaintenancePlan(
@@ -91,72 +92,6 @@ def plan_maintenance(
         actions=[d for d in decisions if d.reason is None],
         skipped=[d for d in decisions if d.reason is not None],
     )
-
-
-def _partitions(snap: Snapshot, s: PlanSettings) -> list[tuple[dict[str, Any] | None, int, list[FileInfo]]]:
-    """(partition values or None, its newest file's modification time, its candidate files: small
-    or with a deletion vector past the purge threshold) for every partition; only candidates become
-    Python objects (a healthy million-file table builds none)."""
-    files = snap.file_summary()
-    deleted = _deleted_rows(snap, files.num_rows)
-    files = files.append_column("_deleted", deleted)
-    keys = [f"partition.{c}" for c in snap.partition_columns]
-    newest_by = files.group_by(keys).aggregate([("modification_time", "max")]) if keys else None
-    records = pc.fill_null(files.column("num_records"), 0)
-    heavy = pc.greater(
-        pc.multiply(deleted, 1.0), pc.multiply(pc.cast(records, pa.float64()), s.dv_purge_fraction)
-    )
-    mask = pc.or_(pc.less(files.column("size_bytes"), s.small_bytes), pc.and_(heavy, pc.greater(records, 0)))
-    cands = files.filter(mask)
-    groups: dict[tuple[Any, ...], list[FileInfo]] = defaultdict(list)
-    fields = [
-        cands.column(c) if c in ("path", "num_records") else pc.fill_null(cands.column(c), 0)
-        for c in ("path", "size_bytes", "modification_time", "num_records", "_deleted")
-    ]
-    infos = map(FileInfo, *(f.to_pylist() for f in fields))  # (column-wise: no per-row Arrow access)
-    part_keys = zip(*(cands.column(k).to_pylist() for k in keys), strict=True) if keys else repeat(())
-    for key, info in zip(part_keys, infos, strict=False):  # (same rows: equal lengths, or keys endless)
-        groups[key].append(info)
-    if newest_by is None:
-        newest = {(): int(pc.max(files.column("modification_time")).as_py() or 0)} if files.num_rows else {}
-    else:
-        part_values = zip(*(newest_by.column(k).to_pylist() for k in keys), strict=True)
-        newest = dict(zip(part_values, newest_by.column("modification_time_max").to_pylist(), strict=True))
-    parts = snap.partition_columns
-    return [
-        (
-            dict(zip(parts, map(_plain, key), strict=True)) if parts else None,
-            int(ts or 0),
-            groups.get(key, []),
-        )
-        for key, ts in sorted(newest.items(), key=lambda kv: str(kv[0]))
-    ]
-
-
-def _plain(value: Any) -> Any:
-    """A partition value as JSON: dates and timestamps in ISO form, decimals and bytes as text."""
-    if value is None or isinstance(value, bool | int | float | str):
-        return value
-    return value.isoformat() if hasattr(value, "isoformat") else str(value)
-
-
-def _deleted_rows(snap: Snapshot, n: int) -> pa.Array:
-    """Per live file (in `files()` order), the rows its deletion vector deletes (int64, Arrow)."""
-    state = snap.state
-    base = state.live_base_adds(["deletionVector.cardinality"])
-    parts: list[pa.Array] = []
-    if base is not None:
-        if base.type.get_field_index("deletionVector") >= 0:
-            card = pc.struct_field(base.field("deletionVector"), "cardinality")
-            parts.append(pc.fill_null(card.cast(pa.int64()), 0))
-        else:
-            parts.append(pa.repeat(pa.scalar(0, pa.int64()), len(base)))
-    tail = [int((add.get("deletionVector") or {}).get("cardinality") or 0) for add in state.tail_adds()]
-    parts.append(pa.array(tail, pa.int64()))
-    out = pa.concat_arrays(parts)
-    if len(out) != n:  # (a layout this does not know: no purge is planned)
-        return pa.repeat(pa.scalar(0, pa.int64()), n)
-    return out
 
 
 def _checkpoint(snap: Snapshot, listing: LogListing, s: PlanSettings) -> Decision:
