@@ -22,14 +22,16 @@ from airflow_txnlog.cli._output import (
     open_table,
     print_rows,
 )
+from airflow_txnlog.cli.describe_text import print_describe
+from airflow_txnlog.cli.table_rules import column_rules, table_rules
 from airflow_txnlog.engine import AddFile, Snapshot, type_text
 
 
 # ---------------------------------------------------------------------------------------------- documents
 def describe_doc(snap: Snapshot, uri: str) -> dict[str, Any]:
-    """The `describe` JSON document of a snapshot."""
+    """The `describe` JSON document of a snapshot (the rule and feature keys: cli.table_rules)."""
     meta, proto = snap.metadata, snap.protocol
-    fields = json.loads(meta.schema_string).get("fields", [])
+    warnings: list[str] = []
     return {
         "version": snap.version,
         "id": meta.id,
@@ -44,16 +46,28 @@ def describe_doc(snap: Snapshot, uri: str) -> dict[str, Any]:
         },
         "partitionColumns": snap.partition_columns,
         "properties": snap.properties,
-        "schema": [
-            {"name": f["name"], "type": type_text(f["type"]), "nullable": bool(f.get("nullable", True))}
-            for f in fields
-        ],
+        "schema": _schema_doc(snap, column_rules(snap, warnings)),
         "numFiles": snap.num_files,
         "sizeBytes": snap.size_bytes,
         "checkpointVersion": snap.checkpoint_version,
         "createdTime": iso_ms(meta.created_time),
         "timestamp": iso_ms(snap.timestamp),
+        **table_rules(snap, warnings),
+        "warnings": warnings,
     }
+
+
+def _schema_doc(snap: Snapshot, rules: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
+    fields = json.loads(snap.metadata.schema_string).get("fields", [])
+    return [
+        {
+            "name": f["name"],
+            "type": type_text(f["type"]),
+            "nullable": bool(f.get("nullable", True)),
+            **rules.get(f["name"], {}),
+        }
+        for f in fields
+    ]
 
 
 def history_doc(entries: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -83,46 +97,6 @@ def file_doc(add: AddFile) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------------------------------------- rendering
-def _print_describe(doc: Mapping[str, Any]) -> None:
-    out = console()
-    proto = doc["protocol"]
-    overview = RichTable(title=f"Table {doc['location']}", show_header=False, title_justify="left")
-    overview.add_column("field", style="bold")
-    overview.add_column("value", overflow="fold")
-    features = ", ".join([*proto["readerFeatures"], *proto["writerFeatures"]]) or "-"
-    rows = [
-        ("version", doc["version"]),
-        ("id", doc["id"]),
-        ("name", doc["name"] or "-"),
-        ("description", doc["description"] or "-"),
-        ("location", doc["location"]),
-        ("protocol", f"reader {proto['minReaderVersion']}, writer {proto['minWriterVersion']}"),
-        ("features", features),
-        ("partition columns", ", ".join(doc["partitionColumns"]) or "-"),
-        ("files", doc["numFiles"]),
-        ("size (bytes)", doc["sizeBytes"]),
-        ("checkpoint", "-" if doc["checkpointVersion"] is None else doc["checkpointVersion"]),
-        ("created", doc["createdTime"] or "-"),
-        ("committed", doc["timestamp"]),
-    ]
-    for key, value in rows:
-        overview.add_row(key, str(value))
-    out.print(overview)
-    schema = RichTable(title="Schema", title_justify="left")
-    for col in ("column", "type", "nullable"):
-        schema.add_column(col, overflow="fold")
-    for f in doc["schema"]:
-        schema.add_row(f["name"], f["type"], "yes" if f["nullable"] else "no")
-    out.print(schema)
-    if doc["properties"]:
-        table = RichTable(title="Properties", title_justify="left")
-        table.add_column("key", overflow="fold")
-        table.add_column("value", overflow="fold")
-        for key, value in sorted(doc["properties"].items()):
-            table.add_row(key, value)
-        out.print(table)
-
-
 def _print_history(doc: Sequence[Mapping[str, Any]]) -> None:
     table = RichTable(
         title="History (newest first)", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False
@@ -170,14 +144,16 @@ def _print_files(doc: Mapping[str, Any]) -> None:
 
 # ---------------------------------------------------------------------------------------------- commands
 def describe(ctx: typer.Context, uri: UriArg, version: VersionOpt = None, as_json: JsonOpt = False) -> None:
-    """Show a table's metadata, protocol, schema, size and the checkpoint it loads from."""
+    """Show a table's metadata, protocol, schema, rules, clustering, row tracking, domains and size.
+
+    Rules: generated and identity columns, column invariants, CHECK constraints."""
     with engine_errors():
         table = open_table(ctx, uri)
         doc = describe_doc(table.snapshot(version), table.uri)
     if as_json:
         emit_json(doc)
     else:
-        _print_describe(doc)
+        print_describe(doc)
 
 
 def history(
