@@ -30,7 +30,7 @@ with DAG(
     start_date=dt.datetime(2024, 1, 1),
     catchup=False,
     tags=["txnlog", "example"],
-):
+) as dag:
 
     @task
     def summarize(**context: Any) -> dict[str, Any]:
@@ -56,3 +56,11 @@ with DAG(
         return {"version": snap.version, "days": len(totals)}
 
     summarize()
+
+
+# `python dags_examples/txnlog_downstream.py` runs the DAG once, here and now (airflow_txnlog.examples)
+if __name__ == "__main__":
+    from airflow_txnlog.examples import example_orders, run_as_script
+
+    example_orders(TABLE_URI)  # (no table yet on this machine: a few days of orders to work on)
+    run_as_script(dag)

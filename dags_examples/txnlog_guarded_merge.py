@@ -52,7 +52,7 @@ with DAG(
     catchup=False,
     params={"inject_bad_rows": Param(False, type="boolean")},
     tags=["txnlog", "example"],
-):
+) as dag:
     savepoint = TxnLogSavepointOperator(task_id="savepoint", table_uri=TABLE_URI, reason="before merge")
     guard = restore_on_failure(TABLE_URI, savepoint_task_id="savepoint")
     merge = TxnLogSparkMergeOperator(
@@ -93,3 +93,11 @@ with DAG(
         emit_asset_event=False,  # the published version did not change
     )
     savepoint >> merge >> checked >> [publish, restore]
+
+
+# `python dags_examples/txnlog_guarded_merge.py` runs the DAG once, here and now (airflow_txnlog.examples)
+if __name__ == "__main__":
+    from airflow_txnlog.examples import example_orders, run_as_script
+
+    example_orders(TABLE_URI)  # (no table yet on this machine: a few days of orders to work on)
+    run_as_script(dag)

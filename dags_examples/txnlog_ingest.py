@@ -51,7 +51,7 @@ with DAG(
     start_date=dt.datetime(2024, 1, 1),
     catchup=False,
     tags=["txnlog", "example"],
-):
+) as dag:
     append = TxnLogSparkWriteOperator(
         task_id="append_orders",
         table_uri=TABLE_URI,
@@ -71,3 +71,10 @@ with DAG(
         spark_conf=SPARK_CONF,
     )
     append >> expire
+
+
+# `python dags_examples/txnlog_ingest.py` runs the DAG once, here and now (airflow_txnlog.examples)
+if __name__ == "__main__":
+    from airflow_txnlog.examples import run_as_script
+
+    run_as_script(dag)

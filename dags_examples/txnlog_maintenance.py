@@ -11,7 +11,9 @@ and what it measurably did to the maintenance-history Delta table, which the Tab
 Dry run by default: the plan is made and recorded, nothing is changed. Settings here (environment
 variables, so one file serves the demo, the deployment check and you):
 - TXNLOG_MAINTENANCE_TABLES: comma-separated table URIs; unset, every table Airflow knows (the
-  Tables view's catalog, read through the api-server: define the `txnlog_airflow_api` connection);
+  Tables view's catalog, read through the api-server: define the `txnlog_airflow_api` connection),
+  or, when the file runs as a script (`python dags_examples/txnlog_maintenance.py`: one run here),
+  the other examples' table (TXNLOG_EXAMPLE_TABLE, default ~/airflow_txnlog_examples/orders);
 - TXNLOG_MAINTENANCE_DRY_RUN: `false` to act;
 - TXNLOG_MAINTENANCE_SETTINGS: planner settings as JSON, e.g. {"quiet_minutes": 0};
 - AIRFLOW__TXNLOG__MAINTENANCE_HISTORY_URI: the history table (default ~/airflow_txnlog_examples/...);
@@ -28,6 +30,10 @@ from airflow.sdk import DAG
 
 from airflow_txnlog.operators.planned_maintenance import planned_maintenance
 
+# The other examples' table (TXNLOG_EXAMPLE_TABLE, as they read it).
+EXAMPLE_TABLE = os.environ.get("TXNLOG_EXAMPLE_TABLE", os.path.expanduser("~/airflow_txnlog_examples/orders"))
+if __name__ == "__main__":  # run as a script (the end of the file): no api-server to list the catalog
+    os.environ.setdefault("TXNLOG_MAINTENANCE_TABLES", EXAMPLE_TABLE)
 _listed = os.environ.get("TXNLOG_MAINTENANCE_TABLES", "")
 TABLES = [t.strip() for t in _listed.split(",") if t.strip()] or None  # None: the catalog
 DRY_RUN = os.environ.get("TXNLOG_MAINTENANCE_DRY_RUN", "true").strip().lower() != "false"
@@ -45,7 +51,7 @@ with DAG(
     catchup=False,
     max_active_runs=1,
     tags=["txnlog", "example"],
-):
+) as dag:
     planned_maintenance(
         tables=TABLES,
         history_uri=HISTORY_URI,
@@ -54,3 +60,12 @@ with DAG(
         dry_run=DRY_RUN,
         pool="txnlog_maintenance",
     )
+
+
+# `python dags_examples/txnlog_maintenance.py` runs the DAG once, here and now (airflow_txnlog.examples)
+if __name__ == "__main__":
+    from airflow_txnlog.examples import example_orders, run_as_script
+
+    if EXAMPLE_TABLE in (TABLES or []):
+        example_orders(EXAMPLE_TABLE)  # (no table yet on this machine: a few days of orders to plan for)
+    run_as_script(dag)

@@ -35,7 +35,7 @@ with DAG(
     start_date=dt.datetime(2024, 1, 1),
     catchup=False,
     tags=["txnlog", "example"],
-):
+) as dag:
     health = TxnLogHealthOperator(task_id="health", table_uri=TABLE_URI)
 
     @task.branch
@@ -54,3 +54,11 @@ with DAG(
 
     decide(health.output) >> [checkpoint, optimize]
     [checkpoint, optimize] >> vacuum >> cleanup
+
+
+# `python dags_examples/txnlog_maintenance_fixed.py` runs the DAG once, here and now (airflow_txnlog.examples)
+if __name__ == "__main__":
+    from airflow_txnlog.examples import example_orders, run_as_script
+
+    example_orders(TABLE_URI)  # (no table yet on this machine: a few days of orders to work on)
+    run_as_script(dag)

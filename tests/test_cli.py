@@ -14,7 +14,7 @@ import pytest
 
 from airflow_txnlog import cli
 from airflow_txnlog.cli import parse_storage_options
-from airflow_txnlog.engine import Table
+from airflow_txnlog.engine import ConstraintNotFoundError, Table
 from tests.cli_support import DAY_A, DAY_B, SCHEMA, WIDE, event_rows, events_table, run, run_json
 
 
@@ -245,6 +245,50 @@ def test_bad_filter_is_error(table_path: Path) -> None:
     assert result.stderr.startswith("error: ")
     assert len(result.stderr.splitlines()) == 1
     assert run("files", str(table_path), "--filter", "no_such_column = 1").exit_code == 1
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["files", "{t}", "--filter", "day >= 2024-01-01"],
+        ["optimize", "{t}", "--zorder-by", "id,value", "--where", "day = 2024-01-01"],
+    ],
+)
+def test_an_unquoted_date_in_a_predicate_says_it_parsed_as_arithmetic(
+    table_path: Path, args: list[str]
+) -> None:
+    result = run(*[a.replace("{t}", str(table_path)) for a in args])
+    assert result.exit_code == 1
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("error: predicate 'day ")
+    assert "2024-01-01 without quotes parsed as arithmetic (2024 - 01 - 01), not as a date" in line
+    assert line.endswith("Help: write DATE '2024-01-01' (or the quoted string '2024-01-01')")
+    assert Table.open(str(table_path)).latest_version() == 3
+    quoted = [a.replace("2024-01-01", "'2024-01-01'") for a in args]  # the way out works
+    assert run(*[a.replace("{t}", str(table_path)) for a in quoted]).exit_code == 0
+
+
+def test_an_unquoted_date_and_time_gets_a_help_and_no_terminal_codes(table_path: Path) -> None:
+    result = run("files", str(table_path), "--filter", "day >= 2024-01-01 00:00:00")
+    assert result.exit_code == 1
+    assert "is not valid SQL" in result.stderr and "\x1b" not in result.stderr
+    assert result.stderr.rstrip().endswith(
+        "Help: a date and time needs quotes: TIMESTAMP '2024-01-01 00:00:00'"
+    )
+
+
+def test_drop_constraint_of_a_missing_one_names_the_cli_flag(table_path: Path) -> None:
+    """The engine's Help names its argument if_exists=True; the command line names --if-exists."""
+    with pytest.raises(ConstraintNotFoundError, match=r"Help: pass if_exists=True to ignore"):
+        Table.open(str(table_path)).drop_constraint("positive")
+    result = run("drop-constraint", str(table_path), "positive")
+    assert result.exit_code == 1
+    assert result.stderr == (
+        "error: the table has no constraint 'positive' (its constraints: none). Nothing was written. "
+        "Help: pass --if-exists to ignore a missing constraint\n"
+    )
+    assert run_json("drop-constraint", str(table_path), "positive", "--if-exists") == {"version": None}
+    assert Table.open(str(table_path)).latest_version() == 3
 
 
 @pytest.mark.parametrize(

@@ -175,8 +175,16 @@ def _arrow_type_to_delta(t: pa.DataType, name: str) -> Any:
     raise InvalidArgumentError(f"column {name!r}: Arrow type {t} has no Delta equivalent")
 
 
+# Field metadata the protocol defines as a JSON string holding JSON (PROTOCOL.md "Column Invariants":
+# Delta on Spark reads it with getString); given as a JSON object, it is written as that string.
+_JSON_TEXT_KEYS = ("delta.invariants",)
+
+
 def _arrow_field_to_delta(f: pa.Field) -> dict[str, Any]:
     meta = {k.decode(): orjson.loads(v) for k, v in (f.metadata or {}).items()}
+    for key in _JSON_TEXT_KEYS:
+        if isinstance(meta.get(key), dict):
+            meta[key] = orjson.dumps(meta[key]).decode()
     return {
         "name": f.name,
         "type": _arrow_type_to_delta(f.type, f.name),

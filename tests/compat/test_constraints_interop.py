@@ -56,3 +56,23 @@ def test_adding_a_constraint_delta_rs_already_has_is_refused(tmp_path: Path) -> 
     DeltaTable(uri).alter.add_constraint({"Pos_Amount": "amount > 0"})
     with pytest.raises(InvalidArgumentError, match="already exists"):
         Table.open(uri).add_constraint("pos_amount", "amount > 1")
+
+
+def test_an_invariant_is_written_as_the_protocol_spells_it_and_enforced_by_delta_rs(tmp_path: Path) -> None:
+    """PROTOCOL.md: the field metadata `delta.invariants` is a JSON *string* (Delta on Spark reads it
+    with getString). Given as a JSON object in Arrow metadata, the engine still writes the string."""
+    import json  # noqa: PLC0415
+
+    uri = str(tmp_path / "t")
+    rule = {"expression": {"expression": "amount > 0"}}
+    field = pa.field("amount", pa.float64(), metadata={"delta.invariants": json.dumps(rule)})
+    Table.create(uri, schema=pa.schema([("id", pa.int64()), field]))
+    log = json.loads((tmp_path / "t" / "_delta_log" / f"{0:020d}.json").read_text().splitlines()[2])
+    stored = json.loads(log["metaData"]["schemaString"])["fields"][1]["metadata"]["delta.invariants"]
+    assert isinstance(stored, str) and json.loads(stored) == rule
+    with pytest.raises(DeltaError, match="failed validation check"):
+        write_deltalake(uri, _rows([3], [-3.0]), mode="append")
+    with pytest.raises(ConstraintViolationError):
+        Table.open(uri).write(_rows([3], [-3.0]))
+    Table.open(uri).write(_rows([4], [4.0]))
+    assert Table.open(uri).snapshot().to_arrow().column("id").to_pylist() == [4]

@@ -136,3 +136,39 @@ def test_float32_pruning_also_keeps_what_a_double_comparison_would_match() -> No
     assert may_match(parse_predicate("f NOT IN (0.7)", schema).tree, {"f": f07})
     assert may_match(parse_predicate("f = 0.7", schema).tree, {"f": f07})
     assert not may_match(parse_predicate("f > 0.7", schema).tree, {"f": f07})
+
+
+@pytest.mark.parametrize(
+    ("text", "shown", "date"),
+    [
+        ("d >= 2026-11-27", "2026-11-27 without quotes parsed as arithmetic (2026 - 11 - 27)", "2026-11-27"),
+        ("2026-1-7 < d", "2026-1-7 without quotes parsed as arithmetic (2026 - 1 - 7)", "2026-01-07"),
+        ("d BETWEEN DATE '2026-01-01' AND 2026-02-01", "2026-02-01 without quotes", "2026-02-01"),
+        ("d IN (DATE '2026-01-01', 2026-02-01)", "2026-02-01 without quotes", "2026-02-01"),
+    ],
+)
+def test_an_unquoted_date_says_it_parsed_as_arithmetic_and_how_to_write_it(
+    tmp_path: Path, text: str, shown: str, date: str
+) -> None:
+    schema = pa.schema([("d", pa.date32())])
+    t = Table.create(str(tmp_path / "t"), schema=schema)
+    t.write(pa.table({"d": pa.array([None], pa.date32())}))
+    with pytest.raises(PredicateError) as err:
+        t.snapshot().to_arrow(filter=text)
+    assert shown in str(err.value)
+    assert str(err.value).endswith(
+        f"not as a date. Help: write DATE '{date}' (or the quoted string '{date}')"
+    )
+
+
+def test_other_arithmetic_is_named_as_such_without_a_date_help() -> None:
+    schema = pa.schema([("d", pa.date32()), ("n", pa.int64())])
+    with pytest.raises(PredicateError) as err:
+        parse_predicate("n > 2026 - 11", schema)
+    assert str(err.value) == (
+        "predicate 'n > 2026 - 11': unsupported expression '2026 - 11': arithmetic is not supported here "
+        "(only columns and literals may be compared)"
+    )
+    with pytest.raises(PredicateError, match=r"is not valid SQL") as err:
+        parse_predicate("d > '2026-11-27 00:00:00' AND", schema)
+    assert "Help" not in str(err.value)  # the date and time is quoted: no hint

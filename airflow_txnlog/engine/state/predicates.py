@@ -41,6 +41,7 @@ from sqlglot import exp
 
 from airflow_txnlog.engine.errors import PredicateError, SchemaMismatchError, UnsupportedFeatureError
 from airflow_txnlog.engine.schema import parse_partition_value
+from airflow_txnlog.engine.state.literal_help import not_a_literal, syntax_error
 from airflow_txnlog.engine.state.literals import fit, is_number, round_float
 
 Node = tuple[Any, ...]
@@ -168,7 +169,7 @@ class _Parser:
                 return _number(node.this)
             except ValueError as exc:
                 raise self.fail(f"bad number {node.this!r}") from exc
-        raise self.fail(f"unsupported expression {node.sql()!r} (only columns and literals may be compared)")
+        raise self.fail(not_a_literal(node))
 
     def coerce(self, value: Any, column: str) -> Any:
         """`value` as a Python value of the column's kind (numbers are fitted to the type by `compare`)."""
@@ -266,7 +267,7 @@ def parse_predicate(text: str, schema: pa.Schema) -> Predicate:
     try:
         tree = sqlglot.parse_one(text, dialect="spark")
     except sqlglot.errors.SqlglotError as exc:
-        raise PredicateError(f"predicate {text!r} is not valid SQL: {exc}") from exc
+        raise PredicateError(f"predicate {text!r} is not valid SQL: {syntax_error(exc, text)}") from exc
     if tree is None:
         raise PredicateError(f"predicate {text!r} is empty")
     parser = _Parser(text, schema)
