@@ -6,8 +6,9 @@ each room may import only the rooms below it, and pyproject.toml's import-linter
     table.py        the entry point: `Table` (create / open, read, write, maintain)
     maintenance/    savepoints, restore, vacuum, log cleanup, publications, health
     write/          transactions and conflicts, the writer, CREATE TABLE, ALTER TABLE, provenance
-    state/          a table at one version: snapshot, scan, predicates and skipping, checkpoints
+    state/          a table at one version: snapshot, scan, skipping, checkpoints
     features/       Delta table features: supported features, column mapping, deletion vectors, ...
+    sql/            Spark SQL: one parse and typer, the rows and the pruning back ends
     log/            the wire format and reading the log: actions, listing, replay, checkpoint columns
     storage.py, schema.py, properties.py, validate.py, errors.py   the foundations
 
@@ -125,7 +126,7 @@ if TYPE_CHECKING:  # the names below load on first use (PEP 562 __getattr__), se
         type_text,
         uses_variant,
     )
-    from airflow_txnlog.engine.state.predicates import Predicate, parse_predicate, to_arrow_expression
+    from airflow_txnlog.engine.sql.predicates import Predicate, parse_predicate, to_arrow_expression
     from airflow_txnlog.engine.state.scan import FileScan
     from airflow_txnlog.engine.state.snapshot import Snapshot
     from airflow_txnlog.engine.storage import storage_for
@@ -193,7 +194,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "Metadata": ("log.actions", "Metadata"),
     "MetadataChangedError": ("errors", "MetadataChangedError"),
     "NotPublishedError": ("errors", "NotPublishedError"),
-    "Predicate": ("state.predicates", "Predicate"),
+    "Predicate": ("sql.predicates", "Predicate"),
     "PredicateError": ("errors", "PredicateError"),
     "RowRule": ("features.constraints", "Rule"),
     "generated_columns": ("features.generated", "enforced"),
@@ -255,7 +256,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "change_data_feed": ("properties", "change_data_feed"),
     "num_indexed_cols": ("properties", "num_indexed_cols"),
     "parse_partition_value": ("schema", "parse_partition_value"),
-    "parse_predicate": ("state.predicates", "parse_predicate"),
+    "parse_predicate": ("sql.predicates", "parse_predicate"),
     "run_owner_tag": ("write.provenance", "run_owner_tag"),
     "schema_from_json": ("schema", "schema_from_json"),
     "schema_to_json": ("schema", "schema_to_json"),
@@ -263,7 +264,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "stats_columns": ("log.stats", "stats_columns"),
     "stats_json": ("log.stats", "stats_json"),
     "target_file_size": ("properties", "target_file_size"),
-    "to_arrow_expression": ("state.predicates", "to_arrow_expression"),
+    "to_arrow_expression": ("sql.predicates", "to_arrow_expression"),
     "type_text": ("schema", "type_text"),
     "write_deletion_vectors": ("features.deletion_vectors", "write_dv_file"),
 }

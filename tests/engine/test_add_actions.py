@@ -24,8 +24,8 @@ from deltalake import DeltaTable, write_deltalake
 
 from airflow_txnlog.engine import AddFile, Table
 from airflow_txnlog.engine.log.stats_struct import parse_stats_exact
+from airflow_txnlog.engine.sql.predicates import may_match, parse_predicate
 from airflow_txnlog.engine.state.add_actions import NUM_RECORDS_ONLY, _parse
-from airflow_txnlog.engine.state.predicates import may_match, parse_predicate
 
 NESTED = pa.struct([("x", pa.int64()), ("y", pa.string())])
 UTC = dt.UTC

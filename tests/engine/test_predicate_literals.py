@@ -11,8 +11,8 @@ import pyarrow as pa
 import pytest
 
 from airflow_txnlog.engine import PredicateError, Table
-from airflow_txnlog.engine.state.literals import fit
-from airflow_txnlog.engine.state.predicates import Range, may_match, parse_predicate, stats_value
+from airflow_txnlog.engine.sql.literals import fit
+from airflow_txnlog.engine.sql.predicates import Range, may_match, parse_predicate, stats_value
 
 D = decimal.Decimal
 F32_MAX = 3.4028234663852886e38

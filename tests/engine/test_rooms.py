@@ -22,7 +22,7 @@ import airflow_txnlog.engine as engine
 
 REPO = Path(__file__).resolve().parents[2]
 ENGINE = REPO / "airflow_txnlog" / "engine"
-ROOMS = ("log", "features", "state", "write", "maintenance")
+ROOMS = ("log", "sql", "features", "state", "write", "maintenance")
 MAX_LINES = 500
 
 # The public API, as it was before the engine moved into rooms (issue 25): moving modules must not

@@ -22,7 +22,7 @@ from airflow_txnlog.engine.log.log_segment import LogSegment
 from airflow_txnlog.engine.log.replay import LogState
 from airflow_txnlog.engine.log.stats_struct import parse_stats, stats_parsed_type
 from airflow_txnlog.engine.schema import schema_to_json
-from airflow_txnlog.engine.state.predicates import may_match, parse_predicate
+from airflow_txnlog.engine.sql.predicates import may_match, parse_predicate
 from airflow_txnlog.engine.state.snapshot import Snapshot
 from airflow_txnlog.engine.storage import storage_for
 

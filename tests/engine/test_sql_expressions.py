@@ -1,4 +1,4 @@
-"""Spark SQL scalar expressions over Arrow (engine.features.sql_expressions): every construct with
+"""Spark SQL scalar expressions over Arrow (engine.sql.expressions): every construct with
 exact values and NULLs, ANSI failures, refusals, and `violations` (NULL breaks a CHECK).
 
 Spark's answers for the same expressions are checked in tests/spark/test_sql_expressions_spark.py.
@@ -24,8 +24,8 @@ from airflow_txnlog.engine.errors import (
     SchemaMismatchError,
     UnsupportedExpressionError,
 )
-from airflow_txnlog.engine.features.sql_expressions import CompiledExpression, compile_expression, violations
 from airflow_txnlog.engine.schema import schema_from_json
+from airflow_txnlog.engine.sql.expressions import CompiledExpression, compile_expression, violations
 
 D = decimal.Decimal
 UTC = dt.UTC
@@ -973,7 +973,7 @@ def test_datetime_patterns_are_kept_as_written() -> None:
 
 def test_the_module_imports_no_pandas_pyspark_or_airflow() -> None:
     code = (
-        "import sys, json; import airflow_txnlog.engine.features.sql_expressions; "
+        "import sys, json; import airflow_txnlog.engine.sql.expressions; "
         "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in "
         "('airflow', 'pyspark', 'pandas', 'deltalake', 'polars') or m.startswith(("
         "'airflow_txnlog.engine.state', 'airflow_txnlog.engine.write', "

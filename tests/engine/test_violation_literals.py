@@ -1,6 +1,6 @@
 """A violating row is shown with Spark SQL literals, not Python reprs (issue 38, item 2): what the
 engine's writes say for a CHECK constraint, a column invariant and a generated column, and the one
-helper that writes the literals (engine.features.sql_literals)."""
+helper that writes the literals (engine.sql.literal_text)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pyarrow as pa
 import pytest
 
 from airflow_txnlog.engine import ConstraintViolationError, RowRule, Table, row_rule_violation
-from airflow_txnlog.engine.features.sql_literals import sql_literal
+from airflow_txnlog.engine.sql.literal_text import sql_literal
 
 TS = dt.datetime(2026, 11, 27, tzinfo=zoneinfo.ZoneInfo("UTC"))
 SCHEMA = pa.schema(

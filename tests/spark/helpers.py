@@ -10,7 +10,7 @@ import pyarrow as pa
 from deltalake import DeltaTable
 
 from airflow_txnlog.engine import Table
-from airflow_txnlog.engine.state.predicates import parse_predicate, to_arrow_expression
+from airflow_txnlog.engine.sql.predicates import parse_predicate, to_arrow_expression
 from airflow_txnlog.engine.state.scan import read_files
 from tests.spark.conftest import SCHEMA, make_rows
 

@@ -1,4 +1,4 @@
-"""The engine's Spark SQL expression evaluator (engine.features.sql_expressions) against Spark
+"""The engine's Spark SQL expression evaluator (engine.sql.expressions) against Spark
 itself: the same expressions over the same rows give the same values, of the same type, row by row
 (session time zone UTC, ANSI mode on, as Spark 4's defaults for a Delta writer).
 """
@@ -16,8 +16,8 @@ import pyarrow as pa
 import pytest
 
 from airflow_txnlog.engine.errors import InvalidArgumentError
-from airflow_txnlog.engine.features.sql_expressions import compile_expression
 from airflow_txnlog.engine.schema import schema_from_json
+from airflow_txnlog.engine.sql.expressions import compile_expression
 
 D = decimal.Decimal
 UTC = dt.UTC

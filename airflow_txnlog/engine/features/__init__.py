@@ -4,14 +4,13 @@ What lives here: which reader and writer features this engine supports, which it
 and how properties turn features on (`table_features`), column mapping's logical / physical names
 (`column_mapping`), deletion vectors (`deletion_vectors`: decode, write, apply), type widening
 (`type_widening`), the row rules every write keeps: CHECK constraints and invariants
-(`constraints`) and generated columns (`generated`), with Spark SQL expressions compiled for Arrow
-data by `sql_expressions` (its functions in `sql_functions`); a violating row's values are
-shown as Spark SQL literals (`sql_literals`).
+(`constraints`) and generated columns (`generated`), with their Spark SQL compiled for Arrow data by
+the sql room (engine.sql); a violating row's values are shown as Spark SQL literals.
 A new Delta feature (identity columns, row tracking, domain metadata,
 clustering) gets its module here: its wire names, how its configuration is parsed and checked, and
 the pure functions state and write call to honor it.
 
-May import: the log room and the root's storage, schema, properties, validate and errors. Never
+May import: the sql and log rooms and the root's storage, schema, properties, validate and errors. Never
 state, write or maintenance: a feature's rules are used by snapshots and transactions alike, so the
 commit that changes a feature lives in write (engine.write.alter_table), not here.
 """

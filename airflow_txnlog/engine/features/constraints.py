@@ -12,10 +12,10 @@ A row satisfies a rule when the expression is TRUE: FALSE and NULL both break it
 
 Enforcement by the engine (`compile_rules` then `check_rows`): every rule is compiled against the
 table schema once, before a byte is written. An expression the Arrow evaluator
-(engine.features.sql_expressions) cannot compute is refused with `UnsupportedExpressionError`,
+(engine.sql.expressions) cannot compute is refused with `UnsupportedExpressionError`,
 never skipped; Spark paths evaluate the same text with Spark SQL instead. A violation raises
 `ConstraintViolationError` naming the rule, its expression, how many rows break it and one of them
-(its values as Spark SQL literals, engine.features.sql_literals: `d=DATE '2026-11-27'`, `x=NULL`).
+(its values as Spark SQL literals, engine.sql.literal_text: `d=DATE '2026-11-27'`, `x=NULL`).
 """
 
 from __future__ import annotations
@@ -39,10 +39,10 @@ from airflow_txnlog.engine.errors import (
     UnsupportedExpressionError,
 )
 from airflow_txnlog.engine.features import generated
-from airflow_txnlog.engine.features.sql_expressions import CompiledExpression, compile_expression, violations
-from airflow_txnlog.engine.features.sql_literals import sql_literal
 from airflow_txnlog.engine.log.actions import Metadata, Protocol
 from airflow_txnlog.engine.schema import schema_from_json
+from airflow_txnlog.engine.sql.expressions import CompiledExpression, compile_expression, violations
+from airflow_txnlog.engine.sql.literal_text import sql_literal
 
 CONSTRAINT_PREFIX = "delta.constraints."
 INVARIANTS_KEY = "delta.invariants"

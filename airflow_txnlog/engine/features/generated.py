@@ -32,9 +32,9 @@ from airflow_txnlog.engine.errors import (
     UnsupportedExpressionError,
     UnsupportedFeatureError,
 )
-from airflow_txnlog.engine.features.sql_expressions import compile_expression
 from airflow_txnlog.engine.features.table_features import implied_features
 from airflow_txnlog.engine.log.actions import Metadata, Protocol
+from airflow_txnlog.engine.sql.expressions import compile_expression
 
 GENERATION_KEY = "delta.generationExpression"
 _KEY = GENERATION_KEY.encode()

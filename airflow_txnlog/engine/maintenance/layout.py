@@ -48,7 +48,7 @@ from airflow_txnlog.engine.features.table_features import check_write_supported
 from airflow_txnlog.engine.log.actions import AddFile
 from airflow_txnlog.engine.maintenance.maintenance_table import MaintenanceTable
 from airflow_txnlog.engine.maintenance.rewrite_layout import NONE, RewriteLayout
-from airflow_txnlog.engine.state.predicates import parse_predicate
+from airflow_txnlog.engine.sql.predicates import parse_predicate
 from airflow_txnlog.engine.state.snapshot import Snapshot, read_for_rewrite
 from airflow_txnlog.engine.storage import Storage
 from airflow_txnlog.engine.validate import flag, number, text

@@ -30,7 +30,7 @@ from airflow_txnlog.engine.features import deletion_vectors, row_tracking
 from airflow_txnlog.engine.features.column_mapping import Names, to_logical
 from airflow_txnlog.engine.log.actions import AddFile
 from airflow_txnlog.engine.schema import parse_partition_value
-from airflow_txnlog.engine.state.predicates import Node, to_arrow_expression
+from airflow_txnlog.engine.sql.predicates import Node, to_arrow_expression
 from airflow_txnlog.engine.storage import Storage, storage_for
 
 _ROW_ID, _ROW_VERSION = "__txnlog_row_id", "__txnlog_row_commit_version"  # (never a table's column)

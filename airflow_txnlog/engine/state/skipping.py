@@ -34,8 +34,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from airflow_txnlog.engine.sql.predicates import Node, Range, stats_value, truth
 from airflow_txnlog.engine.state.add_actions import parsed_partition, raw_partition, typed_partition
-from airflow_txnlog.engine.state.predicates import Node, Range, stats_value, truth
 
 Pair = tuple[pa.Array, pa.Array]  # (can_be_true, can_be_false), one bool per file, never null
 _ARROW_ERRORS = (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError)

@@ -55,10 +55,10 @@ from airflow_txnlog.engine.log.log_segment import (
 )
 from airflow_txnlog.engine.log.replay import KEY_SEPARATOR, LogState, key_path, positions_not_in
 from airflow_txnlog.engine.schema import parse_partition_value, schema_from_json
+from airflow_txnlog.engine.sql.generated_pruning import derive
+from airflow_txnlog.engine.sql.predicates import Predicate, Range, parse_predicate, stats_value
 from airflow_txnlog.engine.state.add_actions import add_actions_table, file_table, select_adds
 from airflow_txnlog.engine.state.checkpoint import read_checkpoint
-from airflow_txnlog.engine.state.generated_filters import derive
-from airflow_txnlog.engine.state.predicates import Predicate, Range, parse_predicate, stats_value
 from airflow_txnlog.engine.state.scan import read_files
 from airflow_txnlog.engine.state.skipping import may_match_mask
 from airflow_txnlog.engine.storage import Storage
@@ -217,7 +217,7 @@ class Snapshot:
 
     def _pruning(self, pred: Predicate) -> Predicate:
         """`pred` for file pruning: with the partition filters it implies on generated partition
-        columns ANDed to it (engine.state.generated_filters)."""
+        columns ANDed to it (engine.sql.generated_pruning)."""
         computed = generated.enforced(self.metadata, self.protocol)
         extra = (
             None

@@ -49,9 +49,9 @@ from airflow_txnlog.engine.features import (
     row_tracking,
     table_features,
 )
-from airflow_txnlog.engine.features.sql_expressions import violations
 from airflow_txnlog.engine.log.actions import Metadata
 from airflow_txnlog.engine.schema import schema_from_json, schema_to_json
+from airflow_txnlog.engine.sql.expressions import violations
 from airflow_txnlog.engine.state.scan import read_file
 from airflow_txnlog.engine.state.snapshot import Snapshot
 from airflow_txnlog.engine.validate import mapping, names, text

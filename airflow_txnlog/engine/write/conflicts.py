@@ -42,7 +42,7 @@ from airflow_txnlog.engine.log.actions import (
     decode_path,
 )
 from airflow_txnlog.engine.log.replay import file_key
-from airflow_txnlog.engine.state.predicates import Predicate, Range, may_match
+from airflow_txnlog.engine.sql.predicates import Predicate, Range, may_match
 
 IsolationLevel = Literal["Serializable", "WriteSerializable"]
 """The isolation levels a caller may ask for (Delta's; WriteSerializable ignores blind appends)."""

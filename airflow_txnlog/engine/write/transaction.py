@@ -68,7 +68,7 @@ from airflow_txnlog.engine.log.actions import (
 )
 from airflow_txnlog.engine.log.log_reader import list_after, read_commits
 from airflow_txnlog.engine.log.replay import file_key
-from airflow_txnlog.engine.state.predicates import Predicate, Range, parse_predicate
+from airflow_txnlog.engine.sql.predicates import Predicate, Range, parse_predicate
 from airflow_txnlog.engine.state.snapshot import Snapshot
 from airflow_txnlog.engine.storage import Storage
 from airflow_txnlog.engine.validate import json_mapping, mapping, number, one_of, text

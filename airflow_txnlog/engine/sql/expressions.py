@@ -3,13 +3,13 @@
 A writer without Spark must compute these Delta rules as Spark would. `compile_expression` parses
 the text with sqlglot's Spark dialect (never runs it), checks it is ONE scalar expression (no
 statement, subquery, aggregate, window or non-deterministic call) and compiles it bottom-up into
-closures over a RecordBatch (`sql_functions.Term`), typing each node as Spark's analyzer does.
+closures over a RecordBatch (`functions.Term`), typing each node as Spark's analyzer does.
 
 Grammar: columns (`x`, `` `a b` ``, struct fields `s.a.b`; case-insensitive), literals typed as Spark
 (`1.5` DECIMAL, `1e3` DOUBLE, `L S Y D BD` suffixes, DATE / TIMESTAMP / TIMESTAMP_NTZ '...'), AND OR
 NOT, `= == != <> < <= > >= <=>`, IS [NOT] NULL / TRUE / FALSE / DISTINCT FROM, [NOT] IN (list),
 [NOT] BETWEEN, [NOT] LIKE / ILIKE / RLIKE, `+ - * / %`, `||`, CASE, IF, COALESCE / NVL / IFNULL,
-NULLIF, NVL2, CAST and `sql_functions.FUNCTIONS`.
+NULLIF, NVL2, CAST and `functions.FUNCTIONS`.
 
 Invariants. Three-valued logic (Kleene AND / OR; NULL in, NULL out but for `<=>`, IS, COALESCE,
 GREATEST / LEAST); a CHECK holds only when TRUE (`violations`). ANSI (Spark 4): integer overflow, a
@@ -41,8 +41,8 @@ from sqlglot.dialects.spark import Spark
 from sqlglot.errors import ParseError, TokenError
 
 from airflow_txnlog.engine import errors
-from airflow_txnlog.engine.features import sql_functions as sf
-from airflow_txnlog.engine.features.sql_functions import Failed, Invalid, Refused, Term, Value, kind
+from airflow_txnlog.engine.sql import functions as sf
+from airflow_txnlog.engine.sql.functions import Failed, Invalid, Refused, Term, Value, kind
 
 _SPARK = Spark()  # keeps Java datetime patterns as written (sqlglot maps `YYYY` and `yyyy` alike)
 _SPARK.format_time = lambda p: exp.Literal.string(p[1:-1]) if isinstance(p, str) else p  # type: ignore

@@ -14,7 +14,7 @@ Which `f` qualify (the expression names exactly one column, the source):
     (`yyyy`, `yyyy-MM`, `yyyyMMdd`, `yyyy-MM-dd HH`, ...); SUBSTRING(src, 1, n) on a string.
 MONTH, DAY or HOUR alone wrap around and derive nothing.
 
-`f(v)` is computed by the engine's Arrow evaluator (engine.features.sql_expressions), in UTC. A
+`f(v)` is computed by the engine's Arrow evaluator (engine.sql.expressions), in UTC. A
 writer may have computed `g` in another session time zone (Spark evaluates CAST(ts AS DATE) in
 `spark.sql.session.timeZone`), at most a day away from UTC: on a timestamp with a time zone the
 bounds are therefore taken from `v - 1 day` / `v + 1 day` (and a timestamp-valued result, such as
@@ -36,7 +36,7 @@ import sqlglot
 from sqlglot import exp
 
 from airflow_txnlog.engine.errors import TxnLogError
-from airflow_txnlog.engine.features.sql_expressions import compile_expression
+from airflow_txnlog.engine.sql.expressions import compile_expression
 
 Node = tuple[Any, ...]
 _DATE_FORMAT = re.compile(r"^\s*date_format\s*\(\s*`?\w+`?\s*,\s*'([^']*)'\s*\)\s*$", re.IGNORECASE)

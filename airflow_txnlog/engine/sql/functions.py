@@ -1,8 +1,8 @@
-"""Types, casts and scalar functions of the Spark SQL expression compiler (`sql_expressions`): Spark's
+"""Types, casts and scalar functions of the Spark SQL expression compiler (`expressions`): Spark's
 type families (`kind`) and widening (`wider_type`), `cast` with ANSI rules (a value that does not fit
 raises; what Arrow cannot convert as Spark does is refused, or converted in Python), `FUNCTIONS`
 (builders keyed by the sqlglot node class of the Spark dialect), and the internal errors
-`sql_expressions` turns into the engine's. Timestamps are UTC.
+`expressions` turns into the engine's. Timestamps are UTC.
 """
 
 from __future__ import annotations

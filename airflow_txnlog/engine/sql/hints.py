@@ -2,7 +2,7 @@
 
 A date without quotes is the usual slip: `d >= 2026-11-27` is valid SQL, `d >= 2026 - 11 - 27`
 (that is, `d >= 1988`), and a date and time without quotes (`d >= 2026-11-27 00:00:00`) is no SQL
-at all. The parser (engine.state.predicates) asks here for its message, which then says how SQL
+at all. The parser (engine.sql.predicates) asks here for its message, which then says how SQL
 read the text and what to write instead (`DATE '2026-11-27'`, `TIMESTAMP '2026-11-27 00:00:00'`).
 """
 

@@ -41,8 +41,8 @@ from sqlglot import exp
 
 from airflow_txnlog.engine.errors import PredicateError, SchemaMismatchError, UnsupportedFeatureError
 from airflow_txnlog.engine.schema import parse_partition_value
-from airflow_txnlog.engine.state.literal_help import not_a_literal, syntax_error
-from airflow_txnlog.engine.state.literals import fit, is_number, round_float
+from airflow_txnlog.engine.sql.hints import not_a_literal, syntax_error
+from airflow_txnlog.engine.sql.literals import fit, is_number, round_float
 
 Node = tuple[Any, ...]
 _FLIP = {"=": "=", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
