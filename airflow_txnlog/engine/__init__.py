@@ -126,7 +126,7 @@ if TYPE_CHECKING:  # the names below load on first use (PEP 562 __getattr__), se
         type_text,
         uses_variant,
     )
-    from airflow_txnlog.engine.sql.predicates import Predicate, parse_predicate, to_arrow_expression
+    from airflow_txnlog.engine.sql.predicates import Predicate, parse_predicate
     from airflow_txnlog.engine.state.scan import FileScan
     from airflow_txnlog.engine.state.snapshot import Snapshot
     from airflow_txnlog.engine.storage import storage_for
@@ -264,7 +264,6 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "stats_columns": ("log.stats", "stats_columns"),
     "stats_json": ("log.stats", "stats_json"),
     "target_file_size": ("properties", "target_file_size"),
-    "to_arrow_expression": ("sql.predicates", "to_arrow_expression"),
     "type_text": ("schema", "type_text"),
     "write_deletion_vectors": ("features.deletion_vectors", "write_dv_file"),
 }
@@ -380,7 +379,6 @@ __all__ = [
     "stats_json",
     "storage_for",
     "target_file_size",
-    "to_arrow_expression",
     "type_text",
     "uses_variant",
     "variants_as",

@@ -143,6 +143,7 @@ class Table(Upkeep):
         generated_columns: Mapping[str, str] | None = None,
         identity_columns: Mapping[str, IdentityColumn] | None = None,
         cluster_by: Sequence[str] | None = None,
+        spark_expressions: bool = False,
         **kw: Any,
     ) -> Table:
         """Create a table: version 0 with protocol and metaData (TableExistsError if one exists).
@@ -152,13 +153,18 @@ class Table(Upkeep):
         and check (engine.features.generated); `identity_columns` ({column: IdentityColumn(start, step,
         always)}) identity columns, which writes number (engine.features.identity); `cluster_by` (up to
         4 columns, never with partition_by) a clustered table (engine.features.clustering).
+        A generation expression the engine cannot compute as Spark does is refused here
+        (UnsupportedExpressionError), unless `spark_expressions` (what `SparkTable.create` passes:
+        Spark computes it on Spark's writes, and the engine's own writes refuse the table).
 
         Every argument is checked before anything is written (see engine.write.create_table).
         """
         flag("defer", defer)
+        flag("spark_expressions", spark_expressions)
         actions = version_zero(
             schema, partition_by=partition_by, properties=properties, name=name, description=description,
             generated_columns=generated_columns, identity_columns=identity_columns, cluster_by=cluster_by,
+            spark_expressions=spark_expressions,
         )  # fmt: skip
         actions = with_provenance(actions)
         storage = storage_for(uri, storage_options, single_writer=single_writer)

@@ -15,11 +15,10 @@ the driver does the work itself:
 "Exact" means the engine's row filter gives Spark SQL's answer for this predicate, so the lever is
 taken only when (otherwise Spark runs, as before -- never a different answer):
 - the engine parses the predicate (comparisons, IN, BETWEEN, IS NULL, AND / OR / NOT, literals);
-- every column it names is an integer, decimal, string, boolean or date column, or a timestamp
-  column while the session time zone is UTC (a zone-less timestamp literal means the session zone to
-  Spark and UTC to the engine); float columns are left to Spark (Spark orders NaN above every number
-  and NaN = NaN; Arrow follows IEEE); a number compared with a string column too (Spark compares
-  numbers, the engine text);
+- every column it names is an integer, float, decimal, string, boolean or date column, or a
+  timestamp column while the session time zone is UTC (a zone-less timestamp literal means the
+  session zone to Spark and UTC to the engine); what the engine cannot compute as Spark does (a
+  number against a string column, say) it refuses when parsing, and Spark runs;
 - the table writes neither deletion vectors nor change data (those paths stay on Spark).
 """
 
@@ -30,13 +29,13 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from airflow_txnlog.engine import (
     AddFile,
     FileScan,
     Predicate,
     Table,
-    to_arrow_expression,
     write_data_files,
 )
 from airflow_txnlog.spark import change_data, deletion_vectors
@@ -51,7 +50,7 @@ _UTC = frozenset({"UTC", "ETC/UTC", "Z", "GMT", "+00:00", "UTC+0", "ETC/GMT"})
 
 def applies(ctx: TableContext, parsed: Predicate | None, candidates: Sequence[AddFile]) -> bool:
     """Whether this DELETE may run in-process (see the module docstring)."""
-    if parsed is None or parsed.loose or not candidates:
+    if parsed is None or not candidates:
         return False
     if deletion_vectors.enabled(ctx) or change_data.enabled(ctx) or row_id_columns(ctx):
         return False  # (row tracking: the Spark path carries the row ids)
@@ -66,12 +65,12 @@ def delete_in_process(
 ) -> tuple[dict[str, int], list[AddFile], list[AddFile]]:
     """({path: deleted rows} of the files with matches, those files, the files replacing them)."""
     scan = FileScan(table.uri, table.storage.options or None, ctx.schema, ctx.partition_columns, ctx.names)
-    expr = to_arrow_expression(parsed.tree, ctx.schema)
 
     def one(add: AddFile) -> tuple[AddFile, int, pa.Table]:
         rows = next(iter(scan.read([add])))
-        matched = rows.filter(expr).num_rows
-        kept = rows.filter(~expr | expr.is_null()) if matched else rows
+        hit = parsed.matches(rows)  # (TRUE only: a NULL result keeps the row, as Spark's DELETE)
+        matched = int(pc.sum(hit).as_py() or 0)
+        kept = rows.filter(pc.invert(hit)) if matched else rows
         return add, matched, kept
 
     with ThreadPoolExecutor(max_workers=8) as pool:

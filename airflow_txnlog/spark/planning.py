@@ -33,9 +33,9 @@ from airflow_txnlog.engine import (
     Predicate,
     PredicateError,
     Transaction,
+    UnsupportedExpressionError,
     parse_partition_value,
     parse_predicate,
-    to_arrow_expression,
 )
 from airflow_txnlog.spark.scan import FILE_COL, TableContext, scan
 
@@ -59,9 +59,7 @@ def classify(predicate: str | None, ctx: TableContext) -> Plan:
         return Plan(Case.ALL, None, None)
     try:
         parsed = parse_predicate(predicate, ctx.schema)
-    except PredicateError:
-        return Plan(Case.DATA, predicate, None)
-    if parsed.loose:  # (a number against a string column: Spark's answer differs from the engine's)
+    except (PredicateError, UnsupportedExpressionError):  # (Spark evaluates what the engine cannot)
         return Plan(Case.DATA, predicate, None)
     if parsed.columns and parsed.columns <= set(ctx.partition_columns):
         return Plan(Case.PARTITION, predicate, parsed)
@@ -92,7 +90,7 @@ def partition_matches(files: Sequence[AddFile], parsed: Predicate, schema: pa.Sc
     ]
     index = pa.array(range(len(files)), type=pa.int64())
     table = pa.Table.from_arrays([*arrays, index], names=[*columns, "__index"])
-    kept = table.filter(to_arrow_expression(parsed.tree, schema)).column("__index").to_pylist()
+    kept = parsed.filter(table).column("__index").to_pylist()
     return [files[i] for i in kept]
 
 
@@ -128,14 +126,15 @@ def total_records(files: Sequence[AddFile]) -> int | None:
 
 
 def exact_in_arrow(t: pa.DataType, *, timestamps: bool) -> bool:
-    """Whether Arrow compares values of type `t` as Spark SQL does (the in-process levers' test):
-    integers, decimals, strings, booleans and dates; timestamps when the caller allows them (a
-    zone-less timestamp literal depends on the session zone). Never floats: Spark orders NaN above
-    every number and has NaN = NaN, Arrow follows IEEE."""
+    """Whether the engine's rows back end (engine.sql) compares values of type `t` as this Spark
+    session does (the in-process levers' test): integers, floats (Spark's NaN order, as the engine's),
+    decimals, strings, booleans and dates; timestamps when the caller allows them (a zone-less
+    timestamp literal depends on the session zone, the engine's is UTC)."""
     if pa.types.is_timestamp(t):
         return timestamps
     return bool(
         pa.types.is_integer(t)
+        or pa.types.is_floating(t)
         or pa.types.is_decimal(t)
         or pa.types.is_string(t)
         or pa.types.is_large_string(t)

@@ -9,9 +9,9 @@ values (exact) and by min / max / null-count stats (a file that may hold a match
 What goes back to Spark (it evaluates those on the rows):
 - every filter on a data column (stats only prune, they do not filter rows), and
 - every filter the engine cannot take: nested columns, string matching, timestamps (their Python
-  values carry no reliable zone here), float columns (Spark orders NaN above every number, the
-  engine's pruning follows IEEE), a number against a string column (Spark compares numbers, the
-  engine text), an IN list holding NULL, types without a literal form.
+  values carry no reliable zone here), what the engine refuses when parsing (a number against a
+  string column: Spark casts the string), an IN list holding NULL, non-finite floats and types
+  without a literal form. Float columns are taken: the engine's pruning follows Spark's NaN order.
 A filter on partition columns only is not returned: the kept files' partition values satisfy it
 exactly, so every row read does.
 
@@ -47,6 +47,7 @@ from pyspark.sql.datasource import (
 from airflow_txnlog.engine import (
     PredicateError,
     SchemaMismatchError,
+    UnsupportedExpressionError,
     UnsupportedFeatureError,
     parse_predicate,
 )
@@ -63,8 +64,6 @@ _OPS: dict[type, str] = {
 def _column(path: Sequence[str], schema: pa.Schema) -> str | None:
     if len(path) != 1 or path[0] not in schema.names:
         return None  # nested fields are not predicates the engine takes
-    if pa.types.is_floating(schema.field(path[0]).type):
-        return None  # Spark orders NaN above every number; the engine's pruning is IEEE's
     return "`" + path[0].replace("`", "``") + "`"
 
 
@@ -134,9 +133,9 @@ def plan(
         text = to_sql(f, schema)
         if text is not None:
             try:
-                text = None if parse_predicate(text, schema).loose else text
-            except (PredicateError, SchemaMismatchError, UnsupportedFeatureError):
-                text = None
+                parse_predicate(text, schema)
+            except (PredicateError, SchemaMismatchError, UnsupportedFeatureError, UnsupportedExpressionError):
+                text = None  # (Spark evaluates what the engine cannot compute exactly)
         if text is not None:
             taken.append(f"({text})")
         if text is None or not _columns(f) <= set(partition_columns):

@@ -62,7 +62,6 @@ from airflow_txnlog.engine import (
     schema_from_json,
     schema_to_json,
     storage_for,
-    to_arrow_expression,
     uses_variant,
     with_new_fields,
     write_data_files,
@@ -332,9 +331,9 @@ def _flush(
         check_variant_values(data)
     check_row_rules(rules, data)
     if plan.replace_where is not None:
-        tree = parse_predicate(plan.replace_where, plan.schema).tree
+        predicate = parse_predicate(plan.replace_where, plan.schema)
         # (a NULL result is not TRUE: such a row does not satisfy the predicate either)
-        if data.filter(to_arrow_expression(tree, plan.schema)).num_rows != data.num_rows:
+        if predicate.filter(data).num_rows != data.num_rows:
             raise InvalidArgumentError(
                 f"{CHECK_MARKER} a written row does not satisfy replaceWhere {plan.replace_where!r}; "
                 "nothing was committed"

@@ -127,6 +127,7 @@ class SparkTable:
             generated_columns=generated_columns,
             identity_columns=identity_columns,
             cluster_by=cluster_by,
+            spark_expressions=True,  # (Spark computes what the engine cannot, on Spark's writes)
         )
         return cls(spark, uri, scheme_map=scheme_map, table=table)
 

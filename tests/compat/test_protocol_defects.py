@@ -108,30 +108,34 @@ def _typed_table(root: Path) -> Table:
 @pytest.mark.parametrize(
     ("predicate", "ids"),
     [
-        ("f = 0.1", [1]),
-        ("f <= 0.1", [1]),
-        ("f IN (0.1)", [1]),
+        # Spark compares a FLOAT column with a DECIMAL literal as DOUBLE: the stored float32 0.1 is
+        # 0.10000000149 as a double, above 0.1 (issue 39); a FLOAT literal compares in float32
+        ("f = 0.1", []),
+        ("f <= 0.1", []),
+        ("f IN (0.1)", []),
         ("f >= 0.1", [1, 2]),
-        ("f > 0.1", [2]),
+        ("f > 0.1", [1, 2]),
+        ("f = CAST(0.1 AS FLOAT)", [1]),
+        ("f <= CAST(0.1 AS FLOAT)", [1]),
         ("dec = 12345678.1234567891", [1]),
         ("dec > 12345678.123456789", [1]),
         ("dec < 12345678.1234567892", [1, 2]),
         ("dec = 0", [2]),
     ],
 )
-def test_float32_and_decimal_literals_compare_in_the_column_type(
+def test_float32_and_decimal_literals_compare_as_spark_compares(
     tmp_path: Path, predicate: str, ids: list[int]
 ) -> None:
     snap = _typed_table(tmp_path / "t").snapshot()
     assert sorted(snap.to_arrow(filter=predicate).column("id").to_pylist()) == ids
-    assert len(snap.files(filter=predicate)) == 1  # pruning keeps the one file
+    assert len(snap.files(filter=predicate)) >= (1 if ids else 0)  # pruning keeps the one file
 
 
 def test_concurrent_float32_append_conflicts_with_a_read_of_that_value(tmp_path: Path) -> None:
     root = tmp_path / "t"
     t = _typed_table(root)
     txn = t.transaction("DELETE")
-    for add in txn.read_files(filter="f = 0.1"):
+    for add in txn.read_files(filter="f = CAST(0.1 AS FLOAT)"):
         txn.remove(add)
     other = Table.open(str(root))
     schema = other.snapshot().schema
@@ -503,8 +507,10 @@ def test_data_skipping_stats_columns_are_honored(tmp_path: Path) -> None:
 
 def test_predicate_errors_stay_txnlog_errors(tmp_path: Path) -> None:
     snap = _typed_table(tmp_path / "t").snapshot()
-    with pytest.raises(PredicateError):
+    with pytest.raises(TxnLogError):  # (Spark fails too: 'abc' is no INT under ANSI)
         snap.to_arrow(filter="i32 < 'abc'")
+    with pytest.raises(PredicateError):
+        snap.to_arrow(filter="i32 < no_such_column")
 
 
 def test_metadata_update_cannot_turn_on_an_unhonored_feature(tmp_path: Path) -> None:

@@ -144,8 +144,8 @@ def test_drop_constraint_lets_rows_in_again(tmp_path: Path) -> None:
         ("p", "missing > 0", PredicateError, "names column 'missing', which the table lacks"),
         ("p", "sum(amount) > 0", PredicateError, "no query, aggregate"),
         ("p", "amount + 1", PredicateError, "not a boolean expression"),
-        ("bad name", "amount > 0", InvalidArgumentError, "constraint name 'bad name' is not valid"),
-        ("a.b", "amount > 0", InvalidArgumentError, "is not valid"),
+        ("", "amount > 0", InvalidArgumentError, "must be a non-empty string"),
+        ("__CHAR_VARCHAR_STRING_LENGTH_CHECK__", "amount > 0", InvalidArgumentError, "is reserved"),
         ("p", "my_udf(amount) > 0", UnsupportedExpressionError, "SparkTable.add_constraint"),
     ],
 )

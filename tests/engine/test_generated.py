@@ -19,6 +19,7 @@ from airflow_txnlog.engine import (
     PredicateError,
     SchemaMismatchError,
     Table,
+    UnsupportedExpressionError,
     rewrite_columns,
 )
 
@@ -164,3 +165,16 @@ def test_rewriting_a_generation_expression_for_update_and_merge() -> None:
     assert rewrite_columns("CAST(ts AS DATE)", {"ts": "`t`.`ts`"}) == "CAST((`t`.`ts`) AS DATE)"
     assert rewrite_columns("s.a + 1", {"s": "named_struct('a', x * 2)"}) == "(STRUCT(x * 2 AS a)).a + 1"
     assert rewrite_columns("concat(name, 'name')", {"name": "upper(n)"}) == "CONCAT((UPPER(n)), 'name')"
+
+
+def test_an_expression_the_engine_cannot_compute_is_refused_at_create(tmp_path: Path) -> None:
+    """Issue 39: refused when declared, naming the function, never accepted and then refused on
+    every write; a table made for Spark's writes (SparkTable.create passes spark_expressions) keeps it."""
+    schema = pa.schema([("s", pa.string()), ("g", pa.string())])
+    with pytest.raises(UnsupportedExpressionError, match=r"generated column .g.*PAD.*SparkTable.create"):
+        Table.create(str(tmp_path / "t"), schema=schema, generated_columns={"g": "lpad(s, 5, 'x')"})
+    assert not (tmp_path / "t").exists()
+    t = Table.create(
+        str(tmp_path / "s"), schema=schema, generated_columns={"g": "lpad(s, 5, 'x')"}, spark_expressions=True
+    )
+    assert t.snapshot().schema.field("g").metadata[b"delta.generationExpression"] == b"\"lpad(s, 5, 'x')\""

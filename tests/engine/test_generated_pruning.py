@@ -14,7 +14,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from airflow_txnlog.engine import Table, parse_predicate, to_arrow_expression
+from airflow_txnlog.engine import Table, parse_predicate
 
 NO_STATS = {"delta.dataSkippingNumIndexedCols": "0"}
 DAYS = 30
@@ -103,9 +103,7 @@ def test_each_kind_of_expression(
     t = _table(tmp_path / "generated", ts_type, {column.name: expression}, [column])
     assert len(t.snapshot().files(where)) == (len(t.snapshot().files()) if kept == ALL else kept)
     everything = t.snapshot().to_arrow()
-    expected = everything.filter(
-        to_arrow_expression(parse_predicate(where, everything.schema).tree, everything.schema)
-    )
+    expected = parse_predicate(where, everything.schema).filter(everything)
     assert t.snapshot().to_arrow(filter=where).sort_by("id") == expected.sort_by("id")
 
 
@@ -138,8 +136,8 @@ def test_pruned_reads_equal_full_reads_for_random_filters(pair: tuple[Table, Tab
         where = f"ts {rng.choice(ops)} '{stamp:%Y-%m-%d %H:%M:%S}'"
         where += rng.choice(["", f" AND ts {rng.choice(ops)} '{other:%Y-%m-%d %H:%M:%S}'",
                              f" OR ts {rng.choice(ops)} '{other:%Y-%m-%d %H:%M:%S}'"])  # fmt: skip
-        mask = to_arrow_expression(parse_predicate(where, everything.schema).tree, everything.schema)
-        expected = sorted(everything.filter(mask).column("id").to_pylist())
+        kept = parse_predicate(where, everything.schema).filter(everything)
+        expected = sorted(kept.column("id").to_pylist())
         assert sorted(snap.to_arrow(filter=where).column("id").to_pylist()) == expected, where
 
 

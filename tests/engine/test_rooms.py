@@ -50,7 +50,7 @@ PUBLIC_NAMES = {
     *("change_data_feed", "check_choice", "conform_to_schema", "indexed_leaves", "job_provenance"),
     *("json_bounds", "log_reader", "num_indexed_cols", "parse_partition_value", "parse_predicate"),
     *("run_owner_tag", "schema_from_json", "schema_to_json", "serialize_partition_value"),
-    *("stats_columns", "stats_json", "storage_for", "target_file_size", "to_arrow_expression"),
+    *("stats_columns", "stats_json", "storage_for", "target_file_size"),
     *("type_text", "uses_variant", "with_new_fields", "without_mapping", "write_data_files"),
     "write_deletion_vectors",
     # issue 26: row rules (CHECK constraints, invariants) for the Spark layer and the data source

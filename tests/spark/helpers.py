@@ -10,7 +10,7 @@ import pyarrow as pa
 from deltalake import DeltaTable
 
 from airflow_txnlog.engine import Table
-from airflow_txnlog.engine.sql.predicates import parse_predicate, to_arrow_expression
+from airflow_txnlog.engine.sql.predicates import parse_predicate
 from airflow_txnlog.engine.state.scan import read_files
 from tests.spark.conftest import SCHEMA, make_rows
 
@@ -62,6 +62,6 @@ def files_with_matches(path: Path | str, predicate: str) -> set[str]:
     out = set()
     for f in snap.files():
         rows = read_files(snap.storage, [f], snap.schema, snap.partition_columns)
-        if rows.filter(to_arrow_expression(pred.tree, snap.schema)).num_rows:
+        if pred.filter(rows).num_rows:
             out.add(f.path)
     return out

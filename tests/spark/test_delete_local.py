@@ -28,6 +28,8 @@ def _no_local(*_: object, **__: object) -> object:
         "id IN (1, 2, 3, 2399) AND NOT (part = 'b')",
         "day = DATE '2024-01-05' AND amount >= 100",
         "amount > 200 AND ts < '2024-01-01T20:00:00Z'",  # session zone UTC: exact
+        "value / 2 > 500",  # arithmetic: the engine's SQL room computes it as Spark (issue 39)
+        "value > 1190.5",  # a double: the engine orders NaN as Spark does (no NaN here: = delta-rs)
     ],
 )
 def test_in_process_delete_equals_deltalake(spark, pair, monkeypatch, predicate: str) -> None:
@@ -44,8 +46,6 @@ def test_in_process_delete_equals_deltalake(spark, pair, monkeypatch, predicate:
 @pytest.mark.parametrize(
     ("predicate", "setting"),
     [
-        ("value / 2 > 500", None),  # arithmetic: not an engine predicate
-        ("value > 1190.5", None),  # a double: Spark orders NaN above every number, Arrow does not
         ("ts < TIMESTAMP '2024-01-01 01:00:00'", "America/New_York"),  # zone-dependent literal
     ],
 )
@@ -74,11 +74,13 @@ def test_big_candidates_go_to_spark(spark, pair, monkeypatch) -> None:
 
 
 def test_a_number_against_a_string_column_is_neither_pruned_nor_filtered_by_the_engine() -> None:
-    """Spark casts the string column to a number ('011' > 10); the engine's tree compares text."""
-    from airflow_txnlog.engine import parse_predicate  # noqa: PLC0415
+    """Spark casts the string column to a number ('011' > 10); the engine refuses what it cannot
+    compute as Spark does, so Spark evaluates it."""
+    from airflow_txnlog.engine import UnsupportedExpressionError, parse_predicate  # noqa: PLC0415
     from tests.spark.conftest import SCHEMA  # noqa: PLC0415
 
-    assert parse_predicate("name > 10", SCHEMA).loose
-    assert not parse_predicate("name > '10'", SCHEMA).loose
+    with pytest.raises(UnsupportedExpressionError):
+        parse_predicate("name > 10", SCHEMA)
+    assert parse_predicate("name > '10'", SCHEMA).columns == {"name"}
     plan = planning.classify("name > 10", type("Ctx", (), {"schema": SCHEMA, "partition_columns": ()})())  # type: ignore[arg-type]
     assert plan.case is planning.Case.DATA and plan.parsed is None  # no pruning, no in-process lever

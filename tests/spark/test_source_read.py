@@ -74,7 +74,7 @@ def test_partition_filters_are_decided_by_the_source() -> None:
         EqualTo(("part",), "it's \\ odd"),
         Not(EqualNullSafe(("part",), "c")),
         Not(In(("part",), ("a", None))),  # NOT IN with a NULL: NULL for every other value
-        GreaterThan(("value",), 1.0),  # a double: NaN orders above every number in Spark
+        GreaterThan(("value",), 1.0),  # a double: pruned with Spark's NaN order, handed back
         GreaterThan(("name",), 5),  # a number against a string column: Spark compares numbers
     ]
     predicate, back = plan(filters, schema, ["part"])
@@ -82,7 +82,8 @@ def test_partition_filters_are_decided_by_the_source() -> None:
     assert back == [filters[1], filters[4], filters[7], filters[8], filters[9]]
     assert predicate == (
         "(`part` = 'b') AND (`id` > 10) AND (`part` IN ('a', 'b')) AND (NOT (`part` IS NULL)) "
-        "AND (`part` = 'it\\'s \\\\ odd') AND (NOT ((`part` IS NOT NULL AND `part` = 'c')))"
+        "AND (`part` = 'it\\'s \\\\ odd') AND (NOT ((`part` IS NOT NULL AND `part` = 'c'))) "
+        "AND (`value` > 1.0)"
     )
 
 

@@ -4,8 +4,9 @@ What lives here: which reader and writer features this engine supports, which it
 and how properties turn features on (`table_features`), column mapping's logical / physical names
 (`column_mapping`), deletion vectors (`deletion_vectors`: decode, write, apply), type widening
 (`type_widening`), the row rules every write keeps: CHECK constraints and invariants
-(`constraints`) and generated columns (`generated`), with their Spark SQL compiled for Arrow data by
-the sql room (engine.sql); a violating row's values are shown as Spark SQL literals.
+(`constraints`), generated columns (`generated`) and CHAR / VARCHAR lengths (`char_varchar`), with
+their Spark SQL compiled for Arrow data by the sql room (engine.sql); a violating row's values are
+shown as Spark SQL literals.
 A new Delta feature (identity columns, row tracking, domain metadata,
 clustering) gets its module here: its wire names, how its configuration is parsed and checked, and
 the pure functions state and write call to honor it.

@@ -3,7 +3,10 @@
 Where they live (PROTOCOL.md "Column Invariants" and "CHECK Constraints"):
 - a CHECK constraint is the table property `delta.constraints.<name>` = a Spark SQL boolean
   expression (feature `checkConstraints`, legacy writer version 3). Names are case-insensitive;
-  Delta stores them lower-cased, and so do we;
+  Delta stores them lower-cased, and so do we. A name is any identifier Delta's ADD CONSTRAINT
+  takes, a quoted one (`my-check`, `a.b`, `with space`) too: any non-empty text but the name of
+  Delta's own char/varchar check (`__CHAR_VARCHAR_STRING_LENGTH_CHECK__`, which Delta refuses).
+  DROP CONSTRAINT finds any name the table holds, whichever engine added it;
 - a column invariant is the field metadata `delta.invariants` =
   `{"expression": {"expression": "<sql>"}}` (feature `invariants`, legacy writer version 2); the
   expression names the column by its full path.
@@ -22,7 +25,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -38,7 +40,7 @@ from airflow_txnlog.engine.errors import (
     PredicateError,
     UnsupportedExpressionError,
 )
-from airflow_txnlog.engine.features import generated
+from airflow_txnlog.engine.features import char_varchar, generated
 from airflow_txnlog.engine.log.actions import Metadata, Protocol
 from airflow_txnlog.engine.schema import schema_from_json
 from airflow_txnlog.engine.sql.expressions import CompiledExpression, compile_expression, violations
@@ -50,7 +52,6 @@ CHECK = "CHECK constraint"
 INVARIANT = "invariant"
 GENERATED = "generated column"
 EXPECTATION = "expectation"  # (a write's own rule, spark.expectations; never stored in a table)
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _SHOWN_VALUE = 200  # characters of one value shown in a violation message
 
 
@@ -176,14 +177,26 @@ def shown_row(row: dict[str, Any]) -> str:
 
 
 # ------------------------------------------------------------------ ADD / DROP CONSTRAINT
-def constraint_key(name: object) -> str:
-    """The property key of constraint `name` (InvalidArgumentError for a name Delta cannot store)."""
-    if not isinstance(name, str) or not _NAME.fullmatch(name):
+def constraint_name(name: object) -> str:
+    """`name` when it is a constraint name at all: a non-empty str (InvalidArgumentError)."""
+    if not isinstance(name, str) or not name:
         raise InvalidArgumentError(
-            f"constraint name {name!r} is not valid: use letters, digits and underscores, starting with a "
-            "letter or underscore (e.g. 'positive_amount'). Nothing was written"
+            f"a constraint name must be a non-empty string (e.g. 'positive_amount'), got {name!r}. Nothing "
+            "was written"
         )
-    return CONSTRAINT_PREFIX + name.lower()
+    return name
+
+
+def constraint_key(name: object) -> str:
+    """The property key of a new constraint `name`, as Delta stores it (lower-cased);
+    InvalidArgumentError for a name Delta's ADD CONSTRAINT refuses (see the module docstring)."""
+    text = constraint_name(name)
+    if text == char_varchar.INVARIANT_NAME:  # (compared as given, as Delta does)
+        raise InvalidArgumentError(
+            f"constraint name {text!r} is reserved: Delta names its CHAR / VARCHAR length check so and "
+            "refuses it for a CHECK constraint. Nothing was written. Help: pick another name"
+        )
+    return CONSTRAINT_PREFIX + text.lower()
 
 
 def check_expression(expression: object, schema: pa.Schema, name: object = None) -> str:
@@ -206,7 +219,7 @@ def check_expression(expression: object, schema: pa.Schema, name: object = None)
 def _stored_key(metadata: Metadata, name: str) -> str | None:
     """The property key constraint `name` is stored under, matched case-insensitively (Delta on
     Spark stores names lower-cased; delta-rs keeps the case it was given)."""
-    wanted = constraint_key(name)
+    wanted = CONSTRAINT_PREFIX + constraint_name(name).lower()
     return next((k for k in metadata.configuration if k.lower() == wanted), None)
 
 

@@ -10,8 +10,10 @@ On every write, as Delta's writers do:
   (`fill`, with the engine's Arrow evaluator; Spark paths fill it with Spark SQL);
 - a supplied value must equal it: the row rule `(col <=> (expression))` (`constraints.rules`), so a
   NULL expression result needs a NULL value, and anything else is a ConstraintViolationError.
-At create (`with_generated`) the expression must parse, name existing non-generated columns and,
-where the engine can evaluate it, give exactly the column's type (Delta's rule: no silent cast).
+At create (`with_generated`) the expression must parse, name existing non-generated columns, be one
+the engine computes exactly as Spark does (else UnsupportedExpressionError, unless the table is made
+for Spark's writes: `SparkTable.create`) and give exactly the column's type (Delta's rule: no
+silent cast).
 """
 
 from __future__ import annotations
@@ -114,8 +116,9 @@ def check_expression(column: str, expression: object, schema: pa.Schema, generat
     return text
 
 
-def with_generated(schema: pa.Schema, generated: Mapping[str, str]) -> pa.Schema:
-    """`schema` with `generated` (column -> expression) stored in its fields' metadata, each checked."""
+def with_generated(schema: pa.Schema, generated: Mapping[str, str], *, spark_only: bool = False) -> pa.Schema:
+    """`schema` with `generated` (column -> expression) stored in its fields' metadata, each checked:
+    one the engine cannot compute is refused (UnsupportedExpressionError) unless `spark_only`."""
     if not isinstance(generated, Mapping):
         raise InvalidArgumentError(
             f"generated must be a mapping of column -> SQL expression, got {generated!r}"
@@ -137,18 +140,24 @@ def with_generated(schema: pa.Schema, generated: Mapping[str, str]) -> pa.Schema
     for f in schema:
         if f.name in wanted:
             text = check_expression(f.name, wanted[f.name], schema, all_generated)
-            _check_type(f, text, schema)
+            _check_type(f, text, schema, spark_only=spark_only)
             fields.append(f.with_metadata({**(f.metadata or {}), _KEY: orjson.dumps(text)}))
         else:
             fields.append(f)
     return pa.schema(fields, metadata=schema.metadata)
 
 
-def _check_type(field: pa.Field, text: str, schema: pa.Schema) -> None:
+def _check_type(field: pa.Field, text: str, schema: pa.Schema, *, spark_only: bool) -> None:
     try:
         result = compile_expression(text, schema).result_type
-    except UnsupportedExpressionError:
-        return  # Spark evaluates it on Spark paths; the engine's writes will refuse the table
+    except UnsupportedExpressionError as exc:
+        if spark_only:
+            return  # Spark evaluates it on Spark paths; the engine's writes refuse the table
+        raise UnsupportedExpressionError(
+            f"generated column {field.name!r}: {str(exc).rstrip('.')}. Nothing was created. Help: create "
+            "the table with SparkTable.create, whose writes compute it with Spark (the engine's own writes "
+            "then refuse the table), or use an expression the engine computes (docs/constraints.md)"
+        ) from None
     if not pa.types.is_null(result) and not _same_type(result, field.type):
         raise SchemaMismatchError(
             f"generated column {field.name!r}: {text!r} gives {result}, the column is {field.type}; the "

@@ -6,20 +6,31 @@ writer version 6): `delta.identity.start`, `delta.identity.step` (never 0),
 once values were generated, `delta.identity.highWaterMark`: the largest (step > 0) or smallest
 (step < 0) value generated so far.
 
-A write that generates `n` values takes `mark + step, mark + 2*step, ...` (`start, start + step, ...`
-before the first), each `start + k*step` with k >= 0, refuses a value past BIGINT's range, and
-records the new mark in the same commit (`with_marks`). GENERATED ALWAYS refuses rows that carry
+A write that generates `n` values takes `next, next + step, ...`: `next` is `start` before the
+first value, afterwards the first `start + k*step` (k any integer) strictly past the mark in the
+step's direction. That is `mark + step` for a mark on the grid `start + k*step`, where Delta keeps
+marks (its SYNC IDENTITY rounds a mark up to the next grid value, and its value generator requires
+one on the grid), and the next grid value for a mark off it, say in a foreign table (start 1,
+step 5, mark 7: 11), so every value stays on the grid. A value past BIGINT's range is refused; the
+new mark is recorded in the same commit (`with_marks`). GENERATED ALWAYS refuses rows that carry
 their own value; BY DEFAULT keeps a value a row carries and generates the missing (NULL) ones; as
 in Delta, explicit values do not move the mark. Two writers that read the same mark would generate
 the same values: the loser of the race sees the winner's new mark (`only_marks_changed`) and
 generates again past it (engine.write.writer).
+
+Schemas Delta refuses (DeltaErrors), which only a foreign table can hold:
+- a step of 0 (DELTA_IDENTITY_COLUMNS_ILLEGAL_STEP) generates nothing: reads are unchanged, every
+  write is refused before a byte is written (`Identity.check_writable`);
+- a column both identity and generated (DELTA_IDENTITY_COLUMNS_WITH_GENERATED_EXPRESSION): a writer
+  could keep only one of its two values. `refuse_generated` refuses it at create, in a transaction's
+  new schema, and before a write to a foreign table that holds one.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,10 +67,29 @@ class Identity:
     high_water_mark: int | None
     allow_explicit_insert: bool
 
+    def check_writable(self) -> None:
+        """InvalidArgumentError for a step of 0, which generates no values (Delta's
+        DELTA_IDENTITY_COLUMNS_ILLEGAL_STEP): no write may land in such a table."""
+        if self.step == 0:
+            raise InvalidArgumentError(
+                f"identity column {self.column!r} has step 0 (delta.identity.step), which Delta refuses "
+                "(DELTA_IDENTITY_COLUMNS_ILLEGAL_STEP): it generates no values, so no rows can be written to "
+                "the table (reading it is fine). Nothing was written. Help: copy the rows into a table "
+                "whose identity column has a non-zero step"
+            )
+
+    def next_value(self) -> int:
+        """The first value past the mark: `start + k*step`, the smallest k (in the step's direction)
+        strictly beyond the mark; `start` before any value was generated."""
+        if self.high_water_mark is None:
+            return self.start
+        return self.start + self.step * ((self.high_water_mark - self.start) // self.step + 1)
+
     def span(self, n: int) -> tuple[int, int]:
         """(first, last) of `n` >= 1 new values past the mark; ConstraintViolationError when they
         would leave BIGINT's range."""
-        first = self.start if self.high_water_mark is None else self.high_water_mark + self.step
+        self.check_writable()
+        first = self.next_value()
         last = first + (n - 1) * self.step
         if not (_LONG[0] <= first <= _LONG[1] and _LONG[0] <= last <= _LONG[1]):
             raise ConstraintViolationError(
@@ -85,6 +115,29 @@ class Identity:
                 "value. Leave the column out (or NULL) and the writer generates it. Nothing was committed",
                 constraint=self.column,
             )
+
+
+def generated_identities(identities: Sequence[Identity], generated: Mapping[str, str]) -> list[str]:
+    """The identity columns that are generated columns too (`generated`: column -> expression)."""
+    lower = {c.lower() for c in generated}
+    return [i.column for i in identities if i.column.lower() in lower]
+
+
+def refuse_generated(
+    identities: Sequence[Identity], generated: Mapping[str, str], *, keep: Collection[str] = ()
+) -> None:
+    """InvalidArgumentError when a column (other than those in `keep`) is both an identity column and
+    a generated column (`generated`: column -> expression): Delta refuses one, and a writer could
+    keep only one of its two values."""
+    both = [c for c in generated_identities(identities, generated) if c not in keep]
+    if both:
+        expression = next(e for c, e in generated.items() if c.lower() == both[0].lower())
+        raise InvalidArgumentError(
+            f"column {both[0]!r} is both an identity column and a generated column ({expression}); "
+            "Delta refuses such a column (DELTA_IDENTITY_COLUMNS_WITH_GENERATED_EXPRESSION). Nothing "
+            "was written. Help: make it one or the other: leave it out of identity_columns or of "
+            "generated_columns (or drop its delta.generationExpression field metadata)"
+        )
 
 
 def of_metadata(metadata: Metadata) -> list[Identity]:
@@ -201,6 +254,8 @@ def fill(data: pa.Table, identities: list[Identity], schema: pa.Schema) -> tuple
     generated for its identity columns, typed as `schema` says, and the new marks. A row that carries
     a value for a GENERATED ALWAYS column is a ConstraintViolationError."""
     marks: dict[str, int] = {}
+    for ident in identities:
+        ident.check_writable()
     for ident in identities:
         i = data.schema.get_field_index(ident.column)
         column = data.column(i)

@@ -8,8 +8,8 @@ closures over a RecordBatch (`functions.Term`), typing each node as Spark's anal
 Grammar: columns (`x`, `` `a b` ``, struct fields `s.a.b`; case-insensitive), literals typed as Spark
 (`1.5` DECIMAL, `1e3` DOUBLE, `L S Y D BD` suffixes, DATE / TIMESTAMP / TIMESTAMP_NTZ '...'), AND OR
 NOT, `= == != <> < <= > >= <=>`, IS [NOT] NULL / TRUE / FALSE / DISTINCT FROM, [NOT] IN (list),
-[NOT] BETWEEN, [NOT] LIKE / ILIKE / RLIKE, `+ - * / %`, `||`, CASE, IF, COALESCE / NVL / IFNULL,
-NULLIF, NVL2, CAST and `functions.FUNCTIONS`.
+[NOT] BETWEEN, [NOT] LIKE / ILIKE / RLIKE, `+ - * / % div` (`arithmetic`), `||`, CASE, IF, COALESCE
+/ NVL / IFNULL, NULLIF, NVL2, CAST (`casts`) and `functions.FUNCTIONS` / `functions.NAMED`.
 
 Invariants. Three-valued logic (Kleene AND / OR; NULL in, NULL out but for `<=>`, IS, COALESCE,
 GREATEST / LEAST); a CHECK holds only when TRUE (`violations`). ANSI (Spark 4): integer overflow, a
@@ -19,13 +19,17 @@ is INT, `/` DOUBLE; decimals get Spark's result type, computed exactly, rounded 
 above every number. Timestamps are UTC: the session time zone is taken as UTC (TIMESTAMP =
 `timestamp[us, UTC]`, TIMESTAMP_NTZ = `timestamp[us]`). What is not computed exactly is refused at
 compile time (UnsupportedExpressionError): string vs number comparisons, unknown functions, casts
-whose text differs between Arrow and Spark... sqlglot quirks: `'O''Brien'` (one quote for Spark,
-two literals for sqlglot) is rewritten first; Java datetime patterns are kept as written.
+Spark computes otherwise... and, found by evaluating the compiled expression over a few rows of
+ordinary values (`trial_rows`), anything that would fail on every row for another reason than ANSI:
+never accepted when declared and then refused on every write. sqlglot quirks: `'O''Brien'` (one
+quote for Spark, two literals for sqlglot) is rewritten first; Java datetime patterns are kept as
+written; DATE_SUB(d, n), which sqlglot reads as DATE_ADD(d, n * -1), is told apart by its `-1`.
 """
 
 from __future__ import annotations
 
 import decimal
+import functools
 import itertools
 import re
 from collections.abc import Callable
@@ -42,7 +46,12 @@ from sqlglot.errors import ParseError, TokenError
 
 from airflow_txnlog.engine import errors
 from airflow_txnlog.engine.sql import functions as sf
+from airflow_txnlog.engine.sql.arithmetic import ARITHMETIC, arithmetic
 from airflow_txnlog.engine.sql.functions import Failed, Invalid, Refused, Term, Value, kind
+from airflow_txnlog.engine.sql.number_functions import negated
+from airflow_txnlog.engine.sql.spark_rules import left_to_right, past_bigint
+from airflow_txnlog.engine.sql.trial_rows import trial_type
+from airflow_txnlog.engine.sql.types import on_rows
 
 _SPARK = Spark()  # keeps Java datetime patterns as written (sqlglot maps `YYYY` and `yyyy` alike)
 _SPARK.format_time = lambda p: exp.Literal.string(p[1:-1]) if isinstance(p, str) else p  # type: ignore
@@ -79,18 +88,33 @@ def compile_expression(text: str, schema: pa.Schema) -> CompiledExpression:
     compiler = _Compiler(schema, words)
     try:
         term = compiler.compile(node)
-        try:  # the type evaluating over no rows gives; a kernel Arrow lacks surfaces here
-            result_type = term.fn(pa.RecordBatch.from_pylist([], schema=schema)).type
-        except Failed:  # a constant that fails (`1 / 0`): Spark fails only when there are rows
-            result_type = term.type
-        except (pa.ArrowNotImplementedError, pa.ArrowTypeError, pa.ArrowInvalid) as e:
-            raise Refused(f"{term.sql} (Arrow: {e})") from None
+        read = pa.schema([f for f in schema if f.name in compiler.columns])  # (the columns it reads)
+        result_type = trial_type(term, read)  # what would fail on every row is refused here
     except Refused as e:
         message = f"the engine cannot evaluate {e} in {text!r}; write through Spark (SparkTable), which"
         raise errors.UnsupportedExpressionError(f"{message} evaluates it with Spark SQL") from None
     except Invalid as e:
         raise errors.PredicateError(f"{e}, in {text!r}") from None
     return CompiledExpression(text, node, frozenset(compiler.columns), result_type, term)
+
+
+def operand_terms(compiled: CompiledExpression, schema: pa.Schema, nodes: list[exp.Expression]) -> list[Term]:
+    """`nodes` (the operands of a comparison or IN list of `compiled`) compiled by the same typer and
+    brought to the type Spark compares them in (`comparable`): what pruning (engine.sql.predicates)
+    reads a comparison's type and constant from. Refused / Invalid propagate: no pruning then."""
+    compiler = _Compiler(schema, _words(compiled.text))
+    return comparable([compiler.compile(n) for n in nodes], compiled.text)
+
+
+def part_term(compiled: CompiledExpression, schema: pa.Schema, node: exp.Expression) -> Term:
+    """A part of `compiled` compiled by the same typer (its `literal` is set where the analyzer
+    folds it to a constant, as Spark's does: `i > 1e20` on a BIGINT is FALSE whatever `i` holds)."""
+    return _Compiler(schema, _words(compiled.text)).compile(node)
+
+
+@functools.lru_cache(maxsize=512)
+def _words(text: str) -> tuple[frozenset[str], frozenset[str]]:
+    return _parse(text)[1]
 
 
 def violations(compiled: CompiledExpression, data: pa.Table | pa.RecordBatch) -> pa.Array | pa.ChunkedArray:
@@ -131,6 +155,7 @@ def _parse(text: str) -> tuple[exp.Expression, tuple[frozenset[str], frozenset[s
             what = "not deterministic" if isinstance(n, _RANDOM) else "an aggregate or window function"
             raise errors.PredicateError(f"{text!r} uses {sf.sql_of(n)}: {what}")
     assert isinstance(node, exp.Expression)
+    node = left_to_right(node, tokens)
     names = [t for t in tokens if t.token_type in (TokenType.VAR, TokenType.IDENTIFIER)]
     return node, (frozenset(t.text.upper() for t in strings), frozenset(t.text.upper() for t in names))
 
@@ -155,6 +180,8 @@ class _Compiler:
         if build is not None:
             return build(node, self)
         if isinstance(node, exp.Anonymous):
+            if str(node.name).upper() in sf.NAMED:
+                return sf.NAMED[str(node.name).upper()](node, self)
             raise Refused(f"the function {node.name}()")
         raise Refused(f"the function {node.sql_name()}" if isinstance(node, exp.Func) else sf.sql_of(node))
 
@@ -230,25 +257,20 @@ def _cast(node: exp.Cast, c: _Compiler) -> Term:  # sqlglot reads Spark's CAST a
     return result
 
 
+_INTEGERS = {exp.DataType.Type.TINYINT, exp.DataType.Type.SMALLINT, exp.DataType.Type.INT}
+_INTEGERS |= {exp.DataType.Type.BIGINT}
+
+
 def _neg(node: exp.Neg, c: _Compiler) -> Term:
     inner, sql = node.this, sf.sql_of(node)
     if isinstance(inner, exp.Literal) and not inner.is_string:  # -2147483648 is an INT literal
         return number_literal(f"-{inner.this}", sql)
-    if isinstance(inner, exp.Cast) and isinstance(inner.this, exp.Literal) and not inner.this.is_string:
-        return c.compile(type(inner)(this=exp.Literal.number(f"-{inner.this.this}"), to=inner.to))  # -128Y
+    literal = isinstance(inner, exp.Cast) and isinstance(inner.this, exp.Literal) and not inner.this.is_string
+    if literal and inner.to.this in _INTEGERS:  # -128Y: the negative literal fits where 128Y does not
+        return c.compile(type(inner)(this=exp.Literal.number(f"-{inner.this.this}"), to=inner.to))
     term = sf.coerce(c.compile(inner), "int float decimal", sql)
-    kernel = partial(sf.checked, pc.negate_checked, sql) if kind(term.type) == "int" else pc.negate
-    return sf.derive(node, term.type, kernel, term, fail=kind(term.type) == "int")
-
-
-def on_rows(term: Term, batch: Any, mask: Value) -> Value:
-    """`term` on the rows where `mask` (no NULLs) is TRUE, NULL elsewhere (all rows if it cannot fail)."""
-    if not term.may_fail or (isinstance(mask, pa.Scalar) and mask.as_py()):
-        return term.fn(batch)
-    chosen = mask.as_py() if isinstance(mask, pa.Scalar) else pc.sum(mask).as_py() or 0
-    if not chosen or chosen == batch.num_rows:
-        return term.fn(batch) if chosen else sf.null_of(term.type)
-    return pc.replace_with_mask(pa.nulls(batch.num_rows, term.type), mask, term.fn(batch.filter(mask)))
+    kernel = partial(sf.checked, pc.negate_checked, sql) if kind(term.type) == "int" else negated
+    return sf.derive(node, term.type, kernel, term, fail=kind(term.type) in ("int", "decimal"))
 
 
 def _boolean(term: Term) -> Term:
@@ -309,8 +331,12 @@ def comparable(terms: list[Term], sql: str) -> list[Term]:
 
 def _comparison(node: exp.Expr, c: _Compiler, op: str = "", a: Any = None, b: Any = None) -> Term:
     """`a op b` (by default the node's operator and operands); `<=>` (`!<=>`) is never NULL."""
+    direct = a is None and b is None and op == "" and type(node) in _COMPARISONS
     op = op or _COMPARISONS.get(type(node), "<=>")
-    x, y = comparable([a or c.compile(node.this), b or c.compile(node.expression)], sf.sql_of(node))
+    a, b = a or c.compile(node.this), b or c.compile(node.expression)
+    if direct and op not in ("=", "!=") and (settled := past_bigint(node, op, a, b)) is not None:
+        return settled
+    x, y = comparable([a, b], sf.sql_of(node))
     floating = kind(x.type) == "float"
 
     def fn(v: Value, w: Value) -> Value:
@@ -365,75 +391,6 @@ def _like(node: exp.Like | exp.ILike | exp.RegexpLike, c: _Compiler) -> Term:
         return pc.invert(found) if negate else found
 
     return sf.derive(node, pa.bool_(), fn, subject)
-
-
-_ARITHMETIC = {exp.Add: "+", exp.Sub: "-", exp.Mul: "*", exp.Div: "/", exp.Mod: "%"}
-_FLOAT = {"+": pc.add, "-": pc.subtract, "*": pc.multiply, "/": pc.divide}
-_INT = {"+": pc.add_checked, "-": pc.subtract_checked, "*": pc.multiply_checked}
-
-
-def _arithmetic(node: exp.Binary, c: _Compiler) -> Term:
-    """`+ - * / %` with Spark's result types; integer overflow and a zero divisor raise (ANSI)."""
-    op, sql = _ARITHMETIC[type(node)], sf.sql_of(node)
-    a, b = c.compile(node.this), c.compile(node.expression)
-    if not {kind(a.type), kind(b.type)} <= sf.NUMERIC | {"null"}:
-        raise Refused(f"{sql} ({sf.spark_name(a.type)} {op} {sf.spark_name(b.type)})")
-    ta, tb = (x.type if kind(x.type) != "null" else y.type for x, y in ((a, b), (b, a)))
-    ta, tb = (pa.float64(), pa.float64()) if kind(ta) == "null" else (ta, tb)  # NULL + NULL: DOUBLE
-    kinds = {kind(ta), kind(tb)}
-    if op == "%" and kinds != {"int"}:
-        raise Refused(f"{sql} (% of {sf.spark_name(ta)} and {sf.spark_name(tb)}: integers only)")
-    if "float" in kinds or (op == "/" and kinds == {"int"}):
-        t = pa.float32() if {ta, tb} == {pa.float32()} and op != "/" else pa.float64()
-        return _binary(node, op, sf.cast(a, t), sf.cast(b, t), out=t, kernel=_FLOAT[op])
-    if "decimal" in kinds:
-        return _decimal(node, op, (a, ta), (b, tb))
-    t, kernel = sf.wider_type(ta, tb), partial(_remainder, sql=sql) if op == "%" else _INT[op]
-    return _binary(node, op, sf.cast(a, t), sf.cast(b, t), out=t, kernel=partial(sf.checked, kernel, sql))
-
-
-def _binary(node: exp.Expr, op: str, a: Term, b: Term, *, out: Any, kernel: Callable[..., Value]) -> Term:
-    """`kernel(a, b)` of type `out`; for `/` and `%` a zero divisor (of a non-NULL value) raises."""
-    sql = sf.sql_of(node)
-
-    def fn(x: Value, y: Value) -> Value:
-        if op in "/%" and sf.any_true(pc.and_(pc.equal(y, sf.zero_of(y.type)), pc.is_valid(x))):
-            raise Failed(f"{'division' if op == '/' else 'remainder'} by zero in {sql}")
-        return kernel(x, y)
-
-    return sf.derive(node, out, fn, a, b, fail=op in "/%" or kind(out) in ("int", "decimal"))
-
-
-def _remainder(a: Value, b: Value, sql: str) -> Value:  # Java's sign (the dividend's); MIN % -1 is 0
-    safe = pc.if_else(pc.or_(pc.equal(b, 0), pc.equal(b, -1)), pc.cast(pa.scalar(1), b.type), b)
-    return pc.subtract(a, pc.multiply(pc.divide(a, safe), safe))
-
-
-def _decimal(node: exp.Binary, op: str, left: tuple[Term, Any], right: tuple[Term, Any]) -> Term:
-    """Spark's result type (an integer literal counts its digits); exact in 256-bit decimals (to one
-    more digit for `/`: Arrow truncates), then HALF_UP to the result scale."""
-
-    def shape(term: Term, t: pa.DataType) -> tuple[int, int]:
-        literal = term.literal if kind(term.type) == "int" else None
-        return (
-            (len(str(abs(literal.as_py()))), 0)
-            if literal is not None and literal.is_valid
-            else sf.decimal_shape(t)
-        )
-
-    (p1, s1), (p2, s2) = shape(*left), shape(*right)
-    scale = {"+": max(s1, s2), "-": max(s1, s2), "*": s1 + s2, "/": max(6, s1 + p2 + 1)}[op]
-    digits = {"*": p1 + p2 + 1, "/": p1 - s1 + s2 + scale}.get(op, max(p1 - s1, p2 - s2) + scale + 1)
-    out = sf.adjusted_decimal(digits, scale)  # (past 76 digits Arrow fails while compiling: refused)
-    shift = max(0, out.scale + 1 - (s1 + p2 - s2 + 1)) if op == "/" else 0
-
-    def fn(x: Value, y: Value) -> Value:
-        x, y = pc.cast(x, pa.decimal256(p1 + shift, s1 + shift)), pc.cast(y, pa.decimal256(p2, s2))
-        exact = _FLOAT[op](x, y)
-        return sf.checked(pc.cast, sf.sql_of(node), sf.round_decimal(exact, out.scale), out)
-
-    a, b = sf.cast(left[0], pa.decimal128(p1, s1)), sf.cast(right[0], pa.decimal128(p2, s2))
-    return _binary(node, op, a, b, out=out, kernel=fn)
 
 
 def _choice(node: exp.Expr, pairs: list[tuple[Term, Term]], default: Term | None) -> Term:
@@ -493,6 +450,6 @@ _HANDLERS |= {exp.Cast: _cast, exp.TryCast: _cast, exp.Is: _is, exp.In: _in, exp
 _HANDLERS |= {exp.Not: lambda n, c: sf.derive(n, pa.bool_(), pc.invert, _boolean(c.compile(n.this)))}
 _HANDLERS |= {**dict.fromkeys((*_COMPARISONS, exp.NullSafeEQ), _comparison), exp.Coalesce: _coalesce}
 _HANDLERS |= {exp.NullSafeNEQ: partial(_comparison, op="!<=>"), exp.Like: _like, exp.ILike: _like}
-_HANDLERS |= {exp.RegexpLike: _like, **dict.fromkeys(_ARITHMETIC, _arithmetic), exp.Or: _logic}
+_HANDLERS |= {exp.RegexpLike: _like, **dict.fromkeys(ARITHMETIC, arithmetic), exp.Or: _logic}
 _HANDLERS |= {exp.Case: _case, exp.If: _case, exp.Nvl2: _case, exp.Nullif: _case, exp.And: _logic}
 _HANDLERS |= {exp.DPipe: lambda n, c: sf.concat(n, [c.compile(n.this), c.compile(n.expression)])}

@@ -16,12 +16,22 @@ MONTH, DAY or HOUR alone wrap around and derive nothing.
 
 `f(v)` is computed by the engine's Arrow evaluator (engine.sql.expressions), in UTC. A
 writer may have computed `g` in another session time zone (Spark evaluates CAST(ts AS DATE) in
-`spark.sql.session.timeZone`), at most a day away from UTC: on a timestamp with a time zone the
-bounds are therefore taken from `v - 1 day` / `v + 1 day` (and a timestamp-valued result, such as
-DATE_TRUNC's, widened by another day), which keeps pruning sound whatever zone the writer used, at
-the cost of at most one more partition at each end. A string-valued partition column also keeps its
-NULL partition: an empty SUBSTRING is stored as NULL. The function must apply to the column itself
-(`SUBSTRING(lower(s), 1, 1)` derives nothing: an inner function may break the order).
+`spark.sql.session.timeZone`; Spark accepts offsets up to 18 hours, under a day from UTC), so
+wherever `g` depends on that zone the derived bounds are widened to hold for every zone:
+- a source TIMESTAMP (with time zone): the bounds are taken from `v - 1 day` / `v + 1 day`;
+- a result TIMESTAMP (with time zone), i.e. DATE_TRUNC's, whatever its source: the bounds `f(v)`
+  are widened by a day (on top of the source's widening). DATE_TRUNC('MONTH', d) of a DATE `d` is
+  the month's first midnight *in the writer's zone* (Spark casts the date to a timestamp in the
+  session zone): in Tokyo 2024-03-01 00:00+09:00, stored as 2024-02-29 15:00 UTC, which the UTC
+  value 2024-03-01 00:00 alone would miss.
+Results that do not depend on the zone are not widened: a DATE, a number or a string computed from
+a DATE or a TIMESTAMP_NTZ (CAST, TO_DATE, YEAR, TRUNC, DATE_FORMAT keep the wall-clock fields;
+one exception is not covered: DATE_FORMAT of a wall-clock time that the writer zone's daylight
+saving gap skips, which Spark moves forward by the gap).
+This keeps pruning sound whatever zone the writer used, at the cost of at most one more partition
+at each end. A string-valued partition column also keeps its NULL partition: an empty SUBSTRING is
+stored as NULL. The function must apply to the column itself (`SUBSTRING(lower(s), 1, 1)` derives
+nothing: an inner function may break the order).
 """
 
 from __future__ import annotations
@@ -115,12 +125,17 @@ class _Derivation:
             if kind == "or":
                 return ("or", a, b) if a is not None and b is not None else None
             return a if b is None else b if a is None else ("and", a, b)
-        if kind == "cmp" and node[2] in self.by_source and node[1] != "!=":
+        if kind == "cmp" and node[2] in self.by_source and node[1] != "!=" and self._own(node[2], node[4]):
             return self._all(node[2], lambda g, expr: self._cmp(node[1], node[2], node[3], g, expr))
-        if kind == "in" and node[1] in self.by_source:
+        if kind == "in" and node[1] in self.by_source and self._own(node[1], node[3]):
             values = [v for v in node[2] if v is not None]
             return self._all(node[1], lambda g, expr: self._in(node[1], values, g, expr))
         return None
+
+    def _own(self, source: str, t: pa.DataType) -> bool:
+        """The leaf compares in the source column's own type (a DATE column against a TIMESTAMP
+        literal compares as TIMESTAMP: its value is no value of the source to compute `f` on)."""
+        return bool(t == self.schema.field(source).type)
 
     def _all(self, source: str, one: Any) -> Node | None:
         found = [n for g, expr in self.by_source[source] if (n := one(g, expr)) is not None]
@@ -133,8 +148,10 @@ class _Derivation:
         low, high = self._bounds(source, value)
         lo, hi = self._value(source, low, g, expr), self._value(source, high, g, expr)
         g_type = self.schema.field(g).type
-        if pa.types.is_timestamp(g_type) and self._zoned(source):
-            # a truncated instant moves with the writer's zone too (DATE_TRUNC('WEEK', ts) in Tokyo)
+        if pa.types.is_timestamp(g_type) and g_type.tz is not None:
+            # an instant-valued result moves with the writer's zone, whatever the source: Spark
+            # truncates in its session zone (DATE_TRUNC('MONTH', d) of a DATE in Tokyo is Tokyo's
+            # midnight, 15:00 UTC the day before)
             lo, hi = _shifted(lo, -_DAY), _shifted(hi, _DAY)
         node: Node | None = None
         if op in (">", ">="):
@@ -147,10 +164,6 @@ class _Derivation:
         if node is not None and (pa.types.is_string(g_type) or pa.types.is_large_string(g_type)):
             node = ("or", node, ("isnull", g))  # an empty string result is stored as a NULL partition
         return node
-
-    def _zoned(self, source: str) -> bool:
-        t = self.schema.field(source).type
-        return pa.types.is_timestamp(t) and t.tz is not None
 
     def _in(self, source: str, values: list[Any], g: str, expr: str) -> Node | None:
         if not values:

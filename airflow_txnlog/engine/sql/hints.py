@@ -2,14 +2,16 @@
 
 A date without quotes is the usual slip: `d >= 2026-11-27` is valid SQL, `d >= 2026 - 11 - 27`
 (that is, `d >= 1988`), and a date and time without quotes (`d >= 2026-11-27 00:00:00`) is no SQL
-at all. The parser (engine.sql.predicates) asks here for its message, which then says how SQL
-read the text and what to write instead (`DATE '2026-11-27'`, `TIMESTAMP '2026-11-27 00:00:00'`).
+at all. When a predicate fails to compile, engine.sql.predicates asks `unquoted_date_error` whether
+such a slip explains it; the message then says how SQL read the text and what to write instead
+(`DATE '2026-11-27'`, `TIMESTAMP '2026-11-27 00:00:00'`).
 """
 
 from __future__ import annotations
 
 import re
 
+import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
@@ -57,3 +59,17 @@ def syntax_error(exc: SqlglotError, text: str) -> str:
     if found is None:
         return message
     return f"{message}. Help: a date and time needs quotes: TIMESTAMP '{found.group(0)}'"
+
+
+def unquoted_date_error(text: str) -> str | None:
+    """What to say after the predicate's text when an unquoted date (or date and time) explains its
+    failure, else None."""
+    try:
+        tree = sqlglot.parse_one(text, dialect="spark")
+    except SqlglotError as exc:
+        message = syntax_error(exc, text)
+        return f" is not valid SQL: {message}" if "Help:" in message else None
+    for node in tree.walk() if tree is not None else ():
+        if isinstance(node, exp.Expression) and unquoted_date(node) is not None:
+            return f": {not_a_literal(node)}"
+    return None

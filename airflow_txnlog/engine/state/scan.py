@@ -7,9 +7,10 @@ null; INT96 and nanosecond timestamps are converted to microseconds. A file with
 is read whole (row positions are the file's) and loses the rows the vector deletes before anything
 else is done to it.
 
-The row filter is evaluated on the conformed columns, i.e. in the table schema's types, which is
-what the predicate's literals were fitted to (see `predicates`); anything pyarrow still cannot
-evaluate is a `PredicateError`, never a raw Arrow error.
+The row filter (a compiled `Predicate`, engine.sql.predicates) is evaluated on the conformed columns,
+i.e. in the table schema's types, which is what it was typed against: Spark's semantics, ANSI errors
+as InvalidArgumentError; a file whose columns Arrow still cannot evaluate is a `PredicateError`,
+never a raw Arrow error.
 
 `FileScan` carries what reading needs without the log (schema, partition columns, column mapping,
 the storage's URI and options), so files chosen on one machine can be read on another.
@@ -30,7 +31,7 @@ from airflow_txnlog.engine.features import deletion_vectors, row_tracking
 from airflow_txnlog.engine.features.column_mapping import Names, to_logical
 from airflow_txnlog.engine.log.actions import AddFile
 from airflow_txnlog.engine.schema import parse_partition_value
-from airflow_txnlog.engine.sql.predicates import Node, to_arrow_expression
+from airflow_txnlog.engine.sql.predicates import Predicate
 from airflow_txnlog.engine.storage import Storage, storage_for
 
 _ROW_ID, _ROW_VERSION = "__txnlog_row_id", "__txnlog_row_commit_version"  # (never a table's column)
@@ -68,7 +69,7 @@ def read_file(
     partition_columns: Sequence[str],
     *,
     columns: Sequence[str],
-    row_filter: Node | None,
+    row_filter: Predicate | None,
     names: Names | None = None,
     row_ids: Mapping[str, str] | None = None,
 ) -> pa.Table:
@@ -132,9 +133,9 @@ def _without_deleted_rows(storage: Storage, add: AddFile, table: pa.Table) -> pa
     return table.filter(pa.array(keep))
 
 
-def _filter(table: pa.Table, row_filter: Node, schema: pa.Schema, path: str) -> pa.Table:
+def _filter(table: pa.Table, row_filter: Predicate, schema: pa.Schema, path: str) -> pa.Table:
     try:
-        return table.filter(to_arrow_expression(row_filter, schema))
+        return row_filter.filter(table)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
         raise PredicateError(f"the row filter cannot be evaluated on data file {path!r}: {exc}") from exc
 
@@ -146,7 +147,7 @@ def read_files(
     partition_columns: Sequence[str],
     *,
     columns: Sequence[str] | None = None,
-    row_filter: Node | None = None,
+    row_filter: Predicate | None = None,
     names: Names | None = None,
     row_ids: Mapping[str, str] | None = None,
 ) -> pa.Table:

@@ -9,15 +9,17 @@ bools, under the same soundness rules:
 
 - per referenced column, `_Col` holds per file lo / hi bounds (null = unknown), the null count and
   the row count. Data columns take them from the stats columns (`min.<c>`, `max.<c>`,
-  `null_count.<c>`, `num_records`) through `predicates.stats_value`'s rules: a timestamp maximum
+  `null_count.<c>`, `num_records`) through `literals.stats_value`'s rules: a timestamp maximum
   widened by 1 ms (stats are truncated to ms), a string maximum of 32+ characters without a
-  successor character unknown (truncated), float bounds compared as doubles in the column's type
-  with NaN bounding nothing, no bounds for booleans and binary. Partition columns take the exact
-  typed value (`lo = hi = value`, null count 1 for a NULL value, one "row");
-- float comparisons keep a file that could hold an unseen NaN (FALSE for every comparison but `!=`),
-  unless the column holds exactly one non-NULL value;
-- "decided" nodes, IN lists (a NULL in the list turns FALSE into NULL), the float32 `double` reading
-  of a literal, and column-column comparisons (always "maybe") follow the reference.
+  successor character unknown (truncated), float bounds as doubles with NaN bounding nothing, no
+  bounds for booleans and binary. Partition columns take the exact typed value (`lo = hi = value`,
+  null count 1 for a NULL value, one "row");
+- a comparison casts the bounds to the type Spark compares in (the leaf's type: a monotone cast, so
+  bounds stay bounds) and compares them with the constant there;
+- on a float column a NaN no stat shows may be there (Spark's order: above every number, equal to
+  itself), unless the column holds exactly one known value; a NaN constant compares the same way;
+- IN lists (a NULL in the list turns FALSE into NULL) and "unknown" leaves (always "maybe") follow
+  the reference.
 
 Columns Arrow cannot compare exactly fall back to the reference per file (`_Col.ranges`, a `Range`
 per file fed to `predicates.truth`): decimals of precision > 15 (whose double-written stats widen to
@@ -27,6 +29,7 @@ a bound outside the type) and partition values that do not fit their Arrow type.
 from __future__ import annotations
 
 import datetime as dt
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -34,7 +37,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from airflow_txnlog.engine.sql.predicates import Node, Range, stats_value, truth
+from airflow_txnlog.engine.sql.literals import stats_value
+from airflow_txnlog.engine.sql.predicates import FLIP, NAN_VS_NAN, NAN_VS_NUMBER, Node, Range, truth
 from airflow_txnlog.engine.state.add_actions import parsed_partition, raw_partition, typed_partition
 
 Pair = tuple[pa.Array, pa.Array]  # (can_be_true, can_be_false), one bool per file, never null
@@ -135,21 +139,14 @@ def _partition_col(files: pa.Table, c: str, t: pa.DataType) -> _Col:
 
 
 # ----------------------------------------------------------------------------- comparisons
-def _scalar(v: Any, arr: pa.Array, col: _Col) -> pa.Scalar:
-    return pa.scalar(float(v), pa.float64()) if col.floating else pa.scalar(v, arr.type)
+def _in_type(arr: pa.Array | None, t: pa.DataType) -> pa.Array | None:
+    """Bounds brought into the comparison type (a monotone cast: `literals.in_type`, column-wise)."""
+    return arr if arr is None or arr.type == t else pc.cast(arr, t, safe=False)
 
 
-def _test(arr: pa.Array | None, fn: Callable[..., pa.Array], v: Any, col: _Col, n: int) -> pa.Array:
+def _test(arr: pa.Array | None, fn: Callable[..., pa.Array], v: pa.Scalar, n: int) -> pa.Array:
     """`fn(bound, v)` per file, TRUE where the bound is unknown."""
-    return _full(n, True) if arr is None else _true_where_null(fn(arr, _scalar(v, arr, col)))
-
-
-def _exact(col: _Col, v: Any, n: int) -> pa.Array:
-    """The bounds say every value equals `v` (lo == hi == v)."""
-    if col.lo is None or col.hi is None:
-        return _full(n, False)
-    lo_eq = pc.equal(col.lo, _scalar(v, col.lo, col))
-    return pc.fill_null(pc.and_(lo_eq, pc.equal(col.hi, _scalar(v, col.hi, col))), False)
+    return _full(n, True) if arr is None else _true_where_null(fn(arr, v))
 
 
 def _single_value(col: _Col, n: int) -> pa.Array:
@@ -160,40 +157,39 @@ def _single_value(col: _Col, n: int) -> pa.Array:
     return pc.fill_null(pc.and_(same, pc.equal(col.null_count, 0)), False)
 
 
-def _cmp(op: str, col: _Col, v: Any, n: int) -> Pair:
-    """`predicates._cmp_range`, column-wise."""
-    lo_lt = _test(col.lo, pc.less, v, col, n)
-    lo_le = _test(col.lo, pc.less_equal, v, col, n)
-    hi_gt = _test(col.hi, pc.greater, v, col, n)
-    hi_ge = _test(col.hi, pc.greater_equal, v, col, n)
+def _interval(op: str, lo: pa.Array | None, hi: pa.Array | None, v: pa.Scalar, n: int) -> Pair:
+    """`predicates._interval` column-wise, for a number (not NaN) or any other value `v`."""
+    lo_lt, lo_le = _test(lo, pc.less, v, n), _test(lo, pc.less_equal, v, n)
+    hi_gt, hi_ge = _test(hi, pc.greater, v, n), _test(hi, pc.greater_equal, v, n)
     if op in ("=", "!="):
-        inside, exact = pc.and_(lo_le, hi_ge), _exact(col, v, n)
-        can_true, can_false = (inside, pc.invert(exact)) if op == "=" else (pc.invert(exact), inside)
+        exact = _full(n, False) if lo is None or hi is None else pc.fill_null(
+            pc.and_(pc.equal(lo, v), pc.equal(hi, v)), False
+        )  # fmt: skip
+        inside = pc.and_(lo_le, hi_ge)
+        return (inside, pc.invert(exact)) if op == "=" else (pc.invert(exact), inside)
+    return {"<": (lo_lt, hi_ge), "<=": (lo_le, hi_gt), ">": (hi_gt, lo_le), ">=": (hi_ge, lo_lt)}[op]
+
+
+def _cmp(op: str, col: _Col, value: Any, t: pa.DataType, n: int) -> Pair:
+    """`predicates._cmp_range`, column-wise, in the comparison type `t`, Spark's NaN order."""
+    nan = isinstance(value, float) and math.isnan(value)
+    if nan:  # every number is below NaN: the answer for the non-NaN rows is the same in every file
+        below = NAN_VS_NUMBER[FLIP[op]]
+        can_true, can_false = _full(n, below), _full(n, not below)
     else:
-        can_true, can_false = {
-            "<": (lo_lt, hi_ge),
-            "<=": (lo_le, hi_gt),
-            ">": (hi_gt, lo_le),
-            ">=": (hi_ge, lo_lt),
-        }[op]
-    if col.floating:
-        # A NaN the stats do not show makes `!=` TRUE and every other comparison FALSE.
-        unseen_nan = pc.invert(_single_value(col, n))
-        if op == "!=":
-            return pc.or_(can_true, unseen_nan), can_false
-        return can_true, pc.or_(can_false, unseen_nan)
-    return can_true, can_false
+        can_true, can_false = _interval(op, _in_type(col.lo, t), _in_type(col.hi, t), pa.scalar(value, t), n)
+    if not col.floating:
+        return can_true, can_false
+    nan_true = (NAN_VS_NAN if nan else NAN_VS_NUMBER)[op]  # a NaN no stat shows may be there
+    maybe_nan = pc.invert(_single_value(col, n))
+    return (pc.or_(can_true, maybe_nan), can_false) if nan_true else (can_true, pc.or_(can_false, maybe_nan))
 
 
-def _either(a: Pair, b: Pair) -> Pair:
-    return pc.or_(a[0], b[0]), pc.or_(a[1], b[1])
-
-
-def _in(col: _Col, values: tuple[Any, ...], n: int) -> Pair:
+def _in(col: _Col, values: tuple[Any, ...], t: pa.DataType, n: int) -> Pair:
     can_true, can_false = _full(n, False), _full(n, None not in values)
     for v in values:
         if v is not None:
-            hit, miss = _cmp("=", col, v, n)
+            hit, miss = _cmp("=", col, v, t, n)
             can_true, can_false = pc.or_(can_true, hit), pc.and_(can_false, miss)
     return can_true, can_false
 
@@ -205,9 +201,10 @@ def _has_value(col: _Col, n: int) -> pa.Array:
 
 
 # ----------------------------------------------------------------------------- the tree
-def _per_file(tree: Node, name: str, ranges: list[Range]) -> Pair:
+def _per_file(tree: Node, name: str, ranges: list[Range], floating: bool) -> Pair:
     """The reference evaluation of one leaf, file by file (the fallback columns)."""
-    per_file = [truth(tree, {name: r}) for r in ranges]
+    floats = frozenset({name}) if floating else frozenset()
+    per_file = [truth(tree, {name: r}, floats) for r in ranges]
     return pa.array([t for t, _ in per_file], pa.bool_()), pa.array([f for _, f in per_file], pa.bool_())
 
 
@@ -238,12 +235,12 @@ class _Evaluator:
             return f, t
         if kind == "const":
             return _full(n, tree[1] is True), _full(n, tree[1] is False)
-        if kind == "cmpcol":
+        if kind == "unknown":
             return _full(n, True), _full(n, True)
         name = tree[2] if kind == "cmp" else tree[1]
         col = self.col(name)
         if col.ranges is not None:
-            return _per_file(tree, name, col.ranges)
+            return _per_file(tree, name, col.ranges, pa.types.is_floating(self.schema.field(name).type))
         has_value = _has_value(col, n)
         if kind == "isnull":
             nulls = col.null_count
@@ -255,16 +252,9 @@ class _Evaluator:
         return pc.and_(has_value, t), pc.and_(has_value, f)
 
     def leaf(self, tree: Node, col: _Col) -> Pair:
-        kind, n = tree[0], self.n
-        if kind == "decided":
-            return _full(n, tree[2]), _full(n, not tree[2])
-        if kind == "in":
-            found = _in(col, tree[2], n)
-            return found if len(tree) < 5 else _either(found, _in(col, tree[4], n))
-        if tree[3] is None:
-            return _full(n, False), _full(n, False)
-        found = _cmp(tree[1], col, tree[3], n)
-        return found if len(tree) < 6 else _either(found, _cmp(tree[1], col, tree[5], n))
+        if tree[0] == "in":
+            return _in(col, tree[2], tree[3], self.n)
+        return _cmp(tree[1], col, tree[3], tree[4], self.n)
 
 
 def may_match_mask(tree: Node, files: pa.Table, schema: pa.Schema, partition_columns: list[str]) -> pa.Array:

@@ -56,7 +56,8 @@ from airflow_txnlog.engine.log.log_segment import (
 from airflow_txnlog.engine.log.replay import KEY_SEPARATOR, LogState, key_path, positions_not_in
 from airflow_txnlog.engine.schema import parse_partition_value, schema_from_json
 from airflow_txnlog.engine.sql.generated_pruning import derive
-from airflow_txnlog.engine.sql.predicates import Predicate, Range, parse_predicate, stats_value
+from airflow_txnlog.engine.sql.literals import stats_value
+from airflow_txnlog.engine.sql.predicates import Predicate, Range, parse_predicate
 from airflow_txnlog.engine.state.add_actions import add_actions_table, file_table, select_adds
 from airflow_txnlog.engine.state.checkpoint import read_checkpoint
 from airflow_txnlog.engine.state.scan import read_files
@@ -219,11 +220,7 @@ class Snapshot:
         """`pred` for file pruning: with the partition filters it implies on generated partition
         columns ANDed to it (engine.sql.generated_pruning)."""
         computed = generated.enforced(self.metadata, self.protocol)
-        extra = (
-            None
-            if pred.loose or not computed
-            else derive(pred.tree, self.schema, computed, self.partition_columns)
-        )
+        extra = derive(pred.tree, self.schema, computed, self.partition_columns) if computed else None
         if extra is None:
             return pred
         parts = frozenset(c for c in computed if c in self.partition_columns)
@@ -309,15 +306,15 @@ class Snapshot:
         `_row_commit_version`: each row's stable id and commit version (PROTOCOL.md "Row Tracking")."""
         columns = names("columns", columns, none_means="every column")
         row_ids = self._row_tracking_conf() if row_tracking else None
-        tree = parse_predicate(filter, self.schema).tree if filter is not None else None
-        files = self.files(filter)
+        predicate = parse_predicate(filter, self.schema) if filter is not None else None
+        files = self.files() if predicate is None else self._select(self._mask(self._pruning(predicate)))
         return read_files(
             self._storage,
             files,
             self.schema,
             self.partition_columns,
             columns=columns,
-            row_filter=tree,
+            row_filter=predicate,
             names=self.column_names,
             row_ids=row_ids,
         )

@@ -367,8 +367,9 @@ def rows_breaking(snap: Snapshot, rule: constraints.Rule) -> tuple[int, dict[str
 
 
 def drop_constraint(begin: Begin, name: str, *, if_exists: bool = False) -> int | None:
-    """Drop CHECK constraint `name`; the new version (None: it was absent and `if_exists`)."""
-    constraints.constraint_key(name)
+    """Drop CHECK constraint `name` (any name the table holds, matched ignoring case); the new
+    version (None: it was absent and `if_exists`)."""
+    constraints.constraint_name(name)
     txn = begin("DROP CONSTRAINT", {"name": name})
     dropped = constraints.without_constraint(txn.snapshot.metadata, name, if_exists=if_exists)
     if dropped is None:

@@ -40,6 +40,7 @@ from airflow_txnlog.engine.errors import (
     UnsupportedFeatureError,
 )
 from airflow_txnlog.engine.features import (
+    char_varchar,
     clustering,
     column_mapping,
     constraints,
@@ -153,21 +154,25 @@ def version_zero(
     generated_columns: Mapping[str, str] | None = None,
     identity_columns: Mapping[str, IdentityColumn] | None = None,
     cluster_by: Sequence[str] | None = None,
+    spark_expressions: bool = False,
 ) -> list[Action]:
     """commitInfo, protocol and metaData of a new table (InvalidArgumentError for a bad argument),
     and with `cluster_by` its `delta.clustering` domain.
 
     :param generated_columns: column -> Spark SQL generation expression (engine.features.generated).
     :param identity_columns: column -> IdentityColumn (engine.features.identity).
-    :param cluster_by: clustering columns (engine.features.clustering); never with partition_by."""
+    :param cluster_by: clustering columns (engine.features.clustering); never with partition_by.
+    :param spark_expressions: accept generation expressions only Spark computes (SparkTable.create)."""
     parts = _partition_columns(partition_by)
     _refuse_column_features(schema)  # (raw identity metadata: identity_columns= checks it instead)
     if identity_columns:
         schema = identity.with_identity(schema, identity_columns, list(parts))
-    if generated_columns:
-        schema = generated.with_generated(schema, generated_columns)
-    else:  # (expressions given as field metadata are checked the same way)
-        schema = generated.with_generated(schema, {})
+    # (expressions given as field metadata are checked the same way; a variant result first: no
+    # expression could give one)
+    by_lower = {n.lower(): n for n in schema.names}
+    named = {by_lower.get(str(c).lower(), str(c)): e for c, e in (generated_columns or {}).items()}
+    variant.refuse_generated(schema, {**generated.of_schema(schema), **named})
+    schema = generated.with_generated(schema, generated_columns or {}, spark_only=spark_expressions)
     norm = _validate_schema(schema, parts)
     conf = mapping("properties", properties, example="{'delta.appendOnly': 'true'}", str_values=True)
     conf = props.checked_changes(conf)
@@ -176,6 +181,7 @@ def version_zero(
     text("name", name)
     text("description", description)
     variant.refuse_generated(norm, generated.of_schema(norm))
+    char_varchar.specs(norm)  # (a CHAR / VARCHAR type string the writes could not keep is refused now)
     if column_mapping.mode(conf) != "none":  # Delta's CREATE: every field gets an id and a new name
         schema, top = column_mapping.mapped_schema(norm, fresh=True)
         conf[column_mapping.MAX_COLUMN_ID] = str(top)
@@ -282,6 +288,7 @@ def _with_rules(protocol: Protocol, schema: pa.Schema, conf: Mapping[str, str]) 
         id="", schema_string=schema_to_json(schema), partition_columns=(), configuration=dict(conf)
     )
     generated.refuse_nested(metadata.schema_string)
+    identity.refuse_generated(identity.of_metadata(metadata), generated.of_schema(schema))
     if identity.of_metadata(metadata):
         protocol = table_features.with_writer_feature(protocol, "identityColumns")
     if generated.of_schema(schema):

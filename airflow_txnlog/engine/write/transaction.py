@@ -18,8 +18,9 @@ attempt budget is generous: a busy table must not make us drop a commit.
 Before the first attempt the transaction is validated, and nothing is written if it is invalid:
 its arguments (isolation level, parameters/metrics/extra that must serialize to JSON, str tags),
 protocol features we cannot write, `delta.appendOnly`, paths escaping the table root, duplicate
-actions for one path. (A transaction without actions commits a version holding only commitInfo, as
-Delta's VACUUM START/END do; a 0-byte commit file is never written.)
+actions for one path, a new schema with a column both identity and generated (Delta refuses one).
+(A transaction without actions commits a version holding only commitInfo, as Delta's VACUUM
+START/END do; a 0-byte commit file is never written.)
 Every commit records its provenance (engine.write.provenance): inside an Airflow task, commitInfo.job
 and the run's `owner` tag, so that a restore can tell the run's own commits from other writers'.
 """
@@ -45,7 +46,7 @@ from airflow_txnlog.engine.errors import (
     UnsupportedFeatureError,
     VersionAlreadyExistsError,
 )
-from airflow_txnlog.engine.features import constraints, domain_metadata, identity, row_tracking
+from airflow_txnlog.engine.features import constraints, domain_metadata, generated, identity, row_tracking
 from airflow_txnlog.engine.features.table_features import (
     check_write_supported,
     implied_features,
@@ -275,6 +276,16 @@ class Transaction:
                 feature=missing[0],
             )
 
+    def _check_new_identities(self, metadata: Metadata, protocol: Protocol) -> None:
+        """A column this commit's schema makes both identity and generated is refused (one a foreign
+        table already has stays: the writers refuse its writes, not its other commits)."""
+        read = self.snapshot
+        if metadata.schema_string != read.metadata.schema_string:
+            had = generated.enforced(read.metadata, read.protocol)
+            keep = identity.generated_identities(identity.of_metadata(read.metadata), had)
+            new = generated.enforced(metadata, protocol)
+            identity.refuse_generated(identity.of_metadata(metadata), new, keep=keep)
+
     def _validate(self) -> None:
         metadata = self._metadata or self.snapshot.metadata
         protocol = self._protocol or self.snapshot.protocol
@@ -283,6 +294,7 @@ class Transaction:
             raise InvalidArgumentError("domainMetadata actions need the domainMetadata writer feature")
         if self._metadata is not None:  # a property turned on now must be one the engine honors
             self._check_new_properties(metadata)
+            self._check_new_identities(metadata, protocol)
         # As Delta's prepareCommit: the table the transaction read decides, so one commit cannot turn
         # appendOnly off and remove data at once (a restore to a version before appendOnly was set
         # is refused the same way when it must remove data, as Spark's RESTORE is).

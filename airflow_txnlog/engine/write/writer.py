@@ -12,6 +12,9 @@
      wherever its enclosing structs do (Delta's rule: a null struct does not violate its fields'
      NOT NULL); the error names every such field. Nulls left under null structs get a placeholder
      value (pyarrow refuses them in a NOT NULL field; no reader ever sees them);
+   - CHAR(n) / VARCHAR(n) columns (`__CHAR_VARCHAR_TYPE_STRING`) keep Spark's length rule: trailing
+     spaces past n trimmed, CHAR padded to n, a longer value refused (engine.features.char_varchar);
+     then identity values are generated and generated columns computed (`prepare_rows`);
 2. split rows by partition values and serialize every partition value first (a binary value that is
    not UTF-8 has no partition form: `InvalidArgumentError` before anything is written), then write
    one parquet file per partition (split every `max_rows_per_file` rows) under `col=value/` folders
@@ -48,7 +51,14 @@ from airflow_txnlog.engine.errors import (
     SchemaMismatchError,
     StorageError,
 )
-from airflow_txnlog.engine.features import column_mapping, constraints, generated, identity, variant
+from airflow_txnlog.engine.features import (
+    char_varchar,
+    column_mapping,
+    constraints,
+    generated,
+    identity,
+    variant,
+)
 from airflow_txnlog.engine.log.actions import AddFile, Metadata
 from airflow_txnlog.engine.log.stats import LeafPath, compute_stats, stats_columns
 from airflow_txnlog.engine.schema import hive_escape, normalize_schema, serialize_partition_value
@@ -68,7 +78,7 @@ def conform_to_schema(data: pa.Table, schema: pa.Schema) -> pa.Table:
     if isinstance(data, pa.RecordBatch):
         data = pa.Table.from_batches([data])
     if not isinstance(data, pa.Table):
-        raise InvalidArgumentError(f"data must be a pyarrow.Table, got {type(data).__name__}")
+        raise InvalidArgumentError(f"data must be a pyarrow.Table or RecordBatch, got {type(data).__name__}")
     extra = [c for c in data.column_names if c not in schema.names]
     problems = [f"column {c!r} is not in the table schema" for c in extra]
     if len(set(data.column_names)) != len(data.column_names):
@@ -373,13 +383,17 @@ def prepare_rows(
     generated_columns: Mapping[str, str],
     identities: list[identity.Identity],
 ) -> tuple[pa.Table, dict[str, int]]:
-    """(`data` conformed, identity values generated, then generated columns computed; the identity
-    columns' new high-water marks)."""
+    """(`data` conformed, CHAR / VARCHAR values trimmed and padded, identity values generated, then
+    generated columns computed; the identity columns' new high-water marks)."""
+    if isinstance(data, pa.RecordBatch):  # (a batch is rows like a table's: numbered and filled too)
+        data = pa.Table.from_batches([data])
     if not isinstance(data, pa.Table):
-        return conform_to_schema(data, schema), {}  # (a RecordBatch becomes a table; else refused)
+        return conform_to_schema(data, schema), {}  # (refused, saying what it takes)
     missing = generated.missing(generated_columns, data.column_names)
     ids = [i.column for i in identities]
+    identity.refuse_generated(identities, generated_columns)
     conformed = conform_to_schema(data, generated.relaxed(schema, missing + ids))
+    conformed = char_varchar.enforce(conformed, schema)
     conformed, marks = identity.fill(conformed, identities, schema)
     return generated.fill(conformed, schema, generated_columns, missing), marks
 
