@@ -24,7 +24,6 @@ from collections.abc import Mapping
 import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
-import sqlglot
 from sqlglot import TokenType, exp
 
 from airflow_txnlog.engine.errors import (
@@ -36,6 +35,7 @@ from airflow_txnlog.engine.errors import (
 )
 from airflow_txnlog.engine.features.table_features import implied_features
 from airflow_txnlog.engine.log.actions import Metadata, Protocol
+from airflow_txnlog.engine.sql import parse as sql_parse
 from airflow_txnlog.engine.sql.expressions import compile_expression
 
 GENERATION_KEY = "delta.generationExpression"
@@ -83,10 +83,10 @@ def row_expression(expression: object, what: str) -> tuple[str, exp.Expr]:
         raise PredicateError(f"{what}: the expression must be a non-empty SQL string, got {expression!r}")
     text = expression.strip()
     try:
-        if any(t.token_type == TokenType.SEMICOLON for t in sqlglot.tokenize(text, read="spark")):
+        if any(t.token_type == TokenType.SEMICOLON for t in sql_parse.tokens(text)):
             raise PredicateError(f"{what}: {text!r} must be one expression, without ';'")
-        node = sqlglot.parse_one(text, read="spark")
-    except (sqlglot.errors.ParseError, sqlglot.errors.TokenError) as exc:
+        node = sql_parse.parse(text)
+    except sql_parse.SYNTAX_ERRORS as exc:
         raise PredicateError(f"{what}: {text!r} does not parse as Spark SQL: {exc}") from exc
     if isinstance(node, exp.Query | exp.Command) or node.find(exp.AggFunc, exp.Window, exp.Subquery):
         raise PredicateError(
@@ -211,7 +211,7 @@ def fill(data: pa.Table, schema: pa.Schema, generated: Mapping[str, str], column
 
 def expression_columns(expression: str) -> set[str]:
     """The top-level columns a Spark SQL expression names, lower-cased."""
-    node = sqlglot.parse_one(expression, read="spark")
+    node = sql_parse.parse(expression)
     return {(c.parts[0].name if c.parts else c.name).lower() for c in node.find_all(exp.Column)}
 
 
@@ -219,12 +219,12 @@ def rewrite_columns(expression: str, values: Mapping[str, str]) -> str:
     """`expression` with each column `c` (lower-cased key) replaced by `(values[c])`, a nested field
     `c.f` by `(values[c]).f`; both Spark SQL, through sqlglot's tree, so a name inside a string
     literal is never touched."""
-    node = sqlglot.parse_one(expression, read="spark")
+    node = sql_parse.parse(expression)
 
     def swap(n: exp.Expr) -> exp.Expr:
         if not isinstance(n, exp.Column) or not n.parts or n.parts[0].name.lower() not in values:
             return n
-        out: exp.Expr = exp.Paren(this=sqlglot.parse_one(values[n.parts[0].name.lower()], read="spark"))
+        out: exp.Expr = exp.Paren(this=sql_parse.parse(values[n.parts[0].name.lower()]))
         for part in n.parts[1:]:
             out = exp.Dot(this=out, expression=part.copy())
         return out

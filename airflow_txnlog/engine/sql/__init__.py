@@ -2,7 +2,8 @@
 
 Users write Spark SQL everywhere (row filters, `files(filter=)`, replaceWhere, OPTIMIZE's where,
 CHECK constraints, invariants, generated columns, expectations, the CLI); this room gives it Spark's
-meaning. What lives here: the parse (sqlglot, Spark dialect) and the typed compile of a scalar
+meaning. What lives here: the one parse (`parse`: sqlglot, Spark dialect, Spark's reading of
+quotes and comparison order; `spark_rules`) and the typed compile of a scalar
 expression into Arrow kernels with Spark 4's ANSI semantics (`expressions`; its types in `types`,
 casts in `casts` with Spark's text forms in `time_text`, `zones` and `float_text`, arithmetic in
 `arithmetic`, functions in `functions`, `number_functions`, `datetime_functions`, `hash_function`,

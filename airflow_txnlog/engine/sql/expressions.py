@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import decimal
 import functools
-import itertools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -39,22 +38,17 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import sqlglot
 from sqlglot import TokenType, exp
-from sqlglot.dialects.spark import Spark
-from sqlglot.errors import ParseError, TokenError
 
 from airflow_txnlog.engine import errors
 from airflow_txnlog.engine.sql import functions as sf
+from airflow_txnlog.engine.sql import parse as sql_parse
 from airflow_txnlog.engine.sql.arithmetic import ARITHMETIC, arithmetic
 from airflow_txnlog.engine.sql.functions import Failed, Invalid, Refused, Term, Value, kind
 from airflow_txnlog.engine.sql.number_functions import negated
-from airflow_txnlog.engine.sql.spark_rules import left_to_right, past_bigint
+from airflow_txnlog.engine.sql.spark_rules import past_bigint
 from airflow_txnlog.engine.sql.trial_rows import trial_type
 from airflow_txnlog.engine.sql.types import on_rows
-
-_SPARK = Spark()  # keeps Java datetime patterns as written (sqlglot maps `YYYY` and `yyyy` alike)
-_SPARK.format_time = lambda p: exp.Literal.string(p[1:-1]) if isinstance(p, str) else p  # type: ignore
 
 
 @dataclass(frozen=True)
@@ -131,20 +125,14 @@ _RANDOM += tuple(getattr(exp, f"Current{n}") for n in ["Date", "Timestamp", "Tim
 
 
 def _parse(text: str) -> tuple[exp.Expression, tuple[frozenset[str], frozenset[str]]]:
-    """The tree, and the string literals and the names of the text (upper-cased)."""
+    """The tree (engine.sql.parse), and the string literals and the names of the text (upper-cased)."""
     if not text.strip():
         raise errors.PredicateError(
             "an empty SQL expression: a constraint or generation expression needs one"
         )
-    try:  # Spark reads a doubled quote in a string as one quote; sqlglot as two literals to join
-        tokens = _SPARK.tokenize(text)
-        strings = [t for t in tokens if t.token_type == TokenType.STRING]
-        chars = list(text)
-        for one, two in itertools.pairwise(strings):
-            if two.start == one.end + 1 and text[one.end] == text[two.start]:
-                chars[one.end] = "\\"  # 'O''Brien' -> 'O\'Brien': same length, positions hold
-        node = sqlglot.parse_one("".join(chars), read=_SPARK)
-    except (ParseError, TokenError) as e:
+    try:
+        node, tokens = sql_parse.parse_with_tokens(text)
+    except sql_parse.SYNTAX_ERRORS as e:
         raise errors.PredicateError(f"{text!r} does not parse as a Spark SQL expression: {e}") from None
     for n in node.walk():
         if isinstance(n, _STATEMENTS) or not isinstance(n, exp.Expression):
@@ -154,8 +142,7 @@ def _parse(text: str) -> tuple[exp.Expression, tuple[frozenset[str], frozenset[s
         if isinstance(n, (exp.Window, exp.AggFunc, *_RANDOM)):
             what = "not deterministic" if isinstance(n, _RANDOM) else "an aggregate or window function"
             raise errors.PredicateError(f"{text!r} uses {sf.sql_of(n)}: {what}")
-    assert isinstance(node, exp.Expression)
-    node = left_to_right(node, tokens)
+    strings = [t for t in tokens if t.token_type == TokenType.STRING]
     names = [t for t in tokens if t.token_type in (TokenType.VAR, TokenType.IDENTIFIER)]
     return node, (frozenset(t.text.upper() for t in strings), frozenset(t.text.upper() for t in names))
 

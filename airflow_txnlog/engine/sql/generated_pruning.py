@@ -42,10 +42,10 @@ from collections.abc import Mapping
 from typing import Any
 
 import pyarrow as pa
-import sqlglot
 from sqlglot import exp
 
 from airflow_txnlog.engine.errors import TxnLogError
+from airflow_txnlog.engine.sql import parse as sql_parse
 from airflow_txnlog.engine.sql.expressions import compile_expression
 
 Node = tuple[Any, ...]
@@ -77,8 +77,8 @@ def _monotone_pattern(pattern: str) -> bool:
 def source_of(expression: str, schema: pa.Schema) -> str | None:
     """The column `expression` is a non-decreasing function of (see the module docstring), or None."""
     try:
-        node = sqlglot.parse_one(expression, read="spark")
-    except (sqlglot.errors.ParseError, sqlglot.errors.TokenError):
+        node = sql_parse.parse(expression)
+    except sql_parse.SYNTAX_ERRORS:
         return None
     columns = list(node.find_all(exp.Column))
     if len(columns) != 1 or len(columns[0].parts) > 1:

@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import re
 
-import sqlglot
 from sqlglot import exp
-from sqlglot.errors import SqlglotError
 
 _ARITHMETIC = exp.Add | exp.Sub | exp.Mul | exp.Div | exp.Mod | exp.IntDiv
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")  # (sqlglot underlines the bad token with terminal codes)
@@ -51,7 +49,7 @@ def not_a_literal(node: exp.Expression) -> str:
     return f"{what} (only columns and literals may be compared)"
 
 
-def syntax_error(exc: SqlglotError, text: str) -> str:
+def syntax_error(exc: Exception, text: str) -> str:
     """sqlglot's complaint about `text` without terminal codes; for a date and time written without
     quotes, what to write instead."""
     message = _ANSI.sub("", str(exc))
@@ -61,13 +59,11 @@ def syntax_error(exc: SqlglotError, text: str) -> str:
     return f"{message}. Help: a date and time needs quotes: TIMESTAMP '{found.group(0)}'"
 
 
-def unquoted_date_error(text: str) -> str | None:
+def unquoted_date_error(text: str, tree: exp.Expression | None, error: Exception | None) -> str | None:
     """What to say after the predicate's text when an unquoted date (or date and time) explains its
-    failure, else None."""
-    try:
-        tree = sqlglot.parse_one(text, dialect="spark")
-    except SqlglotError as exc:
-        message = syntax_error(exc, text)
+    failure, else None: `tree` is its parse (engine.sql.parse), or `error` the syntax error."""
+    if error is not None:
+        message = syntax_error(error, text)
         return f" is not valid SQL: {message}" if "Help:" in message else None
     for node in tree.walk() if tree is not None else ():
         if isinstance(node, exp.Expression) and unquoted_date(node) is not None:

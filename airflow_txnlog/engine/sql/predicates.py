@@ -40,6 +40,7 @@ from sqlglot import exp
 
 from airflow_txnlog.engine.errors import PredicateError, UnsupportedExpressionError
 from airflow_txnlog.engine.sql import expressions as ex
+from airflow_txnlog.engine.sql import parse as sql_parse
 from airflow_txnlog.engine.sql.functions import kind, spark_name
 from airflow_txnlog.engine.sql.hints import unquoted_date_error
 from airflow_txnlog.engine.sql.literals import in_type
@@ -90,7 +91,7 @@ def parse_predicate(text: str, schema: pa.Schema) -> Predicate:
     try:
         compiled = ex.compile_expression(text, schema)
     except (PredicateError, UnsupportedExpressionError) as exc:
-        hint = unquoted_date_error(text)
+        hint = _hint(text)
         if hint is not None:
             raise PredicateError(f"predicate {text!r}{hint}") from None
         if isinstance(exc, PredicateError):
@@ -100,6 +101,14 @@ def parse_predicate(text: str, schema: pa.Schema) -> Predicate:
         raise PredicateError(f"predicate {text!r} is {spark_name(compiled.result_type)}, not BOOLEAN")
     tree = _Pruning(compiled, schema).node(compiled.node)
     return Predicate(text, tree, compiled.columns, compiled)
+
+
+def _hint(text: str) -> str | None:
+    """engine.sql.hints' words for a predicate that failed, if an unquoted date explains it."""
+    try:
+        return unquoted_date_error(text, sql_parse.parse(text), None)
+    except sql_parse.SYNTAX_ERRORS as exc:
+        return unquoted_date_error(text, None, exc)
 
 
 class _Pruning:
