@@ -1369,3 +1369,23 @@ def test_negating_a_decimal_of_more_than_34_digits_rounds_as_sparks_scala_big_de
     check("ABS(w)", [D("9999999999999999999999999999.9999999999")], table.slice(3))  # not negated: kept
     with pytest.raises(InvalidArgumentError, match="cannot be represented"):
         compile_expression("-w", table.schema).evaluate(table.slice(3))
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [  # Spark 4.2 (ANSI, UTC) on the same values, found by the conformance suite (tests/sql)
+        ("ROUND(-0.4D)", 0.0),  # a BigDecimal has no negative zero
+        ("ROUND(-0.0001D, 3)", 0.0),
+        ("CAST(0.5 AS INT)", 0),  # a decimal with no integer digit truncates to 0
+        ("CAST(0.1000000000 AS BIGINT)", 0),
+        ("CAST(FALSE AS DECIMAL(4,4))", decimal.Decimal("0.0000")),  # fits by value, not by type
+        ("-(CAST(-9223372036854775808 AS BIGINT)) + NULL", None),  # NullPropagation: never evaluated
+        (
+            "-9999999999999999999999999999.9999999999BD",
+            decimal.Decimal("-9999999999999999999999999999.9999999999"),
+        ),
+    ],
+)
+def test_values_the_conformance_suite_found(text: str, expected: object) -> None:
+    value = compile_expression(text, pa.schema([("x", pa.int32())])).evaluate(pa.table({"x": [1]}))[0].as_py()
+    assert value == expected and (not isinstance(value, float) or math.copysign(1, value) == 1)

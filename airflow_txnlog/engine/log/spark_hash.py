@@ -21,48 +21,55 @@ def _rotl(x: np.ndarray, r: int) -> np.ndarray:
     return (x << np.uint32(r)) | (x >> np.uint32(32 - r))
 
 
-def _mix_k1(k: np.ndarray) -> np.ndarray:
+def mix_k1(k: np.ndarray) -> np.ndarray:
     return _rotl(k * np.uint32(0xCC9E2D51), 15) * np.uint32(0x1B873593)
 
 
-def _mix_h1(h: np.ndarray, k: np.ndarray) -> np.ndarray:
+def mix_h1(h: np.ndarray, k: np.ndarray) -> np.ndarray:
     return _rotl(h ^ k, 13) * np.uint32(5) + np.uint32(0xE6546B64)
 
 
-def _fmix(h: np.ndarray, length: int) -> np.ndarray:
+def fmix(h: np.ndarray, length: int) -> np.ndarray:
     h = h ^ np.uint32(length)
     h = (h ^ (h >> np.uint32(16))) * np.uint32(0x85EBCA6B)
     h = (h ^ (h >> np.uint32(13))) * np.uint32(0xC2B2AE35)
     return h ^ (h >> np.uint32(16))  # type: ignore[no-any-return]
 
 
-def _murmur_rows(rows: np.ndarray) -> np.ndarray:
-    """Spark's `Murmur3_x86_32.hashUnsafeBytes(seed 42)` of each row of a (k, n) uint8 matrix."""
-    k, n = rows.shape
-    aligned = n - n % 4
-    h = np.full(k, SPARK_HASH_SEED, dtype=np.uint32)
+def murmur_rows(rows: np.ndarray, seeds: np.ndarray) -> np.ndarray:
+    """Spark's `Murmur3_x86_32.hashUnsafeBytes` of each row of a (k, n) uint8 matrix, each with its
+    seed (uint32)."""
+    n = rows.shape[1]
+    aligned, h = n - n % 4, seeds.astype(np.uint32)
     words = np.ascontiguousarray(rows[:, :aligned]).view("<u4")  # Spark reads little-endian ints
     for j in range(aligned // 4):
-        h = _mix_h1(h, _mix_k1(words[:, j]))
+        h = mix_h1(h, mix_k1(words[:, j]))
     for j in range(aligned, n):  # Spark's legacy tail: each byte, sign-extended, mixed as a whole int
-        h = _mix_h1(h, _mix_k1(rows[:, j].view(np.int8).astype(np.int32).view(np.uint32)))
-    return _fmix(h, n)
+        h = mix_h1(h, mix_k1(rows[:, j].view(np.int8).astype(np.int32).view(np.uint32)))
+    return fmix(h, n)
 
 
-def _spark_hashes(paths: pa.Array) -> np.ndarray:
-    """Spark's `hash(path)` of each (non-null) string, computed column-wise per byte length."""
-    lengths = pc.binary_length(paths).to_numpy(zero_copy_only=False)
-    out = np.empty(len(paths), dtype=np.uint32)
+def hash_bytes(values: pa.Array, seeds: np.ndarray) -> np.ndarray:
+    """Murmur3 (uint32) of each row's bytes with its own seed, computed column-wise per byte length
+    (a NULL row hashes as empty: callers keep their own rule for NULL)."""
+    values = pc.fill_null(pc.cast(values, pa.binary()), b"")
+    lengths = pc.binary_length(values).to_numpy(zero_copy_only=False)
+    out = np.empty(len(values), dtype=np.uint32)
     for n in np.unique(lengths).tolist():
         idx = np.flatnonzero(lengths == n)
         if n == 0:
             rows = np.zeros((len(idx), 0), dtype=np.uint8)
         else:
-            fixed = paths.take(pa.array(idx)).cast(pa.binary()).cast(pa.binary(n))
+            fixed = values.take(pa.array(idx)).cast(pa.binary(n))
             buf = np.frombuffer(fixed.buffers()[1], dtype=np.uint8)
             rows = buf[fixed.offset * n : (fixed.offset + len(fixed)) * n].reshape(-1, n)
-        out[idx] = _murmur_rows(rows)
-    return out.view(np.int32)
+        out[idx] = murmur_rows(rows, seeds[idx])
+    return out
+
+
+def _spark_hashes(paths: pa.Array) -> np.ndarray:
+    """Spark's `hash(path)` of each (non-null) string."""
+    return hash_bytes(paths, np.full(len(paths), SPARK_HASH_SEED, dtype=np.uint32)).view(np.int32)
 
 
 def part_numbers(paths: pa.Array, parts: int) -> np.ndarray:

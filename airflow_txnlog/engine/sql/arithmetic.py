@@ -30,6 +30,7 @@ from airflow_txnlog.engine.sql.types import (
     adjusted_decimal,
     any_true,
     checked,
+    constant,
     decimal_shape,
     derive,
     kind,
@@ -47,9 +48,18 @@ _EXACT = decimal.Context(prec=200)
 
 
 def arithmetic(node: exp.Binary, c: Any) -> Term:
-    """`+ - * / % div` with Spark's result types; integer overflow and a zero divisor raise (ANSI)."""
-    op, sql = ARITHMETIC[type(node)], sql_of(node)
+    """`+ - * / % div` with Spark's result types; integer overflow and a zero divisor raise (ANSI).
+    An operand that is the NULL literal makes the whole a NULL constant, as Spark's optimizer
+    (NullPropagation) does before anything runs: `-(l) + NULL` never evaluates `-(l)`."""
     a, b = c.compile(node.this), c.compile(node.expression)
+    term = _typed_arithmetic(node, a, b)
+    if any(x.literal is not None and not x.literal.is_valid for x in (a, b)):
+        return constant(None, term.type, term.sql)
+    return term
+
+
+def _typed_arithmetic(node: exp.Binary, a: Term, b: Term) -> Term:
+    op, sql = ARITHMETIC[type(node)], sql_of(node)
     if not {kind(a.type), kind(b.type)} <= NUMERIC | {"null"}:
         raise Refused(f"{sql} ({spark_name(a.type)} {op} {spark_name(b.type)})")
     ta, tb = (x.type if kind(x.type) != "null" else y.type for x, y in ((a, b), (b, a)))

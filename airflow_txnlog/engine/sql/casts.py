@@ -87,8 +87,14 @@ def _converter(src: pa.DataType, dst: pa.DataType) -> tuple[Callable[[Value], Va
         return _FROM_STRING[kd](dst), True
     if kd == "bool" and ks in NUMERIC:
         return (lambda v: pc.not_equal(v, zero_of(src))), False
+    if ks == "bool" and kd == "decimal":  # (by value: FALSE fits DECIMAL(4,4), TRUE does not)
+        wide = _wider_decimal(3 + dst.scale, dst.scale)
+        return (lambda v: pc.cast(pc.cast(pc.cast(v, pa.int8()), wide), dst)), True
     if ks == "bool" and kd in NUMERIC:
         return (lambda v: pc.cast(pc.cast(v, pa.int8()), dst)), False
+    if kd == "int" and ks == "decimal":  # toward zero, with room for the integer digit (0.5 -> 0)
+        wide = _wider_decimal(src.precision + 1, src.scale)
+        return (lambda v: pc.cast(pc.trunc(pc.cast(v, wide)), dst)), True
     if kd == "int" and ks in NUMERIC:  # toward zero; NaN, infinities and out-of-range values raise
         return (lambda v: pc.cast(v if ks == "int" else pc.trunc(v), dst)), True
     if kd == "float" and ks == "decimal":  # correctly rounded, as Java's BigDecimal.doubleValue
@@ -135,6 +141,10 @@ _TO_STRING: dict[str, Callable[[Value], Value]] = {"int": partial(pc.cast, targe
 _TO_STRING |= {"bool": partial(pc.cast, target_type=STRING), "float": _java_floats}
 _TO_STRING |= {"decimal": lambda v: python_map(v, "{:f}".format, STRING), "date": time_text.date_text}
 _TO_STRING |= dict.fromkeys(("ts", "ntz"), time_text.timestamp_text)
+
+
+def _wider_decimal(precision: int, scale: int) -> pa.DataType:
+    return (pa.decimal128 if precision <= 38 else pa.decimal256)(min(precision, 76), scale)
 
 
 def round_decimal(values: Value, scale: int) -> Value:

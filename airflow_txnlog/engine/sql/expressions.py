@@ -248,6 +248,16 @@ _INTEGERS = {exp.DataType.Type.TINYINT, exp.DataType.Type.SMALLINT, exp.DataType
 _INTEGERS |= {exp.DataType.Type.BIGINT}
 
 
+def _decimal_literal(node: exp.Expression) -> bool:
+    """`node` is a BD literal as sqlglot reads it: a cast of a digits-only string to DECIMAL."""
+    return (
+        isinstance(node, exp.Cast)
+        and node.to.this == exp.DataType.Type.DECIMAL
+        and isinstance(node.this, exp.Literal)
+        and re.fullmatch(r"\d+(\.\d*)?|\.\d+", str(node.this.this)) is not None
+    )
+
+
 def _neg(node: exp.Neg, c: _Compiler) -> Term:
     inner, sql = node.this, sf.sql_of(node)
     if isinstance(inner, exp.Literal) and not inner.is_string:  # -2147483648 is an INT literal
@@ -255,6 +265,8 @@ def _neg(node: exp.Neg, c: _Compiler) -> Term:
     literal = isinstance(inner, exp.Cast) and isinstance(inner.this, exp.Literal) and not inner.this.is_string
     if literal and inner.to.this in _INTEGERS:  # -128Y: the negative literal fits where 128Y does not
         return c.compile(type(inner)(this=exp.Literal.number(f"-{inner.this.this}"), to=inner.to))
+    if _decimal_literal(inner):  # -1.5BD: Spark's grammar reads the sign as part of the literal
+        return c.compile(type(inner)(this=exp.Literal.string(f"-{inner.this.this}"), to=inner.to))
     term = sf.coerce(c.compile(inner), "int float decimal", sql)
     kernel = partial(sf.checked, pc.negate_checked, sql) if kind(term.type) == "int" else negated
     return sf.derive(node, term.type, kernel, term, fail=kind(term.type) in ("int", "decimal"))

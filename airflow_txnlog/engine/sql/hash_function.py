@@ -21,7 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from airflow_txnlog.engine.log.spark_hash import SPARK_HASH_SEED, _fmix, _mix_h1, _mix_k1
+from airflow_txnlog.engine.log.spark_hash import SPARK_HASH_SEED, fmix, hash_bytes, mix_h1, mix_k1
 from airflow_txnlog.engine.sql.types import Refused, Term, Value, kind, spark_name, sql_of
 
 _KINDS = frozenset({"null", "bool", "int", "float", "decimal", "string", "binary", "date", "ts", "ntz"})
@@ -58,13 +58,13 @@ def _hash(values: list[Value]) -> Value:
 
 
 def _hash_int(words: np.ndarray, seeds: np.ndarray) -> np.ndarray:
-    return _fmix(_mix_h1(seeds, _mix_k1(words.astype(np.int64).astype(np.uint32))), 4)
+    return fmix(mix_h1(seeds, mix_k1(words.astype(np.int64).astype(np.uint32))), 4)
 
 
 def _hash_long(longs: np.ndarray, seeds: np.ndarray) -> np.ndarray:
     words = longs.astype(np.int64).view(np.uint64)
     low, high = (words & 0xFFFFFFFF).astype(np.uint32), (words >> np.uint64(32)).astype(np.uint32)
-    return _fmix(_mix_h1(_mix_h1(seeds, _mix_k1(low)), _mix_k1(high)), 8)
+    return fmix(mix_h1(mix_h1(seeds, mix_k1(low)), mix_k1(high)), 8)
 
 
 def _numbers(a: pa.Array, t: pa.DataType) -> np.ndarray:
@@ -88,40 +88,11 @@ def _decimals(a: pa.Array, seeds: np.ndarray) -> np.ndarray:
     if a.type.precision <= 18:
         return _hash_long(np.array([u or 0 for u in unscaled], dtype=np.int64), seeds)
     texts = [None if u is None else u.to_bytes(_width(u), "big", signed=True) for u in unscaled]
-    return _hash_bytes(pa.array(texts, pa.binary()), seeds)
+    return hash_bytes(pa.array(texts, pa.binary()), seeds)
 
 
 def _width(n: int) -> int:  # Java's BigInteger.toByteArray length: bitLength / 8 + 1
     return (n if n >= 0 else ~n).bit_length() // 8 + 1
-
-
-def _hash_bytes(a: pa.Array, seeds: np.ndarray) -> np.ndarray:
-    """Murmur3 of each row's bytes with its own seed, grouped by byte length (NULL rows: any value)."""
-    a = pc.fill_null(pc.cast(a, pa.binary()), b"")
-    lengths = pc.binary_length(a).to_numpy(zero_copy_only=False)
-    out = np.empty(len(a), dtype=np.uint32)
-    for n in np.unique(lengths).tolist():
-        idx = np.flatnonzero(lengths == n)
-        if n == 0:
-            rows = np.zeros((len(idx), 0), dtype=np.uint8)
-        else:
-            fixed = a.take(pa.array(idx)).cast(pa.binary(n))
-            buf = np.frombuffer(fixed.buffers()[1], dtype=np.uint8)
-            rows = buf[fixed.offset * n : (fixed.offset + len(fixed)) * n].reshape(-1, n)
-        out[idx] = _murmur_rows(rows, seeds[idx])
-    return out
-
-
-def _murmur_rows(rows: np.ndarray, seeds: np.ndarray) -> np.ndarray:
-    """Spark's Murmur3_x86_32.hashUnsafeBytes of each row of a (k, n) uint8 matrix, each its seed."""
-    n = rows.shape[1]
-    aligned, h = n - n % 4, seeds.copy()
-    words = np.ascontiguousarray(rows[:, :aligned]).view("<u4")
-    for j in range(aligned // 4):
-        h = _mix_h1(h, _mix_k1(words[:, j]))
-    for j in range(aligned, n):  # the legacy tail: each byte, sign-extended, mixed as a whole int
-        h = _mix_h1(h, _mix_k1(rows[:, j].view(np.int8).astype(np.int32).view(np.uint32)))
-    return _fmix(h, n)
 
 
 _BY_KIND: dict[str, Callable[[pa.Array, np.ndarray], np.ndarray]] = {
@@ -132,6 +103,6 @@ _BY_KIND: dict[str, Callable[[pa.Array, np.ndarray], np.ndarray]] = {
     "ntz": lambda a, s: _hash_long(_numbers(a.view(pa.int64()), pa.int64()), s),
     "float": _floats,
     "decimal": _decimals,
-    "string": _hash_bytes,
-    "binary": _hash_bytes,
+    "string": hash_bytes,
+    "binary": hash_bytes,
 }

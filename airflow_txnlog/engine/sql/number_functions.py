@@ -96,7 +96,10 @@ def round_half_up(node: exp.Round, c: Any) -> Term:
         return term if scale is not None else constant(None, term.type, sql_of(node))
     if kind(term.type) == "float":
         step = decimal.Decimal(1).scaleb(-scale)
-        up = lambda x: float(decimal.Decimal(repr(x)).quantize(step, context=_BIG)) if math.isfinite(x) else x  # noqa: E731
+        # (+ 0.0: a BigDecimal has no negative zero, so ROUND(-0.4D) is 0.0 in Spark, never -0.0)
+        up = lambda x: (  # noqa: E731
+            float(decimal.Decimal(repr(x)).quantize(step, context=_BIG)) + 0.0 if math.isfinite(x) else x
+        )
         return derive(node, term.type, lambda v: python_map(v, up, term.type), term)
     p, s = decimal_shape(term.type)
     digits = max(p - s + 1, 1 - scale) if scale < 0 else p - s + 1 + min(s, scale)
