@@ -57,7 +57,8 @@ def applies(ctx: TableContext, parsed: Predicate | None, candidates: Sequence[Ad
     if len(candidates) > MAX_FILES or sum(f.size for f in candidates) > MAX_BYTES:
         return False
     zone = str(ctx.spark.conf.get("spark.sql.session.timeZone", "UTC") or "UTC").strip().upper()
-    return all(exact_in_arrow(ctx.schema.field(c).type, timestamps=zone in _UTC) for c in parsed.columns)
+    utc = zone in _UTC
+    return all(exact_in_arrow(ctx.schema.field(c).type, timestamps=utc, floats=True) for c in parsed.columns)
 
 
 def delete_in_process(

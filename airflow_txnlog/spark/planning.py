@@ -125,16 +125,18 @@ def total_records(files: Sequence[AddFile]) -> int | None:
     return total
 
 
-def exact_in_arrow(t: pa.DataType, *, timestamps: bool) -> bool:
-    """Whether the engine's rows back end (engine.sql) compares values of type `t` as this Spark
-    session does (the in-process levers' test): integers, floats (Spark's NaN order, as the engine's),
-    decimals, strings, booleans and dates; timestamps when the caller allows them (a zone-less
-    timestamp literal depends on the session zone, the engine's is UTC)."""
+def exact_in_arrow(t: pa.DataType, *, timestamps: bool, floats: bool = False) -> bool:
+    """Whether values of type `t` compare in-process as this Spark session compares them (the
+    in-process levers' test): integers, decimals, strings, booleans and dates; timestamps when the
+    caller allows them (a zone-less timestamp literal depends on the session zone, the engine's is
+    UTC); floats when the caller evaluates with the engine's SQL room (Spark's NaN order and
+    -0.0 = 0.0: a predicate), never for Arrow's joins (a MERGE's keys), which hash them apart."""
     if pa.types.is_timestamp(t):
         return timestamps
+    if pa.types.is_floating(t):
+        return floats
     return bool(
         pa.types.is_integer(t)
-        or pa.types.is_floating(t)
         or pa.types.is_decimal(t)
         or pa.types.is_string(t)
         or pa.types.is_large_string(t)
