@@ -364,9 +364,11 @@ def _in(node: exp.In, c: _Compiler) -> Term:
 def _between(node: exp.Between, c: _Compiler) -> Term:  # x >= low AND x <= high
     if node.args.get("symmetric"):
         raise Refused(f"{sf.sql_of(node)} (BETWEEN SYMMETRIC)")
-    x = c.compile(node.this)
-    low = _comparison(node, c, ">=", x, c.compile(node.args["low"]))
-    return _logic(node, c, low, _comparison(node, c, "<=", x, c.compile(node.args["high"])))
+    # (Spark replaces it by the two comparisons, which its analyzer then reduces as any comparison)
+    low = _comparison(exp.GTE(this=node.this.copy(), expression=node.args["low"].copy()), c)
+    return _logic(
+        node, c, low, _comparison(exp.LTE(this=node.this.copy(), expression=node.args["high"].copy()), c)
+    )
 
 
 def _like(node: exp.Like | exp.ILike | exp.RegexpLike, c: _Compiler) -> Term:

@@ -142,9 +142,11 @@ class _Pruning:
         if isinstance(e, exp.Is) and isinstance(e.expression, exp.Null):
             column = self.column(e.this)
             return UNKNOWN if column is None else ("isnull", column)
-        if isinstance(e, exp.Between) and not e.args.get("symmetric"):
-            low = self.compare(">=", e.this, e.args["low"])
-            return ("and", low, self.compare("<=", e.this, e.args["high"]))
+        if isinstance(e, exp.Between) and not e.args.get(
+            "symmetric"
+        ):  # (as the rows back end: two comparisons)
+            low = self.node(exp.GTE(this=e.this.copy(), expression=e.args["low"].copy()))
+            return ("and", low, self.node(exp.LTE(this=e.this.copy(), expression=e.args["high"].copy())))
         if isinstance(e, exp.In) and e.expressions:
             return self.membership(e.this, list(e.expressions))
         op = _CMP.get(type(e))

@@ -84,13 +84,22 @@ def _after(node: exp.Expression, tokens: list[Any], kind: TokenType) -> bool:
     return first > 0 and tokens[first - 1].token_type == kind
 
 
+def _decimal_literal(node: exp.Expr) -> bool:
+    """A literal Spark reads as one: `1.5`, or `1.5BD` (sqlglot: a cast of its text to DECIMAL)."""
+    if isinstance(node, exp.Literal):
+        return True
+    if not isinstance(node, exp.Cast) or not isinstance(node.this, exp.Literal):
+        return False
+    return bool(node.to.this == exp.DataType.Type.DECIMAL)
+
+
 def past_bigint(node: exp.Expr, op: str, a: Term, b: Term) -> Term | None:
     """Spark's analyzer reduces an integer compared (< <= > >=) with a decimal literal: past BIGINT's
     range the comparison is a constant, TRUE or FALSE even where the integer is NULL (DecimalPrecision's
     integralAndDecimalLiteral); within it the comparison means the same as computed here."""
     for x, lit, side, flip in ((a, b, node.expression, False), (b, a, node.this, True)):
         written = side.this if isinstance(side, exp.Neg) else side
-        if kind(x.type) != "int" or kind(lit.type) != "decimal" or not isinstance(written, exp.Literal):
+        if kind(x.type) != "int" or kind(lit.type) != "decimal" or not _decimal_literal(written):
             continue
         value = lit.literal.as_py() if lit.literal is not None and lit.literal.is_valid else None
         if value is None or -(2**63) <= value < 2**63:
