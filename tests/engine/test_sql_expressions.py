@@ -1389,3 +1389,17 @@ def test_negating_a_decimal_of_more_than_34_digits_rounds_as_sparks_scala_big_de
 def test_values_the_conformance_suite_found(text: str, expected: object) -> None:
     value = compile_expression(text, pa.schema([("x", pa.int32())])).evaluate(pa.table({"x": [1]}))[0].as_py()
     assert value == expected and (not isinstance(value, float) or math.copysign(1, value) == 1)
+
+
+@pytest.mark.parametrize("text", ["b < b IN (b)", "b <=> s IN (s, s)", "i IN (1) = b", "i IS NULL = b"])
+def test_a_predicate_spark_groups_below_comparisons_is_refused_unparenthesized(text: str) -> None:
+    """Spark's grammar: IN / BETWEEN / LIKE / IS are predicates below comparisons (`a < b IN (c)` is
+    `(a < b) IN (c)`); sqlglot reads them tighter. Refused when declared, never read otherwise."""
+    with pytest.raises(UnsupportedExpressionError, match="write parentheses"):
+        compile_expression(text, SCHEMA)
+
+
+def test_written_parentheses_inside_a_comparison_are_kept() -> None:
+    """`g <=> ((x) != m)` (the generated-column rule's shape): the outer written pair holds."""
+    assert values("p <=> ((q) != p)", KLEENE) == values("p <=> (q != p)", KLEENE)
+    assert values("p <=> ((q) != p)", KLEENE) != values("(p <=> q) != p", KLEENE)

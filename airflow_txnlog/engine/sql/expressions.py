@@ -46,7 +46,7 @@ from airflow_txnlog.engine.sql import parse as sql_parse
 from airflow_txnlog.engine.sql.arithmetic import ARITHMETIC, arithmetic
 from airflow_txnlog.engine.sql.functions import Failed, Invalid, Refused, Term, Value, kind
 from airflow_txnlog.engine.sql.number_functions import negated
-from airflow_txnlog.engine.sql.spark_rules import past_bigint
+from airflow_txnlog.engine.sql.spark_rules import mixed_predicate, past_bigint
 from airflow_txnlog.engine.sql.trial_rows import trial_type
 from airflow_txnlog.engine.sql.types import on_rows
 
@@ -134,6 +134,12 @@ def _parse(text: str) -> tuple[exp.Expression, tuple[frozenset[str], frozenset[s
         node, tokens = sql_parse.parse_with_tokens(text)
     except sql_parse.SYNTAX_ERRORS as e:
         raise errors.PredicateError(f"{text!r} does not parse as a Spark SQL expression: {e}") from None
+    if (mixed := mixed_predicate(node, tokens)) is not None:
+        raise errors.UnsupportedExpressionError(
+            f"the engine cannot evaluate {sf.sql_of(mixed)} in {text!r}: a comparison with an IN / BETWEEN "
+            "/ LIKE / IS operand, which Spark groups otherwise than sqlglot reads it. Help: write "
+            "parentheses, e.g. (a < b) IN (c) or a < (b IN (c))"
+        )
     for n in node.walk():
         if isinstance(n, _STATEMENTS) or not isinstance(n, exp.Expression):
             raise errors.PredicateError(

@@ -4,6 +4,8 @@ for `expressions` to follow Spark:
 - `left_to_right`: Spark's comparison operators (`= == != <> < <= > >= <=>`) are one precedence
   level, grouped left to right (`a = b < c` is `(a = b) < c`); sqlglot binds `< <= > >=` tighter
   than `= <> !=`, and reads `a <=> b < c` with parentheses of its own around `b < c`.
+- `mixed_predicate`: IN / BETWEEN / LIKE / IS are predicates below comparisons in Spark's grammar
+  and above them in sqlglot's; a comparison with such an unparenthesized operand is refused.
 - `past_bigint`: the analyzer's strength reduction of an integer compared with a decimal literal
   (DecimalPrecision, integralAndDecimalLiteral): past BIGINT's range the comparison is a constant,
   even where the integer is NULL (`i > 100000000000000000000` is FALSE on every row).
@@ -50,6 +52,29 @@ def left_to_right(node: exp.Expression, tokens: list[Any]) -> exp.Expression:
     return regrouped
 
 
+_PREDICATES = (exp.In, exp.Between, exp.Like, exp.ILike, exp.RegexpLike, exp.Is)
+
+
+def mixed_predicate(node: exp.Expression, tokens: list[Any]) -> exp.Expression | None:
+    """A comparison whose operand sqlglot grouped otherwise than Spark, if any: an IN / BETWEEN /
+    LIKE / IS predicate without written parentheses. Spark's grammar puts those predicates below
+    comparisons (`a < b IN (c)` is `(a < b) IN (c)`, `a IN (b) = c` does not parse); sqlglot binds
+    them tighter. Such text is refused rather than read otherwise than Spark reads it. (Run after
+    `left_to_right`.)"""
+    for n in node.walk():
+        if isinstance(n, _COMPARED) and any(_regrouped(c, tokens) for c in (n.this, n.expression)):
+            return n
+    return None
+
+
+def _regrouped(child: exp.Expression, tokens: list[Any]) -> bool:
+    if isinstance(child, exp.Paren):  # (sqlglot's own, unless the text has them)
+        inner = child.this.this if isinstance(child.this, exp.Not) else child.this
+        return isinstance(inner, _PREDICATES) and not _written(child.this, tokens)
+    inner = child.this if isinstance(child, exp.Not) else child
+    return isinstance(inner, _PREDICATES)
+
+
 def _span(node: exp.Expression) -> tuple[int, int] | None:
     """The first and last character of `node`'s own tokens in the text (None if sqlglot kept none)."""
     places = [(n.meta["start"], n.meta["end"]) for n in node.walk() if "start" in n.meta and "end" in n.meta]
@@ -62,17 +87,26 @@ def _first_token(node: exp.Expression, tokens: list[Any]) -> int | None:
 
 
 def _written(node: exp.Expression, tokens: list[Any]) -> bool:
-    """Whether `node` is enclosed in parentheses written in the text (or its place is unknown)."""
+    """Whether `node` is enclosed in parentheses written in the text (or its place is unknown): one
+    of the `(` right before its first token closes after its last (`((a) != m)`: the outer one)."""
     first, span = _first_token(node, tokens), _span(node)
     if first is None or span is None:
         return True
-    if first == 0 or tokens[first - 1].token_type != TokenType.L_PAREN:
-        return False
+    k = first - 1
+    while k >= 0 and tokens[k].token_type == TokenType.L_PAREN:
+        if _closes_after(tokens, k, span[1]):
+            return True
+        k -= 1
+    return False
+
+
+def _closes_after(tokens: list[Any], opening: int, end: int) -> bool:
+    """Whether the `(` at `tokens[opening]` closes after character `end`."""
     depth = 0
-    for t in tokens[first - 1 :]:
+    for t in tokens[opening:]:
         depth += (t.token_type == TokenType.L_PAREN) - (t.token_type == TokenType.R_PAREN)
         if depth == 0:
-            return bool(t.start > span[1])
+            return bool(t.start > end)
     return False
 
 
