@@ -68,9 +68,9 @@ def mixed_predicate(node: exp.Expression, tokens: list[Any]) -> exp.Expression |
 
 
 def _regrouped(child: exp.Expression, tokens: list[Any]) -> bool:
-    if isinstance(child, exp.Paren):  # (sqlglot's own, unless the text has them)
-        inner = child.this.this if isinstance(child.this, exp.Not) else child.this
-        return isinstance(inner, _PREDICATES) and not _written(child.this, tokens)
+    """A predicate operand without parentheses (sqlglot keeps a written pair as `exp.Paren`; the
+    pair it adds itself around `<=>`'s operand is not told apart here: `_written` cannot place an
+    operand that starts with a typed literal, so such a pair is taken as written)."""
     inner = child.this if isinstance(child, exp.Not) else child
     return isinstance(inner, _PREDICATES)
 
