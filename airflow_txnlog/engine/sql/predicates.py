@@ -95,7 +95,10 @@ def parse_predicate(text: str, schema: pa.Schema) -> Predicate:
         if hint is not None:
             raise PredicateError(f"predicate {text!r}{hint}") from None
         if isinstance(exc, PredicateError):
-            raise PredicateError(f"predicate {exc}") from None
+            said = str(exc)
+            raise PredicateError(
+                f"predicate {said}" if said.startswith(repr(text)) else f"predicate {text!r}: {said}"
+            ) from None
         raise
     if kind(compiled.result_type) not in ("bool", "null"):
         raise PredicateError(f"predicate {text!r} is {spark_name(compiled.result_type)}, not BOOLEAN")
