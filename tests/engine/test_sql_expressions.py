@@ -1419,3 +1419,26 @@ def test_a_written_predicate_beside_a_comparison_is_accepted(text: str) -> None:
     """The generated-column rule `g <=> (expression)` with an IN / LIKE expression starting with a
     typed or signed literal (found by the conformance suite: refused on every write for a while)."""
     assert compile_expression(text, SCHEMA).result_type == pa.bool_()
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["flag <=> s IN (s, s)", "flag <=> (s) IN (s)", "flag <=> -1 BETWEEN i AND l", "flag <=> s LIKE 'a%'"],
+)
+def test_an_unparenthesized_predicate_after_null_safe_equal_is_refused(text: str) -> None:
+    """`b <=> s2 IN (s2, s)` is `(b <=> s2) IN (s2, s)` to Spark (found by the conformance suite:
+    Spark fails the cast, the engine read `b <=> (s2 IN ...)` through sqlglot's own parentheses)."""
+    with pytest.raises(UnsupportedExpressionError, match="write parentheses"):
+        compile_expression(text, SCHEMA)
+
+
+def test_null_safe_equal_before_a_typed_or_signed_literal_groups_left_to_right() -> None:
+    """`b <=> DATE '0001-1-1' <= dt` is `(b <=> DATE ...) <= dt` to Spark, which then refuses the
+    types (BOOLEAN against DATE); sqlglot's parentheses around the typed literal's comparison are
+    told from written ones, which keep their reading."""
+    with pytest.raises(UnsupportedExpressionError):
+        compile_expression("flag <=> DATE '0001-1-1' <= day", SCHEMA)
+    assert compile_expression("flag <=> (DATE '0001-1-1' <= day)", SCHEMA).result_type == pa.bool_()
+    with pytest.raises(UnsupportedExpressionError):
+        compile_expression("flag <=> -1 < i", SCHEMA)  # (flag <=> -1) < i
+    assert compile_expression("flag <=> (-1 < i)", SCHEMA).result_type == pa.bool_()

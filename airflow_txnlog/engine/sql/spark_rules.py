@@ -33,12 +33,8 @@ def left_to_right(node: exp.Expression, tokens: list[Any]) -> exp.Expression:
 
     def regroup(n: exp.Expression) -> exp.Expression:
         inner = n.expression
-        if (
-            isinstance(n, exp.NullSafeEQ)
-            and isinstance(inner, exp.Paren)
-            and isinstance(inner.this, _COMPARED)
-        ):
-            if _written(inner.this, tokens) or not _after(inner.this, tokens, TokenType.NULLSAFE_EQ):
+        if isinstance(n, exp.NullSafeEQ) and isinstance(inner, exp.Paren):
+            if not isinstance(inner.this, _COMPARED) or not _added_paren(n, tokens):
                 return n
             inner = inner.this
         elif not isinstance(n, exp.EQ | exp.NEQ) or not isinstance(inner, _ORDERING):
@@ -59,45 +55,49 @@ def mixed_predicate(node: exp.Expression, tokens: list[Any]) -> exp.Expression |
     """A comparison whose operand sqlglot grouped otherwise than Spark, if any: an IN / BETWEEN /
     LIKE / IS predicate without written parentheses. Spark's grammar puts those predicates below
     comparisons (`a < b IN (c)` is `(a < b) IN (c)`, `a IN (b) = c` does not parse); sqlglot binds
-    them tighter. Such text is refused rather than read otherwise than Spark reads it. (Run after
-    `left_to_right`.)"""
+    them tighter (and reads `a <=> b IN (c)` as `a <=> (b IN (c))`, parentheses of its own). Such
+    text is refused rather than read otherwise than Spark reads it. (Run after `left_to_right`.)"""
     for n in node.walk():
-        if isinstance(n, _COMPARED) and any(_regrouped(c, tokens) for c in (n.this, n.expression)):
+        if not isinstance(n, _COMPARED):
+            continue
+        if any(_predicate(c) for c in (n.this, n.expression)):
+            return n
+        added = isinstance(n, exp.NullSafeEQ) and isinstance(n.expression, exp.Paren)
+        if added and _predicate(n.expression.this) and _added_paren(n, tokens):
             return n
     return None
 
 
-def _regrouped(child: exp.Expression, tokens: list[Any]) -> bool:
-    """A predicate operand without parentheses (sqlglot keeps a written pair as `exp.Paren`; the
-    pair it adds itself around `<=>`'s operand is not told apart here: `_written` cannot place an
-    operand that starts with a typed literal, so such a pair is taken as written)."""
+def _predicate(child: exp.Expression) -> bool:
+    """An IN / BETWEEN / LIKE / IS predicate (or its negation) as an operand (sqlglot keeps a
+    written pair of parentheses as `exp.Paren`, so a predicate here has none)."""
     inner = child.this if isinstance(child, exp.Not) else child
     return isinstance(inner, _PREDICATES)
+
+
+def _added_paren(n: exp.Expression, tokens: list[Any]) -> bool:
+    """Whether the parentheses around `<=>`'s right operand are sqlglot's own: the token after the
+    `<=>` (the first one after the left operand) is not a `(` closing after the operand. `IS NOT
+    DISTINCT FROM`, which sqlglot also reads as `<=>`, is a Spark predicate whose right side is a
+    whole comparison: its parentheses are Spark's reading too (False)."""
+    left, right = _span(n.this), _span(n.expression)
+    if left is None or right is None:
+        return False
+    op = next((i for i, t in enumerate(tokens) if t.start > left[1] and t.token_type in _OPERATORS), None)
+    if op is None or tokens[op].token_type != TokenType.NULLSAFE_EQ:
+        return False
+    following = op + 1
+    written = following < len(tokens) and tokens[following].token_type == TokenType.L_PAREN
+    return not (written and _closes_after(tokens, following, right[1]))
+
+
+_OPERATORS = (TokenType.NULLSAFE_EQ, TokenType.IS)
 
 
 def _span(node: exp.Expression) -> tuple[int, int] | None:
     """The first and last character of `node`'s own tokens in the text (None if sqlglot kept none)."""
     places = [(n.meta["start"], n.meta["end"]) for n in node.walk() if "start" in n.meta and "end" in n.meta]
     return (min(p[0] for p in places), max(p[1] for p in places)) if places else None
-
-
-def _first_token(node: exp.Expression, tokens: list[Any]) -> int | None:
-    span = _span(node)
-    return next((i for i, t in enumerate(tokens) if span and t.start == span[0]), None)
-
-
-def _written(node: exp.Expression, tokens: list[Any]) -> bool:
-    """Whether `node` is enclosed in parentheses written in the text (or its place is unknown): one
-    of the `(` right before its first token closes after its last (`((a) != m)`: the outer one)."""
-    first, span = _first_token(node, tokens), _span(node)
-    if first is None or span is None:
-        return True
-    k = first - 1
-    while k >= 0 and tokens[k].token_type == TokenType.L_PAREN:
-        if _closes_after(tokens, k, span[1]):
-            return True
-        k -= 1
-    return False
 
 
 def _closes_after(tokens: list[Any], opening: int, end: int) -> bool:
@@ -108,14 +108,6 @@ def _closes_after(tokens: list[Any], opening: int, end: int) -> bool:
         if depth == 0:
             return bool(t.start > end)
     return False
-
-
-def _after(node: exp.Expression, tokens: list[Any], kind: TokenType) -> bool:
-    """Whether the token before `node`'s first one (and the `(` opening there) is of `kind`."""
-    first = _first_token(node, tokens) or 0
-    while first and tokens[first - 1].token_type == TokenType.L_PAREN:
-        first -= 1
-    return first > 0 and tokens[first - 1].token_type == kind
 
 
 def _decimal_literal(node: exp.Expr) -> bool:
