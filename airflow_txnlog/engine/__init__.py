@@ -69,6 +69,7 @@ if TYPE_CHECKING:  # the names below load on first use (PEP 562 __getattr__), se
         VersionNotFoundError,
     )
     from airflow_txnlog.engine.features import row_tracking
+    from airflow_txnlog.engine.features.char_varchar import spark_rewrites as char_varchar_rewrites
     from airflow_txnlog.engine.features.column_mapping import Names as ColumnNames
     from airflow_txnlog.engine.features.column_mapping import with_new_fields, without_mapping
     from airflow_txnlog.engine.features.constraints import Rule as RowRule
@@ -211,6 +212,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "compile_row_rules": ("features.constraints", "compile_rules"),
     "row_rules": ("features.constraints", "rules"),
     "row_rule_violation": ("features.constraints", "violation_error"),
+    "char_varchar_rewrites": ("features.char_varchar", "spark_rewrites"),
     "ConstraintNotFoundError": ("errors", "ConstraintNotFoundError"),
     "PropertyNotSetError": ("errors", "PropertyNotSetError"),
     "ConstraintViolationError": ("errors", "ConstraintViolationError"),
@@ -344,6 +346,7 @@ __all__ = [
     "VersionNotFoundError",
     "WriteMode",
     "change_data_feed",
+    "char_varchar_rewrites",
     "check_choice",
     "check_row_rules",
     "check_variant_values",

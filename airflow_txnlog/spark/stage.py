@@ -26,7 +26,9 @@ import json
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 
+import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from airflow_txnlog.engine import (
@@ -36,6 +38,7 @@ from airflow_txnlog.engine import (
     CommitRetriesExceededError,
     Table,
     Transaction,
+    char_varchar_rewrites,
     schema_to_json,
 )
 from airflow_txnlog.spark.errors import ConstraintViolationError, SparkJobError
@@ -95,6 +98,14 @@ def _plan(ctx: TableContext, df: DataFrame, folder: str | None) -> str:
     )
 
 
+def _char_varchar(df: DataFrame, schema: pa.Schema) -> DataFrame:
+    """`df` with CHAR / VARCHAR values trimmed and padded before the rules see them (Delta on Spark
+    checks a CHECK constraint on the values as written); a value too long stays, for the writer on
+    the executors to refuse (EXCEED_LIMIT_LENGTH)."""
+    rewrites = {c: F.expr(sql) for c, sql in char_varchar_rewrites(schema).items() if c in df.columns}
+    return df.withColumns(rewrites) if rewrites else df
+
+
 def write_files(
     ctx: TableContext,
     table: Table,
@@ -114,7 +125,7 @@ def write_files(
     # rows this write changes or adds must keep the table's rules; compaction and change data
     # files copy rows that already did (or are no table rows at all)
     rules = ctx.rules if data_change and folder is None else ()
-    df = guard(df, rules)
+    df = guard(_char_varchar(df, ctx.schema) if rules else df, rules)
     register(ctx.spark)
     writer = (
         df.write.format("txnlog")

@@ -55,7 +55,7 @@ PUBLIC_NAMES = {
     "write_deletion_vectors",
     # issue 26: row rules (CHECK constraints, invariants) for the Spark layer and the data source
     *("ConstraintViolationError", "UnsupportedExpressionError", "RowRule", "row_rules"),
-    *("compile_row_rules", "check_row_rules", "row_rule_violation"),
+    *("compile_row_rules", "check_row_rules", "row_rule_violation", "char_varchar_rewrites"),
     *("generated_columns", "conform_rows", "expression_columns", "rewrite_columns"),
     *("Identity", "IdentityColumn", "identity_columns", "lost_identity_race"),
     *("variants_as", "check_variant_values"),

@@ -7,6 +7,7 @@ expression and the row, with no commit and no data file left behind. Rows that k
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -20,8 +21,11 @@ from airflow_txnlog.engine import (
     PredicateError,
     Table,
     UnsupportedExpressionError,
+    char_varchar_rewrites,
+    conform_rows,
 )
 from airflow_txnlog.spark import SparkTable, txnlog_errors
+from airflow_txnlog.spark.schemas import to_spark_schema
 
 pytestmark = [pytest.mark.spark]
 
@@ -171,3 +175,58 @@ def test_bad_constraints_are_refused_by_spark_too(spark, tmp_path: Path) -> None
     with pytest.raises(PredicateError, match="does not resolve as a boolean"):
         st.add_constraint("p", "value + 1")
     assert st.version() == 2
+
+
+def _typed(name: str, t: pa.DataType, declared: str) -> pa.Field:
+    return pa.field(name, t, metadata={b"__CHAR_VARCHAR_TYPE_STRING": json.dumps(declared).encode()})
+
+
+CHAR_VARCHAR = pa.schema(
+    [
+        pa.field("id", pa.int64()),
+        _typed("v", pa.string(), "varchar(3)"),
+        _typed("c", pa.string(), "char(4)"),
+        _typed("tags", pa.list_(pa.string()), "array<char(2)>"),
+        _typed("s", pa.struct([("a b", pa.string()), ("n", pa.int32())]), "struct<`a b`:varchar(2),n:int>"),
+        _typed("kv", pa.map_(pa.string(), pa.string()), "map<varchar(2),char(3)>"),
+    ]
+)
+
+
+def test_spark_keeps_char_and_varchar_values_as_the_engine_does(spark) -> None:
+    """The rewrites Spark applies before the rules give, value for value, what the engine's writer
+    keeps (trailing spaces past n trimmed, CHAR padded, NULL kept at every depth)."""
+    rows = pa.table(
+        {
+            "id": [1, 2, 3, 4],
+            "v": ["ab", "abc   ", "é🙂x ", None],
+            "c": ["x", "abcd  ", "", None],
+            "tags": [["a", None, "ab  "], [], None, ["  "]],
+            "s": [{"a b": "x", "n": 1}, {"a b": "ab  ", "n": 2}, None, {"a b": None, "n": 3}],
+            "kv": [[("k", "v  ")], [("ab ", "w")], None, [("z", None)]],
+        },
+        schema=CHAR_VARCHAR,
+    )
+    expected = conform_rows(rows, CHAR_VARCHAR, {}).to_pylist()
+    given = [{**r, "kv": None if r["kv"] is None else dict(r["kv"])} for r in rows.to_pylist()]
+    df = spark.createDataFrame(given, to_spark_schema(CHAR_VARCHAR))
+    kept = df.withColumns({c: F.expr(sql) for c, sql in char_varchar_rewrites(CHAR_VARCHAR).items()})
+    got = [r.asDict(recursive=True) for r in kept.orderBy("id").collect()]
+    for row in got:
+        row["kv"] = None if row["kv"] is None else sorted(row["kv"].items())
+    for row in expected:
+        row["kv"] = None if row["kv"] is None else sorted(row["kv"])
+    assert got == expected
+    assert expected[0]["c"] == "x   " and expected[1]["v"] == "abc"
+
+
+def test_a_check_on_a_char_column_sees_the_padded_value(spark, tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    st = SparkTable.create(spark, str(path), CHAR_VARCHAR)
+    st.add_constraint("padded", "c IS NULL OR length(c) = 4")
+    st.write(spark.createDataFrame([(1, "a", "x")], "id long, v string, c string"))  # 'x' is 'x   '
+    assert Table.open(str(path)).snapshot().to_arrow().column("c").to_pylist() == ["x   "]
+    before = (_files(path), st.version())
+    with pytest.raises(ConstraintViolationError, match=r"column v is VARCHAR\(3\).*EXCEED_LIMIT_LENGTH"):
+        st.write(spark.createDataFrame([(2, "long", "y")], "id long, v string, c string").coalesce(1))
+    assert (_files(path), st.version()) == before

@@ -271,3 +271,46 @@ def _too_long(path: str, spec: Length, value: str, count: int) -> ConstraintViol
         row={path: value},
         count=count,
     )
+
+
+# ------------------------------------------------------------------ the same rule in Spark SQL
+def spark_rewrites(schema: pa.Schema) -> dict[str, str]:
+    """Column -> a Spark SQL expression giving its values as `enforce` keeps them, for Spark paths
+    that check row rules before the engine's writer sees the rows (a CHECK on a CHAR column sees
+    the padded value, as in Delta on Spark). A value too long stays as it is: `enforce` refuses it
+    when the rows are written."""
+    kept = specs(schema)
+    return {c: _sql(_quoted(c), schema.field(c).type, spec, 0) for c, spec in kept.items()}
+
+
+def _quoted(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def _sql(x: str, t: pa.DataType, spec: Spec, depth: int) -> str:
+    """`x` (SQL of a value of type `t`) kept as `spec` says, at every depth (`_fits` held)."""
+    if spec is None:
+        return x
+    if isinstance(spec, Length):
+        n = spec.n
+        spaces = f"char_length({x}) > {n} AND rtrim(substring({x}, {n + 1})) = ''"
+        trimmed = f"(CASE WHEN {spaces} THEN substring({x}, 1, {n}) ELSE {x} END)"
+        if not spec.pad:
+            return trimmed
+        return f"(CASE WHEN char_length({trimmed}) < {n} THEN rpad({trimmed}, {n}, ' ') ELSE {trimmed} END)"
+    v, k = f"v{depth}", f"k{depth}"  # (lambda variables per depth: nested lambdas never shadow each other)
+    if isinstance(spec, Struct):
+        fields = []
+        for i, s in enumerate(spec.fields):
+            f = t.field(i)
+            inner = _sql(f"{x}.{_quoted(f.name)}", f.type, s, depth + 1)
+            fields.append(f"{sql_literal(f.name, len(f.name) * 4 + 2)}, {inner}")
+        return f"(CASE WHEN {x} IS NULL THEN NULL ELSE named_struct({', '.join(fields)}) END)"
+    if isinstance(spec, Array):
+        return f"transform({x}, {v} -> {_sql(v, t.value_type, spec.element, depth + 1)})"
+    out = x
+    if spec.key is not None:
+        out = f"transform_keys({out}, ({k}, {v}) -> {_sql(k, t.key_type, spec.key, depth + 1)})"
+    if spec.value is not None:
+        out = f"transform_values({out}, ({k}, {v}) -> {_sql(v, t.item_type, spec.value, depth + 1)})"
+    return out
