@@ -84,6 +84,8 @@ def number(
     """(`df` with values in its identity columns where new rows have none, the new high-water
     marks); `df` is `stable`'s (plus narrow projections) and has every identity column
     (`with_columns`); `new`: which rows are new (None: all)."""
+    for ident in ctx.identities:  # (before any job: also when every row brings its own value)
+        ident.check_writable(ctx.generated)
     is_new = F.lit(True) if new is None else new
     part = F.spark_partition_id()
     index = F.monotonically_increasing_id() - F.shiftleft(part.cast("long"), _ROW_BITS)

@@ -17,6 +17,7 @@ from deltalake import DeltaTable
 from airflow_txnlog.engine import (
     ConstraintViolationError,
     IdentityColumn,
+    InvalidArgumentError,
     SchemaMismatchError,
     Table,
     UnsupportedFeatureError,
@@ -275,3 +276,35 @@ def test_delete_and_update_rerun_after_losing_to_an_identity_append(
     st.update("v = 'r2'", {"v": "'R2'"})
     assert _rows(path) == [(1, "r0"), (3, "R2"), (4, "r3"), (5, "x"), (6, "y")]
     assert attempts == {"x": [1, 1], "y": [1, 1]}  # each ran twice: lost once, then landed
+
+
+def _foreign_field_change(path: Path, column: str, **metadata: Any) -> None:
+    """A commit another engine made, giving `column` more field metadata."""
+    t = Table.open(str(path))
+    wire = t.snapshot().metadata.to_wire()["metaData"]
+    schema = json.loads(wire["schemaString"])
+    next(f for f in schema["fields"] if f["name"] == column)["metadata"].update(metadata)
+    log = path / "_delta_log" / f"{t.latest_version() + 1:020d}.json"
+    log.write_text(json.dumps({"metaData": {**wire, "schemaString": json.dumps(schema)}}) + "\n")
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"delta.identity.step": 0}, r"identity column 'id' has step 0.*ILLEGAL_STEP"),
+        ({"delta.generationExpression": "length(v)"}, "DELTA_IDENTITY_COLUMNS_WITH_GENERATED_EXPRESSION"),
+    ],
+)
+def test_a_foreign_identity_column_delta_refuses_refuses_spark_writes_of_explicit_ids(
+    spark, tmp_path: Path, change: dict[str, Any], message: str
+) -> None:
+    """Every row brings its own id (BY DEFAULT), so no value is generated: the write is refused
+    all the same, before any job, as the engine's own writer refuses it."""
+    path = tmp_path / "t"
+    spec = {"id": IdentityColumn(always=False)}
+    st = SparkTable.create(spark, str(path), SCHEMA, identity_columns=spec)
+    _foreign_field_change(path, "id", **change)
+    before = (st.version(), _files(path))
+    with pytest.raises(InvalidArgumentError, match=message):
+        st.write(spark.createDataFrame([(7, "x")], "id long, v string"))
+    assert (st.version(), _files(path)) == before

@@ -67,9 +67,10 @@ class Identity:
     high_water_mark: int | None
     allow_explicit_insert: bool
 
-    def check_writable(self) -> None:
+    def check_writable(self, generated: Mapping[str, str] | None = None) -> None:
         """InvalidArgumentError for a step of 0, which generates no values (Delta's
-        DELTA_IDENTITY_COLUMNS_ILLEGAL_STEP): no write may land in such a table."""
+        DELTA_IDENTITY_COLUMNS_ILLEGAL_STEP): no write may land in such a table; and (`generated`:
+        the table's generated columns, column -> expression) for a column that is generated too."""
         if self.step == 0:
             raise InvalidArgumentError(
                 f"identity column {self.column!r} has step 0 (delta.identity.step), which Delta refuses "
@@ -77,6 +78,7 @@ class Identity:
                 "the table (reading it is fine). Nothing was written. Help: copy the rows into a table "
                 "whose identity column has a non-zero step"
             )
+        refuse_generated([self], generated or {})
 
     def next_value(self) -> int:
         """The first value past the mark: `start + k*step`, the smallest k (in the step's direction)
