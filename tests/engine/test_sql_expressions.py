@@ -1442,3 +1442,31 @@ def test_null_safe_equal_before_a_typed_or_signed_literal_groups_left_to_right()
     with pytest.raises(UnsupportedExpressionError):
         compile_expression("flag <=> -1 < i", SCHEMA)  # (flag <=> -1) < i
     assert compile_expression("flag <=> (-1 < i)", SCHEMA).result_type == pa.bool_()
+
+
+@pytest.mark.parametrize(
+    ("text", "double", "single"),
+    [  # Spark 4.2 (ANSI) CAST(s AS DOUBLE) / CAST(s AS FLOAT) of the same strings: Java's parsers
+        ("0x1p3", 8.0, 8.0),
+        ("0X1.8P1", 3.0, 3.0),
+        ("-0x1p-2", -0.25, -0.25),
+        ("0x.8p1", 1.0, 1.0),
+        (" 0x1p3d ", 8.0, 8.0),
+        ("0x1.fffffffffffffp1023", 1.7976931348623157e308, math.inf),
+        ("0x1p-1074", 5e-324, 0.0),
+        ("0x1p-1075", 0.0, 0.0),  # half the smallest subnormal: to even, zero
+        ("0x1.8p-1074", 1e-323, 0.0),  # one and a half: to even, two
+        ("0x1.fffffffffffff8p1023", math.inf, math.inf),  # rounds past the largest finite value
+        ("0x1.000001p0", 1.0000000596046448, 1.0),  # float: the tie rounds to even
+        ("0x1.000003p0", 1.0000001788139343, 1.0000002384185791),  # float: up
+    ],
+)
+def test_a_hexadecimal_float_reads_as_javas_parser_reads_it(text: str, double: float, single: float) -> None:
+    rows = pa.table({"s": [text, "1.5", None]})
+    schema = pa.schema([("s", pa.string())])
+    assert compile_expression("CAST(s AS DOUBLE)", schema).evaluate(rows).to_pylist() == [double, 1.5, None]
+    got = compile_expression("CAST(s AS FLOAT)", schema).evaluate(rows).to_pylist()
+    assert got == [single, 1.5, None]
+    for bad in ("0x1.8", "0xp3", "0x1p", "0x1gp3", "1p3"):  # (Java wants digits and the binary exponent)
+        with pytest.raises(InvalidArgumentError, match="CAST_INVALID_INPUT"):
+            compile_expression("CAST(s AS DOUBLE)", schema).evaluate(pa.table({"s": [bad]}))

@@ -4,8 +4,8 @@ Spark does is refused when the expression is compiled (`Refused`), never while r
 
 Text read as Spark reads it: an integer is `[+-]digits` (no `0x10`, no `1.0`), trimmed of bytes 0-32
 and 127; a FLOAT / DOUBLE is Java's decimal grammar (`1.5`, `.5`, `5.`, `1e3`, a `d` / `f` suffix,
-`NaN`, `Infinity`) or Spark's `inf`, `infinity`, `nan` in any case, trimmed of bytes 0-32 (a
-hexadecimal float such as `0x1p3` fails here: Spark reads it); a DECIMAL is Java's BigDecimal
+`NaN`, `Infinity`, a hexadecimal float such as `0x1.8p1`: `float_text.read_hex`) or Spark's `inf`,
+`infinity`, `nan` in any case, trimmed of bytes 0-32; a DECIMAL is Java's BigDecimal
 grammar, rounded HALF_UP; DATE and TIMESTAMP are `time_text`'s. Written as Spark writes it: a FLOAT
 or DOUBLE as Java's toString (`float_text`), a DATE / TIMESTAMP as `time_text`, a decimal's plain
 digits. Between DATE and TIMESTAMP a day is 86,400,000,000 microseconds (UTC); a date whose
@@ -26,7 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from airflow_txnlog.engine.sql import time_text
-from airflow_txnlog.engine.sql.float_text import java_text
+from airflow_txnlog.engine.sql.float_text import HEX, java_text, read_hex
 from airflow_txnlog.engine.sql.time_text import nulls
 from airflow_txnlog.engine.sql.types import (
     NUMERIC,
@@ -49,6 +49,7 @@ _JAVA_TRIM = "".join(map(chr, range(33)))  # Java's String.trim: every character
 _INTEGER = r"^[+-]?\d+$"
 _FLOATING = (
     r"^[+-]?(?:NaN|Infinity|(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?[fFdD]?)$|^(?i:[+-]?inf(?:inity)?|nan)$"
+    f"|^{HEX}$"
 )
 _DECIMAL = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
 _LAST_US = 106_751_991  # the last day (and minus the first) whose midnight is a BIGINT of microseconds
@@ -180,9 +181,19 @@ def _read_int(t: pa.DataType) -> Callable[[Value], Value]:
 def _read_float(t: pa.DataType) -> Callable[[Value], Value]:
     def read(v: Value) -> Value:
         text = _checked_text(v, _JAVA_TRIM, _FLOATING, t)
-        return pc.cast(pc.replace_substring_regex(text, r"([\d.])[dDfF]$", r"\1"), t)
+        hexadecimal = pc.match_substring_regex(text, f"^{HEX}$")
+        if any_true(hexadecimal):  # (Java reads them; Arrow does not)
+            none = pa.scalar(None, STRING)
+            hex_text, decimal_text = pc.if_else(hexadecimal, text, none), pc.if_else(hexadecimal, none, text)
+            exact = python_map(hex_text, partial(read_hex, single=t == pa.float32()), pa.float64())
+            return pc.if_else(hexadecimal, pc.cast(exact, t), _read_decimal_float(decimal_text, t))
+        return _read_decimal_float(text, t)
 
     return read
+
+
+def _read_decimal_float(text: Value, t: pa.DataType) -> Value:
+    return pc.cast(pc.replace_substring_regex(text, r"([\d.])[dDfF]$", r"\1"), t)
 
 
 def _read_decimal(t: pa.DataType) -> Callable[[Value], Value]:

@@ -11,11 +11,15 @@ instead; a Spark on such a JVM writes some values differently.)
 
 Layout (`_layout`): `d.ddd` for 1e-3 <= |x| < 1e7, else `d.dddE[-]n`; at least one digit after the
 point; `NaN`, `Infinity`, `-Infinity`, `0.0`, `-0.0`.
+
+The other way, `read_hex` reads a hexadecimal float (`0x1.8p1`, Java's HexFloatingPointLiteral,
+which Spark's CAST to FLOAT / DOUBLE takes): its exact value rounded once to the type.
 """
 
 from __future__ import annotations
 
 import math
+import re
 import struct
 
 _FIVE_BITS = [0, 3, 5, 7, 10, 12, 14, 17, 19, 21, 24, 26, 28, 31, 33, 35, 38, 40, 42, 45, 47, 49, 52]
@@ -150,3 +154,41 @@ def _layout(digits: str, exponent: int) -> str:
     if -3 < exponent <= 0:
         return f"0.{'0' * -exponent}{digits}"
     return f"{digits[0]}.{digits[1:] or '0'}E{exponent - 1}"
+
+
+# ------------------------------------------------------------------ reading a hexadecimal float
+HEX = r"[+-]?0[xX](?:[0-9a-fA-F]+\.?|[0-9a-fA-F]*\.[0-9a-fA-F]+)[pP][+-]?[0-9]+[fFdD]?"
+_HEX = re.compile(r"([+-]?)0[xX]([0-9a-fA-F]*)\.?([0-9a-fA-F]*)[pP]([+-]?[0-9]+)[fFdD]?")
+# (significant bits, the smallest normal exponent, the largest exponent) of DOUBLE and FLOAT
+_FORMATS = {False: (53, -1022, 1023), True: (24, -126, 127)}
+
+
+def read_hex(text: str, *, single: bool) -> float:
+    """Java's Double.parseDouble (Float.parseFloat for `single`) of a hexadecimal float (`HEX`,
+    trimmed): the exact value `0x<digits>.<digits>p<exponent>` rounded once, half to even, to the
+    type (subnormals as such, past the largest finite value: infinity)."""
+    found = _HEX.fullmatch(text)
+    if found is None:
+        raise ValueError(f"not a hexadecimal float: {text!r}")
+    sign, whole, fraction, exponent = found.groups()
+    mantissa = int(whole + fraction or "0", 16)
+    scale = int(exponent) - 4 * len(fraction)  # the value is mantissa * 2**scale
+    negative = sign == "-"
+    if mantissa == 0:
+        return -0.0 if negative else 0.0
+    bits, lowest, highest = _FORMATS[single]
+    top = scale + mantissa.bit_length() - 1  # 2**top <= value < 2**(top + 1)
+    if top > highest + 1:
+        return -math.inf if negative else math.inf
+    quantum = max(top, lowest) - bits + 1  # the exponent of the last bit the type keeps
+    shift = quantum - scale
+    kept = mantissa << -shift if shift <= 0 else _half_even(mantissa, shift)
+    value = math.ldexp(kept, quantum) if kept.bit_length() + quantum <= highest + 1 else math.inf
+    return -value if negative else value
+
+
+def _half_even(mantissa: int, shift: int) -> int:
+    """`mantissa / 2**shift` rounded half to even."""
+    kept, rest = mantissa >> shift, mantissa & ((1 << shift) - 1)
+    half = 1 << (shift - 1)
+    return kept + (rest > half or (rest == half and kept & 1))
