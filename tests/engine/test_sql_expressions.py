@@ -1470,3 +1470,23 @@ def test_a_hexadecimal_float_reads_as_javas_parser_reads_it(text: str, double: f
     for bad in ("0x1.8", "0xp3", "0x1p", "0x1gp3", "1p3"):  # (Java wants digits and the binary exponent)
         with pytest.raises(InvalidArgumentError, match="CAST_INVALID_INPUT"):
             compile_expression("CAST(s AS DOUBLE)", schema).evaluate(pa.table({"s": [bad]}))
+
+
+@pytest.mark.parametrize(
+    ("text", "utc"),
+    [  # Spark 4.2 (ANSI, session zone UTC) on the same strings: CAST(CAST(s AS TIMESTAMP) AS STRING)
+        ("+10000-01-01 12:00:00 Europe/Paris", "+10000-01-01 11:00:00"),
+        ("+12345-03-26 02:30:00 Europe/Paris", "+12345-03-26 00:30:00"),  # in the spring gap
+        ("+12345-10-29 02:30:00 Europe/Paris", "+12345-10-29 01:30:00"),  # in the autumn overlap
+        ("+99999-07-04 00:00:00 America/New_York", "+99999-07-04 04:00:00"),
+        ("+20000-06-01 00:00:00 Australia/Sydney", "+20000-05-31 14:00:00"),
+        ("+20000-12-01 00:00:00 Australia/Sydney", "+20000-11-30 13:00:00"),
+        ("-0001-07-01 00:00:00 Europe/Paris", "-0001-06-30 23:50:39"),  # local mean time
+        ("0000-01-01 00:00:00 Asia/Tokyo", "-0001-12-31 14:41:01"),
+        ("-1000-01-01 00:00:00 America/New_York", "-1000-01-01 04:56:02"),
+    ],
+)
+def test_a_region_zone_outside_the_years_1_to_9999_reads_as_in_spark(text: str, utc: str) -> None:
+    schema = pa.schema([("s", pa.string())])
+    compiled = compile_expression("CAST(CAST(s AS TIMESTAMP) AS STRING)", schema)
+    assert compiled.evaluate(pa.table({"s": [text]})).to_pylist() == [utc]

@@ -219,11 +219,20 @@ def _tzinfo(found: Any) -> dt.tzinfo:
     return dt.timezone(dt.timedelta(seconds=found)) if isinstance(found, int) else found
 
 
+_FIRST_SECOND, _END_SECOND = -62135596800, 253402300800  # 0001-01-01 and 10000-01-01, UTC
+_CYCLE = 146097 * 86400  # 400 Gregorian years
+
+
 def _offset_at(found: Any, local_seconds: int) -> int:
     """The offset (seconds) of a zone at a local time, as Java's ZonedDateTime.of: the earlier offset
-    in an overlap, the one before a gap (the same instant as Java's shift forward)."""
-    if not -62135596800 <= local_seconds < 253402300800:
-        raise Failed(f"a time in the zone {found.key} outside the years 1 to 9999 is not computed")
+    in an overlap, the one before a gap (the same instant as Java's shift forward). Outside the
+    years 1 to 9999 (Python's), the time moves by whole 400-year cycles of the calendar into them:
+    after a zone's last transition its recurring rules (the same weekdays every cycle) decide, as in
+    Java's ZoneRules; before its first, its first offset (local mean time) holds."""
+    if local_seconds < _FIRST_SECOND:
+        local_seconds -= (local_seconds - _FIRST_SECOND) // _CYCLE * _CYCLE
+    elif local_seconds >= _END_SECOND:
+        local_seconds -= ((local_seconds - _END_SECOND) // _CYCLE + 1) * _CYCLE
     local = dt.datetime(1970, 1, 1) + dt.timedelta(seconds=local_seconds)
     offset = local.replace(tzinfo=found, fold=0).utcoffset()
     return int(offset.total_seconds()) if offset is not None else 0
