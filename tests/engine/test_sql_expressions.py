@@ -1490,3 +1490,23 @@ def test_a_region_zone_outside_the_years_1_to_9999_reads_as_in_spark(text: str, 
     schema = pa.schema([("s", pa.string())])
     compiled = compile_expression("CAST(CAST(s AS TIMESTAMP) AS STRING)", schema)
     assert compiled.evaluate(pa.table({"s": [text]})).to_pylist() == [utc]
+
+
+@pytest.mark.parametrize(
+    ("micros", "pattern", "text"),
+    [  # Spark 4.2 (ANSI, UTC): date_format(timestamp_micros(v), pattern) at TIMESTAMP's ends
+        (-(2**63), "yyyy-MM-dd HH:mm:ss", "-290308-12-21 19:59:05"),
+        (-(2**63), "yy DDD a hh EEE MMMM", "08 356 PM 07 Sun December"),
+        (2**63 - 1, "yyyy E yy", "+294247 Sun 47"),
+        (2**63 - 1 - 3 * 86_400_000_000, "EEEE MMM", "Thursday Jan"),
+        (-62135596800000001, "yyyy-MM-dd", "0000-12-31"),  # the proleptic year 0
+        (253402300800000000, "yyyy", "+10000"),
+    ],
+)
+def test_date_format_at_the_ends_of_the_timestamp_range_writes_what_spark_writes(
+    micros: int, pattern: str, text: str
+) -> None:
+    schema = pa.schema([("ts", pa.timestamp("us", "UTC"))])
+    rows = pa.table({"ts": pa.array([micros, None], pa.timestamp("us", "UTC"))})
+    compiled = compile_expression(f"date_format(ts, '{pattern}')", schema)
+    assert compiled.evaluate(rows).to_pylist() == [text, None]

@@ -10,7 +10,7 @@ whole ranges (`time_text.civil`: Arrow's calendar kernels are wrong far from 197
 - TRUNC(date, fmt) -> DATE, DATE_TRUNC(fmt, x) -> TIMESTAMP (a DATE is cast to its midnight first);
   weeks start on Monday; a format Spark does not know gives NULL; a result before TIMESTAMP's range
   fails, as Spark's long overflow.
-- TO_DATE(x) (no pattern), DATE_FORMAT(x, pattern) with the letters of `strftime_pattern`.
+- TO_DATE(x) (no pattern), DATE_FORMAT(x, pattern) with the letters of `date_pattern`.
 """
 
 from __future__ import annotations
@@ -26,7 +26,16 @@ import pyarrow.compute as pc
 from sqlglot import exp
 
 from airflow_txnlog.engine.sql.casts import coerce
-from airflow_txnlog.engine.sql.time_text import civil, epoch_days, ints, nulls, per_array
+from airflow_txnlog.engine.sql.time_text import (
+    civil,
+    epoch_days,
+    ints,
+    joined,
+    nulls,
+    padded,
+    per_array,
+    year_parts,
+)
 from airflow_txnlog.engine.sql.types import (
     STRING,
     TS,
@@ -42,26 +51,45 @@ from airflow_txnlog.engine.sql.types import (
     sql_of,
 )
 
-_JAVA = {"yyyy": "%Y", "yy": "%y", "MM": "%m", "MMM": "%b", "MMMM": "%B", "dd": "%d", "DDD": "%j", "HH": "%H"}
-_JAVA |= {"hh": "%I", "mm": "%M", "ss": "%S", "a": "%p", "EEEE": "%A", "E": "%a", "EE": "%a", "EEE": "%a"}
+_LETTERS = {
+    "yyyy",
+    "yy",
+    "MM",
+    "MMM",
+    "MMMM",
+    "dd",
+    "DDD",
+    "HH",
+    "hh",
+    "mm",
+    "ss",
+    "a",
+    "E",
+    "EE",
+    "EEE",
+    "EEEE",
+}
+_MONTHS = np.array(["January", "February", "March", "April", "May", "June", "July", "August", "September",
+                    "October", "November", "December"])  # fmt: skip
+_WEEKDAYS = np.array(["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"])
 _DATES = "string date ts ntz"
 _DAY_US, _LAST_DAY = 86_400_000_000, 106_751_991  # (minus) the last day whose midnight is a BIGINT of us
 
 
-def strftime_pattern(java: str) -> str:
-    """A Java (Spark) datetime pattern as strftime's: letter runs of `_JAVA` (English, as Locale.US),
-    quoted text, other characters; other letters have no exact strftime (`YYYY`, `d`, `SSS`): refused."""
+def date_pattern(java: str) -> list[tuple[bool, str]]:
+    """A Java (Spark) datetime pattern as (is a field, text) pieces: letter runs of `_LETTERS`
+    (English, as Locale.US), quoted text, other characters; other letters: refused (`YYYY`, `d`)."""
     pieces = list(re.finditer(r"'((?:[^']|'')*)'|([A-Za-z])\2*|[^'A-Za-z]", java))
     if sum(len(m.group(0)) for m in pieces) != len(java):
         raise Invalid(f"the date pattern {java!r} has an unclosed quote")
     out = []
     for m in pieces:
         text, letter = m.group(0), m.group(2)
-        if (letter and text not in _JAVA) or text in "[]{}#":
+        if (letter and text not in _LETTERS) or text in "[]{}#":
             raise Refused(f"the date pattern {java!r} (its {text!r})")
         literal = "'" if text == "''" else (m.group(1) or text).replace("''", "'")
-        out.append(_JAVA[text] if letter else literal.replace("%", "%%"))
-    return "".join(out)
+        out.append((True, text) if letter else (False, literal))
+    return out
 
 
 def date_format(node: exp.TimeToStr, c: Any) -> Term:
@@ -72,9 +100,37 @@ def date_format(node: exp.TimeToStr, c: Any) -> Term:
     term = coerce(c.compile(node.this), _DATES, sql_of(node), TS)
     if None in texts:
         return constant(None, STRING, sql_of(node))
-    pattern, seconds = strftime_pattern("".join(texts)), pa.timestamp("s", tz="UTC")  # %S: no fraction
-    text = lambda v: pc.strftime(pc.cast(pc.floor_temporal(v, unit="second"), seconds), pattern)  # noqa: E731
-    return derive(node, STRING, text, term)
+    pieces = date_pattern("".join(texts))
+    return derive(node, STRING, lambda v: per_array(partial(_formatted, pieces), v), term)
+
+
+def _formatted(pieces: list[tuple[bool, str]], a: pa.Array) -> pa.Array:
+    """TIMESTAMP values written by the pattern's pieces, from the proleptic Gregorian fields of the
+    whole TIMESTAMP range (Arrow's strftime is wrong far from 1970)."""
+    us = ints(a)
+    days, tod = us // _DAY_US, us % _DAY_US
+    y, m, d = civil(days)
+    hour = tod // 3_600_000_000
+    fields: dict[str, Any] = {"yy": padded(np.abs(y) % 100, 2), "MM": padded(m, 2), "dd": padded(d, 2)}
+    fields |= {"MMMM": pa.array(_MONTHS[m - 1]), "EEEE": pa.array(_WEEKDAYS[(days + 4) % 7])}
+    fields |= {
+        "HH": padded(hour, 2),
+        "hh": padded((hour + 11) % 12 + 1, 2),
+        "mm": padded(tod // 60_000_000 % 60, 2),
+    }
+    fields |= {"ss": padded(tod // 1_000_000 % 60, 2), "a": pa.array(np.where(hour < 12, "AM", "PM"))}
+    fields["DDD"] = padded(days - epoch_days(y, np.ones_like(m), np.ones_like(m)) + 1, 3)
+    out: list[Any] = []
+    for field, text in pieces:
+        if not field:
+            out.append(text)
+        elif text == "yyyy":
+            out.extend(year_parts(y))
+        elif text in ("MMM", "E", "EE", "EEE"):
+            out.append(pc.utf8_slice_codeunits(fields["MMMM" if text == "MMM" else "EEEE"], 0, 3))
+        else:
+            out.append(fields[text])
+    return joined(a, out) if out else pc.if_else(pc.is_valid(a), "", pa.scalar(None, STRING))
 
 
 _UNITS = {"YEAR": "year", "YYYY": "year", "YY": "year", "QUARTER": "quarter", "MONTH": "month", "MM": "month"}

@@ -25,7 +25,7 @@ from sqlglot import exp
 from airflow_txnlog.engine.sql import datetime_functions as dtf
 from airflow_txnlog.engine.sql import number_functions as nf
 from airflow_txnlog.engine.sql.casts import cast, coerce, fit_decimal, round_decimal
-from airflow_txnlog.engine.sql.datetime_functions import strftime_pattern
+from airflow_txnlog.engine.sql.datetime_functions import date_pattern
 from airflow_txnlog.engine.sql.hash_function import spark_hash
 from airflow_txnlog.engine.sql.types import (
     NTZ,
@@ -81,6 +81,7 @@ __all__ = [  # what other modules import from here (the room's names before its 
     "common_type",
     "concat",
     "constant",
+    "date_pattern",
     "decimal_shape",
     "derive",
     "fit_decimal",
@@ -92,7 +93,6 @@ __all__ = [  # what other modules import from here (the room's names before its 
     "round_decimal",
     "spark_name",
     "sql_of",
-    "strftime_pattern",
     "wider_type",
     "zero_of",
 ]

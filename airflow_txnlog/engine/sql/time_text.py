@@ -80,25 +80,32 @@ def nulls(*arrays: pa.Array) -> np.ndarray:
     return np.asarray(np.logical_or.reduce(masks), dtype=bool)
 
 
-def _padded(values: np.ndarray, width: int) -> pa.Array:
+def padded(values: np.ndarray, width: int) -> pa.Array:
+    """Integers as text, zero-padded on the left to `width`."""
     return pc.utf8_lpad(pc.cast(pa.array(values), pa.string()), width=width, padding="0")
+
+
+def year_parts(y: np.ndarray) -> list[Any]:
+    """A year as Spark writes it (`uuuu`): four digits at least, `+` past 9999, `-` before 0."""
+    sign = pa.array(np.where(y > 9999, "+", np.where(y < 0, "-", "")))
+    return [sign, padded(np.abs(y), 4)]
 
 
 def _date_parts(days: np.ndarray) -> list[Any]:
     """The pieces of `yyyy-MM-dd` (with Spark's year sign) for a join."""
     y, m, d = civil(days)
-    sign = pa.array(np.where(y > 9999, "+", np.where(y < 0, "-", "")))
-    return [sign, _padded(np.abs(y), 4), "-", _padded(m, 2), "-", _padded(d, 2)]
+    return [*year_parts(y), "-", padded(m, 2), "-", padded(d, 2)]
 
 
-def _joined(v: pa.Array, parts: list[Any]) -> pa.Array:
+def joined(v: pa.Array, parts: list[Any]) -> pa.Array:
+    """The parts (arrays or strings) joined per row; NULL where `v` is."""
     text = pc.binary_join_element_wise(*parts, "")
     return pc.if_else(pc.is_valid(v), text, pa.scalar(None, pa.string()))
 
 
 def date_text(v: Value) -> Value:
     """DATE values as Spark's text."""
-    return per_array(lambda a: _joined(a, _date_parts(ints(a))), v)
+    return per_array(lambda a: joined(a, _date_parts(ints(a))), v)
 
 
 def timestamp_text(v: Value) -> Value:
@@ -107,12 +114,10 @@ def timestamp_text(v: Value) -> Value:
     def text(a: pa.Array) -> pa.Array:
         us = ints(a)
         days, tod = us // _DAY_US, us % _DAY_US
-        fraction = pc.utf8_rtrim(_padded(tod % 1_000_000, 6), characters="0")
+        fraction = pc.utf8_rtrim(padded(tod % 1_000_000, 6), characters="0")
         point = pc.if_else(pc.equal(fraction, ""), "", ".")
-        clock = [_padded(tod // 3_600_000_000, 2), ":", _padded(tod // 60_000_000 % 60, 2), ":"]
-        return _joined(
-            a, [*_date_parts(days), " ", *clock, _padded(tod // 1_000_000 % 60, 2), point, fraction]
-        )
+        clock = [padded(tod // 3_600_000_000, 2), ":", padded(tod // 60_000_000 % 60, 2), ":"]
+        return joined(a, [*_date_parts(days), " ", *clock, padded(tod // 1_000_000 % 60, 2), point, fraction])
 
     return per_array(text, v)
 
