@@ -34,6 +34,7 @@ from airflow_txnlog.engine.sql.types import (
     TEMPORAL,
     Failed,
     Refused,
+    Source,
     Term,
     Value,
     any_true,
@@ -41,6 +42,7 @@ from airflow_txnlog.engine.sql.types import (
     kind,
     python_map,
     spark_name,
+    text_of,
     zero_of,
 )
 
@@ -55,18 +57,18 @@ _DECIMAL = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
 _LAST_US = 106_751_991  # the last day (and minus the first) whose midnight is a BIGINT of microseconds
 
 
-def cast(term: Term, dst: pa.DataType, *, sql: str | None = None) -> Term:
+def cast(term: Term, dst: pa.DataType, *, sql: Source | None = None) -> Term:
     """CAST with Spark's ANSI rules; a literal is cast here (if it fails, per batch: at rows, as Spark)."""
     if term.type == dst:
         return term
     convert, may_fail = _converter(term.type, dst)
-    text = sql or f"CAST({term.sql} AS {spark_name(dst)})"
+    text: Source = sql or (lambda: f"CAST({term.sql} AS {spark_name(dst)})")
 
     def fn(batch: Any) -> Value:
         try:
             return convert(term.fn(batch))
         except (pa.ArrowInvalid, Failed) as e:
-            raise Failed(f"{text} failed ({e})") from e
+            raise Failed(f"{text_of(text)} failed ({e})") from e
 
     try:
         value = fn(None) if term.literal is not None else None

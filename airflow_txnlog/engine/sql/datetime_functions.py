@@ -99,7 +99,7 @@ def date_format(node: exp.TimeToStr, c: Any) -> Term:
     texts = [literal_arg(c.compile(p), "string", "a DATE_FORMAT pattern") for p in parts]
     term = coerce(c.compile(node.this), _DATES, sql_of(node), TS)
     if None in texts:
-        return constant(None, STRING, sql_of(node))
+        return constant(None, STRING, node)
     pieces = date_pattern("".join(texts))
     return derive(node, STRING, lambda v: per_array(partial(_formatted, pieces), v), term)
 
@@ -181,7 +181,7 @@ def truncate(node: exp.DateTrunc | exp.TimestampTrunc, c: Any) -> Term:
     floor = (_UNITS if t == pa.date32() else _TIME_UNITS).get(name)
     term = coerce(c.compile(node.this), _DATES, sql_of(node), t)
     if floor is None:
-        return constant(None, t, sql_of(node))
+        return constant(None, t, node)
     return derive(node, t, partial(per_array, partial(_floor_array, unit=floor)), term, fail=t == TS)
 
 

@@ -29,9 +29,8 @@ written; DATE_SUB(d, n), which sqlglot reads as DATE_ADD(d, n * -1), is told apa
 from __future__ import annotations
 
 import decimal
-import functools
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import partial, reduce
 from typing import Any
@@ -50,6 +49,8 @@ from airflow_txnlog.engine.sql.spark_rules import mixed_predicate, past_bigint
 from airflow_txnlog.engine.sql.trial_rows import trial_type
 from airflow_txnlog.engine.sql.types import on_rows
 
+Words = tuple[frozenset[str], frozenset[str]]  # the string literals and the names of a text, upper-cased
+
 
 @dataclass(frozen=True)
 class CompiledExpression:
@@ -60,6 +61,10 @@ class CompiledExpression:
     columns: frozenset[str]  # top-level table columns referenced, spelled as in the schema
     result_type: pa.DataType  # Arrow type of the result
     _term: Term = field(repr=False, compare=False)
+    # (what the typer made of each node of `node`, by id, and the text's words: pruning reads its
+    # parts from these instead of compiling them again)
+    _parts: Mapping[int, Term] = field(default_factory=dict, repr=False, compare=False)
+    _words: Words = field(default=(frozenset(), frozenset()), repr=False, compare=False)
 
     def evaluate(self, data: pa.Table | pa.RecordBatch) -> pa.Array | pa.ChunkedArray:
         """One value per row (a ChunkedArray for a Table); InvalidArgumentError where ANSI fails."""
@@ -89,26 +94,23 @@ def compile_expression(text: str, schema: pa.Schema) -> CompiledExpression:
         raise errors.UnsupportedExpressionError(f"{message} evaluates it with Spark SQL") from None
     except Invalid as e:
         raise errors.PredicateError(f"{e}, in {text!r}") from None
-    return CompiledExpression(text, node, frozenset(compiler.columns), result_type, term)
+    columns = frozenset(compiler.columns)
+    return CompiledExpression(text, node, columns, result_type, term, compiler.parts, words)
 
 
 def operand_terms(compiled: CompiledExpression, schema: pa.Schema, nodes: list[exp.Expression]) -> list[Term]:
     """`nodes` (the operands of a comparison or IN list of `compiled`) compiled by the same typer and
     brought to the type Spark compares them in (`comparable`): what pruning (engine.sql.predicates)
     reads a comparison's type and constant from. Refused / Invalid propagate: no pruning then."""
-    compiler = _Compiler(schema, _words(compiled.text))
-    return comparable([compiler.compile(n) for n in nodes], compiled.text)
+    return comparable([part_term(compiled, schema, n) for n in nodes], compiled.text)
 
 
 def part_term(compiled: CompiledExpression, schema: pa.Schema, node: exp.Expression) -> Term:
     """A part of `compiled` compiled by the same typer (its `literal` is set where the analyzer
-    folds it to a constant, as Spark's does: `i > 1e20` on a BIGINT is FALSE whatever `i` holds)."""
-    return _Compiler(schema, _words(compiled.text)).compile(node)
-
-
-@functools.lru_cache(maxsize=512)
-def _words(text: str) -> tuple[frozenset[str], frozenset[str]]:
-    return _parse(text)[1]
+    folds it to a constant, as Spark's does: `i > 1e20` on a BIGINT is FALSE whatever `i` holds):
+    the term made when `compiled` was, or (a node not of its tree) compiled now."""
+    found = compiled._parts.get(id(node))
+    return found if found is not None else _Compiler(schema, compiled._words).compile(node)
 
 
 def violations(compiled: CompiledExpression, data: pa.Table | pa.RecordBatch) -> pa.Array | pa.ChunkedArray:
@@ -124,7 +126,7 @@ _RANDOM = tuple(getattr(exp, n) for n in ["Rand", "Randn", "Uuid", "CurrentUser"
 _RANDOM += tuple(getattr(exp, f"Current{n}") for n in ["Date", "Timestamp", "Time", "Datetime"])
 
 
-def _parse(text: str) -> tuple[exp.Expression, tuple[frozenset[str], frozenset[str]]]:
+def _parse(text: str) -> tuple[exp.Expression, Words]:
     """The tree (engine.sql.parse), and the string literals and the names of the text (upper-cased)."""
     if not text.strip():
         raise errors.PredicateError(
@@ -156,9 +158,15 @@ def _parse(text: str) -> tuple[exp.Expression, tuple[frozenset[str], frozenset[s
 class _Compiler:
     """Compiles sqlglot nodes to `Term`s, recording the columns read."""
 
-    def __init__(self, schema: pa.Schema, words: tuple[frozenset[str], frozenset[str]]) -> None:
+    def __init__(self, schema: pa.Schema, words: Words) -> None:
         self.schema, (self.strings, self.names) = schema, words
         self.columns: set[str] = set()
+        self.parts: dict[int, Term] = {}  # node id -> its term (the nodes live as long as the tree)
+
+    def compile(self, node: exp.Expr) -> Term:
+        term = self._compile(node)
+        self.parts[id(node)] = term
+        return term
 
     def is_column(self, name: str) -> bool:
         return any(f.name.lower() == name.lower() for f in self.schema)
@@ -166,7 +174,7 @@ class _Compiler:
     def written(self, word: str, *, as_name: bool = False) -> bool:  # in the text, as a string or name
         return word.upper() in self.names or (not as_name and word.upper() in self.strings)
 
-    def compile(self, node: exp.Expr) -> Term:
+    def _compile(self, node: exp.Expr) -> Term:
         if isinstance(node, exp.Column | exp.Dot):
             return self._column(node)
         build = _HANDLERS.get(type(node)) or sf.FUNCTIONS.get(type(node))
@@ -207,7 +215,7 @@ class _Compiler:
                 ) from None
             return pc.struct_field(values, path[1:]) if len(path) > 1 else values
 
-        return Term(read, t, sf.sql_of(node))
+        return Term(read, t, node)
 
 
 def _name_parts(node: exp.Expr) -> list[str]:
@@ -237,14 +245,14 @@ def _literal(node: exp.Literal | exp.Boolean | exp.Null, c: _Compiler) -> Term:
     if isinstance(node, exp.Literal) and not node.is_string:
         return number_literal(str(node.this), sf.sql_of(node))
     t = {exp.Literal: sf.STRING, exp.Boolean: pa.bool_(), exp.Null: pa.null()}[type(node)]
-    return sf.constant(None if t == pa.null() else node.this, t, sf.sql_of(node))
+    return sf.constant(None if t == pa.null() else node.this, t, node)
 
 
 def _cast(node: exp.Cast, c: _Compiler) -> Term:  # sqlglot reads Spark's CAST as TryCast, TRY_CAST: safe
     if node.args.get("safe"):
         raise Refused(f"{sf.sql_of(node)} (TRY_CAST)")
     target, term = sf.arrow_type(node.to), c.compile(node.this)
-    result = sf.cast(term, target, sql=sf.sql_of(node))
+    result = sf.cast(term, target, sql=node)
     if type(node) is exp.Cast and isinstance(node.this, exp.Literal) and result.literal is None:  # DATE 'x'
         raise Invalid(f"{sf.sql_of(node)} is not a valid {sf.spark_name(target)} literal")
     return result
@@ -384,7 +392,7 @@ def _like(node: exp.Like | exp.ILike | exp.RegexpLike, c: _Compiler) -> Term:
     subject = sf.coerce(c.compile(node.this), "string", sf.sql_of(node))
     pattern = sf.literal_arg(c.compile(node.expression), "string", "a pattern")
     if pattern is None:
-        return sf.constant(None, pa.bool_(), sf.sql_of(node))
+        return sf.constant(None, pa.bool_(), node)
     if isinstance(node, exp.RegexpLike):
         try:
             pc.match_substring_regex(pa.array([""]), pattern=pattern)
@@ -415,7 +423,7 @@ def _choice(node: exp.Expr, pairs: list[tuple[Term, Term]], default: Term | None
         return pc.if_else(undecided, on_rows(otherwise, batch, undecided), result)
 
     may_fail = otherwise.may_fail or any(c.may_fail or v.may_fail for c, v in branches)
-    return Term(fn, t, sf.sql_of(node), may_fail)
+    return Term(fn, t, node, may_fail)
 
 
 def _case(node: exp.Case | exp.If | exp.Nvl2 | exp.Nullif, c: _Compiler) -> Term:
@@ -448,7 +456,7 @@ def _coalesce(node: exp.Coalesce, c: _Compiler) -> Term:  # each argument only w
             result = pc.coalesce(result, on_rows(term, batch, pc.is_null(result)))
         return result
 
-    return Term(fn, t, sf.sql_of(node), any(x.may_fail for x in terms))
+    return Term(fn, t, node, any(x.may_fail for x in terms))
 
 
 _HANDLERS: dict[type[exp.Expr], Callable[[Any, Any], Term]] = {exp.Paren: lambda n, c: c.compile(n.this)}

@@ -104,7 +104,7 @@ def _one(node: exp.Expr, c: Any, *, kernel: Callable[..., Value], kinds: str, **
     if more.get("pattern"):
         pattern = literal_arg(c.compile(node.expression), "string", "a pattern")
         if pattern is None:
-            return constant(None, out, sql_of(node))
+            return constant(None, out, node)
         kernel = partial(kernel, pattern=pattern)
     return derive(node, out or term.type, lambda v: pc.cast(kernel(v), out or term.type), term)
 
@@ -121,7 +121,7 @@ def _trim(node: exp.Trim, c: Any) -> Term:  # spaces only, unless characters are
     chars = " " if given is None else literal_arg(c.compile(given), "string", "TRIM characters")
     trim = {"LEADING": pc.utf8_ltrim, "TRAILING": pc.utf8_rtrim}.get(str(node.args.get("position")))
     if chars is None:
-        return constant(None, term.type, sql_of(node))
+        return constant(None, term.type, node)
     return derive(node, term.type, lambda v: (trim or pc.utf8_trim)(v, characters=chars), term)
 
 
@@ -129,7 +129,7 @@ def concat(node: exp.Expr, parts: list[Term]) -> Term:
     """CONCAT / `||`: NULL if a part is NULL; integers, booleans, dates and decimals are cast."""
     texts = [coerce(p, "string int bool date decimal", "CONCAT()", STRING) for p in parts]
     t = pa.large_string() if pa.large_string() in [p.type for p in parts] else STRING
-    texts = [cast(p, t) for p in texts] or [constant("", t, sql_of(node))]
+    texts = [cast(p, t) for p in texts] or [constant("", t, node)]
     join = partial(pc.binary_join_element_wise, null_handling="emit_null")
     return derive(node, t, lambda *vs: join(*vs, pa.scalar("", t)), *texts)
 
@@ -142,7 +142,7 @@ def _substring(node: exp.Expr, c: Any, *, side: str = "") -> Term:
     pos, size = (2**31 - 1 if a is None else literal_arg(c.compile(a), "int", "a position") for a in args)
     pos = (1 if side == "left" or pos is None else -pos) if side else pos
     if pos is None or size is None:
-        return constant(None, term.type, sql_of(node))
+        return constant(None, term.type, node)
     start = pos - 1 if pos > 0 else min(pos, 0)
     start, stop = (0, 0) if size <= 0 else (start, start + size if pos >= 0 or pos + size < 0 else None)
     return derive(node, term.type, lambda v: pc.utf8_slice_codeunits(v, start, stop), term)

@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from airflow_txnlog.engine.log.spark_hash import SPARK_HASH_SEED, fmix, hash_bytes, mix_h1, mix_k1
-from airflow_txnlog.engine.sql.types import Refused, Term, Value, kind, spark_name, sql_of
+from airflow_txnlog.engine.sql.types import Refused, Term, Value, kind, spark_name
 
 _KINDS = frozenset({"null", "bool", "int", "float", "decimal", "string", "binary", "date", "ts", "ntz"})
 
@@ -36,9 +36,7 @@ def spark_hash(node: Any, c: Any) -> Term:
         if kind(t.type) not in _KINDS:
             raise Refused(f"HASH() of a {spark_name(t.type)} value (only scalar types are hashed here)")
     fns = [t.fn for t in terms]
-    return Term(
-        lambda b: _hash([f(b) for f in fns]), pa.int32(), sql_of(node), any(t.may_fail for t in terms)
-    )
+    return Term(lambda b: _hash([f(b) for f in fns]), pa.int32(), node, any(t.may_fail for t in terms))
 
 
 def _hash(values: list[Value]) -> Value:

@@ -72,7 +72,7 @@ def floor_ceil(node: exp.Floor | exp.Ceil, c: Any, *, kernel: Callable[[Value], 
     if node.args.get("decimals") is not None:
         raise Refused(f"{sql_of(node)} (with a scale)")
     if kind(term.type) == "int":  # an integer is its own floor, as BIGINT
-        return cast(term, pa.int64(), sql=sql_of(node))
+        return cast(term, pa.int64(), sql=node)
     if kind(term.type) == "decimal":
         p, s = decimal_shape(term.type)
         out = pa.decimal128(min(p - s + 1, 38), 0)
@@ -93,7 +93,7 @@ def round_half_up(node: exp.Round, c: Any) -> Term:
     term, given = coerce(c.compile(node.this), "float int decimal", "ROUND()"), node.args.get("decimals")
     scale = 0 if given is None else literal_arg(c.compile(given), "int", "a ROUND scale")
     if scale is None or (kind(term.type) == "int" and scale >= 0):
-        return term if scale is not None else constant(None, term.type, sql_of(node))
+        return term if scale is not None else constant(None, term.type, node)
     if kind(term.type) == "float":
         step = decimal.Decimal(1).scaleb(-scale)
         # (+ 0.0: a BigDecimal has no negative zero, so ROUND(-0.4D) is 0.0 in Spark, never -0.0)
@@ -126,7 +126,7 @@ def extremum(node: exp.Greatest | exp.Least, c: Any, *, largest: bool) -> Term:
         return pc.if_else(nan, pa.scalar(math.nan, t), best)
 
     terms = [cast(x, t) for x in terms]
-    return derive(node, t, fn, *terms) if kind(t) != "null" else constant(None, t, sql_of(node))
+    return derive(node, t, fn, *terms) if kind(t) != "null" else constant(None, t, node)
 
 
 def is_nan(node: exp.IsNan, c: Any) -> Term:
@@ -153,4 +153,4 @@ def nan_or(node: exp.Nanvl, c: Any) -> Term:
         nan = pc.fill_null(pc.is_nan(first), False)
         return pc.if_else(nan, on_rows(b, batch, nan), first)
 
-    return Term(fn, t, sql_of(node), a.may_fail or b.may_fail)
+    return Term(fn, t, node, a.may_fail or b.may_fail)

@@ -18,7 +18,7 @@ from typing import Any
 import pyarrow as pa
 from sqlglot import TokenType, exp
 
-from airflow_txnlog.engine.sql.types import Term, constant, kind, sql_of
+from airflow_txnlog.engine.sql.types import Term, constant, kind
 
 _ORDERING = (exp.LT, exp.LTE, exp.GT, exp.GTE)
 _COMPARED = (*_ORDERING, exp.EQ, exp.NEQ, exp.NullSafeEQ)
@@ -131,5 +131,5 @@ def past_bigint(node: exp.Expr, op: str, a: Term, b: Term) -> Term | None:
         if value is None or -(2**63) <= value < 2**63:
             return None
         oriented = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}[op] if flip else op  # x op value
-        return constant(oriented in ((">", ">=") if value < 0 else ("<", "<=")), pa.bool_(), sql_of(node))
+        return constant(oriented in ((">", ">=") if value < 0 else ("<", "<=")), pa.bool_(), node)
     return None
