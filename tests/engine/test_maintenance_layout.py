@@ -29,6 +29,7 @@ from airflow_txnlog.engine import InvalidArgumentError, Table, write_deletion_ve
 from airflow_txnlog.engine.features.table_features import with_writer_feature
 from airflow_txnlog.engine.log.actions import AddFile, DomainMetadata
 from airflow_txnlog.engine.maintenance.curves import layout_keys
+from tests.storage_calls import RecordingStorage
 
 SCHEMA = pa.schema([("id", pa.int64()), ("a", pa.int64()), ("b", pa.int64())])
 REWRITES = ("cluster", "compact", "purge_deletion_vectors")
@@ -334,25 +335,6 @@ def test_clustering_keys_this_engine_cannot_order_by_mean_no_rewrite(tmp_path: P
 
 
 # --------------------------------------------------------------------------- Z-ordered tables
-class _Recording:
-    """A table's storage, recording the key of every call."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner, self.keys = inner, []
-
-    def __getattr__(self, name: str) -> Any:
-        attr = getattr(self.inner, name)
-        if not callable(attr):
-            return attr
-
-        def call(*args: Any, **kwargs: Any) -> Any:
-            keys = args[0] if args and isinstance(args[0], list) else list(args[:1])
-            self.keys += [k for k in keys if isinstance(k, str) and k]  # ('': a listing of the root's log)
-            return attr(*args, **kwargs)
-
-        return call
-
-
 def _zordered(tmp_path: Path, **create: Any) -> Table:
     """Four files Z-ordered by (a, b) at version 5, then six small appends."""
     t = Table.create(str(tmp_path / "t"), schema=SCHEMA, **create)
@@ -368,7 +350,7 @@ def test_planned_compaction_of_a_zordered_table_keeps_the_zorder(tmp_path: Path)
     t = _zordered(tmp_path)
     rows = _all_rows(t)
     fresh = Table.open(t.uri)
-    recording = _Recording(fresh._storage)
+    recording = RecordingStorage(fresh._storage)
     fresh._storage = recording
     plan = fresh.plan_maintenance(quiet_minutes=0, target_file_size=10**6)
     assert recording.keys and all(k.startswith("_") for k in recording.keys), recording.keys  # the log only

@@ -28,6 +28,7 @@ from airflow_txnlog.engine.maintenance.compaction_plan import FileInfo, pack, pl
 from airflow_txnlog.engine.maintenance.file_overhead import file_overhead
 from airflow_txnlog.engine.maintenance.plan_settings import PlanSettings
 from airflow_txnlog.engine.maintenance.rewrite_plan import _deleted_rows
+from tests.storage_calls import RecordingStorage
 
 SCHEMA = pa.schema([("p", pa.string()), ("x", pa.int64())])
 NOW = 10**13
@@ -41,24 +42,6 @@ def _small_appends(t: Table, part: str, n: int, rows: int = 50) -> None:
 
 def _keys(decision: dict[str, Any]) -> set[str]:
     return set(decision)
-
-
-class _Recording:
-    """A table's storage, recording the key of every call (to prove the planner stays in the log)."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner, self.keys = inner, []
-
-    def __getattr__(self, name: str) -> Any:
-        attr = getattr(self.inner, name)
-        if not callable(attr):
-            return attr
-
-        def call(*args: Any, **kwargs: Any) -> Any:
-            self.keys.append((name, args[0] if args and isinstance(args[0], str) else ""))
-            return attr(*args, **kwargs)
-
-        return call
 
 
 def test_a_healthy_table_gets_reasons_and_the_plan_is_plain_json(tmp_path: Path) -> None:
@@ -170,10 +153,10 @@ def test_the_planner_reads_nothing_outside_the_log(tmp_path: Path) -> None:
     _small_appends(t, "a", 8)
     t.write(pa.table({"p": ["a"], "x": [1]}, schema=SCHEMA), mode="overwrite")
     fresh = Table.open(str(tmp_path / "t"))
-    recording = _Recording(fresh._storage)
+    recording = RecordingStorage(fresh._storage)
     fresh._storage = recording
     fresh.plan_maintenance(quiet_minutes=0, now_ms=int(time.time() * 1000) + 8 * 86_400_000)
-    touched = [(name, key) for name, key in recording.keys if key]
+    touched = [(name, key) for name, key in recording.calls if key]
     # the log and the table's metadata folders (_savepoints, _published): never a data file or folder
     assert touched and all(key.startswith("_") for _, key in touched), touched
     assert any(key.startswith("_delta_log") for _, key in touched)
@@ -265,11 +248,11 @@ def test_a_lite_vacuum_deletes_the_logs_expired_tombstones_without_listing(tmp_p
     t.write(pa.table({"p": ["a"], "x": [1]}, schema=SCHEMA), mode="overwrite")
     orphan = path / "part-orphan.parquet"
     orphan.write_bytes(b"left by a failed writer")
-    recording = _Recording(t._storage)
+    recording = RecordingStorage(t._storage)
     t._storage = recording
     result = t.vacuum(lite=True, dry_run=False, retention_hours=0, enforce_retention=False)
     assert set(result.files) == gone and orphan.exists()  # orphans wait for a full vacuum
-    listed = [k for name, k in recording.keys if name.startswith("list") and name != "list_log"]
+    listed = [k for name, k in recording.calls if name.startswith("list") and name != "list_log"]
     assert all(k.startswith("_") for k in listed), listed  # the log and metadata folders, no data folder
     assert not any((path / p).exists() for p in gone)
     assert t.history(limit=2)[1]["operationParameters"]["vacuumType"] == "LITE"
