@@ -93,9 +93,9 @@ def channel_name(name: str, value: object, operations: object = None) -> str | N
     """A publication channel (None: follow commits, not publications); not with `operations`."""
     if value is None:
         return None
-    from airflow_txnlog.engine.maintenance.publication_records import validate_channel  # noqa: PLC0415 - light
+    from airflow_txnlog.engine.spi import publication_records  # noqa: PLC0415 - light
 
-    channel = validate_channel(value)  # InvalidArgumentError naming the rule
+    channel = publication_records.validate_channel(value)  # InvalidArgumentError naming the rule
     if operations is not None:
         raise invalid(
             f"{name} and operations cannot be combined: a publication is not a commit of an operation. "

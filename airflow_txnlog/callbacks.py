@@ -28,7 +28,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from airflow_txnlog.arguments import ForeignCommitsPolicy, check_choice
-from airflow_txnlog.engine.write.provenance import job_provenance  # light: no pyarrow
+from airflow_txnlog.engine.spi import job_provenance  # light: no pyarrow
 from airflow_txnlog.hooks.txnlog import TxnLogHook
 from airflow_txnlog.operators._base import context_provenance, run_owner  # the engine's owner tag
 

@@ -31,7 +31,7 @@ from typing import Any
 from rich.table import Table as RichTable
 
 from airflow_txnlog.cli._output import console
-from airflow_txnlog.engine.features.constraints import CONSTRAINT_PREFIX
+from airflow_txnlog.engine.spi import CONSTRAINT_PREFIX
 
 EXPRESSION_CHARS = 400
 CONFIGURATION_CHARS = 100

@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 
 from airflow_txnlog.cli._output import one_line
 from airflow_txnlog.engine import Snapshot, TxnLogError
-from airflow_txnlog.engine.features import clustering, constraints, generated, identity, row_tracking
+from airflow_txnlog.engine.spi import clustering, constraints, generated, identity, row_tracking
 
 T = TypeVar("T")
 

@@ -28,7 +28,7 @@ def listed(source: str) -> dict[str, tuple[str, str]]:
     """Public name -> (engine module, its name there) of the imports under `if TYPE_CHECKING:`."""
     out: dict[str, tuple[str, str]] = {}
     for node in ast.parse(source).body:
-        if not (isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"):
+        if not isinstance(node, ast.If) or ast.unparse(node.test) != "TYPE_CHECKING":
             continue
         for statement in node.body:
             if isinstance(statement, ast.ImportFrom) and statement.module:

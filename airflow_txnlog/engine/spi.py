@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from airflow_txnlog.engine._doors import door
 
 if TYPE_CHECKING:  # the names below load on first use (engine._doors)
-    from airflow_txnlog.engine.features import row_tracking
+    from airflow_txnlog.engine.features import clustering, constraints, generated, identity, row_tracking
     from airflow_txnlog.engine.features.char_varchar import spark_rewrites as char_varchar_rewrites
     from airflow_txnlog.engine.features.column_mapping import Names as ColumnNames
     from airflow_txnlog.engine.features.column_mapping import with_new_fields, without_mapping
@@ -65,4 +65,66 @@ if TYPE_CHECKING:  # the names below load on first use (engine._doors)
     from airflow_txnlog.engine.write.provenance import job_provenance, provenance, run_owner_tag
     from airflow_txnlog.engine.write.writer import conform_rows, conform_to_schema, write_data_files
 
-__all__, __getattr__, __dir__ = door(__name__)
+__all__ = [  # (for now also listed here: mypy and ruff read a static __all__; see the TODO in engine._doors)
+    "CONSTRAINT_PREFIX",
+    "HIVE_NULL",
+    "LOG_DIR",
+    "STRING_PREFIX",
+    "ColumnNames",
+    "CommitFiles",
+    "Identity",
+    "LeafPath",
+    "LeafStats",
+    "MaintenanceTable",
+    "RowRule",
+    "Storage",
+    "change_data_feed",
+    "char_varchar_rewrites",
+    "check_choice",
+    "check_row_rules",
+    "check_variant_values",
+    "clustering",
+    "commit_name",
+    "compile_row_rules",
+    "conform_rows",
+    "conform_to_schema",
+    "constraints",
+    "expression_columns",
+    "generated",
+    "generated_columns",
+    "identity",
+    "identity_columns",
+    "indexed_leaves",
+    "job_provenance",
+    "json_bounds",
+    "layout_bits",
+    "layout_cuts",
+    "layout_keys",
+    "layout_sample",
+    "layout_summary",
+    "log_reader",
+    "lost_identity_race",
+    "num_indexed_cols",
+    "parse_partition_value",
+    "plan_layout",
+    "provenance",
+    "publication_records",
+    "rewrite_columns",
+    "row_rule_violation",
+    "row_rules",
+    "row_tracking",
+    "run_owner_tag",
+    "serialize_partition_value",
+    "stats_columns",
+    "stats_json",
+    "storage_for",
+    "target_file_size",
+    "type_text",
+    "uses_variant",
+    "variants_as",
+    "with_new_fields",
+    "without_mapping",
+    "write_data_files",
+    "write_deletion_vectors",
+]
+_, __getattr__, __dir__ = door(__name__)

@@ -17,7 +17,7 @@ from airflow_txnlog.operators._figures import commit_figures
 
 if TYPE_CHECKING:
     from airflow_txnlog.engine import Table
-    from airflow_txnlog.engine.storage import Storage
+    from airflow_txnlog.engine.spi import Storage
     from airflow_txnlog.operators._lineage import Lineage
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.\-]+")
@@ -29,7 +29,7 @@ def run_owner(context: Context) -> str:
     The format is the engine's (`run_owner_tag`), the one plain `@task` commits get from the
     AIRFLOW_CTX_* environment: operators and user code of one run are the same owner.
     """
-    from airflow_txnlog.engine.write.provenance import run_owner_tag  # noqa: PLC0415 - no pyarrow at parse time
+    from airflow_txnlog.engine.spi import run_owner_tag  # noqa: PLC0415 - no pyarrow at parse time
 
     return run_owner_tag(context["dag"].dag_id, context["run_id"])
 
@@ -40,7 +40,7 @@ def context_provenance(context: Context) -> AbstractContextManager[object]:
     Airflow's task runner exports AIRFLOW_CTX_* only right before `execute`; a callback or code run
     before that (or a unit test's plain dict context) still records who committed through this.
     """
-    from airflow_txnlog.engine.write.provenance import provenance  # noqa: PLC0415 - no pyarrow at parse time
+    from airflow_txnlog.engine.spi import provenance  # noqa: PLC0415 - no pyarrow at parse time
 
     ti = context.get("ti") or context.get("task_instance")
     task = context.get("task")

@@ -167,8 +167,7 @@ def _name(operator: LineageOperator, uri: str) -> tuple[str, str]:
 def _commit(table: Table, version: int) -> tuple[dict[str, Any], int | None]:
     """(commitInfo, bytes of the files it added) of one commit, from that one file ({} / None if gone)."""
     from airflow_txnlog.engine import log_reader  # noqa: PLC0415 - no pyarrow at parse time
-    from airflow_txnlog.engine.log.log_paths import commit_name  # noqa: PLC0415
-    from airflow_txnlog.engine.storage import LOG_DIR  # noqa: PLC0415
+    from airflow_txnlog.engine.spi import LOG_DIR, commit_name  # noqa: PLC0415
 
     try:
         data = table.storage.read(f"{LOG_DIR}/{commit_name(version)}")

@@ -34,8 +34,8 @@ from airflow.sdk import Context
 
 from airflow_txnlog.arguments import channel_name, version_number
 from airflow_txnlog.assets import table_asset
-from airflow_txnlog.engine.maintenance.publication_records import DEFAULT_CHANNEL  # light: no pyarrow
-from airflow_txnlog.engine.write.provenance import job_provenance  # light: no pyarrow
+from airflow_txnlog.engine import DEFAULT_CHANNEL  # light: no pyarrow
+from airflow_txnlog.engine.spi import job_provenance  # light: no pyarrow
 from airflow_txnlog.operators._base import TxnLogBaseOperator, context_provenance, writer_fields
 from airflow_txnlog.operators._figures import commit_figures
 
