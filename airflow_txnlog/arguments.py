@@ -9,26 +9,38 @@ for templated ones, whose value is not known when the DAG file is parsed.
 This module stays light: DAG files build operators at parse time, when pyarrow and the engine must not
 load; the engine's error class is imported only when a check fails. The engine and the Spark layer
 check these values again (their public signatures use the same literals).
+
+`WriteMode` and `ForeignCommitsPolicy` are the engine's own (defined once, in engine.validate, which
+is pyarrow-free): they load on first use (PEP 562 `__getattr__`), so a module that imports only the
+checks here (the sensor, the trigger, the hook) loads nothing of the engine.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, get_args
 
 from airflow_txnlog._shown import listed, shown
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # (`X as X`: re-exported for type checkers; at run time `__getattr__` gives them)
     from airflow_txnlog.engine import InvalidArgumentError
+    from airflow_txnlog.engine.validate import ForeignCommitsPolicy as ForeignCommitsPolicy  # noqa: PLC0414
+    from airflow_txnlog.engine.validate import WriteMode as WriteMode  # noqa: PLC0414
 
-WriteMode = Literal["append", "overwrite"]
-"""How a Spark write treats the rows already in the table."""
-
-ForeignCommitsPolicy = Literal["fail", "force"]
-"""What a restore does when other writers committed since its target (see `Table.restore`)."""
-
+_ENGINE_LITERALS = ("ForeignCommitsPolicy", "WriteMode")
 _FLAG_WORDS = {"true": True, "false": False}
+
+
+def __getattr__(name: str) -> Any:
+    """`WriteMode` / `ForeignCommitsPolicy` from the engine, on first use (see the module docstring)."""
+    if name not in _ENGINE_LITERALS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from airflow_txnlog.engine import validate  # noqa: PLC0415 - pyarrow-free, and only when used
+
+    value = getattr(validate, name)
+    globals()[name] = value  # (kept: this runs once per name)
+    return value
 
 
 def invalid(message: str) -> InvalidArgumentError:

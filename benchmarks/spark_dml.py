@@ -46,7 +46,8 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from airflow_txnlog.engine import Table  # noqa: E402
-from airflow_txnlog.spark import SparkTable, delete_local  # noqa: E402
+from airflow_txnlog.spark import SparkTable  # noqa: E402
+from airflow_txnlog.spark.dml import delete_local  # noqa: E402
 
 START, END = "<!-- spark-dml:start -->", "<!-- spark-dml:end -->"
 TARGET_RATIO = 1.5

@@ -114,7 +114,7 @@ if TYPE_CHECKING:  # the names below load on first use (PEP 562 __getattr__), se
     from airflow_txnlog.engine.maintenance.log_cleanup import CleanupResult
     from airflow_txnlog.engine.maintenance.maintenance_table import MaintenanceTable
     from airflow_txnlog.engine.maintenance.publication_records import DEFAULT_CHANNEL, Publication
-    from airflow_txnlog.engine.maintenance.restore import ForeignCommitsPolicy, RestoreResult
+    from airflow_txnlog.engine.maintenance.restore import RestoreResult
     from airflow_txnlog.engine.maintenance.savepoints import Savepoint
     from airflow_txnlog.engine.maintenance.vacuum import VacuumResult
     from airflow_txnlog.engine.properties import change_data_feed, num_indexed_cols, target_file_size
@@ -132,6 +132,7 @@ if TYPE_CHECKING:  # the names below load on first use (PEP 562 __getattr__), se
     from airflow_txnlog.engine.state.snapshot import Snapshot
     from airflow_txnlog.engine.storage import storage_for
     from airflow_txnlog.engine.table import Table
+    from airflow_txnlog.engine.validate import ForeignCommitsPolicy, WriteMode
     from airflow_txnlog.engine.validate import one_of as check_choice
     from airflow_txnlog.engine.write.conflicts import IsolationLevel
 
@@ -142,7 +143,6 @@ if TYPE_CHECKING:  # the names below load on first use (PEP 562 __getattr__), se
     from airflow_txnlog.engine.write.provenance import Provenance, job_provenance, run_owner_tag
     from airflow_txnlog.engine.write.transaction import Transaction
     from airflow_txnlog.engine.write.writer import (
-        WriteMode,
         conform_rows,
         conform_to_schema,
         write_data_files,
@@ -184,7 +184,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "DEFAULT_CHANNEL": ("maintenance.publication_records", "DEFAULT_CHANNEL"),
     "FilesMissingError": ("errors", "FilesMissingError"),
     "ForeignCommitsError": ("errors", "ForeignCommitsError"),
-    "ForeignCommitsPolicy": ("maintenance.restore", "ForeignCommitsPolicy"),
+    "ForeignCommitsPolicy": ("validate", "ForeignCommitsPolicy"),
     "HIVE_NULL": ("schema", "HIVE_NULL"),
     "InvalidArgumentError": ("errors", "InvalidArgumentError"),
     "IsolationLevel": ("write.conflicts", "IsolationLevel"),
@@ -248,7 +248,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "VacuumInProgressError": ("errors", "VacuumInProgressError"),
     "VacuumResult": ("maintenance.vacuum", "VacuumResult"),
     "VersionNotFoundError": ("errors", "VersionNotFoundError"),
-    "WriteMode": ("write.writer", "WriteMode"),
+    "WriteMode": ("validate", "WriteMode"),
     "check_choice": ("validate", "one_of"),
     "indexed_leaves": ("log.stats", "indexed_leaves"),
     "job_provenance": ("write.provenance", "job_provenance"),

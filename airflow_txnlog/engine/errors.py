@@ -68,7 +68,7 @@ class ConstraintViolationError(TxnLogError):
     `row` holds one offending row's values (column -> value) and `count` how many rows broke it
     (None when the write stopped at the first one)."""
 
-    # (class defaults: an error carried back from a Spark worker is rebuilt from its message only)
+    # (class defaults: an error carried back from a Spark worker without its fields keeps these)
     constraint: str | None = None
     expression: str | None = None
     row: dict[str, object] | None = None

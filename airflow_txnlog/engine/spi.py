@@ -52,7 +52,12 @@ if TYPE_CHECKING:  # the names below load on first use (engine._doors)
     from airflow_txnlog.engine.maintenance.curves import sample as layout_sample
     from airflow_txnlog.engine.maintenance.layout import layout_summary, plan_layout
     from airflow_txnlog.engine.maintenance.maintenance_table import MaintenanceTable
-    from airflow_txnlog.engine.properties import change_data_feed, num_indexed_cols, target_file_size
+    from airflow_txnlog.engine.properties import (
+        TableProperties,
+        change_data_feed,
+        num_indexed_cols,
+        target_file_size,
+    )
     from airflow_txnlog.engine.schema import (
         HIVE_NULL,
         parse_partition_value,
@@ -78,6 +83,7 @@ __all__ = [  # (for now also listed here: mypy and ruff read a static __all__; s
     "MaintenanceTable",
     "RowRule",
     "Storage",
+    "TableProperties",
     "change_data_feed",
     "char_varchar_rewrites",
     "check_choice",

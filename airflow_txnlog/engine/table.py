@@ -5,13 +5,22 @@ commits). A commit never reloads the table; after a commit whose version is a mu
 `delta.checkpointInterval`, the snapshot is advanced to exactly that version and checkpointed.
 A failed checkpoint is logged and never fails the commit.
 
-Maintenance (savepoints, restore, vacuum, log cleanup, health, planning) gets the table itself as
-its `MaintenanceTable`. Arguments are checked before anything is written (engine.validate). Every
-commit records who made it (engine.write.provenance: an Airflow task's DAG, task, run and try).
+Maintenance (savepoints, restore, vacuum, log cleanup, health, OPTIMIZE, the planner and running a
+plan's actions) gets the table itself as its `MaintenanceTable`, and refuses a deferred create that
+has committed nothing (`_committed`). `run_maintenance` runs one action of a plan (a `Decision` of
+`plan.actions`, or its `to_dict()` form, as an Airflow task gets it from XCom), dry run by default;
+anything else, or a skip, is an InvalidArgumentError saying what it got. `overview` is one version
+as a page shows it, from one log listing and one read of the savepoints (engine.overview).
+Arguments are checked before anything is written (engine.validate). Every commit records who made
+it (engine.write.provenance: an Airflow task's DAG, task, run and try).
+
+This module is longer than the package's 500-line rule (tests/engine/test_rooms.py names it): it
+is one concept, the entry point, and its methods only check arguments and delegate to the rooms.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import logging
 import time
@@ -37,34 +46,46 @@ from airflow_txnlog.engine.features.table_features import check_write_supported
 from airflow_txnlog.engine.log.commit_files import CommitFiles, commit_files
 from airflow_txnlog.engine.log.log_reader import find_txn_commit, list_after, read_commits
 from airflow_txnlog.engine.log.log_segment import list_log, monotonic_timestamps
-from airflow_txnlog.engine.maintenance import publications, savepoints
+from airflow_txnlog.engine.maintenance import log_cleanup, publications, savepoints
 from airflow_txnlog.engine.maintenance import restore as restore_mod
+from airflow_txnlog.engine.maintenance import vacuum as vacuum_mod
+from airflow_txnlog.engine.maintenance.compaction import compact
+from airflow_txnlog.engine.maintenance.compaction_plan import Decision
+from airflow_txnlog.engine.maintenance.health import TableHealth, table_health
+from airflow_txnlog.engine.maintenance.layout import LayoutResult, optimize_layout, run_cluster_action
+from airflow_txnlog.engine.maintenance.log_cleanup import CleanupResult
+from airflow_txnlog.engine.maintenance.planner import MaintenancePlan, plan_maintenance
 from airflow_txnlog.engine.maintenance.publications import DEFAULT_CHANNEL, Publication
-from airflow_txnlog.engine.maintenance.restore import ForeignCommitsPolicy, RestoreResult
+from airflow_txnlog.engine.maintenance.restore import RestoreResult
 from airflow_txnlog.engine.maintenance.savepoints import Savepoint
+from airflow_txnlog.engine.maintenance.vacuum import VacuumResult
+from airflow_txnlog.engine.overview import TableOverview, VersionFacts, table_overview
 from airflow_txnlog.engine.state.change_data import changes as read_changes
 from airflow_txnlog.engine.state.checkpoint import DEFAULT_PART_SIZE, write_checkpoint
 from airflow_txnlog.engine.state.history import commit_entry
 from airflow_txnlog.engine.state.snapshot import Snapshot, load_snapshot, version_at
 from airflow_txnlog.engine.storage import Storage, storage_for
-from airflow_txnlog.engine.table_upkeep import Upkeep
-from airflow_txnlog.engine.validate import flag, mapping, number, one_of, text, txn_pair
+from airflow_txnlog.engine.validate import (
+    ForeignCommitsPolicy,
+    WriteMode,
+    flag,
+    mapping,
+    number,
+    one_of,
+    text,
+    txn_pair,
+)
 from airflow_txnlog.engine.write import alter_table
 from airflow_txnlog.engine.write.alter_table import RowCheck
 from airflow_txnlog.engine.write.conflicts import SERIALIZABLE, IsolationLevel
-from airflow_txnlog.engine.write.create_table import (
-    create_at,
-    unclaimed,
-    version_zero,
-    with_provenance,
-)
+from airflow_txnlog.engine.write.create_table import create_at, unclaimed, version_zero, with_provenance
 from airflow_txnlog.engine.write.transaction import (
     DEFAULT_MAX_ATTEMPTS,
     DEFAULT_MAX_COMMIT_BYTES,
     TAGS_EXAMPLE,
     Transaction,
 )
-from airflow_txnlog.engine.write.writer import WriteMode, write_parameters, write_retrying
+from airflow_txnlog.engine.write.writer import write_parameters, write_retrying
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +94,7 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
-class Table(Upkeep):
+class Table:
     """A Delta table at a URI: local path, `file://`, `s3://`, `gs://`, `abfss://`, `memory://`.
 
     :param storage: the storage backend (use `Table.open` / `Table.create` instead of building one).
@@ -110,10 +131,15 @@ class Table(Upkeep):
         *,
         storage_options: Mapping[str, Any] | None = None,
         single_writer: bool = False,
+        lazy: bool = False,
         **kw: Any,
     ) -> Table:
-        """Open an existing table (TableNotFoundError if there is no log)."""
+        """Open an existing table (TableNotFoundError if there is no log). `lazy=True` touches no file:
+        the first read finds out whether there is a table (for one query, e.g. `overview`)."""
+        flag("lazy", lazy)
         table = cls(storage_for(uri, storage_options, single_writer=single_writer), **kw)
+        if lazy:
+            return table
         try:
             list_log(table._storage)  # TableNotFoundError when there is no log at all
         except (OSError, TypeError) as exc:  # unreachable store, bad storage options (s3fs checks lazily)
@@ -226,6 +252,23 @@ class Table(Upkeep):
         stamps = monotonic_timestamps(listing.commits)
         newest_first = sorted(listing.commits.items(), reverse=True)[:limit]
         return [commit_entry(commit, stamps) for commit in read_commits(self._storage, newest_first)]
+
+    def overview(
+        self,
+        *,
+        limit: int = 50,
+        before: int | None = None,
+        with_facts: bool = True,
+        known: VersionFacts | None = None,
+    ) -> TableOverview:
+        """The latest version as a page shows it, from ONE log listing and ONE read of the savepoints
+        (engine.overview): the history page of the `limit` commits below `before` (None: the newest),
+        the savepoints and, `with_facts`, what needs the snapshot (health, checkpoint interval, schema,
+        protocol, properties, layout), taken from `known` (an earlier overview's facts of this table)
+        without loading anything when they are of the listed version."""
+        return table_overview(
+            self._storage, Table, limit=limit, before=before, with_facts=with_facts, known=known
+        )
 
     # ------------------------------------------------------------------ writing
     def transaction(
@@ -455,11 +498,108 @@ class Table(Upkeep):
         """The table's CHECK constraints: name -> Spark SQL expression."""
         return table_constraints(self.snapshot().metadata)
 
+    # ------------------------------------------------------------------ upkeep
+    def vacuum(
+        self,
+        *,
+        retention_hours: float | None = None,
+        dry_run: bool = True,
+        enforce_retention: bool = True,
+        lite: bool = False,
+    ) -> VacuumResult:
+        """Delete files no version within the retention, tombstone or savepoint needs (dry run by
+        default); `lite=True`: only the log's expired tombstones, no listing (Delta's VACUUM LITE)."""
+        self._committed("vacuum")
+        return vacuum_mod.vacuum(
+            self,
+            retention_hours=retention_hours,
+            dry_run=dry_run,
+            enforce_retention=enforce_retention,
+            lite=lite,
+        )
+
+    def cleanup_log(
+        self, *, retention_hours: float | None = None, dry_run: bool = True, enforce_retention: bool = False
+    ) -> CleanupResult:
+        """Delete commits and checkpoints older than the log retention, below a checkpoint that stays
+        (dry run by default: time travel to the versions below it ends)."""
+        self._committed("cleanup log")
+        return log_cleanup.cleanup_log(
+            self, retention_hours=retention_hours, dry_run=dry_run, enforce_retention=enforce_retention
+        )
+
+    def health(self, *, small_file_bytes: int | None = None) -> TableHealth:
+        """Small files, checkpoint lag, tombstones, restorable versions (engine.maintenance.health)."""
+        self._committed("health")
+        return table_health(self, small_file_bytes=small_file_bytes)
+
+    def optimize(
+        self,
+        *,
+        zorder_by: Sequence[str] | None = None,
+        where: str | None = None,
+        full: bool = False,
+        target_file_size: int | None = None,
+    ) -> LayoutResult:
+        """OPTIMIZE in this process (engine.maintenance.layout): Z-order by `zorder_by`, cluster a
+        clustered table by its keys (`full`: re-cluster the files clustered before too), or else
+        compact small files; `where` names partitions. Data is not changed (dataChange=false)."""
+        self._committed("optimize")
+        return optimize_layout(
+            self, zorder_by=zorder_by, where=where, full=full, target_file_size=target_file_size
+        )
+
+    def plan_maintenance(self, **overrides: Any) -> MaintenancePlan:
+        """What the table needs now and why, from its log alone (engine.maintenance.planner)."""
+        self._committed("plan maintenance")
+        return plan_maintenance(self, **overrides)
+
+    def run_maintenance(
+        self, action: Mapping[str, Any] | Decision, *, dry_run: bool = True
+    ) -> dict[str, Any]:
+        """Run one action of a plan (`plan.actions[i]`, or `MaintenancePlan.to_dict()["actions"][i]`);
+        a result dict.
+
+        A vacuum or log cleanup keeps the retention the plan used (`estimate.retention_hours`), so it
+        deletes no more than planned, and never one below the table's (RetentionTooShortError)."""
+        action = _action_dict(action)
+        flag("dry_run", dry_run)
+        self._committed("run maintenance")
+        kind = action.get("kind")
+        if kind in ("compact", "purge_deletion_vectors"):
+            return compact(self, action, dry_run=dry_run).to_dict()
+        if kind == "cluster":
+            return run_cluster_action(self, action, dry_run=dry_run)
+        estimate = action.get("estimate") or {}
+        retention = estimate.get("retention_hours")  # (the plan's: checked against the table's)
+        if kind == "vacuum":
+            lite = estimate.get("mode") != "full"
+            done = self.vacuum(retention_hours=retention, dry_run=dry_run, lite=lite)
+            mode = "lite" if lite else "full"
+            return {
+                "kind": kind,
+                "mode": mode,
+                "dry_run": dry_run,
+                "files": len(done.files),
+                "bytes": done.bytes,
+            }
+        if kind == "cleanup_log":
+            done_log = self.cleanup_log(retention_hours=retention, dry_run=dry_run, enforce_retention=True)
+            return {"kind": kind, **dataclasses.asdict(done_log)}
+        if kind == "checkpoint":
+            version = self.snapshot().version
+            if not dry_run:
+                self.checkpoint(version)
+            return {"kind": kind, "dry_run": dry_run, "version": version}
+        raise InvalidArgumentError(f"run_maintenance: unknown action kind {kind!r}")
+
     # ------------------------------------------------------------------ checkpoints
     def checkpoint(self, version: int | None = None) -> None:
         """Write a checkpoint of `version` (default latest) and update `_last_checkpoint`."""
         self._committed("checkpoint")
-        snap = self.snapshot(version)
+        self._write_checkpoint(self.snapshot(version))
+
+    def _write_checkpoint(self, snap: Snapshot) -> None:
         retention = props.deleted_file_retention_ms(snap.metadata.configuration)
         write_checkpoint(
             self._storage,
@@ -481,13 +621,25 @@ class Table(Upkeep):
                 return
             snap = base.update(until=version)
             if version % props.checkpoint_interval(snap.metadata.configuration) == 0:
-                retention = props.deleted_file_retention_ms(snap.metadata.configuration)
-                write_checkpoint(
-                    self._storage,
-                    snap.state,
-                    min_tombstone_ts=_now_ms() - retention,
-                    part_size=self.checkpoint_part_size,
-                )
+                self._write_checkpoint(snap)
             self._latest = snap
         except (TxnLogError, OSError, pa.ArrowException) as exc:
             log.warning("checkpoint after commit %s failed (the commit itself succeeded): %s", version, exc)
+
+
+def _action_dict(action: object) -> Mapping[str, Any]:
+    """A plan's action as its dict: a `Decision` converted (`to_dict`), a mapping as it is; a skip
+    or anything else refused, naming what was given and what is expected."""
+    if isinstance(action, Decision):
+        action = action.to_dict()
+    if not isinstance(action, Mapping):
+        raise InvalidArgumentError(
+            f"run_maintenance: action must be one of a plan's actions (a Decision of "
+            f"plan_maintenance().actions, or its to_dict()), got {type(action).__name__}: {shown(action)}"
+        )
+    if action.get("reason") is not None:
+        raise InvalidArgumentError(
+            f"run_maintenance: the {action.get('kind')!r} decision is a skip, not an action "
+            f"({action.get('reason')}); run only a plan's actions"
+        )
+    return action

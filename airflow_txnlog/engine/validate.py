@@ -3,7 +3,9 @@
 The signatures say `Literal["append", "overwrite"]` or `Mapping[str, str]`, but the engine is called
 from untyped code (DAG files, notebooks, other engines' glue), so those types are checked again here.
 Each check raises `InvalidArgumentError` (a `TxnLogError` and a `ValueError`) naming the argument and
-what it accepts:
+what it accepts. The vocabulary every layer shares is defined here, once: `WriteMode` and
+`ForeignCommitsPolicy` (the engine, the Spark layer and the Airflow layer take the same values; this
+module is pyarrow-free, so the Airflow layer can load it while a DAG file is parsed).
 
 - `one_of(name, value, Alias)`: the accepted values come from `typing.get_args(Alias)`, so they are
   written once, in the `Literal` alias;
@@ -21,12 +23,18 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any, get_args
+from typing import Any, Literal, get_args
 
 import orjson
 
 from airflow_txnlog._shown import shown
 from airflow_txnlog.engine.errors import InvalidArgumentError
+
+WriteMode = Literal["append", "overwrite"]
+"""How a write treats the rows already in the table (`Table.write`, `SparkTable.write`, the operators)."""
+
+ForeignCommitsPolicy = Literal["fail", "force"]
+"""What a restore does when other writers committed since its target (see `Table.restore`)."""
 
 # A name safe as one path segment on every store: savepoint names, publication channels.
 SAFE_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$")

@@ -22,8 +22,15 @@ Which mapping applies follows the table URI's scheme (`storage_options_for(uri)`
 is the mapping for the connection's base location.
 Without a connection (or when `txnlog_default` is not defined) local paths work as they are.
 Secrets are never logged: `describe()` masks them, `secret_values` lists them for masking messages
-(the account key and signature inside a connection string too), and `storage_options` is not
-templated.
+(the account key and signature inside a connection string too; `hooks.masking.safe_message` masks
+them in an error's text), and `storage_options` is not templated.
+
+Polling a table's log (hooks.log_polling: one listing from the cursor, then only the new commits),
+for the version sensor and the version triggers: `open_log` (the table's storage and the secrets to
+mask), `poll_log` (the commits after a version, or a channel's publications) and `log_version` (the
+latest version, a baseline). Each has an async variant (`aopen_log`, `apoll_log`, `alog_version`)
+that runs it in a worker thread: the connection lookup, the engine's import and every storage call
+stay off a triggerer's event loop. This module itself imports no engine module at run time.
 
 The connection form (hidden and relabelled fields, and the `endpoint_url` / `single_writer` fields,
 whose names are the extra keys read here) is declared in `airflow_txnlog.get_provider_info`, as
@@ -32,6 +39,8 @@ Airflow >= 3.2 expects; the hook defines no `get_ui_field_behaviour` / `get_conn
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Collection
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -44,7 +53,8 @@ from airflow_txnlog.hooks.gcs_credentials import gcs_options, google_extras, tok
 
 if TYPE_CHECKING:  # the engine (pyarrow) loads when a table is opened, not when a DAG file is parsed
     from airflow_txnlog.engine import Table
-    from airflow_txnlog.engine.storage import Storage
+    from airflow_txnlog.engine.spi import Storage
+    from airflow_txnlog.hooks.log_polling import LogPoll, OpenedLog
 
 SINGLE_WRITER = "single_writer"  # the extra (and connection-form field) that is not a storage option
 SECRET_KEYS = frozenset(
@@ -160,19 +170,21 @@ class TxnLogHook(BaseHook):
             return table_uri
         return f"{self.base_location}/{table_uri.lstrip('/')}"
 
-    def get_table(self, table_uri: str) -> Table:
-        """Open an existing table (TableNotFoundError if there is none)."""
+    def get_table(self, table_uri: str, *, lazy: bool = False) -> Table:
+        """Open an existing table (TableNotFoundError if there is none); `lazy=True` reads nothing yet
+        (the first query finds out whether there is a table: one `Table.overview`, say)."""
         from airflow_txnlog.engine import Table  # noqa: PLC0415 - see the TYPE_CHECKING import
 
         return Table.open(
             self.resolve_uri(table_uri),
             storage_options=self.storage_options_for(table_uri) or None,
             single_writer=self.single_writer,
+            lazy=lazy,
         )
 
     def get_storage(self, table_uri: str) -> Storage:
         """The table's files only: no listing, no snapshot (e.g. to read one commit file)."""
-        from airflow_txnlog.engine.storage import storage_for  # noqa: PLC0415 - light, but not at parse time
+        from airflow_txnlog.engine.spi import storage_for  # noqa: PLC0415 - light, but not at parse time
 
         uri = self.resolve_uri(table_uri)
         return storage_for(uri, self.storage_options_for(uri) or None, single_writer=self.single_writer)
@@ -197,10 +209,61 @@ class TxnLogHook(BaseHook):
         if not self.base_location:
             return True, "no base location: local paths and full URIs are used as given"
         try:
-            from airflow_txnlog.engine.storage import storage_for  # noqa: PLC0415 - only for the UI
+            from airflow_txnlog.engine.spi import storage_for  # noqa: PLC0415 - only for the UI
 
             storage = storage_for(self.base_location, self.storage_options or None)
             storage.fs.ls(storage.fs_root)
         except Exception as exc:  # the UI shows the message; any failure means the test failed
             return False, f"cannot list {self.base_location}: {type(exc).__name__}"
         return True, f"listed {self.base_location}"
+
+    # ------------------------------------------------------------------ polling the log (hooks.log_polling)
+    def open_log(self, table_uri: str) -> OpenedLog:
+        """The table's storage for polling, with the connection's secrets to mask in messages (reads
+        the connection; touches no table file)."""
+        from airflow_txnlog.hooks import log_polling  # noqa: PLC0415 - the engine's log reader, on first use
+
+        uri = self.resolve_uri(table_uri)
+        options = self.storage_options_for(uri)
+        secrets = secret_values(options)
+        return log_polling.open_log(table_uri, uri, options, secrets, single_writer=self.single_writer)
+
+    def poll_log(
+        self,
+        log: OpenedLog,
+        after: int,
+        *,
+        operations: Collection[str] | None = None,
+        channel: str | None = None,
+    ) -> LogPoll:
+        """The commits after version `after` (at most `log_polling.MAX_COMMITS_PER_POLL`), oldest first,
+        each `matched` when its operation is one of `operations` (None: any); with `channel`, the
+        channel's publications after it."""
+        from airflow_txnlog.hooks import log_polling  # noqa: PLC0415
+
+        return log_polling.poll(log.storage, after, operations=operations, channel=channel)
+
+    def log_version(self, log: OpenedLog, *, channel: str | None = None) -> int:
+        """The latest version (with `channel`: the latest published one), -1 when there is none yet."""
+        from airflow_txnlog.hooks import log_polling  # noqa: PLC0415
+
+        return log_polling.latest_version(log.storage, channel=channel)
+
+    async def aopen_log(self, table_uri: str) -> OpenedLog:
+        """`open_log` in a worker thread (the first call imports the engine's log reader there)."""
+        return await asyncio.to_thread(self.open_log, table_uri)
+
+    async def apoll_log(
+        self,
+        log: OpenedLog,
+        after: int,
+        *,
+        operations: Collection[str] | None = None,
+        channel: str | None = None,
+    ) -> LogPoll:
+        """`poll_log` in a worker thread."""
+        return await asyncio.to_thread(self.poll_log, log, after, operations=operations, channel=channel)
+
+    async def alog_version(self, log: OpenedLog, *, channel: str | None = None) -> int:
+        """`log_version` in a worker thread."""
+        return await asyncio.to_thread(self.log_version, log, channel=channel)

@@ -1,4 +1,4 @@
-"""Expectations on the Spark write and merge operators (`airflow_txnlog.spark.expectations`).
+"""Expectations on the Spark write and merge operators (`airflow_txnlog.spark.features.expectations`).
 
     expectations={"positive_amount": ("amount > 0", "drop"),
                   "known_country": ("country IN ('DE', 'FR')", "quarantine"),
@@ -10,7 +10,7 @@ they are reported, never parsed as SQL), a non-empty expression, an action among
 quarantine, a quarantine table when a rule needs one, and never the table written itself. At run
 time, before anything is read or written, the quarantine table is checked again against the target
 as the connection resolves both (`same_table`): the same location, or, when both exist, the same
-table id (two spellings of one store). Then the source is split (`spark.expectations.check`);
+table id (two spellings of one store). Then the source is split (`spark.features.expectations.check`);
 quarantined rows are committed to the quarantine table FIRST, with the task's idempotency id scoped
 to the quarantine (`quarantine_txn`: the app id + QUARANTINE_SCOPE, never the table write's own id,
 so one commit can never pass for the other), created on first use with the source's schema plus
@@ -127,7 +127,7 @@ def apply(
     tags: Mapping[str, str],
 ) -> tuple[DataFrame, dict[str, int], dict[str, Any]]:
     """(the rows to write, operationMetrics entries, the report for XCom / asset event)."""
-    from airflow_txnlog.spark.expectations import Expectation, check  # noqa: PLC0415 - pyspark at run time
+    from airflow_txnlog.spark.features.expectations import Expectation, check  # noqa: PLC0415 - pyspark at run time
 
     checked = check(df, [Expectation(n, e, a) for n, (e, a) in rules.items()])
     if checked.quarantined is not None and checked.quarantined_rows and quarantine_table_uri is not None:

@@ -1,16 +1,22 @@
 """What the Tables view shows of one table, as JSON-ready dicts (read-only; nothing is written).
 
+Each route opens the table once (`TxnLogHook.get_table(lazy=True)`: nothing is read yet) and asks the
+engine one question, `Table.overview` (engine.overview): the latest version's history page, its
+savepoints and, unless the route is a history page, its facts (health, checkpoint interval, schema,
+protocol, properties, layout), from ONE log listing and ONE read of the savepoints, all of one
+version. This module only turns that overview into the JSON the page reads:
+
 - `summary`: latest version, last commit (time, operation, writer from the commit's provenance),
-  file count, size and health badges. What needs the latest snapshot (health, schema, protocol,
-  properties) is cached per (table, version) in this process; everything else reads the table's
-  storage only (one listing, one commit file, the savepoint records), so a list refreshed without
-  new commits loads no snapshot.
+  file count, size and health badges;
 - `detail`: the summary plus schema, protocol and table features, layout (clustering keys, the
-  share the engine clustered, row tracking), the health report and savepoints.
-- `history`: a page of the timeline (`engine.state.history.history_page`: only that page's commits are
-  read, no snapshot), each entry with its operation, figures, writer, a link to the DAG run, and
-  marks for restores, schema changes and savepoints; `chart_data`: the latest page and the size
-  after it, for the chart.
+  share the engine clustered, row tracking), the health report and savepoints;
+- `history`: a page of the timeline (only that page's commits are read, no snapshot), each entry
+  with its operation, figures, writer, a link to the DAG run, and marks for restores, schema changes
+  and savepoints; `chart_data`: the latest page and the size after it, for the chart.
+
+The facts need the snapshot (the expensive part). The latest facts of each table are kept in this
+process (`_FACTS`, the 64 tables used last) and handed back to the next overview, which uses them
+when they are still of the listed version: a list refreshed without new commits loads no snapshot.
 Errors never carry storage options: a failure is reported by its class name and the table's id.
 """
 
@@ -22,75 +28,41 @@ from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from airflow_txnlog.engine.write.provenance import job_provenance  # light: no pyarrow
+from airflow_txnlog.engine.spi import job_provenance  # light: no pyarrow
 from airflow_txnlog.hooks.txnlog import TxnLogHook
 from airflow_txnlog.plugins.tables_catalog import KnownTable
 
 if TYPE_CHECKING:  # the engine (pyarrow) loads on the first request, not when Airflow loads plugins
-    from airflow_txnlog.engine.maintenance.health import TableHealth
-    from airflow_txnlog.engine.maintenance.savepoints import Savepoint
-    from airflow_txnlog.engine.state.history import HistoryPage
-    from airflow_txnlog.engine.storage import Storage
+    from airflow_txnlog.engine import TableHealth
+    from airflow_txnlog.engine.overview import TableOverview, VersionFacts
 
-_FACTS: OrderedDict[tuple[str, int], dict[str, Any]] = OrderedDict()
+_FACTS: OrderedDict[str, VersionFacts] = OrderedDict()  # table URI -> its latest facts seen
 _CACHE_SIZE = 64
 _LOCK = threading.Lock()
 NEAR_EXPIRY_MS = 24 * 3600 * 1000
 SCHEMA_OPERATIONS = ("CREATE TABLE", "ADD COLUMNS", "CHANGE COLUMN", "RENAME COLUMN", "DROP COLUMNS")
 
 
-def _storage(known: KnownTable) -> Storage:
-    """The table's files only: no snapshot is loaded."""
-    return TxnLogHook(txnlog_conn_id=known.conn_id).get_storage(known.uri)
+def _history_only(known: KnownTable, *, before: int | None, limit: int) -> TableOverview:
+    """The overview without facts: one listing, the savepoints, the page's commit files."""
+    table = TxnLogHook(txnlog_conn_id=known.conn_id).get_table(known.uri, lazy=True)
+    return table.overview(limit=limit, before=before, with_facts=False)
 
 
-def _page(storage: Storage, *, before: int | None, limit: int) -> HistoryPage:
-    from airflow_txnlog.engine.state.history import history_page  # noqa: PLC0415 - see TYPE_CHECKING
-
-    return history_page(storage, before=before, limit=limit)
-
-
-def _savepoints(storage: Storage) -> list[Savepoint]:
-    from airflow_txnlog.engine.maintenance.savepoints import list_savepoints  # noqa: PLC0415
-
-    return list_savepoints(storage)
-
-
-def _load_facts(known: KnownTable) -> dict[str, Any]:
-    """What needs the latest snapshot (the expensive part), all of one version: `version`."""
-    from airflow_txnlog.engine import layout_summary  # noqa: PLC0415 (the engine loads on first use)
-
-    table = TxnLogHook(txnlog_conn_id=known.conn_id).get_table(known.uri)
-    health = table.health()  # of the latest snapshot, which may be newer than the caller's listing
-    snap = table.snapshot(version=health.version)  # the one health loaded: no second listing
-    protocol = snap.state.protocol
-    return {
-        "version": health.version,
-        "health": health,
-        "interval": int(snap.properties.get("delta.checkpointInterval", "10")),
-        "schema": [{"name": f.name, "type": str(f.type), "nullable": f.nullable} for f in snap.schema],
-        "partitionColumns": snap.partition_columns,
-        "protocol": None if protocol is None else protocol.to_wire()["protocol"],
-        "properties": snap.properties,
-        "layout": layout_summary(snap),
-    }
-
-
-def _facts(known: KnownTable, version: int) -> dict[str, Any]:
-    """`_load_facts`, cached per (table, version) in this process: unchanged tables cost nothing.
-    On a miss the facts are of the latest version, which is `version` or newer (`facts["version"]`);
-    callers that show other figures of a version align them with it."""
-    key = (known.uri, version)
+def _with_facts(known: KnownTable, *, limit: int) -> tuple[TableOverview, VersionFacts]:
+    """The overview of the latest `limit` commits with its facts (the cached ones when still current)."""
     with _LOCK:
-        if key in _FACTS:
-            _FACTS.move_to_end(key)
-            return _FACTS[key]
-    facts = _load_facts(known)
+        cached = _FACTS.get(known.uri)
+    table = TxnLogHook(txnlog_conn_id=known.conn_id).get_table(known.uri, lazy=True)
+    overview = table.overview(limit=limit, known=cached)
+    facts = overview.facts
+    assert facts is not None  # (asked for)
     with _LOCK:
-        _FACTS[(known.uri, facts["version"])] = facts
+        _FACTS[known.uri] = facts
+        _FACTS.move_to_end(known.uri)
         while len(_FACTS) > _CACHE_SIZE:
             _FACTS.popitem(last=False)
-    return facts
+    return overview, facts
 
 
 def writer(entry: dict[str, Any]) -> dict[str, str] | None:
@@ -130,17 +102,12 @@ def badges(health: TableHealth, interval: int, now_ms: int, savepoint_expiries: 
 
 
 def summary(known: KnownTable) -> dict[str, Any]:
-    storage = _storage(known)
-    return _summary(known, storage, _savepoints(storage))
+    return _summary(known, *_with_facts(known, limit=1))
 
 
-def _summary(known: KnownTable, storage: Storage, savepoints: list[Savepoint]) -> dict[str, Any]:
-    last = _page(storage, before=None, limit=1).entries[0]
-    facts = _facts(known, last["version"])
-    if facts["version"] != last["version"]:  # committed meanwhile: show the facts' version
-        last = _page(storage, before=facts["version"] + 1, limit=1).entries[0]
-    health: TableHealth = facts["health"]
-    expiries = [s.expires_at for s in savepoints if s.expires_at is not None]
+def _summary(known: KnownTable, overview: TableOverview, facts: VersionFacts) -> dict[str, Any]:
+    last = overview.history.entries[0]
+    expiries = [s.expires_at for s in overview.savepoints if s.expires_at is not None]
     return {
         "id": known.table_id,
         "uri": known.uri,
@@ -150,21 +117,23 @@ def _summary(known: KnownTable, storage: Storage, savepoints: list[Savepoint]) -
             "operation": last.get("operation"),
             "writer": writer(last),
         },
-        "numFiles": health.num_files,
-        "sizeBytes": health.size_bytes,
-        "badges": badges(health, facts["interval"], int(time.time() * 1000), expiries),
+        "numFiles": facts.health.num_files,
+        "sizeBytes": facts.health.size_bytes,
+        "badges": badges(facts.health, facts.checkpoint_interval, int(time.time() * 1000), expiries),
         "assets": list(known.asset_ids),
         "dags": list(known.dag_ids),
     }
 
 
 def detail(known: KnownTable) -> dict[str, Any]:
-    storage = _storage(known)
-    savepoints = _savepoints(storage)
-    out = _summary(known, storage, savepoints)
-    facts = _facts(known, out["version"])
-    out.update({k: facts[k] for k in ("schema", "partitionColumns", "protocol", "properties", "layout")})
-    out["health"] = facts["health"].to_dict()
+    overview, facts = _with_facts(known, limit=1)
+    out = _summary(known, overview, facts)
+    out["schema"] = [{"name": f.name, "type": str(f.type), "nullable": f.nullable} for f in facts.schema]
+    out["partitionColumns"] = list(facts.partition_columns)
+    out["protocol"] = None if facts.protocol is None else dict(facts.protocol)
+    out["properties"] = dict(facts.properties)
+    out["layout"] = dict(facts.layout)
+    out["health"] = facts.health.to_dict()
     now = int(time.time() * 1000)
     out["savepoints"] = [
         {
@@ -176,17 +145,17 @@ def detail(known: KnownTable) -> dict[str, Any]:
             "createdBy": s.created_by,
             "reason": s.reason,
         }
-        for s in savepoints
+        for s in overview.savepoints
     ]
     return out
 
 
 def history(known: KnownTable, *, before: int | None, limit: int) -> dict[str, Any]:
     """A page of the timeline: one listing and the page's commit files; no snapshot is loaded."""
-    storage = _storage(known)
-    page = _page(storage, before=before, limit=limit)
+    overview = _history_only(known, before=before, limit=limit)
+    page = overview.history
     return {
-        "entries": _entries(page, _savepoints(storage)),
+        "entries": _entries(overview),
         "latestVersion": page.latest_version,
         "oldestVersion": page.oldest_version,
         "nextBefore": page.next_before,
@@ -195,21 +164,14 @@ def history(known: KnownTable, *, before: int | None, limit: int) -> dict[str, A
 
 def chart_data(known: KnownTable, *, limit: int) -> tuple[list[dict[str, Any]], int]:
     """The latest `limit` timeline entries and the table's size in bytes after the newest of them
-    (from the snapshot facts, aligned: the page starts at the facts' version)."""
-    storage = _storage(known)
-    page = _page(storage, before=None, limit=limit)
-    facts = _facts(known, page.latest_version)
-    if facts["version"] != page.latest_version:  # committed meanwhile: start at the facts' version
-        page = _page(storage, before=facts["version"] + 1, limit=limit)
-    return _entries(page, _savepoints(storage)), facts["health"].size_bytes
+    (both of the overview's one version)."""
+    overview, facts = _with_facts(known, limit=limit)
+    return _entries(overview), facts.health.size_bytes
 
 
-def _entries(page: HistoryPage, savepoints: list[Savepoint]) -> list[dict[str, Any]]:
-    pins: dict[int, list[str]] = {}
-    for s in savepoints:
-        pins.setdefault(s.version, []).append(s.name)
+def _entries(overview: TableOverview) -> list[dict[str, Any]]:
     entries = []
-    for e in page.entries:
+    for e in overview.history.entries:
         who = writer(e)
         raw = e.get("operationMetrics")
         metrics: dict[str, Any] = raw if isinstance(raw, dict) else {}
@@ -229,7 +191,7 @@ def _entries(page: HistoryPage, savepoints: list[Savepoint]) -> list[dict[str, A
                 "runLink": run_link(who),
                 "restore": e.get("operation") == "RESTORE",
                 "schemaChange": e.get("operation") in SCHEMA_OPERATIONS,
-                "savepoints": pins.get(e["version"], []),
+                "savepoints": overview.savepoints_at(e["version"]),
             }
         )
     return entries

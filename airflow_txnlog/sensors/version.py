@@ -14,17 +14,19 @@ runs in a DAG run, as the latest version at that moment, and keeps it:
 Because the baseline is kept per DAG run and task, a retried or cleared sensor in the same run waits
 for the same commit and so returns the same version (re-running a run reprocesses the same version).
 
-Each poke lists the log from the last version it saw and reads only new commit files (see
-`airflow_txnlog.triggers._poll`). With `channel` (write-audit-publish, docs/airflow.md) the sensor
-waits for a *publication* instead: it lists the channel's records under `_published/<channel>/`
-after the baseline (the channel's current version when the sensor first runs) and returns the
-newest published version, never an unaudited commit. The engine and pyarrow are imported only
-inside methods, so DAG files that use the sensor parse without them; pyspark is never imported.
+Each poke lists the log from the last version it saw and reads only new commit files, through the
+hook (`TxnLogHook.poll_log`; the algorithm is in `airflow_txnlog.hooks.log_polling`). With `channel`
+(write-audit-publish, docs/airflow.md) the sensor waits for a *publication* instead: it lists the
+channel's records under `_published/<channel>/` after the baseline (the channel's current version
+when the sensor first runs) and returns the newest published version, never an unaudited commit.
+The engine is imported only inside methods (the hook's), so DAG files that use the sensor parse
+without it; pyspark is never imported.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseSensorOperator, PokeReturnValue, conf
@@ -37,7 +39,7 @@ from airflow_txnlog.triggers.version import TxnLogVersionTrigger
 if TYPE_CHECKING:
     from airflow.sdk import Context
 
-    from airflow_txnlog.triggers._poll import OpenedTable
+    from airflow_txnlog.hooks.log_polling import OpenedLog
 
 BASELINE_KEY = "txnlog_baseline_version"
 
@@ -90,14 +92,16 @@ class TxnLogVersionSensor(BaseSensorOperator):
         self.txnlog_conn_id = txnlog_conn_id
         self.deferrable = deferrable
         self.poll_interval = poll_interval
-        self._opened: OpenedTable | None = None
+        self._opened: OpenedLog | None = None
         self._cursor: int | None = None  # last version checked in this execution
 
-    def _table(self) -> OpenedTable:
-        from airflow_txnlog.triggers import _poll  # noqa: PLC0415 - the engine loads pyarrow
+    @cached_property
+    def hook(self) -> TxnLogHook:
+        return TxnLogHook(txnlog_conn_id=self.txnlog_conn_id)
 
+    def _log(self) -> OpenedLog:
         if self._opened is None:
-            self._opened = _poll.open_table(self.table_uri, self.txnlog_conn_id)
+            self._opened = self.hook.open_log(self.table_uri)
         return self._opened
 
     def _baseline(self, context: Context) -> int:
@@ -117,9 +121,7 @@ class TxnLogVersionSensor(BaseSensorOperator):
                 "(no task state store to keep the baseline between pokes). Help: pass after_version, "
                 "or use mode='poke' or deferrable=True."
             )
-        from airflow_txnlog.triggers import _poll  # noqa: PLC0415 - the engine loads pyarrow
-
-        baseline = _poll.latest_version(self._table().storage, channel=self.channel)
+        baseline = self.hook.log_version(self._log(), channel=self.channel)
         if store is not None:
             store.set(BASELINE_KEY, baseline)
         what = f"a publication on channel {self.channel!r}" if self.channel else "a commit"
@@ -127,22 +129,18 @@ class TxnLogVersionSensor(BaseSensorOperator):
         return baseline
 
     def poke(self, context: Context) -> PokeReturnValue:
-        from airflow_txnlog.triggers import _poll  # noqa: PLC0415 - the engine loads pyarrow
-
         if self._cursor is None:
             self._cursor = self._baseline(context)
-        wanted = _poll.normalize_operations(self.operations)
-        storage = self._table().storage
+        log = self._log()
         while True:
-            commits = _poll.poll(storage, self._cursor, channel=self.channel)
-            if self.channel is not None:
-                commits = commits[-1:]  # the channel's newest version is the one to read
+            poll = self.hook.poll_log(log, self._cursor, operations=self.operations, channel=self.channel)
+            commits = poll.commits[-1:] if self.channel is not None else poll.commits  # channel: the newest
             for commit in commits:
-                if _poll.matches(commit, wanted):
+                if commit.matched:
                     self.log.info("version %s (%s) of %s", commit.version, commit.operation, self.table_uri)
                     return PokeReturnValue(is_done=True, xcom_value=commit.version)
                 self._cursor = commit.version
-            if len(commits) < _poll.MAX_COMMITS_PER_POLL:
+            if poll.caught_up:
                 return PokeReturnValue(is_done=False)
 
     def execute(self, context: Context) -> Any:

@@ -10,7 +10,7 @@ engine's `check_choice` builds its message from `typing.get_args` of the alias. 
 takes the engine's own `WriteMode` (it means what `Table.write(mode=...)` means); `AllColumns`
 (MERGE's `"*"`) is defined here. Mappings must be real mappings with non-empty string keys; SQL
 given as text must be a non-empty string. The table's own facts (which columns exist) are checked
-later by the operation, still before its first Spark job (`_dml.resolve_columns`).
+later by the operation, still before its first Spark job (`dml._dml.resolve_columns`).
 """
 
 from __future__ import annotations

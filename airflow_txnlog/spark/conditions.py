@@ -6,9 +6,10 @@ a raw `AnalysisException` about internal plan columns (`_txnlog_key`), after PyS
 at ERROR with its query context; `amount >>> 3` spoke of the `coalesce` the planner wraps around it.
 
 Here each piece of SQL is analysed over empty DataFrames (local relations: no job runs) holding
-exactly the user's columns, with PySpark's query-context loggers muted for the check, and Spark's
-error becomes ours: `PredicateError` for a condition, `InvalidArgumentError` for an expression. The
-first line names the clause and the column, then what is valid:
+exactly the user's columns, with PySpark's query-context loggers muted for the check
+(`errors.quiet_analysis`), and Spark's error becomes ours: `PredicateError` for a condition,
+`InvalidArgumentError` for an expression. The first line names the clause and the column, then what
+is valid:
 
     unknown column `amout` in the DELETE predicate; columns: id, amount, day
     the DELETE predicate must be a condition (true / false): "(amount >>> 3)" is BIGINT
@@ -19,35 +20,16 @@ Spark's exception stays the `__cause__`.
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 
 from pyspark.errors import AnalysisException, ParseException
-from pyspark.logger import PySparkLogger
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from airflow_txnlog.engine import InvalidArgumentError, PredicateError, TxnLogError
+from airflow_txnlog.spark.errors import quiet_analysis
 
-_QUERY_CONTEXT_LOGGERS = ("SQLQueryContextLogger", "DataFrameQueryContextLogger")
 _NOT_BOOLEAN = ("DATATYPE_MISMATCH.FILTER_NOT_BOOLEAN", "DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE")
-
-
-@contextlib.contextmanager
-def quiet_analysis() -> Iterator[None]:
-    """Mute PySpark's loggers that print every captured analysis error at ERROR: while a user's SQL
-    is checked, the error raised in its place is the report."""
-    # PySparkLogger.getLogger: a plain logging.getLogger would create them as plain Loggers, whose
-    # .exception() refuses the errorClass= PySpark passes (a TypeError in every later analysis error).
-    loggers = [PySparkLogger.getLogger(name) for name in _QUERY_CONTEXT_LOGGERS]
-    before = [logger.disabled for logger in loggers]
-    for logger in loggers:
-        logger.disabled = True
-    try:
-        yield
-    finally:
-        for logger, was in zip(loggers, before, strict=True):
-            logger.disabled = was
 
 
 def check_condition(rows: DataFrame, sql: str | None, what: str, columns: str | None = None) -> None:

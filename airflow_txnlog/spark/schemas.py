@@ -26,9 +26,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import DataType, StructField, StructType
 
 from airflow_txnlog.engine import SchemaMismatchError, schema_from_json, schema_to_json
-
-#: Marker put in the messages of checks raised inside Spark jobs, to recognise them afterwards.
-CHECK_MARKER = "[TXNLOG_CHECK]"
+from airflow_txnlog.spark.errors import checked
 
 
 def to_spark_schema(schema: pa.Schema) -> StructType:
@@ -110,6 +108,6 @@ def _column(by_lower: dict[str, StructField], field: StructField, problems: list
         )
     col = F.col(f"`{src.name}`")
     if not field.nullable:
-        msg = f"{CHECK_MARKER} NULL value in NOT NULL column {field.name!r}"
+        msg = checked(f"NULL value in NOT NULL column {field.name!r}")
         col = F.when(col.isNull(), F.raise_error(F.lit(msg))).otherwise(col)
     return col.alias(field.name)

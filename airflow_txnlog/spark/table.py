@@ -7,9 +7,11 @@ never reads data rows here. Works with any `SparkSession` (classic or Spark Conn
 apache-spark provider's `spark` / `spark_connect` connections): only the DataFrame API and
 `spark.conf` are used, never `sparkContext` or the JVM gateway.
 
-Operations and their modules: `write` (write.py), `to_df` (scan.py), `delete` (delete.py),
-`update` (update.py), `merge` (merge.py), `optimize` (optimize.py). Their arguments are checked
-before any Spark job (`_arguments.py`); the DML ones share their commit-or-nothing tail (`_dml.py`).
+Operations and their modules: `write` (dml/write.py), `to_df` (read/time_travel.py over
+read/scan.py), `delete` (dml/delete.py), `update` (dml/update.py), `merge` (dml/merge.py),
+`optimize` (maintenance/optimize.py), `add_constraint` (features/rules.py). Their arguments are
+checked before any Spark job (`_arguments.py`); the DML ones share their commit-or-nothing tail
+(`dml/_dml.py`), and a failed Spark job becomes our error in `errors.py`.
 """
 
 from __future__ import annotations
@@ -23,30 +25,30 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
 from airflow_txnlog.engine import (
-    DEFAULT_CHANNEL,
     IdentityColumn,
     InvalidArgumentError,
-    RowRule,
     Snapshot,
     Table,
     TxnLogError,
     WriteMode,
 )
+from airflow_txnlog.engine.spi import RowRule
 from airflow_txnlog.spark import _arguments as check
-from airflow_txnlog.spark import delete as _delete
-from airflow_txnlog.spark import optimize as _optimize
-from airflow_txnlog.spark import update as _update
-from airflow_txnlog.spark import write as _write
-from airflow_txnlog.spark.merge import MergeBuilder
-from airflow_txnlog.spark.merge_clauses import MergeSpec
-from airflow_txnlog.spark.results import DmlResult, WriteResult
-from airflow_txnlog.spark.row_ids import ROW_COMMIT_VERSION, ROW_ID, row_id_columns
-from airflow_txnlog.spark.rules import rows_breaking
-from airflow_txnlog.spark.scan import TableHandle, scan
+from airflow_txnlog.spark.context import TableHandle
+from airflow_txnlog.spark.dml import delete as _delete
+from airflow_txnlog.spark.dml import update as _update
+from airflow_txnlog.spark.dml import write as _write
+from airflow_txnlog.spark.dml.merge import MergeBuilder
+from airflow_txnlog.spark.dml.merge_clauses import MergeSpec
+from airflow_txnlog.spark.dml.results import DmlResult, WriteResult
+from airflow_txnlog.spark.errors import spark_failure
+from airflow_txnlog.spark.features.rules import rows_breaking
+from airflow_txnlog.spark.maintenance import optimize as _optimize
+from airflow_txnlog.spark.read.scan import scan
+from airflow_txnlog.spark.read.time_travel import rows, snapshot_of
 from airflow_txnlog.spark.schemas import to_arrow_schema
-from airflow_txnlog.spark.stage import spark_failure
+from airflow_txnlog.spark.source.workers import check_workers
 from airflow_txnlog.spark.uris import to_hadoop_uri
-from airflow_txnlog.spark.workers import check_workers
 
 
 class SparkTable:
@@ -106,7 +108,7 @@ class SparkTable:
         `generated_columns` ({column: Spark SQL expression}): generated columns, which every write
         fills (Spark SQL) where the data leaves them out and checks where it does not.
         `identity_columns` ({column: IdentityColumn(start, step, always)}): identity columns, which
-        `write` and MERGE inserts number (`spark.identity`). `cluster_by`: clustering keys (a
+        `write` and MERGE inserts number (`spark.features.identity`). `cluster_by`: clustering keys (a
         clustered table; never with partition_by)."""
         if isinstance(schema, DataFrame):
             schema = schema.schema
@@ -153,24 +155,8 @@ class SparkTable:
         `Table.publish`). Partition columns included, in schema order. `row_tracking=True` (a table
         with row tracking enabled): plus `_row_id` and `_row_commit_version`, each row's stable
         id and commit version (PROTOCOL.md "Row Tracking")."""
-        if published is not False:
-            if version is not None or timestamp is not None:
-                raise InvalidArgumentError("give one of version, timestamp or published, not several")
-            if published is not True and (not isinstance(published, str) or not published):
-                raise InvalidArgumentError(f"published must be True or a channel name; got {published!r}")
-            snap = self.table.published_snapshot(DEFAULT_CHANNEL if published is True else published)
-        else:
-            snap = self.table.snapshot(version=version, timestamp=timestamp)
-        ctx = self._handle.context(snap)
-        if not row_tracking:
-            return scan(ctx, snap.files())
-        hidden = row_id_columns(ctx)
-        if not hidden:
-            raise InvalidArgumentError(
-                "row ids need row tracking enabled on the table (delta.enableRowTracking=true)"
-            )
-        df = scan(ctx, snap.files(), row_ids=True)
-        return df.withColumnsRenamed(dict(zip(hidden, (ROW_ID, ROW_COMMIT_VERSION), strict=True)))
+        snap = snapshot_of(self.table, version=version, timestamp=timestamp, published=published)
+        return rows(self._handle.context(snap), snap, row_tracking=row_tracking)
 
     def changes(self, start_version: int, end_version: int | None = None) -> DataFrame:
         """The change data feed of versions `start_version`..`end_version` (latest if None): the rows
@@ -190,7 +176,7 @@ class SparkTable:
         txn: tuple[str, int] | None = None,
         metrics: Mapping[str, int] | None = None,
     ) -> WriteResult:
-        """Append or overwrite `df` (see `airflow_txnlog.spark.write`); `metrics` are added to the
+        """Append or overwrite `df` (see `airflow_txnlog.spark.dml.write`); `metrics` are added to the
         commit's operationMetrics (e.g. what expectations dropped)."""
         return _write.write(
             self._handle,

@@ -1,18 +1,19 @@
 """Triggers that wait for new versions of a table: one for the deferrable sensor, one for asset watchers.
 
-Both poll the log cheaply (see `airflow_txnlog.triggers._poll`): each poll lists `_delta_log/` from
-the last version seen and reads only the new commit files, so its storage calls do not grow with the
-length of the table.
+Both poll the log cheaply through `TxnLogHook`'s async polling methods (`aopen_log`, `apoll_log`,
+`alog_version`; the algorithm is in `airflow_txnlog.hooks.log_polling`): each poll lists
+`_delta_log/` from the last version seen and reads only the new commit files, so its storage calls
+do not grow with the length of the table.
 
 Nothing slow runs on the triggerer's event loop, which Airflow watches (its `block_watchdog` warns
 "async thread was blocked" when an `asyncio.sleep(0.1)` takes more than 0.2 s): this module imports
-no engine, and `run()` loads the engine (pyarrow, fsspec: about a second on a cold process) with
-`_poll` in a worker thread (`_import_poll`) before touching it. Every storage call (open, listing,
-reading commits, reading and writing the cursor file) and the connection lookup run in
-`asyncio.to_thread` too; a test runs both triggers in a fresh process with asyncio's debug mode and
+no engine, and the hook's async methods run in a worker thread (`asyncio.to_thread`) the connection
+lookup, the first import of the engine's log reader (fsspec: a moment on a cold process) and every
+storage call (open, listing, reading commits); reading and writing the cursor file runs in
+`asyncio.to_thread` too. A test runs both triggers in a fresh process with asyncio's debug mode and
 an audit hook and finds no import, file access or slow step on the loop's thread. The poll imports
 only the engine's light modules (`log_reader`, `storage`, `publication_records`: pure Python +
-fsspec; the engine package loads its names lazily), never pyarrow, numpy or sqlglot, whose import's
+fsspec; the engine's doors load their names lazily), never pyarrow, numpy or sqlglot, whose import's
 garbage collections would hold the GIL, the loop's thread included.
 
 With `channel=` (write-audit-publish, docs/airflow.md) both triggers follow a publication channel
@@ -55,8 +56,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import importlib
-import sys
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -66,31 +65,16 @@ import orjson
 from airflow.triggers.base import BaseEventTrigger, BaseTrigger, TriggerEvent
 
 from airflow_txnlog.arguments import channel_name, invalid, operation_names
-from airflow_txnlog.hooks.txnlog import TxnLogHook  # light: the engine loads when a table is opened
+from airflow_txnlog.hooks.masking import safe_message
+from airflow_txnlog.hooks.txnlog import TxnLogHook  # light: no engine at import
 
 if TYPE_CHECKING:
-    from airflow_txnlog.engine.storage import Storage
-    from airflow_txnlog.triggers._poll import Commit, OpenedTable
+    from airflow_txnlog.engine.spi import Storage
+    from airflow_txnlog.hooks.log_polling import Commit, OpenedLog
 
 DEFAULT_POLL_INTERVAL = 60.0
 CURSOR_DIR = "_txnlog_cursors"
 CURSOR_KEY_PREFIX = "txnlog_cursor:"
-
-
-async def _import_poll() -> None:
-    """Import `_poll` and with it the engine in a worker thread: a cold import takes about a second.
-
-    Afterwards `from airflow_txnlog.triggers import _poll` finds the module in `sys.modules` at once.
-    """
-    await asyncio.to_thread(importlib.import_module, "airflow_txnlog.triggers._poll")
-
-
-def _safe_message(exc: BaseException, secrets: tuple[str, ...]) -> str:
-    """`_poll.safe_message`; when `_poll` itself failed to import there are no secrets to mask yet."""
-    poll = sys.modules.get("airflow_txnlog.triggers._poll")
-    if poll is None:
-        return f"{type(exc).__name__}: {exc}"
-    return str(poll.safe_message(exc, secrets))
 
 
 def _event(status: str, table_uri: str, **fields: Any) -> TriggerEvent:
@@ -167,30 +151,26 @@ class TxnLogVersionTrigger(BaseTrigger):
     def _remaining(self) -> float | None:
         return None if self.deadline is None else self.deadline - time.time()
 
-    def _find(self, storage: Storage, cursor: int) -> tuple[Commit | None, int, bool]:
+    async def _find(self, hook: TxnLogHook, log: OpenedLog, cursor: int) -> tuple[Commit | None, int, bool]:
         """One poll: (first matching commit or None, new cursor, whether the log was caught up)."""
-        from airflow_txnlog.triggers import _poll  # noqa: PLC0415 - keeps DAG parsing free of pyarrow
-
-        commits = _poll.poll(storage, cursor, channel=self.channel)
-        if self.channel is not None and commits:
-            return commits[-1], commits[-1].version, True  # the channel's newest version
-        wanted = _poll.normalize_operations(self.operations)
-        for commit in commits:
-            if _poll.matches(commit, wanted):
+        poll = await hook.apoll_log(log, cursor, operations=self.operations, channel=self.channel)
+        if self.channel is not None and poll.commits:
+            newest = poll.commits[-1]  # the channel's newest version
+            return newest, newest.version, True
+        for commit in poll.commits:
+            if commit.matched:
                 return commit, commit.version, True
             cursor = commit.version
-        return None, cursor, len(commits) < _poll.MAX_COMMITS_PER_POLL
+        return None, cursor, poll.caught_up
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
-        opened: OpenedTable | None = None
+        opened: OpenedLog | None = None
         try:
-            await _import_poll()
-            from airflow_txnlog.triggers import _poll  # noqa: PLC0415 - imported by _import_poll
-
-            opened = await asyncio.to_thread(_poll.open_table, self.table_uri, self.txnlog_conn_id)
+            hook = TxnLogHook(txnlog_conn_id=self.txnlog_conn_id)
+            opened = await hook.aopen_log(self.table_uri)
             cursor = self.after_version
             while True:
-                found, cursor, caught_up = await asyncio.to_thread(self._find, opened.storage, cursor)
+                found, cursor, caught_up = await self._find(hook, opened, cursor)
                 if found is not None:
                     yield _success(self.table_uri, found, self.channel)
                     return
@@ -205,7 +185,7 @@ class TxnLogVersionTrigger(BaseTrigger):
                         self.poll_interval if remaining is None else min(self.poll_interval, remaining)
                     )
         except Exception as exc:  # any failure ends the wait with an error event the sensor raises
-            message = _safe_message(exc, opened.secrets if opened is not None else ())
+            message = safe_message(exc, opened.secrets if opened is not None else ())
             self.log.error("polling %s failed: %s", self.table_uri, message)
             yield _event("error", self.table_uri, message=message)
 
@@ -268,9 +248,10 @@ class _AssetStateCursor:
 
 @dataclass
 class _Watch:
-    """A running watcher: the table, where its cursor is kept, and the cursor."""
+    """A running watcher: its hook, the table, where its cursor is kept, and the cursor."""
 
-    opened: OpenedTable
+    hook: TxnLogHook
+    opened: OpenedLog
     store: _CursorStore
     cursor: int
 
@@ -351,34 +332,30 @@ class TxnLogVersionEventTrigger(BaseEventTrigger):
         return file_cursor, await file_cursor.load()
 
     async def _start(self) -> _Watch:
-        await _import_poll()
-        from airflow_txnlog.triggers import _poll  # noqa: PLC0415 - imported by _import_poll
-
-        opened = await asyncio.to_thread(_poll.open_table, self.table_uri, self.txnlog_conn_id)
+        hook = TxnLogHook(txnlog_conn_id=self.txnlog_conn_id)
+        opened = await hook.aopen_log(self.table_uri)
         store, cursor = await self._load_cursor(opened.storage)
         if cursor is None:
             if self.after_version is not None:
                 cursor = self.after_version
             else:
-                cursor = await asyncio.to_thread(_poll.latest_version, opened.storage, channel=self.channel)
-            await self._save_start(opened.storage, store, cursor)
+                cursor = await hook.alog_version(opened, channel=self.channel)
+            await self._save_start(hook, opened, store, cursor)
         self.log.info("watching %s after version %s (cursor in %s)", self.table_uri, cursor, store.where)
-        return _Watch(opened, store, cursor)
+        return _Watch(hook, opened, store, cursor)
 
-    async def _save_start(self, storage: Storage, store: _CursorStore, cursor: int) -> None:
+    async def _save_start(self, hook: TxnLogHook, log: OpenedLog, store: _CursorStore, cursor: int) -> None:
         """Make the start durable before the first poll, so a restart cannot skip what follows.
 
         Written only where a table exists: no files in a folder that may be a typo. A channel with
         nothing published yet starts at -1, saved too (else a restart after the first publication
         would start after it and never report it).
         """
-        from airflow_txnlog.triggers import _poll  # noqa: PLC0415 - imported by _import_poll
-
         if cursor >= 0:
             await store.save(cursor)
         elif self.channel is None:
             self.log.warning("no table at %s yet: its first commit will be reported", self.table_uri)
-        elif await asyncio.to_thread(_poll.latest_version, storage) >= 0:
+        elif await hook.alog_version(log) >= 0:
             await store.save(cursor)
             self.log.info(
                 "nothing published on %r of %s yet: the first publication will be reported",
@@ -394,23 +371,20 @@ class TxnLogVersionEventTrigger(BaseEventTrigger):
             caught_up = True
             try:
                 watch = watch or await self._start()
-                from airflow_txnlog.triggers import _poll  # noqa: PLC0415 - imported by _start
-
-                wanted = _poll.normalize_operations(self.operations)
-                commits = await asyncio.to_thread(
-                    _poll.poll, watch.opened.storage, watch.cursor, channel=self.channel
+                poll = await watch.hook.apoll_log(
+                    watch.opened, watch.cursor, operations=self.operations, channel=self.channel
                 )
-                for commit in commits:
+                for commit in poll.commits:
                     watch.cursor = commit.version
-                    if _poll.matches(commit, wanted):
+                    if commit.matched:
                         yield _success(self.table_uri, commit, self.channel)
                         await watch.store.save(commit.version)  # after the hand-off: at least once
-                if commits and not _poll.matches(commits[-1], wanted):
+                if poll.commits and not poll.commits[-1].matched:
                     await watch.store.save(watch.cursor)  # skipped commits: one save per batch
-                caught_up = len(commits) < _poll.MAX_COMMITS_PER_POLL
+                caught_up = poll.caught_up
             except Exception as exc:  # keep watching: an error event would become an asset event
                 secrets = watch.opened.secrets if watch is not None else ()
-                message = _safe_message(exc, secrets)
+                message = safe_message(exc, secrets)
                 self.log.warning("polling %s failed, retrying: %s", self.table_uri, message)
             if caught_up:
                 await asyncio.sleep(self.poll_interval)

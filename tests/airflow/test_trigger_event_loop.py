@@ -42,7 +42,7 @@ pytestmark = pytest.mark.airflow
 
 SLOW_STEP = 0.1  # seconds: asyncio's debug mode reports every loop step slower than this
 WATCHDOG_THRESHOLD = 0.2  # Airflow's default [triggerer] blocked_main_thread_warning_threshold
-ENGINE_MODULES = ("pyarrow", "airflow_txnlog.engine", "airflow_txnlog.triggers._poll")  # not loaded yet
+ENGINE_MODULES = ("pyarrow", "airflow_txnlog.engine", "airflow_txnlog.hooks.log_polling")  # not loaded yet
 AUDITED_IMPORTS = (*ENGINE_MODULES, "fsspec")  # Airflow loads fsspec itself, but not its backends
 IO_EVENTS = ("open", "os.listdir", "os.scandir", "os.rename", "os.replace", "os.remove")
 FIGURES_KEY = "reliability_figures"  # printed in the test summary by tests/conftest.py
@@ -183,7 +183,7 @@ def _run_child(request: pytest.FixtureRequest, spec: dict[str, Any]) -> dict[str
 def _assert_nothing_ran_on_the_loop(result: dict[str, Any]) -> None:
     assert result["engine_loaded_before_run"] == []  # a cold process, like a fresh triggerer
     loaded = result["engine_loaded_after_run"]
-    assert "airflow_txnlog.triggers._poll" in loaded  # the trigger did load the engine's log reader...
+    assert "airflow_txnlog.hooks.log_polling" in loaded  # the hook did load the engine's log reader...
     assert "pyarrow" not in loaded  # ...only its light part (the engine package loads names lazily)...
     assert result["loop_thread_io"] == []  # ...but not on the loop's thread, and read no file there
 

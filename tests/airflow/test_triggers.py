@@ -13,7 +13,8 @@ import pytest
 from airflow.sdk.module_loading import import_string
 
 from airflow_txnlog.engine.storage import storage_for
-from airflow_txnlog.triggers import _poll
+from airflow_txnlog.hooks import log_polling
+from airflow_txnlog.hooks.txnlog import TxnLogHook
 from airflow_txnlog.triggers.version import (
     TxnLogVersionEventTrigger,
     TxnLogVersionTrigger,
@@ -196,7 +197,7 @@ def test_error_messages_never_carry_the_connection_secrets(monkeypatch: pytest.M
             f"denied for key={options['key']} secret={options['secret']} token={options['token']}"
         )
 
-    monkeypatch.setattr(_poll, "storage_for", leaky_backend)
+    monkeypatch.setattr(log_polling, "storage_for", leaky_backend)
     trigger = TxnLogVersionTrigger(
         table_uri="s3://bucket/t", after_version=0, txnlog_conn_id="txnlog_secrets_test"
     )
@@ -454,9 +455,10 @@ def _event_trigger_calls(uri: str, poll_uri: str, version: int, counted: Any) ->
 
 
 def _idle_poll_calls(poll_uri: str, latest: int, counted: Any) -> dict[str, int]:
-    storage = _poll.open_table(poll_uri, None).storage
+    hook = TxnLogHook(txnlog_conn_id=None)
+    log = hook.open_log(poll_uri)
     counted.clear()
-    assert _poll.poll(storage, latest) == []
+    assert hook.poll_log(log, latest).commits == []
     return dict(counted)
 
 
@@ -492,7 +494,7 @@ def test_storage_calls_per_poll_do_not_grow_with_the_table_local(
     def counting_storage_for(uri: str, options: Any = None, **kw: Any) -> Any:
         return wrappers.setdefault(uri, local_counting_storage(uri))
 
-    monkeypatch.setattr(_poll, "storage_for", counting_storage_for)
+    monkeypatch.setattr(log_polling, "storage_for", counting_storage_for)
     at = {}
     for n in (10, 1000):
         uri = str(tmp_path / f"t{n}")

@@ -1,7 +1,8 @@
 """The engine's house (docs/architecture.md): the public names of `airflow_txnlog.engine` are a fixed
 set, whichever room their module lives in; every module of a room is named in that room's
 import-linter contract (a module left out of it would be free to import its room-mates upward); each
-room says what lives there and what it may import; no module of the package exceeds 500 lines.
+room says what lives there and what it may import; no module of the package exceeds 500 lines
+(but the few named in LONGER_MODULES, each with its reason).
 
 The contracts themselves run in `lint-imports` (the test command); here one is shown to fail on an
 upward import, so a contract that checks nothing cannot pass unnoticed.
@@ -24,6 +25,14 @@ REPO = Path(__file__).resolve().parents[2]
 ENGINE = REPO / "airflow_txnlog" / "engine"
 ROOMS = ("log", "sql", "features", "state", "write", "maintenance")
 MAX_LINES = 500
+# Modules allowed past MAX_LINES, each with its own limit and the reason: cohesion comes first.
+LONGER_MODULES = {
+    "airflow_txnlog/engine/table.py": (
+        660,
+        "one concept, the entry point: `Table`'s methods check arguments and delegate to the rooms; "
+        "split, it was a mixin that had to fake the rest of the class (NotImplementedError, cast)",
+    ),
+}
 
 # The public API, as it was before the engine moved into rooms (issue 25): moving modules must not
 # add, drop or rename one. Change this list only with the API itself (and docs/engine.md).
@@ -104,12 +113,14 @@ def test_each_room_says_what_lives_there_and_what_it_may_import(room: str) -> No
 
 
 def test_no_module_of_the_package_exceeds_500_lines() -> None:
-    too_long = {
-        str(p.relative_to(REPO)): n
+    """Except the named LONGER_MODULES, each under its own limit."""
+    lengths = {
+        str(p.relative_to(REPO)): len(p.read_text().splitlines())
         for p in (REPO / "airflow_txnlog").rglob("*.py")
-        if (n := len(p.read_text().splitlines())) > MAX_LINES
     }
+    too_long = {name: n for name, n in lengths.items() if n > LONGER_MODULES.get(name, (MAX_LINES, ""))[0]}
     assert too_long == {}
+    assert all(lengths.get(name, 0) > MAX_LINES for name in LONGER_MODULES), "an exception no longer needed"
 
 
 @pytest.mark.parametrize(

@@ -227,6 +227,10 @@ def test_a_check_on_a_char_column_sees_the_padded_value(spark, tmp_path: Path) -
     st.write(spark.createDataFrame([(1, "a", "x")], "id long, v string, c string"))  # 'x' is 'x   '
     assert Table.open(str(path)).snapshot().to_arrow().column("c").to_pylist() == ["x   "]
     before = (_files(path), st.version())
-    with pytest.raises(ConstraintViolationError, match=r"column v is VARCHAR\(3\).*EXCEED_LIMIT_LENGTH"):
+    with pytest.raises(
+        ConstraintViolationError, match=r"column v is VARCHAR\(3\).*EXCEED_LIMIT_LENGTH"
+    ) as caught:
         st.write(spark.createDataFrame([(2, "long", "y")], "id long, v string, c string").coalesce(1))
+    # (raised on an executor by the data source: its fields come back with it, spark.errors.carry)
+    assert caught.value.constraint == "__CHAR_VARCHAR_STRING_LENGTH_CHECK__"
     assert (_files(path), st.version()) == before

@@ -6,7 +6,9 @@ from __future__ import annotations
 import pytest
 from deltalake import DeltaTable
 
-from airflow_txnlog.spark import SparkTable, delete, delete_local, planning
+from airflow_txnlog.spark import SparkTable
+from airflow_txnlog.spark.dml import delete, delete_local
+from airflow_txnlog.spark.read import planning
 from tests.spark.helpers import assert_same_as_deltalake
 
 pytestmark = [pytest.mark.spark]

@@ -22,7 +22,8 @@ from airflow_txnlog.engine import (
     Table,
     UnsupportedFeatureError,
 )
-from airflow_txnlog.spark import SparkTable, identity, register, txnlog_errors
+from airflow_txnlog.spark import SparkTable, register, txnlog_errors
+from airflow_txnlog.spark.features import identity
 
 pytestmark = [pytest.mark.spark]
 
@@ -254,8 +255,8 @@ def test_delete_and_update_rerun_after_losing_to_an_identity_append(
 ) -> None:
     """An identity append that commits while a DELETE / UPDATE runs changes only the mark: the DML
     runs again on the new version (nothing lost, the appended rows kept)."""
-    from airflow_txnlog.spark import delete as delete_module  # noqa: PLC0415
-    from airflow_txnlog.spark import update as update_module  # noqa: PLC0415
+    from airflow_txnlog.spark.dml import delete as delete_module  # noqa: PLC0415
+    from airflow_txnlog.spark.dml import update as update_module  # noqa: PLC0415
 
     path = tmp_path / "d"
     st = SparkTable.create(spark, str(path), SCHEMA, identity_columns={"id": IdentityColumn()})

@@ -8,7 +8,8 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
 
-from airflow_txnlog.spark import MultipleSourceRowsMatchedError, SparkTable, merge, merge_local
+from airflow_txnlog.spark import MultipleSourceRowsMatchedError, SparkTable
+from airflow_txnlog.spark.dml import merge, merge_local
 from tests.spark.conftest import make_rows
 from tests.spark.helpers import assert_same_as_deltalake
 

@@ -19,7 +19,7 @@ from pyspark.logger import PySparkLogger
 
 from airflow_txnlog.engine import InvalidArgumentError, PredicateError, TxnLogError
 from airflow_txnlog.spark import SparkTable, register, txnlog_errors
-from airflow_txnlog.spark.source_errors import carried_error
+from airflow_txnlog.spark.errors import carried_error
 
 pytestmark = [pytest.mark.spark]
 COLUMNS = "columns: id, amount, day"
@@ -141,7 +141,7 @@ def test_muting_leaves_pyspark_loggers_pyspark_loggers() -> None:
     code = (
         "import logging\n"
         "from pyspark.logger import PySparkLogger\n"
-        "from airflow_txnlog.spark.conditions import quiet_analysis\n"
+        "from airflow_txnlog.spark.errors import quiet_analysis\n"
         "with quiet_analysis():\n"
         "    pass\n"
         "for name in ('SQLQueryContextLogger', 'DataFrameQueryContextLogger'):\n"

@@ -9,7 +9,7 @@ from deltalake import DeltaTable
 
 from airflow_txnlog.engine import AddFile, InvalidArgumentError, Table
 from airflow_txnlog.spark import SparkTable
-from airflow_txnlog.spark.optimize import bin_pack
+from airflow_txnlog.spark.maintenance.optimize import bin_pack
 from tests.spark.helpers import assert_same_as_deltalake, commit_actions
 
 pytestmark = [pytest.mark.spark]

@@ -16,8 +16,9 @@ from pyspark.sql.datasource import EqualNullSafe, EqualTo, GreaterThan, In, IsNu
 
 from airflow_txnlog.engine import InvalidArgumentError, Table
 from airflow_txnlog.spark import SparkTable, register
-from airflow_txnlog.spark.source import ReadOptions, TxnlogReader
-from airflow_txnlog.spark.source_filters import plan
+from airflow_txnlog.spark.source.filters import plan
+from airflow_txnlog.spark.source.options import ReadOptions
+from airflow_txnlog.spark.source.reader import TxnlogReader
 from tests.spark.conftest import SCHEMA, make_rows
 from tests.spark.helpers import engine_rows, spark_rows
 

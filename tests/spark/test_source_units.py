@@ -12,10 +12,10 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxFiles
 
 from airflow_txnlog.engine import InvalidArgumentError, Table, schema_to_json
 from airflow_txnlog.spark import SparkTable
-from airflow_txnlog.spark.source_options import WriteOptions
-from airflow_txnlog.spark.source_read import spark_schema
-from airflow_txnlog.spark.source_stream import StreamOptions, TxnlogStreamReader, TxnlogStreamWriter
-from airflow_txnlog.spark.source_write import Written, abort_files, files_plan
+from airflow_txnlog.spark.source.options import WriteOptions
+from airflow_txnlog.spark.source.reader import spark_schema
+from airflow_txnlog.spark.source.stream import StreamOptions, TxnlogStreamReader, TxnlogStreamWriter
+from airflow_txnlog.spark.source.writer import Written, abort_files, files_plan
 
 pytestmark = [pytest.mark.spark]
 

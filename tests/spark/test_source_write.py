@@ -13,7 +13,7 @@ import pytest
 
 from airflow_txnlog.engine import InvalidArgumentError, Table
 from airflow_txnlog.spark import register
-from airflow_txnlog.spark.source_options import WriteOptions
+from airflow_txnlog.spark.source.options import WriteOptions
 from tests.deltars import deltars_rows
 
 pytestmark = [pytest.mark.spark]

@@ -22,7 +22,9 @@ from types import SimpleNamespace
 import pytest
 
 from airflow_txnlog.engine import TxnLogError
-from airflow_txnlog.spark import SparkJobError, SparkWorkersError, WorkersCannotImportWarning, workers
+from airflow_txnlog.spark import SparkJobError, SparkWorkersError, WorkersCannotImportWarning
+from airflow_txnlog.spark.errors import workers_failure
+from airflow_txnlog.spark.source import workers
 
 
 def _session(master: str, python: str) -> SimpleNamespace:
@@ -69,13 +71,13 @@ def test_a_worker_import_failure_becomes_a_workers_error() -> None:
         "Failed to initialize Python data source writer: Traceback ...\n"
         "ModuleNotFoundError: No module named 'airflow_txnlog'"
     )
-    error = workers.workers_failure(text, "WRITE")
+    error = workers_failure(text, "WRITE")
     assert isinstance(error, SparkWorkersError) and isinstance(error, SparkJobError)
     assert isinstance(error, TxnLogError)
     first = str(error).splitlines()[0]
     assert first.startswith("WRITE failed, the table is unchanged: Spark's Python workers cannot import")
     assert f"PYSPARK_PYTHON={sys.executable}" in first
-    assert workers.workers_failure("Division by zero", "WRITE") is None
+    assert workers_failure("Division by zero", "WRITE") is None
 
 
 SCRIPT = textwrap.dedent(

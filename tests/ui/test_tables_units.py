@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from airflow_txnlog.engine import Table
+from airflow_txnlog.engine import overview as overview_module
 from airflow_txnlog.engine.maintenance.health import TableHealth
 from airflow_txnlog.engine.state.history import history_page
 from airflow_txnlog.operators import _maintenance_history as history
@@ -165,20 +166,27 @@ def test_a_writers_impossible_commit_time_falls_back_to_the_files(tmp_path: Path
 def test_a_summary_shows_one_version_even_when_a_commit_lands_meanwhile(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Every figure is of the version the overview listed: a commit that lands after the listing
+    (here: while the savepoints are read, before the snapshot is loaded) shows in the next summary."""
     uri = str(tmp_path / "t")
     t = Table.create(uri, schema=SCHEMA)
     t.write(rows([1]))
-    real = tables_report._load_facts
+    listed = t.snapshot()
+    real = overview_module.list_savepoints
 
-    def commit_first(known: KnownTable) -> dict[str, Any]:
-        t.write(rows([2, 3]), mode="overwrite")  # lands after the summary listed the log
-        return real(known)
+    def commit_first(storage: Any) -> Any:
+        t.write(rows([2, 3]), mode="overwrite")  # lands after the overview listed the log
+        return real(storage)
 
-    monkeypatch.setattr(tables_report, "_load_facts", commit_first)
+    monkeypatch.setattr(overview_module, "list_savepoints", commit_first)
     known = KnownTable(uri, table_id_of(uri), (), ("d",), "txnlog_default")
+    tables_report._FACTS.pop(uri, None)
     row = tables_report.summary(known)
-    assert row["version"] == 2 and row["lastCommit"]["operation"] == "WRITE"
-    assert row["numFiles"] == 1 and row["sizeBytes"] == t.snapshot().size_bytes
+    assert row["version"] == 1 and row["lastCommit"]["operation"] == "WRITE"
+    assert (row["numFiles"], row["sizeBytes"]) == (listed.num_files, listed.size_bytes)
+    monkeypatch.setattr(overview_module, "list_savepoints", real)
+    after = tables_report.summary(known)
+    assert after["version"] == 2 and after["sizeBytes"] == t.snapshot().size_bytes != row["sizeBytes"]
 
 
 def test_a_history_page_loads_no_snapshot(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -187,10 +195,10 @@ def test_a_history_page_loads_no_snapshot(tmp_path: Path, monkeypatch: pytest.Mo
     for i in range(3):
         t.write(rows([i]))
 
-    def no_snapshot(known: KnownTable) -> dict[str, Any]:
+    def no_snapshot(table: Any) -> Any:
         raise AssertionError("a history page loaded the snapshot")
 
-    monkeypatch.setattr(tables_report, "_load_facts", no_snapshot)
+    monkeypatch.setattr(overview_module, "version_facts", no_snapshot)
     known = KnownTable(uri, table_id_of(uri), (), ("d",), "txnlog_default")
     page = tables_report.history(known, before=2, limit=5)
     assert [e["version"] for e in page["entries"]] == [1, 0] and page["nextBefore"] is None

@@ -29,16 +29,17 @@ from collections.abc import Mapping, Sequence
 import orjson
 import pyarrow as pa
 
+from airflow_txnlog.engine import feature_registry as registry
 from airflow_txnlog.engine import properties as props
 from airflow_txnlog.engine.errors import InvalidArgumentError, LogCorruptedError
 from airflow_txnlog.engine.features import column_mapping
 from airflow_txnlog.engine.log.actions import DomainMetadata
 from airflow_txnlog.engine.log.stats import has_bounds, indexed_leaves, stats_columns
 
-FEATURE = "clustering"
+FEATURE = registry.CLUSTERING.name
 DOMAIN = "delta.clustering"
 PROVIDER = "liquid"
-PREVIEW_FEATURE = "liquid"  # (the preview's writer feature: the same word as the provider name)
+PREVIEW_FEATURE = registry.LIQUID.name  # (the preview's writer feature: the provider's word too)
 MAX_CLUSTERING_COLUMNS = 4
 MAX_ZORDER_COLUMNS = 64
 CLUSTERING_COLUMNS_KEY = "clusteringColumns"

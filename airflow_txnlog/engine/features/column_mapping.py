@@ -28,20 +28,21 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from airflow_txnlog.engine import properties as props
 from airflow_txnlog.engine.errors import LogCorruptedError
 from airflow_txnlog.engine.log.actions import Metadata
 from airflow_txnlog.engine.schema import is_variant, schema_from_json, schema_to_json
 
-MODE = "delta.columnMapping.mode"
+MODE = props.COLUMN_MAPPING_MODE
 PHYSICAL_NAME = "delta.columnMapping.physicalName"
 FIELD_ID = "delta.columnMapping.id"
-MAX_COLUMN_ID = "delta.columnMapping.maxColumnId"
+MAX_COLUMN_ID = props.MAX_COLUMN_ID
 PARQUET_FIELD_ID = b"PARQUET:field_id"  # pyarrow's metadata key for a parquet field id
 
 
 def mode(conf: Mapping[str, str]) -> str:
-    """`none`, `name` or `id`."""
-    return str(conf.get(MODE, "none")).strip().lower() or "none"
+    """`none`, `name` or `id` (`TableProperties.column_mapping_mode`)."""
+    return props.TableProperties(conf).column_mapping_mode
 
 
 def _meta(f: pa.Field, key: str) -> object | None:
@@ -376,10 +377,7 @@ def with_new_fields(metadata: Metadata, schema: pa.Schema) -> Metadata:
     `delta.columnMapping.maxColumnId` grows (ids are never reused, even of dropped columns)."""
     if mode(metadata.configuration) == "none":
         return dataclasses.replace(metadata, schema_string=schema_to_json(schema))
-    try:
-        start = int(metadata.configuration.get(MAX_COLUMN_ID, 0))
-    except ValueError:
-        start = 0
+    start = props.TableProperties(metadata.configuration).max_column_id
     current = set(schema_from_json(metadata.schema_string).names)
     # a new column never keeps ids or names it brought along (a copy of a mapped column would
     # otherwise reuse that column's ids and physical names)

@@ -33,6 +33,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from sqlglot import exp
 
+from airflow_txnlog.engine import feature_registry as registry
+from airflow_txnlog.engine import properties as props
 from airflow_txnlog.engine.errors import (
     ConstraintNotFoundError,
     ConstraintViolationError,
@@ -46,12 +48,12 @@ from airflow_txnlog.engine.schema import schema_from_json
 from airflow_txnlog.engine.sql.expressions import CompiledExpression, compile_expression, violations
 from airflow_txnlog.engine.sql.literal_text import sql_literal
 
-CONSTRAINT_PREFIX = "delta.constraints."
-INVARIANTS_KEY = "delta.invariants"
+CONSTRAINT_PREFIX = props.CONSTRAINT_PREFIX
+INVARIANTS_KEY = registry.INVARIANTS_KEY
 CHECK = "CHECK constraint"
 INVARIANT = "invariant"
 GENERATED = "generated column"
-EXPECTATION = "expectation"  # (a write's own rule, spark.expectations; never stored in a table)
+EXPECTATION = "expectation"  # (a write's own rule, spark.features.expectations; never stored in a table)
 _SHOWN_VALUE = 200  # characters of one value shown in a violation message
 
 

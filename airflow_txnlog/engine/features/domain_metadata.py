@@ -13,11 +13,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from airflow_txnlog.engine import feature_registry as registry
 from airflow_txnlog.engine.errors import InvalidArgumentError
 from airflow_txnlog.engine.log.actions import DomainMetadata
 from airflow_txnlog.engine.validate import text
 
-FEATURE = "domainMetadata"
+FEATURE = registry.DOMAIN_METADATA.name
 RESERVED_PREFIX = "delta."
 
 

@@ -26,6 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from sqlglot import TokenType, exp
 
+from airflow_txnlog.engine import feature_registry as registry
 from airflow_txnlog.engine.errors import (
     InvalidArgumentError,
     PredicateError,
@@ -38,7 +39,8 @@ from airflow_txnlog.engine.log.actions import Metadata, Protocol
 from airflow_txnlog.engine.sql import parse as sql_parse
 from airflow_txnlog.engine.sql.expressions import compile_expression
 
-GENERATION_KEY = "delta.generationExpression"
+GENERATION_KEY = registry.GENERATION_KEY
+FEATURE = registry.GENERATED_COLUMNS.name
 _KEY = GENERATION_KEY.encode()
 
 
@@ -61,7 +63,7 @@ def enforced(metadata: Metadata, protocol: Protocol) -> dict[str, str]:
     protocol supports `generatedColumns` (writer 4+, or the feature listed): Delta treats the
     metadata of a table whose protocol lacks it as a plain column's (e.g. a table Databricks 8.0
     wrote), and so do we."""
-    if "generatedColumns" not in implied_features(protocol)[1]:
+    if FEATURE not in implied_features(protocol)[1]:
         return {}
     return of_schema_json(metadata.schema_string)
 
@@ -242,7 +244,7 @@ def refuse_nested(schema_string: str) -> None:
                 if GENERATION_KEY in (f.get("metadata") or {}):
                     raise UnsupportedFeatureError(
                         f"nested field {name[1:]!r} has a generation expression; only top-level columns are "
-                        "generated columns", feature="generatedColumns",
+                        "generated columns", feature=FEATURE,
                     )  # fmt: skip
                 walk(f.get("type"), name)
 

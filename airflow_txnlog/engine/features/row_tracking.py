@@ -34,31 +34,30 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from airflow_txnlog.engine import feature_registry as registry
+from airflow_txnlog.engine import properties as props
 from airflow_txnlog.engine.errors import InvalidArgumentError, LogCorruptedError
 from airflow_txnlog.engine.log.actions import DOMAIN_METADATA, AddFile, DomainMetadata, Metadata, Protocol
 
-FEATURE = "rowTracking"
+FEATURE = registry.ROW_TRACKING.name
 DOMAIN = "delta.rowTracking"
-ENABLED = "delta.enableRowTracking"
-SUSPENDED = "delta.rowTrackingSuspended"
-ROW_ID_COLUMN = "delta.rowTracking.materializedRowIdColumnName"
-COMMIT_VERSION_COLUMN = "delta.rowTracking.materializedRowCommitVersionColumnName"
+ENABLED = props.ENABLE_ROW_TRACKING
+SUSPENDED = props.ROW_TRACKING_SUSPENDED
+ROW_ID_COLUMN = props.ROW_ID_COLUMN_KEY
+COMMIT_VERSION_COLUMN = props.COMMIT_VERSION_COLUMN_KEY
 PRESERVED_TAG = "delta.rowTracking.preserved"
 ROW_ID, ROW_COMMIT_VERSION = "_row_id", "_row_commit_version"  # the columns reads add (opt-in)
 _MARK = "rowIdHighWaterMark"
 
 
-def _on(conf: Mapping[str, str], key: str) -> bool:
-    return str(conf.get(key, "false")).strip().lower() == "true"
-
-
 def assigns(protocol: Protocol, metadata: Metadata) -> bool:
     """Whether commits must assign row ids: the feature is listed and not suspended."""
-    return FEATURE in (protocol.writer_features or ()) and not _on(metadata.configuration, SUSPENDED)
+    listed = FEATURE in (protocol.writer_features or ())
+    return listed and not props.TableProperties(metadata.configuration).row_tracking_suspended
 
 
 def enabled(conf: Mapping[str, str]) -> bool:
-    return _on(conf, ENABLED)
+    return props.TableProperties(conf).row_tracking
 
 
 def with_column_names(conf: Mapping[str, str], taken: Iterable[str]) -> dict[str, str]:
@@ -182,7 +181,8 @@ def domain(mark: int) -> DomainMetadata:
 
 def hidden_columns(conf: Mapping[str, str]) -> list[str]:
     """The names of the two hidden columns (materialized row ids, commit versions) that are set."""
-    return [n for n in (conf.get(ROW_ID_COLUMN), conf.get(COMMIT_VERSION_COLUMN)) if n]
+    parsed = props.TableProperties(conf)
+    return [n for n in (parsed.row_id_column, parsed.row_commit_version_column) if n]
 
 
 def row_columns(
@@ -195,7 +195,8 @@ def row_columns(
     fresh_ids = pa.array(np.arange(rows, dtype=np.int64) + add.base_row_id, pa.int64())
     fresh_versions = pa.repeat(pa.scalar(add.default_row_commit_version, pa.int64()), rows)
     ids, versions = fresh_ids, fresh_versions
-    id_col, version_col = conf.get(ROW_ID_COLUMN), conf.get(COMMIT_VERSION_COLUMN)
+    parsed = props.TableProperties(conf)
+    id_col, version_col = parsed.row_id_column, parsed.row_commit_version_column
     if id_col and id_col in table.column_names:
         ids = pc.coalesce(table.column(id_col).combine_chunks().cast(pa.int64()), fresh_ids)
     if version_col and version_col in table.column_names:

@@ -1,16 +1,21 @@
 """Delta table features: which ones this engine reads and writes, and how properties turn them on.
 
+Every fact about a feature (wire name, reader-writer or writer-only, the legacy versions implying it,
+what turns it on, whether the engine reads, writes and checkpoints it) is in the feature registry
+(engine.feature_registry); the sets below are derived from it, and the rules here apply them:
+
     read   check_read_supported: the reader version and features (SUPPORTED_READER_FEATURES), type
            widening it can read, the column-mapping mode
     write  check_write_supported: the writer version and features (SUPPORTED_WRITER_FEATURES), and the
            features a table's metadata uses that a writer must enforce (constraints, generated and
            identity columns, invariants): a table using one the engine cannot enforce is refused
-    legacy implied_features: what a protocol below reader 3 / writer 7 implies (PROTOCOL.md)
+    legacy implied_features: what a protocol below reader 3 / writer 7 implies (`Feature.legacy`)
     change features_for / upgraded / requested_versions: properties -> the table features they turn
-           on (FEATURE_PROPERTIES; `delta.feature.<name>` = `supported` names one directly;
-           `delta.minReaderVersion` / `minWriterVersion` raise the versions) -> the new protocol =
-           the current one + those features, never less: a legacy protocol moving to table features
-           lists the features its versions implied (Delta's rule), so nothing the table had is lost.
+           on (`Feature.switch`, engine.properties.property_features; `delta.feature.<name>` =
+           `supported` names one directly; `delta.minReaderVersion` / `minWriterVersion` raise the
+           versions) -> the new protocol = the current one + those features, never less: a legacy
+           protocol moving to table features lists the features its versions implied (Delta's rule),
+           so nothing the table had is lost.
 
 A property whose feature the engine cannot honor (change data feed, row tracking, column mapping,
 in-commit timestamps on an existing table, ...) is refused before anything is written; so is any
@@ -25,9 +30,10 @@ import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from airflow_txnlog.engine import feature_registry as registry
 from airflow_txnlog.engine import properties as props
 from airflow_txnlog.engine.errors import InvalidArgumentError, UnsupportedFeatureError
-from airflow_txnlog.engine.features import column_mapping, type_widening, variant
+from airflow_txnlog.engine.features import column_mapping, type_widening
 from airflow_txnlog.engine.log.actions import Metadata, Protocol
 from airflow_txnlog.engine.schema import (
     schema_from_json,
@@ -36,35 +42,13 @@ from airflow_txnlog.engine.schema import (
     uses_variant,
 )
 
-READER_WRITER_FEATURES = frozenset(
-    {
-        "deletionVectors",
-        "typeWidening",
-        "typeWidening-preview",
-        "v2Checkpoint",
-        "timestampNtz",
-        "columnMapping",
-        "vacuumProtocolCheck",
-    }
-)
-_VERSION_KEYS = {"delta.minReaderVersion": 3, "delta.minWriterVersion": 7}
-FEATURE_PREFIX = "delta.feature."
+READER_WRITER_FEATURES = registry.names(where="readers")
+_VERSION_KEYS = {props.MIN_READER_VERSION: 3, props.MIN_WRITER_VERSION: 7}
 
 # columnMapping: modes name and id (engine.features.column_mapping), read with logical names.
 # variantType: read as delta-rs does (engine.schema.VARIANT) and written unshredded
 # (engine.features.variant).
-SUPPORTED_READER_FEATURES = frozenset(
-    {
-        "timestampNtz",
-        "vacuumProtocolCheck",
-        "columnMapping",
-        "deletionVectors",
-        "v2Checkpoint",
-        "variantType",
-        "variantType-preview",
-    }
-    | type_widening.FEATURES
-)
+SUPPORTED_READER_FEATURES = frozenset(f.name for f in registry.FEATURES if f.readers and f.reads)
 MAX_READER_VERSION = 3
 
 
@@ -83,9 +67,9 @@ def check_read_supported(protocol: Protocol, metadata: Metadata) -> None:
     if features & type_widening.FEATURES or type_widening.TYPE_CHANGES in metadata.schema_string:
         type_widening.check_supported(schema_from_json(metadata.schema_string))
     mapping = column_mapping.mode(metadata.configuration)
-    if mapping not in ("none", "name", "id"):
+    if mapping not in props.COLUMN_MAPPING_MODES:
         raise UnsupportedFeatureError(
-            f"column mapping mode {mapping!r} is not supported", feature="columnMapping"
+            f"column mapping mode {mapping!r} is not supported", feature=registry.COLUMN_MAPPING.name
         )
 
 
@@ -112,39 +96,17 @@ def check_read_supported(protocol: Protocol, metadata: Metadata) -> None:
 # enabling it backfills the live files in the same commit (engine.write.alter_table).
 # typeWidening: honored by never changing a column's type (schema evolution only adds columns, and
 # keeps every field's metadata, `delta.typeChanges` included) and by reading widened files.
-SUPPORTED_WRITER_FEATURES = frozenset(
-    {
-        "appendOnly",
-        "invariants",
-        "checkConstraints",
-        "generatedColumns",
-        "identityColumns",
-        "timestampNtz",
-        "vacuumProtocolCheck",
-        "deletionVectors",
-        "inCommitTimestamp",
-        "v2Checkpoint",
-        "changeDataFeed",
-        "columnMapping",
-        "domainMetadata",
-        "clustering",
-        "rowTracking",
-    }
-    | type_widening.FEATURES
-    | variant.FEATURES
-)
+SUPPORTED_WRITER_FEATURES = registry.names(where="writes")
 MAX_WRITER_VERSION = 7
 # Features a column or property uses (`features_in_use`) that every write path enforces
 # (engine.features.constraints, .generated, .identity; the Spark layer evaluates the same
 # expressions with Spark SQL, and refuses what it cannot number), so a table using them is writable.
-# Only their nested uses, which Delta has none of, are refused.
-ENFORCED_WHEN_USED = frozenset({"invariants", "checkConstraints", "generatedColumns", "identityColumns"})
-_CONSTRAINT_PREFIX = "delta.constraints."
-_FIELD_MARKS = {  # a field metadata key (or key prefix) -> the feature it uses
-    "delta.invariants": "invariants",
-    "delta.generationExpression": "generatedColumns",
-    "delta.identity.": "identityColumns",
-}
+# Only their nested uses, which Delta has none of, are refused (`_TOP_LEVEL_ONLY`).
+ENFORCED_WHEN_USED = registry.names(where="row_rules")
+# The row-rule features a column's metadata marks (`Feature.column_key`); Delta makes only top-level
+# columns generated or identity columns, and the writers here enforce only those.
+_MARKED = tuple(f for f in registry.FEATURES if f.row_rules and f.column_key)
+_TOP_LEVEL_ONLY = (registry.GENERATED_COLUMNS, registry.IDENTITY_COLUMNS)
 
 
 def check_write_supported(protocol: Protocol, metadata: Metadata) -> None:
@@ -169,28 +131,26 @@ def check_write_supported(protocol: Protocol, metadata: Metadata) -> None:
 
 
 def _nested_use(metadata: Metadata, feature: str) -> bool:
-    """Whether a nested field has a generation expression or identity metadata: Delta makes only
-    top-level columns generated or identity columns, and the writers here enforce only those."""
-    prefix = {"generatedColumns": "delta.generationExpression", "identityColumns": "delta.identity."}.get(
-        feature
-    )
-    if prefix is None:
+    """Whether a nested field uses `feature`, one of `_TOP_LEVEL_ONLY` (generation expression,
+    identity metadata); False for the other features."""
+    marked = next((f for f in _TOP_LEVEL_ONLY if f.name == feature), None)
+    if marked is None:
         return False
     paths = _field_metadata(json.loads(metadata.schema_string))
-    return any("." in path and any(k.startswith(prefix) for k in keys) for path, keys in paths)
+    return any("." in path and any(marked.marks(k) for k in keys) for path, keys in paths)
 
 
 def features_in_use(metadata: Metadata) -> dict[str, str]:
     """The features the table's properties and columns use that a writer must enforce, each with
     where it is used (a property, or a column path)."""
     used: dict[str, str] = {}
-    constraints = sorted(k for k in metadata.configuration if k.startswith(_CONSTRAINT_PREFIX))
+    constraints = sorted(k for k in metadata.configuration if k.startswith(props.CONSTRAINT_PREFIX))
     if constraints:
-        used["checkConstraints"] = f"property {constraints[0]}"
+        used[registry.CHECK_CONSTRAINTS.name] = f"property {constraints[0]}"
     for path, keys in _field_metadata(json.loads(metadata.schema_string)):
-        for mark, feature in _FIELD_MARKS.items():
-            if any(k == mark or (mark.endswith(".") and k.startswith(mark)) for k in keys):
-                used.setdefault(feature, f"column {path}")
+        for feature in _MARKED:
+            if any(feature.marks(k) for k in keys):
+                used.setdefault(feature.name, f"column {path}")
     return used
 
 
@@ -201,10 +161,11 @@ def schema_features(protocol: Protocol, schema_string: str) -> set[str]:
     without time zone (at any depth)."""
     _, named = implied_features(protocol)
     needed = set()
-    if uses_variant(schema_string) and not named & variant.FEATURES:
-        needed.add(variant.FEATURE)
-    if uses_timestamp_ntz_json(schema_string) and "timestampNtz" not in named:
-        needed.add("timestampNtz")
+    variants = {registry.VARIANT_TYPE.name, registry.VARIANT_TYPE_PREVIEW.name}
+    if uses_variant(schema_string) and not named & variants:
+        needed.add(registry.VARIANT_TYPE.name)
+    if uses_timestamp_ntz_json(schema_string) and registry.TIMESTAMP_NTZ.name not in named:
+        needed.add(registry.TIMESTAMP_NTZ.name)
     return needed
 
 
@@ -224,57 +185,32 @@ def _field_metadata(node: Any, path: str = "") -> Iterator[tuple[str, set[str]]]
         yield from _field_metadata(node.get("valueType"), f"{path}.value")
 
 
-# What a legacy protocol version implies, as table features (PROTOCOL.md "Table Features").
-_LEGACY_WRITER = (
-    "appendOnly",
-    "invariants",
-    "checkConstraints",
-    "changeDataFeed",
-    "generatedColumns",
-    "columnMapping",
-    "identityColumns",
-)
-_LEGACY_WRITER_COUNT = {2: 2, 3: 3, 4: 5, 5: 6, 6: 7}
+# What a legacy protocol version implies (PROTOCOL.md "Table Features"): feature -> (reader, writer).
+_LEGACY = {f.name: (f, f.legacy) for f in registry.FEATURES if f.legacy is not None}
 
 
 def implied_features(protocol: Protocol) -> tuple[set[str], set[str]]:
     """(reader features, writer features) the protocol supports: listed ones at versions 3 / 7,
-    the ones a legacy version implies below them."""
+    the ones a legacy version implies below them (reader-writer ones on the reader side too)."""
     readers = set(protocol.reader_features or ())
     writers = set(protocol.writer_features or ())
-    if protocol.min_writer_version < 7:
-        writers |= set(_LEGACY_WRITER[: _LEGACY_WRITER_COUNT.get(protocol.min_writer_version, 0)])
-    if protocol.min_reader_version == 2:
-        readers.add("columnMapping")
+    r, w = protocol.min_reader_version, protocol.min_writer_version
+    for name, (feature, (reader, writer)) in _LEGACY.items():
+        if w < MAX_WRITER_VERSION and writer <= w:
+            writers.add(name)
+        if r < MAX_READER_VERSION and feature.readers and reader <= r:
+            readers.add(name)
     return readers, writers
 
 
 # Writer features whose state a classic checkpoint (engine.state.checkpoint's columns) carries
-# completely: table properties, schema metadata, column types, domainMetadata rows and the add fields
-# of row tracking and clustering, and the deletion vector descriptors of adds and removes
-# (deletionVectors; a part may hold an add and a tombstone of one path with different DVs: rows are
-# keyed by (path, DV id)). v2Checkpoint tables get UUID-named V2 checkpoints with a sidecar
+# completely (`Feature.checkpoints`): table properties, schema metadata, column types, domainMetadata
+# rows and the add fields of row tracking and clustering, and the deletion vector descriptors of adds
+# and removes (deletionVectors; a part may hold an add and a tombstone of one path with different DVs:
+# rows are keyed by (path, DV id)). v2Checkpoint tables get UUID-named V2 checkpoints with a sidecar
 # (engine.log.checkpoint_v2.write). Anything else (features not yet known) is refused rather than
-# written lossily.
-CHECKPOINT_WRITER_FEATURES = (
-    frozenset(_LEGACY_WRITER)
-    | frozenset(
-        {
-            "timestampNtz",
-            "domainMetadata",
-            "rowTracking",
-            "clustering",
-            "vacuumProtocolCheck",
-            "inCommitTimestamp",
-            "allowColumnDefaults",
-            "deletionVectors",
-            "typeWidening",
-            "typeWidening-preview",
-            "v2Checkpoint",
-        }
-    )
-    | variant.FEATURES
-)  # (the log holds no variant values; stats_parsed has its nullCount only)
+# written lossily. (The log holds no variant values; stats_parsed has its nullCount only.)
+CHECKPOINT_WRITER_FEATURES = registry.names(where="checkpoints")
 
 
 def require_checkpoint_supported(protocol: Protocol, action: str) -> None:
@@ -301,7 +237,7 @@ def require_checkpoint_supported(protocol: Protocol, action: str) -> None:
 
 def changes_protocol_only(key: str) -> bool:
     """`delta.feature.*` and the version keys change the protocol; Delta does not keep them as properties."""
-    return key in _VERSION_KEYS or key.startswith(FEATURE_PREFIX)
+    return key in _VERSION_KEYS or key.startswith(props.FEATURE_PREFIX)
 
 
 def features_for(changes: Mapping[str, str]) -> tuple[set[str], set[str]]:
@@ -309,9 +245,9 @@ def features_for(changes: Mapping[str, str]) -> tuple[set[str], set[str]]:
     `supported` included (UnsupportedFeatureError for one the engine cannot honor)."""
     readers, writers = props.property_features(changes)
     for key, value in changes.items():
-        if key.startswith(FEATURE_PREFIX) and str(value).strip().lower() == "supported":
-            feature = key[len(FEATURE_PREFIX) :]
-            if feature == "clustering":  # (Delta refuses it too: a clustered table needs its domain)
+        if key.startswith(props.FEATURE_PREFIX) and str(value).strip().lower() == "supported":
+            feature = key[len(props.FEATURE_PREFIX) :]
+            if feature == registry.CLUSTERING.name:  # (Delta refuses it too: the table needs its domain)
                 raise InvalidArgumentError(
                     f"{key}: a table is clustered by naming its keys; nothing was written. Help: use "
                     "Table.cluster_by([...]) (or cluster_by= at create)"
@@ -325,8 +261,7 @@ def features_for(changes: Mapping[str, str]) -> tuple[set[str], set[str]]:
             writers.add(feature)
             if feature in READER_WRITER_FEATURES:
                 readers.add(feature)
-    writers |= {props.REQUIRED_FEATURES[f] for f in writers if f in props.REQUIRED_FEATURES}
-    return readers, writers
+    return readers, registry.with_required(writers)
 
 
 def upgraded(
@@ -334,8 +269,8 @@ def upgraded(
 ) -> Protocol:
     """The protocol with the features added (never lower than `protocol`; itself when it has them)."""
     old_readers, old_writers = implied_features(protocol)
-    want_reader = max(protocol.min_reader_version, versions.get("delta.minReaderVersion", 0))
-    want_writer = max(protocol.min_writer_version, versions.get("delta.minWriterVersion", 0))
+    want_reader = max(protocol.min_reader_version, versions.get(props.MIN_READER_VERSION, 0))
+    want_writer = max(protocol.min_writer_version, versions.get(props.MIN_WRITER_VERSION, 0))
     new_readers, new_writers = readers - old_readers, (writers | readers) - old_writers
     same = (want_reader, want_writer) == (protocol.min_reader_version, protocol.min_writer_version)
     if not new_readers and not new_writers and same:
@@ -347,7 +282,7 @@ def upgraded(
         want_writer = 7
     elif want_reader == 2:
         want_writer = max(want_writer, 5)
-        old_writers = old_writers | {"columnMapping"}
+        old_writers = old_writers | {registry.COLUMN_MAPPING.name}
     return Protocol(
         want_reader,
         want_writer,
@@ -357,15 +292,7 @@ def upgraded(
 
 
 # The legacy writer version that first implied each feature (PROTOCOL.md "Table Features").
-LEGACY_WRITER_VERSION = {
-    "appendOnly": 2,
-    "invariants": 2,
-    "checkConstraints": 3,
-    "changeDataFeed": 4,
-    "generatedColumns": 4,
-    "columnMapping": 5,
-    "identityColumns": 6,
-}
+LEGACY_WRITER_VERSION = {name: versions[1] for name, (_, versions) in _LEGACY.items()}
 
 
 def with_writer_feature(protocol: Protocol, feature: str) -> Protocol:
@@ -412,8 +339,8 @@ def enable_column_mapping(metadata: Metadata, value: str) -> tuple[Metadata, dic
             f"{props.COLUMN_MAPPING_MODE}: {current!r} -> {new!r} is not supported on an existing table; "
             "only 'none' -> 'name' is (existing files carry no field ids for 'id', and mapping cannot be "
             "undone without rewriting files). Nothing was written",
-            feature="columnMapping",
+            feature=registry.COLUMN_MAPPING.name,
         )
     schema, max_id = column_mapping.mapped_schema(schema_from_json(metadata.schema_string))
     mapped = dataclasses.replace(metadata, schema_string=schema_to_json(schema))
-    return mapped, {props.COLUMN_MAPPING_MODE: "name", column_mapping.MAX_COLUMN_ID: str(max_id)}
+    return mapped, {props.COLUMN_MAPPING_MODE: "name", props.MAX_COLUMN_ID: str(max_id)}

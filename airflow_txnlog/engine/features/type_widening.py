@@ -27,10 +27,11 @@ from typing import Any
 import orjson
 import pyarrow as pa
 
+from airflow_txnlog.engine import feature_registry as registry
 from airflow_txnlog.engine.errors import UnsupportedFeatureError
 
 TYPE_CHANGES = "delta.typeChanges"
-FEATURES = frozenset({"typeWidening", "typeWidening-preview"})
+FEATURES = frozenset({registry.TYPE_WIDENING.name, registry.TYPE_WIDENING_PREVIEW.name})
 _INTEGERS = ("byte", "short", "integer", "long")
 _DECIMAL_RE = re.compile(r"^decimal\(\s*(\d+)\s*,\s*(\d+)\s*\)$")
 _INTEGER_DIGITS = {"byte": 10, "short": 10, "integer": 10, "long": 20}

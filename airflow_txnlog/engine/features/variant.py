@@ -23,12 +23,13 @@ from collections.abc import Callable, Iterator
 
 import pyarrow as pa
 
+from airflow_txnlog.engine import feature_registry as registry
 from airflow_txnlog.engine.errors import InvalidArgumentError
 from airflow_txnlog.engine.features import variant_encoding
 from airflow_txnlog.engine.schema import VARIANT, is_variant
 
-FEATURE = "variantType"
-FEATURES = frozenset({FEATURE, "variantType-preview"})
+FEATURE = registry.VARIANT_TYPE.name
+FEATURES = frozenset({FEATURE, registry.VARIANT_TYPE_PREVIEW.name})
 FILE_VARIANT = pa.struct([pa.field("value", pa.binary(), False), pa.field("metadata", pa.binary(), False)])
 
 

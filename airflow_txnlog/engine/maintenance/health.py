@@ -22,7 +22,6 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from airflow_txnlog.engine import properties as props
 from airflow_txnlog.engine.log.log_segment import list_log, monotonic_timestamps
 from airflow_txnlog.engine.log.replay import key_path, key_paths
 from airflow_txnlog.engine.maintenance.maintenance_table import MaintenanceTable
@@ -59,11 +58,11 @@ def table_health(table: MaintenanceTable, *, small_file_bytes: int | None = None
         "small_file_bytes", small_file_bytes, minimum=0, integer=True, none_means="a quarter of the target"
     )
     storage, snap = table.storage, table.snapshot()
-    conf = snap.metadata.configuration
-    small = small_file_bytes if small_file_bytes is not None else props.target_file_size(conf) // 4
+    table_properties = snap.table_properties
+    small = small_file_bytes if small_file_bytes is not None else table_properties.target_file_size // 4
     sizes = snap.file_sizes()
     now = int(time.time() * 1000)
-    cutoff = now - props.deleted_file_retention_ms(conf)
+    cutoff = now - table_properties.deleted_file_retention_ms
     tombstones = snap.tombstone_table()
     old = tombstones.filter(pc.less_equal(tombstones.column("deletion_timestamp"), cutoff))
     # Only what vacuum can still delete: expired tombstones whose file is still there and not live

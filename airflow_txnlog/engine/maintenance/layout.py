@@ -1,5 +1,5 @@
 """OPTIMIZE with a layout: Z-order, liquid clustering, or plain compaction; planned here, run by
-the engine (pyarrow, `optimize_layout`) or by Spark (airflow_txnlog.spark.optimize, same plan).
+the engine (pyarrow, `optimize_layout`) or by Spark (airflow_txnlog.spark.maintenance.optimize, same plan).
 
     plan_layout(snapshot, zorder_by, where, full, target)
         zorder   zorder_by given (an unclustered table): every live file of each partition that the
@@ -41,8 +41,12 @@ from typing import Any
 
 import pyarrow as pa
 
-from airflow_txnlog.engine import properties as props
-from airflow_txnlog.engine.errors import CommitConflictError, CommitRetriesExceededError, InvalidArgumentError
+from airflow_txnlog.engine.errors import (
+    CommitConflictError,
+    CommitRetriesExceededError,
+    InvalidArgumentError,
+    LogCorruptedError,
+)
 from airflow_txnlog.engine.features import clustering, row_tracking
 from airflow_txnlog.engine.features.table_features import check_write_supported
 from airflow_txnlog.engine.log.actions import AddFile
@@ -151,7 +155,7 @@ def plan_layout(
     number("target_file_size", target_file_size, minimum=1, integer=True, none_means="the table's")
     _partition_only(snap, where)
     mode, columns = _mode(snap, zorder_by, full)
-    target = props.target_file_size(snap.metadata.configuration, target_file_size)
+    target = target_file_size if target_file_size is not None else snap.table_properties.target_file_size
     files = snap.files(where)
     if only is not None:
         files = [f for f in files if f.path in only]
@@ -302,13 +306,14 @@ def layout_summary(snap: Snapshot) -> dict[str, Any]:
     """How a version is laid out, for a UI: clustering keys, how much of it the engine clustered
     (files and bytes with clusteringProvider=liquid; other providers' counted apart) and row tracking
     (the feature, the property, the `delta.rowTracking` domain's high-water mark)."""
-    files = snap.files() if snap.clustering_columns() or clustering.DOMAIN in snap.domain_metadata() else []
+    domains = snap.domain_metadata()
+    files = snap.files() if snap.clustering_columns() or clustering.DOMAIN in domains else []
     ours = [f for f in files if f.clustering_provider == clustering.PROVIDER]
     other = [f for f in files if f.clustering_provider not in (None, clustering.PROVIDER)]
     writers = set(snap.protocol.writer_features or ())
-    try:
-        mark = json.loads(snap.domain_metadata().get("delta.rowTracking", "{}")).get("rowIdHighWaterMark")
-    except (ValueError, AttributeError):
+    try:  # (None: no domain, or one the UI should not fail on)
+        mark = row_tracking.high_water_mark(domains) if row_tracking.DOMAIN in domains else None
+    except LogCorruptedError:
         mark = None
     return {
         "clustered": clustering.FEATURE in writers,
@@ -319,8 +324,8 @@ def layout_summary(snap: Snapshot) -> dict[str, Any]:
         "otherProviderFiles": len(other),
         "bytes": sum(f.size for f in files),
         "rowTracking": {
-            "supported": "rowTracking" in writers,
-            "enabled": str(snap.metadata.configuration.get("delta.enableRowTracking", "")).lower() == "true",
+            "supported": row_tracking.FEATURE in writers,
+            "enabled": snap.table_properties.row_tracking,
             "highWaterMark": mark,
         },
     }

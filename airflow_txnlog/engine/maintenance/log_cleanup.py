@@ -33,7 +33,6 @@ import re
 import time
 from dataclasses import dataclass, field
 
-from airflow_txnlog.engine import properties as props
 from airflow_txnlog.engine.errors import RetentionTooShortError
 from airflow_txnlog.engine.features.table_features import require_checkpoint_supported
 from airflow_txnlog.engine.log import checkpoint_v2
@@ -86,7 +85,7 @@ def cleanup_log(
 
 
 def _retention_ms(snap: Snapshot, retention_hours: float | None, enforce: bool) -> int:
-    table_ms = props.log_retention_ms(snap.metadata.configuration)
+    table_ms = snap.table_properties.log_retention_ms
     if retention_hours is None:
         return table_ms
     wanted = round(retention_hours * 3_600_000)

@@ -36,7 +36,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import pyarrow.compute as pc
 
@@ -67,12 +67,10 @@ from airflow_txnlog.engine.maintenance.savepoints import (
 from airflow_txnlog.engine.state.add_actions import select_adds
 from airflow_txnlog.engine.state.snapshot import Snapshot
 from airflow_txnlog.engine.storage import Storage
-from airflow_txnlog.engine.validate import flag, one_of, text
+from airflow_txnlog.engine.validate import ForeignCommitsPolicy, flag, one_of, text
 from airflow_txnlog.engine.write.provenance import OWNER_TAG
 from airflow_txnlog.engine.write.transaction import ENGINE_INFO, Transaction
 
-ForeignCommitsPolicy = Literal["fail", "force"]
-"""What a restore does about commits of other writers since its target: refuse, or discard them."""
 MAX_REPLANS = 25
 # Back off between re-plans (jittered, doubling up to 1 s): a restore reads the whole table, so on a
 # busy table it must leave a gap between other writers' commits instead of racing them head-on.

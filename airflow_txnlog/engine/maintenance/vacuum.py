@@ -64,7 +64,7 @@ class VacuumResult:
 
 def retention_ms(snap: Snapshot, retention_hours: float | None, enforce: bool) -> int:
     number("retention_hours", retention_hours, minimum=0, none_means="the table's delete retention")
-    default = props.deleted_file_retention_ms(snap.metadata.configuration)
+    default = snap.table_properties.deleted_file_retention_ms
     if retention_hours is None:
         return default
     wanted = round(retention_hours * HOUR_MS)  # (round: ms -> hours -> ms must come back equal)
@@ -228,7 +228,7 @@ def vacuum(
     params = {
         "vacuumType": "LITE" if lite else "FULL",
         "retentionCheckEnabled": enforce_retention,
-        "defaultRetentionMillis": props.deleted_file_retention_ms(snap.metadata.configuration),
+        "defaultRetentionMillis": snap.table_properties.deleted_file_retention_ms,
         "specifiedRetentionMillis": keep_ms,
     }
     start = table.transaction("VACUUM START", params).commit(

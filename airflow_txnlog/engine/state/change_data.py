@@ -181,7 +181,7 @@ def changes(
     unknown = [c for c in cols if c not in final.schema.names]
     if unknown:
         raise InvalidArgumentError(f"unknown columns {unknown}; the table has {final.schema.names}")
-    ict = props.in_commit_timestamps(final.metadata.configuration)
+    ict = final.table_properties.in_commit_timestamps
     stamps = commit_timestamps(storage, listing, in_commit_timestamps=ict)
     meta = load_snapshot(storage, start).metadata  # (commit `start` may change it again: applied below)
     reader = _Reader(final, cols)

@@ -41,7 +41,6 @@ objects. `add_stats_json` gives the JSON stats of checkpoint add rows, rendering
 from __future__ import annotations
 
 import io
-from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -76,6 +75,7 @@ from airflow_txnlog.engine.log.stats_struct import (
     parse_stats,
     stats_parsed_type,
 )
+from airflow_txnlog.engine.properties import TableProperties
 from airflow_txnlog.engine.schema import schema_from_json
 from airflow_txnlog.engine.state.add_actions import partition_lookup, typed_partition
 from airflow_txnlog.engine.storage import LOG_DIR, Storage
@@ -105,21 +105,6 @@ DOMAIN_METADATA_TYPE = pa.struct(
     [("domain", pa.string()), ("configuration", pa.string()), ("removed", pa.bool_())]
 )
 DEFAULT_PART_SIZE = 1_000_000
-
-WRITE_STATS_AS_JSON = "delta.checkpoint.writeStatsAsJson"
-WRITE_STATS_AS_STRUCT = "delta.checkpoint.writeStatsAsStruct"
-
-
-# ----------------------------------------------------------------------------- properties
-def write_stats_as_json(conf: Mapping[str, str]) -> bool:
-    """`delta.checkpoint.writeStatsAsJson`, default true (only an explicit "false" turns it off)."""
-    return str(conf.get(WRITE_STATS_AS_JSON, "true")).strip().lower() != "false"
-
-
-def write_stats_as_struct(conf: Mapping[str, str]) -> bool:
-    """`delta.checkpoint.writeStatsAsStruct`, default true as in Delta (only an explicit "false" turns
-    it off)."""
-    return str(conf.get(WRITE_STATS_AS_STRUCT, "true")).strip().lower() != "false"
 
 
 # ----------------------------------------------------------------------------- read
@@ -327,8 +312,9 @@ def checkpoint_table(
     assert state.protocol is not None and state.metadata is not None
     require_checkpoint_supported(state.protocol, "write a checkpoint")
     conf = state.metadata.configuration
-    as_json = write_stats_as_json(conf) if stats_as_json is None else stats_as_json
-    as_struct = write_stats_as_struct(conf) if stats_as_struct is None else stats_as_struct
+    table = TableProperties(conf)  # (`delta.checkpoint.writeStatsAs*`, default true)
+    as_json = table.write_stats_as_json if stats_as_json is None else stats_as_json
+    as_struct = table.write_stats_as_struct if stats_as_struct is None else stats_as_struct
     # stats_parsed and partitionValues_parsed use the names in the files: physical ones under
     # column mapping, as the JSON stats and partitionValues do
     meta = column_mapping.physical_metadata(state.metadata) or state.metadata

@@ -98,6 +98,11 @@ class Snapshot:
     def properties(self) -> dict[str, str]:
         return dict(self.metadata.configuration)
 
+    @cached_property
+    def table_properties(self) -> props.TableProperties:
+        """The table properties as typed values, parsed once for this version (each on first use)."""
+        return props.TableProperties(self.metadata.configuration)
+
     @property
     def checkpoint_version(self) -> int | None:
         return self._segment.checkpoint_version

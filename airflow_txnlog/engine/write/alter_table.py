@@ -34,6 +34,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from airflow_txnlog.engine import feature_registry as registry
 from airflow_txnlog.engine import properties as props
 from airflow_txnlog.engine.errors import (
     InvalidArgumentError,
@@ -63,11 +64,11 @@ Begin = Callable[[str, dict[str, Any]], Transaction]
 RowCheck = Callable[[Snapshot, constraints.Rule], tuple[int, dict[str, Any] | None]]
 
 
-def _require_mapping(conf: dict[str, str], what: str) -> None:
-    if column_mapping.mode(conf) == "none":
+def _require_mapping(snap: Snapshot, what: str) -> None:
+    if snap.table_properties.column_mapping_mode == "none":
         raise UnsupportedFeatureError(
             f"{what} needs column mapping (the files keep the old names); this table has none. {HELP_ENABLE}",
-            feature="columnMapping",
+            feature=registry.COLUMN_MAPPING.name,
         )
 
 
@@ -126,7 +127,7 @@ def rename_column(begin: Begin, old: str, new: str) -> int:
     txn = begin("RENAME COLUMN", {"oldColumnPath": old, "newColumnPath": new})
     meta = txn.snapshot.metadata
     _refuse_ruled(txn, [path[0]], "rename_column")
-    _require_mapping(dict(meta.configuration), "rename_column")
+    _require_mapping(txn.snapshot, "rename_column")
     schema = schema_from_json(meta.schema_string)
     renamed = pa.schema(_rename_in(list(schema), path, new, old), metadata=schema.metadata)
     parts = tuple(
@@ -145,7 +146,7 @@ def drop_columns(begin: Begin, columns: Sequence[str]) -> int:
         raise InvalidArgumentError("drop_columns: name at least one column")
     txn = begin("DROP COLUMNS", {"columns": json.dumps(list(wanted))})
     meta = txn.snapshot.metadata
-    _require_mapping(dict(meta.configuration), "drop_columns")
+    _require_mapping(txn.snapshot, "drop_columns")
     schema = schema_from_json(meta.schema_string)
     by_lower = {f.name.lower(): f.name for f in schema}
     missing = [c for c in wanted if c.lower() not in by_lower]
@@ -196,8 +197,8 @@ def set_properties(begin: Begin, properties: Mapping[str, str]) -> int:
         metadata, extra = table_features.enable_column_mapping(metadata, conf.pop(props.COLUMN_MAPPING_MODE))
         conf.update(extra)
         if extra:
-            readers.add("columnMapping")
-            writers.add("columnMapping")
+            readers.add(registry.COLUMN_MAPPING.name)
+            writers.add(registry.COLUMN_MAPPING.name)
     merged = {**metadata.configuration, **conf}
     _check_configuration(snap, metadata, merged, "set_properties")
     protocol = table_features.upgraded(snap.protocol, readers, writers, versions)
@@ -228,7 +229,7 @@ _KEEP_ON_UNSET = {
     props.COLUMN_MAPPING_MODE: "column mapping cannot be removed (the files use physical names)",
     props.ROW_ID_COLUMN_KEY: "the hidden row id column is named for good",
     props.COMMIT_VERSION_COLUMN_KEY: "the hidden row commit version column is named for good",
-    **{k: f"{why}" for k, why in props.MANAGED.items()},
+    **props.MANAGED,
     **{k: f"set it to '{'false' if on == 'true' else 'classic'}' to turn it off" for k, (_, _, on) in
        props.FEATURE_PROPERTIES.items()},
 }  # fmt: skip
@@ -309,8 +310,10 @@ def cluster_by(begin: Begin, columns: Sequence[str] | None) -> int:
     if not keys and clustering.DOMAIN not in snap.domain_metadata():
         raise InvalidArgumentError("cluster_by: the table is not clustered; there are no keys to remove")
     txn.parameters.update(oldClusteringColumns=",".join(old), newClusteringColumns=",".join(keys))
-    protocol = table_features.with_writer_feature(snap.protocol, "domainMetadata")
-    txn.update_protocol(table_features.with_writer_feature(protocol, clustering.FEATURE))
+    protocol = snap.protocol
+    for feature in (*registry.CLUSTERING.requires, registry.CLUSTERING.name):
+        protocol = table_features.with_writer_feature(protocol, feature)
+    txn.update_protocol(protocol)
     txn.stage_domain(clustering.domain_action(keys, schema, conf))
     return txn.commit()
 
@@ -335,7 +338,7 @@ def add_constraint(begin: Begin, name: str, expression: str, *, check: RowCheck 
             constraint=rule.name, expression=rule.expression, row=row, count=count,
         )  # fmt: skip
     txn.existing_rows_checked()
-    protocol = table_features.with_writer_feature(snap.protocol, "checkConstraints")
+    protocol = table_features.with_writer_feature(snap.protocol, registry.CHECK_CONSTRAINTS.name)
     if protocol != snap.protocol:
         txn.update_protocol(protocol)
     txn.update_metadata(metadata)

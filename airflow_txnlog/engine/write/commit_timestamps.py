@@ -22,7 +22,7 @@ def with_enablement(snap: Snapshot, staged: Metadata | None, version: int, ict: 
     (`snap` read without them), with the enablement version and timestamp it must record."""
     if staged is None or snap.version < 0:
         return staged
-    if props.in_commit_timestamps(snap.metadata.configuration):
+    if snap.table_properties.in_commit_timestamps:
         return staged
     extra = {props.ICT_ENABLEMENT_VERSION: str(version), props.ICT_ENABLEMENT_TIMESTAMP: str(ict)}
     return dataclasses.replace(staged, configuration={**staged.configuration, **extra})

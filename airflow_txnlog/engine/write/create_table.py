@@ -30,6 +30,7 @@ import orjson
 import pyarrow as pa
 
 from airflow_txnlog._shown import shown
+from airflow_txnlog.engine import feature_registry as registry
 from airflow_txnlog.engine import properties as props
 from airflow_txnlog.engine.errors import (
     InvalidArgumentError,
@@ -107,26 +108,24 @@ def _validate_schema(schema: pa.Schema, partition_by: tuple[str, ...]) -> pa.Sch
     return normalize_schema(schema)
 
 
-# Column metadata keys of features the engine does not honor when it writes (Delta's identity
-# columns, column mapping ids/names): a column carrying one is refused. (Generation expressions come
-# through `generated=` or the field metadata, invariants through the field metadata: both checked.)
-_COLUMN_FEATURES = {
-    "delta.identity.": "identityColumns",
-    "delta.columnMapping.": "columnMapping",
-}
+# Column metadata the engine writes itself (`Feature.assigned`: identity columns, column mapping ids and
+# names): a column carrying it raw is refused. (Generation expressions come through `generated=` or
+# the field metadata, invariants through the field metadata: both checked.)
+_ASSIGNED = tuple(f for f in registry.FEATURES if f.assigned)
 
 
 def _refuse_column_features(schema: pa.Schema) -> None:
     def walk(field: pa.Field, path: str) -> None:
         for raw_key in field.metadata or {}:
             key = raw_key.decode() if isinstance(raw_key, bytes) else str(raw_key)
-            for prefix, feature in _COLUMN_FEATURES.items():
-                if key.startswith(prefix):
+            for feature in _ASSIGNED:
+                if feature.marks(key):
                     raise UnsupportedFeatureError(
-                        f"column {path!r} has metadata {key!r}, which needs the table feature {feature!r}; "
-                        "nothing was created. Help: make identity columns with identity_columns= (which "
-                        "checks them), and column mapping with the delta.columnMapping.mode property",
-                        feature=feature,
+                        f"column {path!r} has metadata {key!r}, which needs the table feature "
+                        f"{feature.name!r}; nothing was created. Help: make identity columns with "
+                        "identity_columns= (which checks them), and column mapping with the "
+                        "delta.columnMapping.mode property",
+                        feature=feature.name,
                     )
         t = field.type
         if pa.types.is_struct(t):
@@ -164,33 +163,13 @@ def version_zero(
     :param cluster_by: clustering columns (engine.features.clustering); never with partition_by.
     :param spark_expressions: accept generation expressions only Spark computes (SparkTable.create)."""
     parts = _partition_columns(partition_by)
-    _refuse_column_features(schema)  # (raw identity metadata: identity_columns= checks it instead)
-    if identity_columns:
-        schema = identity.with_identity(schema, identity_columns, list(parts))
-    # (expressions given as field metadata are checked the same way; a variant result first: no
-    # expression could give one)
-    by_lower = {n.lower(): n for n in schema.names}
-    named = {by_lower.get(str(c).lower(), str(c)): e for c, e in (generated_columns or {}).items()}
-    variant.refuse_generated(schema, {**generated.of_schema(schema), **named})
-    schema = generated.with_generated(schema, generated_columns or {}, spark_only=spark_expressions)
-    norm = _validate_schema(schema, parts)
-    conf = mapping("properties", properties, example="{'delta.appendOnly': 'true'}", str_values=True)
-    conf = props.checked_changes(conf)
-    props.validate(conf)
-    stats_columns(conf)  # malformed quoting in delta.dataSkippingStatsColumns: InvalidArgumentError
+    schema, norm = _checked_schema(schema, parts, generated_columns, identity_columns, spark_expressions)
+    conf = _checked_properties(properties)
     text("name", name)
     text("description", description)
     variant.refuse_generated(norm, generated.of_schema(norm))
     char_varchar.specs(norm)  # (a CHAR / VARCHAR type string the writes could not keep is refused now)
-    if column_mapping.mode(conf) != "none":  # Delta's CREATE: every field gets an id and a new name
-        schema, top = column_mapping.mapped_schema(norm, fresh=True)
-        conf[column_mapping.MAX_COLUMN_ID] = str(top)
-    if row_tracking.enabled(conf):  # the hidden columns named (PROTOCOL.md "Row Tracking")
-        taken = [
-            *schema.names,
-            *(column_mapping.physical_names(schema).values() if column_mapping.mode(conf) != "none" else ()),
-        ]
-        conf = row_tracking.with_column_names(conf, taken)
+    schema, conf = _named_columns(schema, norm, conf)
     protocol = _with_rules(_protocol(conf, ntz=uses_timestamp_ntz(norm)), schema, conf)
     if uses_variant(schema_to_json(norm)):  # (reader 3 / writer 7 with the feature on both sides)
         protocol = table_features.upgraded(protocol, {variant.FEATURE}, {variant.FEATURE}, {})
@@ -205,30 +184,78 @@ def version_zero(
         description=description,
         created_time=now,
     )
-    info = CommitInfo(
+    return [_commit_info(now, metadata, domains, schema), protocol, metadata, *domains]
+
+
+def _checked_schema(
+    schema: pa.Schema,
+    parts: tuple[str, ...],
+    generated_columns: Mapping[str, str] | None,
+    identity_columns: Mapping[str, IdentityColumn] | None,
+    spark_expressions: bool,
+) -> tuple[pa.Schema, pa.Schema]:
+    """(the schema with its identity and generated columns, the same normalized), or the error of
+    the first bad column."""
+    _refuse_column_features(schema)  # (raw identity metadata: identity_columns= checks it instead)
+    if identity_columns:
+        schema = identity.with_identity(schema, identity_columns, list(parts))
+    # (expressions given as field metadata are checked the same way; a variant result first: no
+    # expression could give one)
+    by_lower = {n.lower(): n for n in schema.names}
+    named = {by_lower.get(str(c).lower(), str(c)): e for c, e in (generated_columns or {}).items()}
+    variant.refuse_generated(schema, {**generated.of_schema(schema), **named})
+    schema = generated.with_generated(schema, generated_columns or {}, spark_only=spark_expressions)
+    return schema, _validate_schema(schema, parts)
+
+
+def _checked_properties(properties: object) -> dict[str, str]:
+    """The properties of a new table, in Delta's spelling and checked (engine.properties)."""
+    conf = mapping("properties", properties, example="{'delta.appendOnly': 'true'}", str_values=True)
+    conf = props.checked_changes(conf)
+    props.validate(conf)
+    stats_columns(conf)  # malformed quoting in delta.dataSkippingStatsColumns: InvalidArgumentError
+    return conf
+
+
+def _named_columns(
+    schema: pa.Schema, norm: pa.Schema, conf: dict[str, str]
+) -> tuple[pa.Schema, dict[str, str]]:
+    """The schema and properties with the names the features give: under column mapping every field
+    (of `norm`, the normalized schema) an id and a new physical name, as Delta's CREATE gives them;
+    with row tracking the hidden columns (PROTOCOL.md "Row Tracking")."""
+    mapped = props.TableProperties(conf).column_mapping_mode != "none"
+    if mapped:
+        schema, top = column_mapping.mapped_schema(norm, fresh=True)
+        conf[props.MAX_COLUMN_ID] = str(top)
+    if props.TableProperties(conf).row_tracking:
+        taken = [*schema.names, *(column_mapping.physical_names(schema).values() if mapped else ())]
+        conf = row_tracking.with_column_names(conf, taken)
+    return schema, conf
+
+
+def _commit_info(
+    now: int, metadata: Metadata, domains: Sequence[DomainMetadata], schema: pa.Schema
+) -> CommitInfo:
+    """Version 0's commitInfo (Delta's CREATE TABLE parameters; `clusterBy` for a clustered table)."""
+    conf = dict(metadata.configuration)
+    parameters = {
+        "isManaged": "false",
+        "description": metadata.description or "",
+        "partitionBy": orjson.dumps(list(metadata.partition_columns)).decode(),
+        "properties": orjson.dumps(conf).decode(),
+    }
+    if domains:
+        keys = clustering.columns_of(_domain_map(domains), schema, conf)
+        parameters["clusterBy"] = orjson.dumps(keys).decode()
+    return CommitInfo(
         timestamp=now,
         operation="CREATE TABLE",
-        operation_parameters={
-            "isManaged": "false",
-            "description": description or "",
-            "partitionBy": orjson.dumps(list(parts)).decode(),
-            "properties": orjson.dumps(conf).decode(),
-            **(
-                {
-                    "clusterBy": orjson.dumps(
-                        clustering.columns_of(_domain_map(domains), schema, conf)
-                    ).decode()
-                }
-                if domains
-                else {}
-            ),
-        },
+        operation_parameters=parameters,
         is_blind_append=True,
         engine_info=ENGINE_INFO,
         txn_id=str(uuid.uuid4()),
-        extra={IN_COMMIT_TIMESTAMP: now} if props.in_commit_timestamps(conf) else {},
+        extra={IN_COMMIT_TIMESTAMP: now} if props.TableProperties(conf).in_commit_timestamps else {},
     )
-    return [info, protocol, metadata, *domains]
 
 
 def _domain_map(domains: Sequence[DomainMetadata]) -> dict[str, str]:
@@ -255,7 +282,8 @@ def _clustering(  # noqa: PLR0917 (version_zero's pieces, passed straight on)
         cluster_by, norm, partition_columns=(), conf=conf, what="cluster_by",
         limit=clustering.MAX_CLUSTERING_COLUMNS,
     )  # fmt: skip
-    protocol = with_writer_feature(with_writer_feature(protocol, "domainMetadata"), clustering.FEATURE)
+    for feature in (*registry.CLUSTERING.requires, registry.CLUSTERING.name):
+        protocol = with_writer_feature(protocol, feature)
     return protocol, [clustering.domain_action(keys, schema, conf)]
 
 
@@ -263,21 +291,23 @@ def _protocol(conf: Mapping[str, str], *, ntz: bool) -> Protocol:
     """(1, 2) unless a feature needs table features: timestampNtz (reader and writer), in-commit
     timestamps (writer only), and the features properties turn on (`table_features.upgraded`); at
     writer version 7 appendOnly is listed when the property is on."""
-    ict = props.in_commit_timestamps(conf)
-    writer = (["timestampNtz"] if ntz else []) + (["inCommitTimestamp"] if ict else [])
+    parsed = props.TableProperties(conf)
+    ntz_name = registry.TIMESTAMP_NTZ.name
+    writer = [ntz_name] if ntz else []
+    writer += [registry.IN_COMMIT_TIMESTAMP.name] if parsed.in_commit_timestamps else []
     base = Protocol(1, 2)
     if writer:
-        writer += ["appendOnly"] if props.append_only(conf) else []
-        base = (
-            Protocol(3, 7, ("timestampNtz",), tuple(writer)) if ntz else Protocol(1, 7, None, tuple(writer))
-        )
+        writer += [registry.APPEND_ONLY.name] if parsed.append_only else []
+        base = Protocol(3, 7, (ntz_name,), tuple(writer)) if ntz else Protocol(1, 7, None, tuple(writer))
     readers, writers = props.property_features(conf)  # deletion vectors, type widening, v2 checkpoints
     versions: dict[str, int] = {}
-    if column_mapping.mode(conf) != "none":
+    if parsed.column_mapping_mode != "none":
         if readers or writers or base.min_writer_version == 7:
-            readers.add("columnMapping")
+            readers.add(registry.COLUMN_MAPPING.name)
         else:  # on its own: the legacy (2, 5), which every reader of column mapping knows
-            versions = {"delta.minReaderVersion": 2, "delta.minWriterVersion": 5}
+            assert registry.COLUMN_MAPPING.legacy is not None
+            reader, writer_version = registry.COLUMN_MAPPING.legacy
+            versions = {props.MIN_READER_VERSION: reader, props.MIN_WRITER_VERSION: writer_version}
     return upgraded(base, readers, writers, versions)
 
 
@@ -290,9 +320,9 @@ def _with_rules(protocol: Protocol, schema: pa.Schema, conf: Mapping[str, str]) 
     generated.refuse_nested(metadata.schema_string)
     identity.refuse_generated(identity.of_metadata(metadata), generated.of_schema(schema))
     if identity.of_metadata(metadata):
-        protocol = table_features.with_writer_feature(protocol, "identityColumns")
+        protocol = table_features.with_writer_feature(protocol, registry.IDENTITY_COLUMNS.name)
     if generated.of_schema(schema):
-        protocol = table_features.with_writer_feature(protocol, "generatedColumns")
+        protocol = table_features.with_writer_feature(protocol, registry.GENERATED_COLUMNS.name)
     for rule in constraints.rules(metadata, protocol):
         if rule.kind == constraints.GENERATED:
             continue
@@ -301,8 +331,8 @@ def _with_rules(protocol: Protocol, schema: pa.Schema, conf: Mapping[str, str]) 
         )
         with contextlib.suppress(UnsupportedExpressionError):  # (Spark evaluates what the engine cannot)
             constraints.compile_rules([rule], schema)  # a non-boolean one: PredicateError
-        feature = "checkConstraints" if rule.kind == constraints.CHECK else "invariants"
-        protocol = table_features.with_writer_feature(protocol, feature)
+        feature = registry.CHECK_CONSTRAINTS if rule.kind == constraints.CHECK else registry.INVARIANTS
+        protocol = table_features.with_writer_feature(protocol, feature.name)
     return protocol
 
 

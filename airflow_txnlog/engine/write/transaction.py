@@ -262,7 +262,7 @@ class Transaction:
         """Properties this transaction turns on: honored by the engine, and named by the protocol."""
         before = self.snapshot.metadata.configuration
         changed = {k: v for k, v in metadata.configuration.items() if before.get(k) != v}
-        props.refuse_unhonored_features(changed)
+        props.refuse_not_honored(changed, recorded=True)
         readers, writers = props.property_features(changed)
         implied_readers, implied_writers = implied_features(self._protocol or self.snapshot.protocol)
         if any(k.startswith(constraints.CONSTRAINT_PREFIX) for k in changed):

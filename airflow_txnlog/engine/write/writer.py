@@ -35,7 +35,7 @@ import decimal
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Literal
+from typing import Any
 
 import orjson
 import pyarrow as pa
@@ -64,13 +64,11 @@ from airflow_txnlog.engine.log.stats import LeafPath, compute_stats, stats_colum
 from airflow_txnlog.engine.schema import hive_escape, normalize_schema, serialize_partition_value
 from airflow_txnlog.engine.storage import Storage
 from airflow_txnlog.engine.store_errors import as_os_error
-from airflow_txnlog.engine.validate import one_of
+from airflow_txnlog.engine.validate import WriteMode, one_of
 from airflow_txnlog.engine.write.transaction import Transaction
 
 DEFAULT_MAX_ROWS_PER_FILE = 1_000_000
 IDENTITY_ATTEMPTS = 50  # writes lost to other identity writers before giving up
-WriteMode = Literal["append", "overwrite"]
-"""What a write does with the rows already in the table: keep them, or replace them all."""
 
 
 def conform_to_schema(data: pa.Table, schema: pa.Schema) -> pa.Table:
