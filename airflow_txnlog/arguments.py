@@ -24,9 +24,9 @@ from typing import TYPE_CHECKING, Any, get_args
 from airflow_txnlog._shown import listed, shown
 
 if TYPE_CHECKING:  # (`X as X`: re-exported for type checkers; at run time `__getattr__` gives them)
+    from airflow_txnlog.engine import ForeignCommitsPolicy as ForeignCommitsPolicy  # noqa: PLC0414
     from airflow_txnlog.engine import InvalidArgumentError
-    from airflow_txnlog.engine.validate import ForeignCommitsPolicy as ForeignCommitsPolicy  # noqa: PLC0414
-    from airflow_txnlog.engine.validate import WriteMode as WriteMode  # noqa: PLC0414
+    from airflow_txnlog.engine import WriteMode as WriteMode  # noqa: PLC0414
 
 _ENGINE_LITERALS = ("ForeignCommitsPolicy", "WriteMode")
 _FLAG_WORDS = {"true": True, "false": False}
@@ -36,9 +36,9 @@ def __getattr__(name: str) -> Any:
     """`WriteMode` / `ForeignCommitsPolicy` from the engine, on first use (see the module docstring)."""
     if name not in _ENGINE_LITERALS:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    from airflow_txnlog.engine import validate  # noqa: PLC0415 - pyarrow-free, and only when used
+    from airflow_txnlog import engine  # noqa: PLC0415 - the door loads only engine.validate: no pyarrow
 
-    value = getattr(validate, name)
+    value = getattr(engine, name)
     globals()[name] = value  # (kept: this runs once per name)
     return value
 

@@ -17,7 +17,7 @@
     .venv/bin/python -m benchmarks.planner --quick            # small sizes, prints only
     .venv/bin/python -m benchmarks.planner --files 1000000 --write   # docs/benchmarks.md section
 
-Nothing here asserts a timing; tests/engine/test_planner.py holds the rules.
+Nothing here asserts a timing; tests/engine/maintenance/test_planner.py holds the rules.
 """
 
 from __future__ import annotations

@@ -86,7 +86,7 @@ def _listed(text: str) -> set[str]:
     on the same line (`a.py`, `b/`) are its members."""
     out = set()
     for line in text.splitlines():
-        found = re.match(r"\|\s*`([\w/]+/)`\s*\|(.*)\|\s*$", line)
+        found = re.match(r"\|\s*`([\w./]+/)`\s*\|(.*)\|\s*$", line)
         if found is None:
             continue
         package, members = found.group(1), found.group(2)

@@ -140,12 +140,17 @@ class _Source:
         self.tree = ast.parse(self.data)
         self._lines = [0, *(i + 1 for i, byte in enumerate(self.data) if byte == ord("\n"))]
 
-    def start(self, node: ast.expr | ast.arg) -> int:
+    def start(self, node: ast.expr | ast.arg | ast.alias) -> int:
         return self._lines[node.lineno - 1] + node.col_offset
 
-    def end(self, node: ast.expr | ast.arg) -> int:
+    def end(self, node: ast.expr | ast.arg | ast.alias) -> int:
         assert node.end_lineno is not None and node.end_col_offset is not None
         return self._lines[node.end_lineno - 1] + node.end_col_offset
+
+    def line_start(self, node: ast.stmt, *, after: bool = False) -> int:
+        """Where `node`'s first line starts (`after`: where the line after its last one starts)."""
+        line = (node.end_lineno or node.lineno) if after else node.lineno - 1
+        return self._lines[line] if line < len(self._lines) else len(self.data)
 
     def cut(self, start: int, end: int, insert: bytes = b"") -> None:
         self.data = self.data[:start] + insert + self.data[end:]
@@ -253,15 +258,18 @@ def test_a_name_dropped_from_the_door_is_caught(snapshot: Any, targets: Any, tmp
     name = targets["drop"]
     live = _copy(snapshot, tmp_path)
     door = _Source(tmp_path / "airflow_txnlog" / "engine" / "__init__.py")
-    # Only __all__ changes: the name is still imported (under TYPE_CHECKING) and still loads (_LAZY).
-    (listed,) = [
-        element
-        for node in door.tree.body
-        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "__all__" for t in node.targets)
-        for element in node.value.elts  # type: ignore[attr-defined]
-        if getattr(element, "value", None) == name
+    # The door's one listing is its imports under TYPE_CHECKING: drop the name's `X as X` there.
+    ((statement, listed),) = [
+        (node, alias)
+        for node in ast.walk(door.tree)
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+        if (alias.asname or alias.name) == name
     ]
-    door.cut_item(door.start(listed), door.end(listed))
+    if len(statement.names) == 1:  # (its own statement: the whole line goes)
+        door.cut(door.line_start(statement), door.line_start(statement, after=True))
+    else:
+        door.cut_item(door.start(listed), door.end(listed))
 
     api = api_baseline.collect(tmp_path)
     assert name not in api.tree["members"]

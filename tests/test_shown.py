@@ -7,7 +7,8 @@ import pytest
 
 from airflow_txnlog import arguments
 from airflow_txnlog._shown import listed, shown
-from airflow_txnlog.engine import InvalidArgumentError, check_choice
+from airflow_txnlog.engine import InvalidArgumentError
+from airflow_txnlog.engine.spi import check_choice
 
 
 def test_shown_cuts_a_long_repr_to_80_characters() -> None:

@@ -45,7 +45,7 @@ from airflow_txnlog.cli import layout, maintenance, plan, publish, read, schema
 from airflow_txnlog.cli._output import iso_ms, parse_storage_options
 from airflow_txnlog.cli.read import describe_doc, file_doc, history_doc
 from airflow_txnlog.engine import Table
-from airflow_txnlog.engine import type_text as delta_type  # kept under the name the CLI exported
+from airflow_txnlog.engine.spi import type_text as delta_type  # kept under the name the CLI exported
 
 __all__ = [
     "Table",

@@ -24,7 +24,8 @@ from airflow_txnlog.cli._output import (
 )
 from airflow_txnlog.cli.describe_text import print_describe
 from airflow_txnlog.cli.table_rules import column_rules, table_rules
-from airflow_txnlog.engine import AddFile, Snapshot, type_text
+from airflow_txnlog.engine import AddFile, Snapshot
+from airflow_txnlog.engine.spi import type_text
 
 
 # ---------------------------------------------------------------------------------------------- documents

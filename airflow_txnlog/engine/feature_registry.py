@@ -22,8 +22,8 @@ Everything that names a feature derives from `FEATURES`: the supported reader, w
 sets and the legacy implications (engine.features.table_features), the features properties turn on
 (engine.properties.property_features, used by create, set_properties and every metadata change), the
 protocol of a new table (engine.write.create_table), each feature module's `FEATURE`, and the feature
-tables of docs/engine.md (tests/engine/test_feature_registry.py compares them). A feature missing here
-is unknown: a table listing it is refused for writing, and for reading when readers must know it.
+tables of docs/engine.md (tests/engine/features/test_feature_registry.py compares them). A feature
+missing here is unknown: a table listing it is refused for writing, and for reading when readers must know it.
 
 The module sits at the engine's root below `properties`, which reads the switches, so every room can
 import it; it imports nothing of the engine.

@@ -93,7 +93,7 @@ def safe_name(*parts: str, limit: int = 128) -> str:
 def commit_entry(storage: Storage, version: int) -> dict[str, Any]:
     """The commitInfo of `version` plus `version`, from that one commit file (`{"version": version}`
     if it is gone); no listing and no snapshot, whatever the table's size."""
-    from airflow_txnlog.engine import log_reader  # noqa: PLC0415 - no pyarrow at parse time
+    from airflow_txnlog.engine.spi import log_reader  # noqa: PLC0415 - no pyarrow at parse time
 
     return {**(log_reader.read_commit_info(storage, version) or {}), "version": version}
 

@@ -166,8 +166,11 @@ def _name(operator: LineageOperator, uri: str) -> tuple[str, str]:
 
 def _commit(table: Table, version: int) -> tuple[dict[str, Any], int | None]:
     """(commitInfo, bytes of the files it added) of one commit, from that one file ({} / None if gone)."""
-    from airflow_txnlog.engine import log_reader  # noqa: PLC0415 - no pyarrow at parse time
-    from airflow_txnlog.engine.spi import LOG_DIR, commit_name  # noqa: PLC0415
+    from airflow_txnlog.engine.spi import (  # noqa: PLC0415
+        LOG_DIR,
+        commit_name,
+        log_reader,
+    )
 
     try:
         data = table.storage.read(f"{LOG_DIR}/{commit_name(version)}")
@@ -224,7 +227,7 @@ def _field(field: Mapping[str, Any]) -> Any:
     """A schema facet field of a Delta schema field: struct columns get nested `fields`."""
     from openlineage.client.facet_v2 import schema_dataset  # noqa: PLC0415 - optional
 
-    from airflow_txnlog.engine import type_text  # noqa: PLC0415 - no pyarrow at parse time
+    from airflow_txnlog.engine.spi import type_text  # noqa: PLC0415 - no pyarrow at parse time
 
     dtype = field.get("type")
     nested = dtype.get("fields", []) if isinstance(dtype, dict) and dtype.get("type") == "struct" else []

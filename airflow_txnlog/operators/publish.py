@@ -128,7 +128,7 @@ def figures_since(table: Table, previous: int | None, version: int) -> dict[str,
     A figure is left out unless every data-changing commit in the range reports it; nothing is
     summed over more than MAX_SUMMED_COMMITS commits (a first publication of a long table).
     """
-    from airflow_txnlog.engine import log_reader  # noqa: PLC0415 - no pyarrow at parse time
+    from airflow_txnlog.engine.spi import log_reader  # noqa: PLC0415 - no pyarrow at parse time
 
     first = 0 if previous is None else previous + 1
     if version - first + 1 > MAX_SUMMED_COMMITS:

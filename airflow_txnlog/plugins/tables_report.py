@@ -33,8 +33,7 @@ from airflow_txnlog.hooks.txnlog import TxnLogHook
 from airflow_txnlog.plugins.tables_catalog import KnownTable
 
 if TYPE_CHECKING:  # the engine (pyarrow) loads on the first request, not when Airflow loads plugins
-    from airflow_txnlog.engine import TableHealth
-    from airflow_txnlog.engine.overview import TableOverview, VersionFacts
+    from airflow_txnlog.engine import TableHealth, TableOverview, VersionFacts
 
 _FACTS: OrderedDict[str, VersionFacts] = OrderedDict()  # table URI -> its latest facts seen
 _CACHE_SIZE = 64

@@ -12,7 +12,8 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from airflow_txnlog.engine import InvalidArgumentError, RemoveFile, Table, write_deletion_vectors
+from airflow_txnlog.engine import InvalidArgumentError, RemoveFile, Table
+from airflow_txnlog.engine.spi import write_deletion_vectors
 
 deltalake = pytest.importorskip("deltalake")
 

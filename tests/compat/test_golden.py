@@ -1076,7 +1076,7 @@ GOLDEN: dict[str, Golden] = {
     "time-travel-start-start20-start40": load("GT generateCommits", 2, 6, lambda: _ids(range(30))),
     "type-widening": load(
         "GT: one row of narrow types, ALTER ... TYPE (13 widenings), one row of wide types; rows checked "
-        "in tests/engine/test_type_widening.py (from Spark's stats and the new file)",
+        "in tests/engine/features/test_type_widening.py (from Spark's stats and the new file)",
         2,
         2,
     ),
@@ -1152,8 +1152,8 @@ GOLDEN: dict[str, Golden] = {
     "hive/deltatbl-touch-files-needed-for-partitioned": load(
         "GT hive deltatbl-touch-files-needed-for-partitioned", 0, 4, _hive_ab("c1", "c2")
     ),
-    # --- delta-spark-features: Delta's Spark test resources (issue 26; tests/engine/test_generated.py
-    # writes the generated-column ones) ----------------------------------------------------------------
+    # --- delta-spark-features: Delta's Spark test resources (issue 26;
+    # tests/engine/features/test_generated.py writes the generated-column ones) ------------------------
     "delta-spark-features/dbr_8_0_non_generated_columns": load(
         "GeneratedColumnSuite: DBR 8.0 table, generation expression metadata without the feature; 0 rows",
         0,

@@ -314,7 +314,7 @@ def test_savepoint_manifest_keeps_domains_and_row_tracking_fields(tmp_path: Path
 
 # ------------------------------------------------------------------ 3. feature properties at create
 # (CHECK constraints, generated columns and invariants are honored since issue 26:
-# tests/engine/test_constraints.py, tests/engine/test_generated.py)
+# tests/engine/features/test_constraints.py, tests/engine/features/test_generated.py)
 @pytest.mark.parametrize(
     ("properties", "feature"),
     [

@@ -5,7 +5,7 @@ turn on deletion vectors) it lists every feature the old version implied, used o
 `invariants`, `checkConstraints`, `generatedColumns`, `identityColumns`. Such a table with no
 constraint, generated or identity column anywhere is written like any other; one that uses one is
 refused until the engine enforces it (CHECK constraints and invariants are enforced now:
-tests/engine/test_constraints.py and the cases below). The logs here are built by hand, as Delta
+tests/engine/features/test_constraints.py and the cases below). The logs here are built by hand, as Delta
 writes them, and every write is read back by delta-rs.
 """
 

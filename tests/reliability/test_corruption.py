@@ -5,7 +5,7 @@ A 24-commit table (checkpoints at 10 and 20, a partition delete at version 15 so
 holds tombstones) is copied to an uncorrupted twin; the original is damaged; then each probed version
 is loaded by a fresh handle and compared with the twin (version, live files, rows, schema, properties,
 protocol, txns). `MUST_BE_CORRECT` says which versions have a fallback and must load correctly; the
-others may instead raise `LogCorruptedError` naming the file. tests/engine/test_snapshot.py has the
+others may instead raise `LogCorruptedError` naming the file. tests/engine/state/test_snapshot.py has the
 single-backend basics; these add the twin comparison across versions and the object stores.
 """
 

@@ -16,14 +16,8 @@ import pyarrow as pa
 import pytest
 from pyspark.sql import functions as F
 
-from airflow_txnlog.engine import (
-    ConstraintViolationError,
-    PredicateError,
-    Table,
-    UnsupportedExpressionError,
-    char_varchar_rewrites,
-    conform_rows,
-)
+from airflow_txnlog.engine import ConstraintViolationError, PredicateError, Table, UnsupportedExpressionError
+from airflow_txnlog.engine.spi import char_varchar_rewrites, conform_rows
 from airflow_txnlog.spark import SparkTable, txnlog_errors
 from airflow_txnlog.spark.schemas import to_spark_schema
 

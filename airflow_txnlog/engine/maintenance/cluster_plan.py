@@ -18,7 +18,7 @@
                  A table written within `quiet_minutes` waits (its writers are still at it).
 Invariants: with these rules and planned rewrites writing clustered files
 (engine.maintenance.rewrite_layout), running a plan's actions in order never lowers the share of
-clustered bytes (tests/engine/test_maintenance_layout.py checks it over random sequences); the
+clustered bytes (tests/engine/maintenance/test_maintenance_layout.py checks it over random sequences); the
 cluster action's files and the other rewrites' are disjoint.
 """
 

@@ -4,7 +4,7 @@ Inputs: the latest snapshot (live files with size, modification time, numRecords
 vectors' cardinality and clusteringProvider), listings of `_delta_log/`, the commits since the last
 completed vacuum (engine.maintenance.vacuum_log), the commits back to the newest Z-order (only when
 an unclustered table gets a rewrite) and the metadata folders log cleanup consults (`_savepoints/`,
-`_published/`). No data file is read and no data folder is listed (tests/engine/test_planner.py
+`_published/`). No data file is read and no data folder is listed (tests/engine/maintenance/test_planner.py
 records the storage calls).
 
 Decisions, each an action or a skip with rule, observed value, threshold, cost and benefit:

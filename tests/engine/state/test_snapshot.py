@@ -198,7 +198,8 @@ def test_files_filter_prunes_by_partition_and_stats(table_uri: str) -> None:
 
 
 def test_read_commit_info_reads_one_commit_without_listing(tmp_path: Path) -> None:
-    from airflow_txnlog.engine import Table, log_reader  # noqa: PLC0415
+    from airflow_txnlog.engine import Table  # noqa: PLC0415
+    from airflow_txnlog.engine.spi import log_reader  # noqa: PLC0415
 
     t = Table.create(str(tmp_path / "t"), schema=SCHEMA)
     t.write(rows([1]))

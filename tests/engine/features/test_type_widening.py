@@ -22,7 +22,7 @@ import pytest
 from airflow_txnlog.engine import Table, UnsupportedFeatureError
 from airflow_txnlog.engine.features.type_widening import check_supported, is_supported
 
-GOLDEN = Path(__file__).parents[1] / "compat" / "golden"
+GOLDEN = Path(__file__).parents[2] / "compat" / "golden"
 
 
 def _v0_row() -> dict[str, Any]:

@@ -20,8 +20,8 @@ from airflow_txnlog.engine import (
     PredicateError,
     Table,
     UnsupportedExpressionError,
-    write_data_files,
 )
+from airflow_txnlog.engine.spi import write_data_files
 from tests.cli_support import run, run_json
 
 SCHEMA = pa.schema([("id", pa.int64()), ("amount", pa.float64()), ("name", pa.string())])

@@ -30,7 +30,7 @@ from airflow_txnlog.engine.features import (
     variant,
 )
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "engine.md"
+DOC = Path(__file__).resolve().parents[3] / "docs" / "engine.md"
 SCHEMA = pa.schema([("id", pa.int64())])
 LEGACY_WRITERS = ("appendOnly", "invariants", "checkConstraints", "changeDataFeed", "generatedColumns")
 LEGACY_WRITERS += ("columnMapping", "identityColumns")

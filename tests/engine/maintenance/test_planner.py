@@ -346,7 +346,7 @@ def test_planned_log_cleanup_is_what_cleanup_log_deletes(tmp_path: Path) -> None
 
 def test_the_planner_reads_deletion_vector_cardinalities_from_checkpoint_and_tail() -> None:
     """Delta Kernel's DV table: a checkpoint (DVs in its add rows) and commits after it."""
-    golden = Path(__file__).parents[1] / "compat" / "golden" / "dv-partitioned-with-checkpoint"
+    golden = Path(__file__).parents[2] / "compat" / "golden" / "dv-partitioned-with-checkpoint"
     snap = Table.open(str(golden)).snapshot()
     want = [int((f.deletion_vector or {}).get("cardinality") or 0) for f in snap.files()]
     assert sum(want) > 0 and snap.checkpoint_version is not None

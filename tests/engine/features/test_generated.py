@@ -20,15 +20,15 @@ from airflow_txnlog.engine import (
     SchemaMismatchError,
     Table,
     UnsupportedExpressionError,
-    rewrite_columns,
 )
+from airflow_txnlog.engine.spi import rewrite_columns
 
 UTC = dt.UTC
 SCHEMA = pa.schema(
     [("id", pa.int64()), ("ts", pa.timestamp("us", tz="UTC")), ("d", pa.date32()), ("y", pa.int32())]
 )
 GENERATED = {"d": "CAST(ts AS DATE)", "y": "YEAR(ts)"}
-GOLDEN = Path(__file__).parents[1] / "compat" / "golden" / "delta-spark-features"
+GOLDEN = Path(__file__).parents[2] / "compat" / "golden" / "delta-spark-features"
 
 
 def _ts(*parts: int) -> dt.datetime:

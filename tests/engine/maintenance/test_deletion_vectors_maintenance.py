@@ -20,7 +20,7 @@ import pytest
 from airflow_txnlog.engine import Table
 from airflow_txnlog.engine.features.deletion_vectors import DeletionVector
 
-GOLDEN = Path(__file__).parents[1] / "compat" / "golden" / "dv-partitioned-with-checkpoint"
+GOLDEN = Path(__file__).parents[2] / "compat" / "golden" / "dv-partitioned-with-checkpoint"
 OLD = time.time() - 30 * 86400
 
 

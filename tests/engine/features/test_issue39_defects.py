@@ -27,10 +27,8 @@ from airflow_txnlog.engine import (
     Table,
     TxnLogError,
     UnsupportedFeatureError,
-    conform_rows,
-    serialize_partition_value,
-    write_data_files,
 )
+from airflow_txnlog.engine.spi import conform_rows, serialize_partition_value, write_data_files
 
 UTC = pa.timestamp("us", tz="UTC")
 NAMES = pa.schema([("name", pa.string())])

@@ -18,12 +18,8 @@ import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable
 
-from airflow_txnlog.engine import (
-    ConcurrentAppendError,
-    InvalidArgumentError,
-    Table,
-    write_data_files,
-)
+from airflow_txnlog.engine import ConcurrentAppendError, InvalidArgumentError, Table
+from airflow_txnlog.engine.spi import write_data_files
 from airflow_txnlog.engine.write import alter_table
 
 SCHEMA = pa.schema([("k", pa.int64()), ("v", pa.string())])

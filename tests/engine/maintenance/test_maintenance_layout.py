@@ -25,10 +25,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from airflow_txnlog.engine import InvalidArgumentError, Table, write_deletion_vectors
+from airflow_txnlog.engine import InvalidArgumentError, Table
 from airflow_txnlog.engine.features.table_features import with_writer_feature
 from airflow_txnlog.engine.log.actions import AddFile, DomainMetadata
 from airflow_txnlog.engine.maintenance.curves import layout_keys
+from airflow_txnlog.engine.spi import write_deletion_vectors
 from tests.storage_calls import RecordingStorage
 
 SCHEMA = pa.schema([("id", pa.int64()), ("a", pa.int64()), ("b", pa.int64())])

@@ -29,7 +29,7 @@ from airflow_txnlog.engine.features.deletion_vectors import (
     z85_encode,
 )
 
-GOLDEN = Path(__file__).parents[1] / "compat" / "golden"
+GOLDEN = Path(__file__).parents[2] / "compat" / "golden"
 
 
 def _bitmap(rows: list[int]) -> bytes:

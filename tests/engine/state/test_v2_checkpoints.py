@@ -18,7 +18,7 @@ import pytest
 
 from airflow_txnlog.engine import LogCorruptedError, Table
 
-GOLDEN = Path(__file__).parents[1] / "compat" / "golden"
+GOLDEN = Path(__file__).parents[2] / "compat" / "golden"
 
 
 def _copy(tmp_path: Path, name: str) -> Path:

@@ -11,15 +11,9 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from airflow_txnlog.engine import (
-    InvalidArgumentError,
-    SchemaMismatchError,
-    Table,
-    parse_partition_value,
-    serialize_partition_value,
-    stats_columns,
-)
+from airflow_txnlog.engine import InvalidArgumentError, SchemaMismatchError, Table
 from airflow_txnlog.engine.log.stats import compute_stats
+from airflow_txnlog.engine.spi import parse_partition_value, serialize_partition_value, stats_columns
 
 _PROP = "delta.dataSkippingStatsColumns"
 

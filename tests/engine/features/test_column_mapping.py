@@ -19,7 +19,7 @@ from airflow_txnlog.engine import Table
 from airflow_txnlog.engine.features.column_mapping import Names, physical_name
 from tests.deltars import deltars_rows
 
-GOLDEN = Path(__file__).parents[1] / "compat" / "golden"
+GOLDEN = Path(__file__).parents[2] / "compat" / "golden"
 STATS = "data-skipping-basic-stats-all-types-columnmapping-{}"
 
 

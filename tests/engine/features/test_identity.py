@@ -22,12 +22,12 @@ from airflow_txnlog.engine import (
     IdentityColumn,
     InvalidArgumentError,
     Table,
-    write_data_files,
 )
+from airflow_txnlog.engine.spi import write_data_files
 from tests.processes import ROOT
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string())])
-GOLDEN = Path(__file__).parents[1] / "compat" / "golden" / "delta-spark-features"
+GOLDEN = Path(__file__).parents[2] / "compat" / "golden" / "delta-spark-features"
 
 
 def _names(*names: str) -> pa.Table:

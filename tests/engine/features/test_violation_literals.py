@@ -13,7 +13,8 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from airflow_txnlog.engine import ConstraintViolationError, RowRule, Table, row_rule_violation
+from airflow_txnlog.engine import ConstraintViolationError, Table
+from airflow_txnlog.engine.spi import RowRule, row_rule_violation
 from airflow_txnlog.engine.sql.literal_text import sql_literal
 
 TS = dt.datetime(2026, 11, 27, tzinfo=zoneinfo.ZoneInfo("UTC"))

@@ -20,7 +20,7 @@ import pytest
 from airflow_txnlog.engine.errors import InvalidArgumentError
 from airflow_txnlog.engine.features.variant_encoding import MAX_DEPTH, check_array, check_value
 
-GOLDEN = Path(__file__).parents[1] / "compat" / "golden" / "spark-variant-checkpoint"
+GOLDEN = Path(__file__).parents[2] / "compat" / "golden" / "spark-variant-checkpoint"
 
 # (name, metadata hex, value hex), each made by the Spark SQL in the comment above it.
 SPARK_VECTORS: list[tuple[str, str, str]] = [

@@ -15,7 +15,7 @@ from airflow_txnlog.engine import Table
 from airflow_txnlog.engine.features.table_features import implied_features
 from airflow_txnlog.engine.properties import FEATURE_PROPERTIES
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "engine.md"
+DOC = Path(__file__).resolve().parents[3] / "docs" / "engine.md"
 SCHEMA = pa.schema([("id", pa.int64())])
 
 
