@@ -75,7 +75,9 @@ CARRIED = "[TXNLOG_ERROR]"
 _TAGGED = re.compile(re.escape(RULE_TAG) + r"(\d+)\] ")
 _NOTE = re.compile(re.escape(CARRIED) + " *")
 _RAISED = re.compile(r"^(airflow_txnlog(?:\.\w+)+)\.(\w+): (.+)$", re.MULTILINE)
-_MISSING = ("No module named 'airflow_txnlog'", "No module named 'pyarrow'")
+# a Python worker that cannot import the package or a dependency (pyarrow, fsspec, ...: which one
+# fails first depends on the import order, not on what the user must fix)
+_MISSING = re.compile(r"No module named '[\w.]+'")
 _QUERY_CONTEXT_LOGGERS = ("SQLQueryContextLogger", "DataFrameQueryContextLogger")
 
 P = ParamSpec("P")
@@ -204,9 +206,10 @@ def workers_fix() -> str:
 
 def workers_failure(text: str, what: str) -> SparkWorkersError | None:
     """The error for a job that failed because a Python worker could not import what it needs."""
-    missing = next((m for m in _MISSING if m in text), None)
-    if missing is None:
+    found = _MISSING.search(text)
+    if found is None:
         return None
+    missing = found.group(0)
     return SparkWorkersError(
         f"{what} failed, the table is unchanged: Spark's Python workers cannot import the package "
         f"({missing}). Fix: {workers_fix()}"
