@@ -42,7 +42,7 @@ import os
 import threading
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, BinaryIO
@@ -57,6 +57,7 @@ from airflow_txnlog.engine.gcs_token import safe_token
 from airflow_txnlog.engine.store_errors import os_errors
 from airflow_txnlog.engine.validate import flag, mapping
 
+DELETE_BATCH = 1000  # keys per batch delete (S3 DeleteObjects takes at most 1,000)
 LOG_DIR = "_delta_log"  # the log's folder under the table root (engine.log.log_paths names its files)
 
 
@@ -125,6 +126,13 @@ class Storage(ABC):
     @abstractmethod
     def delete(self, key: str) -> None:
         """Delete `key`; a missing file is not an error."""
+
+    def delete_many(self, keys: Sequence[str]) -> None:
+        """Delete every key of `keys` (a missing file is not an error), in batches of `DELETE_BATCH`
+        taken in order: a batch is deleted before the next one starts. Object stores delete a batch
+        in few requests (see `FsspecStorage.delete_many`); here, one key after another."""
+        for key in keys:
+            self.delete(key)
 
     def exists(self, key: str) -> bool:
         return bool(self.fs.exists(self.full_path(key)))
@@ -358,6 +366,21 @@ class FsspecStorage(Storage):
     def delete(self, key: str) -> None:
         with contextlib.suppress(FileNotFoundError):
             self.fs.rm_file(self.full_path(key))
+
+    @os_errors
+    @override
+    def delete_many(self, keys: Sequence[str]) -> None:
+        """Batches through fsspec's `rm` of a list: s3fs sends one DeleteObjects per 1,000 keys (a
+        missing key is no error there); adlfs and gcsfs use their stores' batch calls or delete
+        concurrently. A store that refuses a batch holding a missing key gets that batch one key at
+        a time (missing keys skipped)."""
+        for start in range(0, len(keys), DELETE_BATCH):
+            batch = list(keys[start : start + DELETE_BATCH])
+            try:
+                self.fs.rm([self.full_path(k) for k in batch])
+            except FileNotFoundError:
+                for key in batch:
+                    self.delete(key)
 
     @os_errors
     @override

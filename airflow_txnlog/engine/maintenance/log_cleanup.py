@@ -112,8 +112,7 @@ def _cleanup_sidecars(storage: Storage, kept: list[str], *, keep_ms: int, dry_ru
     cutoff = int(time.time() * 1000) - keep_ms
     stale = [f.name for f in sidecars if f.name not in named and f.mtime_ms < cutoff]
     if not dry_run:
-        for name in stale:
-            storage.delete(f"{SIDECARS}/{name}")
+        storage.delete_many([f"{SIDECARS}/{name}" for name in stale])
     return stale
 
 
@@ -125,8 +124,7 @@ def _cleanup_temp(storage: Storage, *, dry_run: bool) -> list[str]:
     cutoff = int(time.time() * 1000) - TEMP_MAX_AGE_MS
     stale = [f.name for f in temps if f.mtime_ms < cutoff]
     if not dry_run:
-        for name in stale:
-            storage.delete(f"{TEMP_DIR}/{name}")
+        storage.delete_many([f"{TEMP_DIR}/{name}" for name in stale])
     return stale
 
 
@@ -156,8 +154,7 @@ def _cleanup_versions(
     if cp is None:
         return CleanupResult([], dry_run, None, min(listing.commits, default=None))
     if not dry_run:
-        for _, name in doomed:
-            storage.delete(f"{LOG_DIR}/{name}")
+        storage.delete_many([f"{LOG_DIR}/{name}" for _, name in doomed])  # (oldest first, batch by batch)
     return CleanupResult([n for _, n in doomed], dry_run, cp, cp)
 
 

@@ -42,7 +42,7 @@ from airflow_txnlog.engine.maintenance.publications import published_keys
 from airflow_txnlog.engine.maintenance.savepoints import protected_paths
 from airflow_txnlog.engine.maintenance.vacuum_log import vacuum_history
 from airflow_txnlog.engine.state.snapshot import Snapshot
-from airflow_txnlog.engine.storage import LocalStorage, Storage, has_scheme
+from airflow_txnlog.engine.storage import DELETE_BATCH, LocalStorage, Storage, has_scheme
 from airflow_txnlog.engine.validate import flag, number
 
 HOUR_MS = 3_600_000
@@ -241,9 +241,11 @@ def vacuum(
     with VacuumFence(storage) as fence:
         keep, _ = _needed(storage, table.snapshot(), cutoff, int(time.time() * 1000))
         final = {rel: size for rel, size in todo.items() if rel not in keep}
-        for rel in sorted(final):
-            storage.delete(rel)  # (a file an older vacuum took is no error: a lite plan is the log's)
-            deleted += 1
+        ordered = sorted(final)
+        for first in range(0, len(ordered), DELETE_BATCH):  # (batch deletes; the fence kept fresh)
+            batch = ordered[first : first + DELETE_BATCH]
+            storage.delete_many(batch)  # (a file an older vacuum took is no error: a lite plan is the log's)
+            deleted += len(batch)
             fence.refresh()
     metrics = {"numDeletedFiles": deleted, "numVacuumedDirectories": 0}
     end = table.transaction("VACUUM END", {"status": "COMPLETED"}).commit(metrics=metrics)
