@@ -10,11 +10,17 @@ Phases (sequential where the table's state matters, overlapped where it does not
 4. planned maintenance (the catalog, acting), then 5. the fixed-schedule one; then the downstream
    runs the asset events caused are waited for.
 Runs with a logical date use the DAG's next scheduled date, so unpausing a scheduled DAG creates no
-extra (Spark-costly) scheduled run: the scheduler finds that date taken.
+extra (Spark-costly) scheduled run: the scheduler finds that date taken. The example DAGs' schedules
+(@daily, @weekly) turn at a UTC midnight: a scenario that spans one would see the scheduler's own run
+of the next interval do work the check's runs expect to do, so a scenario that would start less than
+`SCENARIO_BUDGET_S` before a UTC midnight first waits until just after it (`clear_of_midnight`; the
+clock it reads is `now()`, which `TXNLOG_DEPLOY_CHECK_NOW` may set for a test of the rule).
 """
 
 from __future__ import annotations
 
+import datetime as dt
+import os
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -80,6 +86,7 @@ ASSET_DAGS = ("txnlog_downstream", "deploy_check_watcher")  # asset-scheduled: a
 WATCHER_COMMITS = 3  # versions the driver commits to the watched table; one watcher run each
 NO_EVENT_TASKS = ("drop_old_partitions", "health", "checkpoint", "optimize", "vacuum", "cleanup_log")
 RUN_TIMEOUT = 420  # seconds for one phase's runs (Spark under load)
+SCENARIO_BUDGET_S = 8 * 60  # the scenario takes 4-7 minutes (docs/deployment.md): it must fit a day
 # -----------------------------------------------------------------------------------------------
 
 
@@ -155,7 +162,27 @@ def watcher_started(stack: Stack) -> bool:
     return f"watching {stack.watched} after version" in stack.log("triggerer").read_text(errors="replace")
 
 
+def now() -> dt.datetime:
+    """The check's clock: UTC now, or `TXNLOG_DEPLOY_CHECK_NOW` (ISO 8601) when set."""
+    given = os.environ.get("TXNLOG_DEPLOY_CHECK_NOW")
+    return dt.datetime.fromisoformat(given) if given else dt.datetime.now(dt.UTC)
+
+
+def clear_of_midnight(at: dt.datetime, budget_s: float = SCENARIO_BUDGET_S) -> float:
+    """Seconds to wait at `at` so that a scenario of `budget_s` seconds spans no UTC midnight (the
+    daily and weekly schedules' boundary): 0 when it fits before the next one, else until 30 s after."""
+    at = at.astimezone(dt.UTC)
+    midnight = dt.datetime.combine(at.date() + dt.timedelta(days=1), dt.time(), dt.UTC)
+    left = (midnight - at).total_seconds()
+    return 0.0 if left > budget_s else left + 30.0
+
+
 def run_scenario(stack: Stack, api: AirflowApi, out: Outcome) -> None:
+    wait = clear_of_midnight(now())
+    if wait:
+        say(f"a UTC midnight falls within the scenario's {SCENARIO_BUDGET_S} s: waiting {wait:.0f} s for it")
+        time.sleep(wait)
+    out.timings["waited for midnight"] = wait
     plans = {p.key: p for p in RUNS}
     dags = api.dags()
     t0 = time.monotonic()

@@ -26,7 +26,7 @@ def test_deploy_check_passes() -> None:
         env=env,
         capture_output=True,
         text=True,
-        timeout=15 * 60,
+        timeout=25 * 60,  # (up to 8.5 min of it waiting out a UTC midnight: scripts/deploy/scenario.py)
         check=False,
     )
     report = proc.stdout
