@@ -128,9 +128,8 @@ class Storage(ABC):
         """Delete `key`; a missing file is not an error."""
 
     def delete_many(self, keys: Sequence[str]) -> None:
-        """Delete every key of `keys` (a missing file is not an error), in batches of `DELETE_BATCH`
-        taken in order: a batch is deleted before the next one starts. Object stores delete a batch
-        in few requests (see `FsspecStorage.delete_many`); here, one key after another."""
+        """Delete `keys` (a missing one is no error) in order, one after another; object stores
+        delete them in batches of `DELETE_BATCH`, a batch before the next (FsspecStorage)."""
         for key in keys:
             self.delete(key)
 

@@ -33,6 +33,11 @@ LONGER_MODULES = {
         "one concept, the entry point: `Table`'s methods check arguments and delegate to the rooms; "
         "split, it was a mixin that had to fake the rest of the class (NotImplementedError, cast)",
     ),
+    "airflow_txnlog/engine/storage.py": (
+        530,
+        "one concept, the storage contract (put_if_absent, listing, batch deletes) and its backends "
+        "(local disk, fsspec, S3, memory), which implement it side by side",
+    ),
 }
 
 
