@@ -15,11 +15,13 @@ delta-rs has no savepoints, so there is no ratio to it. Prints one JSON line; wr
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -93,11 +95,9 @@ def measure(uri: str, endpoint: str, what: str, reps: int) -> float:
     return round(statistics.median(out), 3)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--files", type=int, default=2000)
-    parser.add_argument("--reps", type=int, default=3)
-    args = parser.parse_args()
+@contextlib.contextmanager
+def moto_endpoint() -> Iterator[str]:
+    """A `moto_server` in its own process (its request handling does not share this GIL): its URL."""
     port = free_port()
     server = subprocess.Popen(
         [str(Path(sys.executable).parent / "moto_server"), "-H", "127.0.0.1", "-p", str(port)],
@@ -105,17 +105,25 @@ def main() -> None:
         stderr=subprocess.DEVNULL,
     )
     try:
-        endpoint = f"http://127.0.0.1:{port}"
         time.sleep(3)  # moto_server has no readiness signal
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.terminate()
+        server.wait(10)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--files", type=int, default=2000)
+    parser.add_argument("--reps", type=int, default=3)
+    args = parser.parse_args()
+    with moto_endpoint() as endpoint:
         uri = build(endpoint, args.files)
         seconds = {
             w: measure(uri, endpoint, w, args.reps)
             for w in ("savepoint latest", "savepoint older", "head each file")
         }
         print(json.dumps({"files": args.files, "reps": args.reps, "seconds": seconds}))
-    finally:
-        server.terminate()
-        server.wait(10)
 
 
 if __name__ == "__main__":

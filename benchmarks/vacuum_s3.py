@@ -8,9 +8,7 @@ dry_run=False)` runs in a fresh process, timed:
 - `batched`: the engine's own (`FsspecStorage.delete_many`: s3fs's DeleteObjects, 1,000 keys a
   request).
 Both delete the same N files (checked: nothing of the N is left, the live file stays). Prints one
-JSON line with the seconds and the ratio; writes nothing else. delta-rs's vacuum deletes one object
-per request too (object_store's `delete_stream` on S3 issues DeleteObjects in batches since 0.9: not
-measured here, moto only).
+JSON line with the seconds and the ratio; writes nothing else. delta-rs is not measured here.
 
     .venv/bin/python -m benchmarks.vacuum_s3 --files 100000
 """
@@ -28,8 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from benchmarks.savepoint_s3 import options  # noqa: E402
-from tests.processes import free_port  # noqa: E402
+from benchmarks.savepoint_s3 import moto_endpoint, options  # noqa: E402
 
 BUCKET = "vacuum-bench"
 
@@ -92,24 +89,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", type=int, default=100_000)
     args = parser.parse_args()
-    port = free_port()
-    server = subprocess.Popen(
-        [str(Path(sys.executable).parent / "moto_server"), "-H", "127.0.0.1", "-p", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        endpoint = f"http://127.0.0.1:{port}"
-        time.sleep(3)  # moto_server has no readiness signal
+    with moto_endpoint() as endpoint:
         import s3fs  # noqa: PLC0415
 
         s3fs.S3FileSystem(**options(endpoint)).call_s3("create_bucket", Bucket=BUCKET)
         results = {how: measure(endpoint, how, args.files) for how in ("batched", "per key")}
         ratio = results["per key"]["seconds"] / results["batched"]["seconds"]
         print(json.dumps({"files": args.files, "results": results, "per_key_over_batched": round(ratio, 1)}))
-    finally:
-        server.terminate()
-        server.wait(10)
 
 
 if __name__ == "__main__":
