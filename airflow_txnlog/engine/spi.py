@@ -52,6 +52,8 @@ if TYPE_CHECKING:  # the names below load on first use (engine._doors)
     from airflow_txnlog.engine.maintenance.curves import sample as layout_sample
     from airflow_txnlog.engine.maintenance.layout import layout_summary, plan_layout
     from airflow_txnlog.engine.maintenance.maintenance_table import MaintenanceTable
+    from airflow_txnlog.engine.maintenance.rewrite_layout import RewriteLayout
+    from airflow_txnlog.engine.maintenance.rewrite_run import RewriteWork, RewriteWriter
     from airflow_txnlog.engine.properties import (
         TableProperties,
         change_data_feed,
@@ -81,6 +83,9 @@ __all__ = [  # (for now also listed here: mypy and ruff read a static __all__; s
     "LeafPath",
     "LeafStats",
     "MaintenanceTable",
+    "RewriteLayout",
+    "RewriteWork",
+    "RewriteWriter",
     "RowRule",
     "Storage",
     "TableProperties",

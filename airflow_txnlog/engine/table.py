@@ -57,6 +57,7 @@ from airflow_txnlog.engine.maintenance.log_cleanup import CleanupResult
 from airflow_txnlog.engine.maintenance.planner import MaintenancePlan, plan_maintenance
 from airflow_txnlog.engine.maintenance.publications import DEFAULT_CHANNEL, Publication
 from airflow_txnlog.engine.maintenance.restore import RestoreResult
+from airflow_txnlog.engine.maintenance.rewrite_run import RewriteWriter
 from airflow_txnlog.engine.maintenance.savepoints import Savepoint
 from airflow_txnlog.engine.maintenance.vacuum import VacuumResult
 from airflow_txnlog.engine.overview import TableOverview, VersionFacts, table_overview
@@ -555,10 +556,16 @@ class Table:
         return plan_maintenance(self, **overrides)
 
     def run_maintenance(
-        self, action: Mapping[str, Any] | Decision, *, dry_run: bool = True
+        self,
+        action: Mapping[str, Any] | Decision,
+        *,
+        dry_run: bool = True,
+        rewriter: RewriteWriter | None = None,
     ) -> dict[str, Any]:
         """Run one action of a plan (`plan.actions[i]`, or `MaintenancePlan.to_dict()["actions"][i]`);
-        a result dict.
+        a result dict. `rewriter` writes the files of a data rewrite (cluster, compact,
+        purge_deletion_vectors) instead of this process (engine.maintenance.rewrite_run; Spark's is
+        `SparkTable.run_maintenance`); the engine still chooses and commits exactly the planned files.
 
         A vacuum or log cleanup keeps the retention the plan used (`estimate.retention_hours`), so it
         deletes no more than planned, and never one below the table's (RetentionTooShortError)."""
@@ -567,9 +574,9 @@ class Table:
         self._committed("run maintenance")
         kind = action.get("kind")
         if kind in ("compact", "purge_deletion_vectors"):
-            return compact(self, action, dry_run=dry_run).to_dict()
+            return compact(self, action, dry_run=dry_run, writer=rewriter).to_dict()
         if kind == "cluster":
-            return run_cluster_action(self, action, dry_run=dry_run)
+            return run_cluster_action(self, action, dry_run=dry_run, writer=rewriter)
         estimate = action.get("estimate") or {}
         retention = estimate.get("retention_hours")  # (the plan's: checked against the table's)
         if kind == "vacuum":

@@ -44,6 +44,7 @@ from airflow_txnlog.spark.dml.results import DmlResult, WriteResult
 from airflow_txnlog.spark.errors import spark_failure
 from airflow_txnlog.spark.features.rules import rows_breaking
 from airflow_txnlog.spark.maintenance import optimize as _optimize
+from airflow_txnlog.spark.maintenance import planned as _planned
 from airflow_txnlog.spark.read.scan import scan
 from airflow_txnlog.spark.read.time_travel import rows, snapshot_of
 from airflow_txnlog.spark.schemas import to_arrow_schema
@@ -243,6 +244,14 @@ class SparkTable:
         unclustered files by the table's keys (`full`: its own clustered files too)."""
         columns = None if zorder_by is None else list(check.column_names("optimize: zorder_by", zorder_by))
         return _optimize.optimize(self._handle, where, target_file_size, columns, full)
+
+    def run_maintenance(self, action: Mapping[str, Any], *, dry_run: bool = True) -> dict[str, Any]:
+        """Run one action of a plan (an element of `Table.plan_maintenance().to_dict()["actions"]`)
+        as `Table.run_maintenance` does, returning its result dict; a data rewrite (cluster, compact,
+        purge_deletion_vectors) has Spark read and write the files and the engine commit exactly the
+        planned ones (spark.maintenance.planned). Other kinds run in the engine. A dry run, as the
+        engine's, unless `dry_run=False`."""
+        return _planned.run_maintenance(self._handle, action, dry_run=dry_run)
 
     def cluster_by(self, columns: Sequence[str] | None) -> int:
         """ALTER TABLE CLUSTER BY (`Table.cluster_by`): new clustering keys, None to remove them."""

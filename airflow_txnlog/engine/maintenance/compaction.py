@@ -24,16 +24,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from airflow_txnlog.engine.errors import CommitConflictError, CommitRetriesExceededError, InvalidArgumentError
-from airflow_txnlog.engine.features import clustering, row_tracking
+from airflow_txnlog.engine.errors import InvalidArgumentError
+from airflow_txnlog.engine.features import clustering
 from airflow_txnlog.engine.log.actions import AddFile
 from airflow_txnlog.engine.maintenance.maintenance_table import MaintenanceTable
 from airflow_txnlog.engine.maintenance.rewrite_layout import CLUSTER, RewriteLayout, run_layout
-from airflow_txnlog.engine.state.snapshot import Snapshot, read_for_rewrite
-from airflow_txnlog.engine.write.writer import delete_files, write_data_files
+from airflow_txnlog.engine.maintenance.rewrite_run import RewriteWork, RewriteWriter, commit_rewrite
+from airflow_txnlog.engine.state.snapshot import Snapshot
 
 _KINDS = ("compact", "purge_deletion_vectors")
-_ONE_FILE = 2**62  # rows per output file: a bin is always one file
 
 
 @dataclass(frozen=True)
@@ -67,8 +66,15 @@ def _bins(action: Mapping[str, Any]) -> list[list[str]]:
     return [list(b) for b in bins]
 
 
-def compact(table: MaintenanceTable, action: Mapping[str, Any], *, dry_run: bool = True) -> CompactionResult:
-    """Run one `compact` / `purge_deletion_vectors` action of a plan (its `to_dict()` form)."""
+def compact(
+    table: MaintenanceTable,
+    action: Mapping[str, Any],
+    *,
+    dry_run: bool = True,
+    writer: RewriteWriter | None = None,
+) -> CompactionResult:
+    """Run one `compact` / `purge_deletion_vectors` action of a plan (its `to_dict()` form); `writer`
+    writes the bins (engine.maintenance.rewrite_run; default: the engine, in this process)."""
     started = time.monotonic()
     bins = _bins(action)
     snap = table.snapshot()
@@ -86,7 +92,7 @@ def compact(table: MaintenanceTable, action: Mapping[str, Any], *, dry_run: bool
     )  # fmt: skip
     if dry_run or not runnable:
         return dataclasses.replace(out, seconds=round(time.monotonic() - started, 3))
-    version, adds, removed = _rewrite(table, snap, runnable, action, layout)
+    version, adds, removed = _rewrite(table, snap, runnable, action, layout, writer=writer)
     actual = {
         "files_after": len(adds),
         "bytes_after": sum(a.size for a in adds),
@@ -122,45 +128,17 @@ def _rewrite(
     bins: Sequence[Sequence[AddFile]],
     action: Mapping[str, Any],
     layout: RewriteLayout,
+    *,
+    writer: RewriteWriter | None,
 ) -> tuple[int, list[AddFile], list[AddFile]]:
-    """The bins rewritten in `layout` and committed on a transaction that read `snap`, the snapshot
-    the bins' files were chosen from: a commit since (another rewrite, a delete) is a conflict,
-    never missed."""
+    """The bins rewritten in `layout` (one file each) and committed on a transaction that read
+    `snap`, the snapshot the bins' files were chosen from: a commit since (another rewrite, a
+    delete) is a conflict, never missed."""
     partition = action.get("partition")
     predicate = json.dumps([_predicate(partition)] if isinstance(partition, Mapping) and partition else [])
-    txn = table.transaction("OPTIMIZE", layout.parameters(predicate), snapshot=snap)
-    adds: list[AddFile] = []
-    try:
-        conf = dict(snap.properties)
-        hidden = row_tracking.hidden_columns(conf) if row_tracking.enabled(conf) else []
-        for b in bins:
-            data = layout.order(read_for_rewrite(table.storage, snap, b))  # (row ids kept, if tracked)
-            written = write_data_files(
-                table.storage, data, snap.partition_columns, conf,
-                max_rows_per_file=_ONE_FILE, names=snap.column_names, hidden=hidden,
-            )  # fmt: skip
-            adds += [
-                dataclasses.replace(a, data_change=False, clustering_provider=layout.provider)
-                for a in written
-            ]
-        removed = [f for b in bins for f in b]
-        for f in removed:
-            txn.remove(f, data_change=False)
-        for a in adds:
-            txn.add(a)
-        txn.rows_checked()  # (the same rows, rewritten: they kept the table's rules already)
-        txn.rows_preserved()
-        metrics = {
-            "numRemovedFiles": len(removed),
-            "numAddedFiles": len(adds),
-            "numRemovedBytes": sum(f.size for f in removed),
-            "numAddedBytes": sum(a.size for a in adds),
-        }
-        return txn.commit(metrics=metrics), adds, removed
-    except BaseException as exc:
-        if txn.attempts == 0 or isinstance(exc, CommitConflictError | CommitRetriesExceededError):
-            delete_files(table.storage, adds)
-        raise
+    work = RewriteWork(tuple(tuple(b) for b in bins), (1,) * len(bins), layout)
+    version, adds = commit_rewrite(table, snap, work, parameters=layout.parameters(predicate), writer=writer)
+    return version, adds, work.files
 
 
 def _predicate(partition: Mapping[str, Any]) -> str:

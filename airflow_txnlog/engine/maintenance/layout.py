@@ -32,18 +32,14 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-import os
 import time
 from collections.abc import Collection, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
 
 from airflow_txnlog.engine.errors import (
-    CommitConflictError,
-    CommitRetriesExceededError,
     InvalidArgumentError,
     LogCorruptedError,
 )
@@ -52,12 +48,10 @@ from airflow_txnlog.engine.features.table_features import check_write_supported
 from airflow_txnlog.engine.log.actions import AddFile
 from airflow_txnlog.engine.maintenance.maintenance_table import MaintenanceTable
 from airflow_txnlog.engine.maintenance.rewrite_layout import NONE, RewriteLayout
+from airflow_txnlog.engine.maintenance.rewrite_run import RewriteWork, RewriteWriter, commit_rewrite
 from airflow_txnlog.engine.sql.predicates import parse_predicate
-from airflow_txnlog.engine.state.snapshot import Snapshot, read_for_rewrite
-from airflow_txnlog.engine.storage import Storage
+from airflow_txnlog.engine.state.snapshot import Snapshot
 from airflow_txnlog.engine.validate import flag, number, text
-from airflow_txnlog.engine.write.transaction import Transaction
-from airflow_txnlog.engine.write.writer import delete_files, write_data_files
 
 ZORDER, CLUSTER, COMPACT = "zorder", "cluster", "compact"
 
@@ -204,8 +198,7 @@ def optimize_layout(
     version: int | None = None
     adds: list[AddFile] = []
     if plan.groups:
-        txn = table.transaction("OPTIMIZE", plan.parameters, snapshot=snap)
-        version, adds = _rewrite(table, snap, txn, plan)
+        version, adds = _rewrite(table, snap, plan)
     return LayoutResult(
         version, plan.mode, list(plan.columns), plan.curve, len(plan.groups), len(removed), len(adds),
         sum(f.size for f in removed), sum(a.size for a in adds), round(time.monotonic() - started, 3),
@@ -213,7 +206,11 @@ def optimize_layout(
 
 
 def run_cluster_action(
-    table: MaintenanceTable, action: Mapping[str, Any], *, dry_run: bool
+    table: MaintenanceTable,
+    action: Mapping[str, Any],
+    *,
+    dry_run: bool,
+    writer: RewriteWriter | None = None,
 ) -> dict[str, Any]:
     """Run a planned `cluster` action (its `to_dict()` form): the clustered OPTIMIZE over its files
     still live and unclustered (a table whose keys were removed since the plan: nothing). The
@@ -237,8 +234,7 @@ def run_cluster_action(
         "layout": RewriteLayout(CLUSTER, plan.columns).to_dict() if plan else {},
     }  # fmt: skip
     if plan is not None and taken and not dry_run:
-        txn = table.transaction("OPTIMIZE", plan.parameters, snapshot=snap)
-        out["version"], adds = _rewrite(table, snap, txn, plan)
+        out["version"], adds = _rewrite(table, snap, plan, writer)
         out["actual"] = {
             "files_after": len(adds), "bytes_after": sum(a.size for a in adds),
             "files_removed": len(taken), "bytes_read": sum(f.size for f in taken),
@@ -246,60 +242,15 @@ def run_cluster_action(
     return {**out, "seconds": round(time.monotonic() - started, 3)}
 
 
-def _write_ordered(storage: Storage, snap: Snapshot, data: pa.Table, outputs: int) -> list[AddFile]:
-    """`data` as `outputs` files of equal row counts, in order, written by a few threads at once
-    (parquet encoding releases the GIL); on any failure the files written are deleted."""
-    per = max(1, math.ceil(data.num_rows / outputs))
-    chunks = [data.slice(i, per) for i in range(0, data.num_rows, per)]
-
-    conf = dict(snap.properties)
-    hidden = row_tracking.hidden_columns(conf) if row_tracking.enabled(conf) else []
-
-    def one(chunk: pa.Table) -> list[AddFile]:
-        return write_data_files(
-            storage, chunk, snap.partition_columns, conf,
-            max_rows_per_file=per, names=snap.column_names, hidden=hidden,
-        )  # fmt: skip
-
-    with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
-        futures = [pool.submit(one, c) for c in chunks]
-    written = [f for f in futures if f.exception() is None]
-    if len(written) < len(futures):
-        delete_files(storage, [a for f in written for a in f.result()])
-        raise next(f.exception() for f in futures if f.exception() is not None)  # type: ignore[misc]
-    return [a for f in futures for a in f.result()]
-
-
 def _rewrite(
-    table: MaintenanceTable, snap: Snapshot, txn: Transaction, plan: LayoutPlan
+    table: MaintenanceTable, snap: Snapshot, plan: LayoutPlan, writer: RewriteWriter | None = None
 ) -> tuple[int, list[AddFile]]:
-    adds: list[AddFile] = []
-    try:
-        for group, outputs in zip(plan.groups, plan.outputs, strict=True):
-            data = ordered(read_for_rewrite(table.storage, snap, group), plan)
-            written = _write_ordered(table.storage, snap, data, outputs)
-            adds += [
-                dataclasses.replace(a, data_change=False, clustering_provider=plan.provider) for a in written
-            ]
-        for f in (f for g in plan.groups for f in g):
-            txn.remove(f, data_change=False)
-        for a in adds:
-            txn.add(a)
-        txn.rows_checked()  # (the same rows, rewritten: they kept the table's rules already)
-        txn.rows_preserved()  # (row tracking: read_for_rewrite carried every row's id into the new files)
-        metrics = {
-            "numRemovedFiles": sum(len(g) for g in plan.groups),
-            "numAddedFiles": len(adds),
-            "numRemovedBytes": sum(f.size for g in plan.groups for f in g),
-            "numAddedBytes": sum(a.size for a in adds),
-            "numBatches": len(plan.groups),
-            "totalConsideredFiles": plan.considered,
-        }
-        return txn.commit(metrics=metrics), adds
-    except BaseException as exc:
-        if txn.attempts == 0 or isinstance(exc, CommitConflictError | CommitRetriesExceededError):
-            delete_files(table.storage, adds)
-        raise
+    """The plan's groups written in its key order by `writer` (default: the engine) and committed
+    as one OPTIMIZE reading `snap` (engine.maintenance.rewrite_run)."""
+    layout = RewriteLayout(plan.mode if plan.curve else NONE, plan.columns)
+    work = RewriteWork(plan.groups, plan.outputs, layout)
+    metrics = {"numBatches": len(plan.groups), "totalConsideredFiles": plan.considered}
+    return commit_rewrite(table, snap, work, parameters=plan.parameters, metrics=metrics, writer=writer)
 
 
 def layout_summary(snap: Snapshot) -> dict[str, Any]:

@@ -19,14 +19,14 @@ sorts as x does unsigned).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from functools import reduce
 
 import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql.types import LongType, StructField, StructType
 
-from airflow_txnlog.engine import AddFile, LayoutPlan, Transaction
+from airflow_txnlog.engine import AddFile, LayoutPlan, Table, Transaction
 from airflow_txnlog.engine.spi import layout_bits, layout_cuts, layout_keys
 from airflow_txnlog.spark.context import TableContext, TableHandle
 from airflow_txnlog.spark.read.scan import scan
@@ -38,23 +38,23 @@ SAMPLE_ROWS = 1_000_000
 _KEEP_PARTITIONS = {"spark.sql.unionOutputPartitioning": "false"}
 
 
-def _cut_points(df: DataFrame, plan: LayoutPlan, rows: int) -> list[pa.Array]:
+def _cut_points(df: DataFrame, columns: Sequence[str], rows: int) -> list[pa.Array]:
     fraction = min(1.0, SAMPLE_ROWS / max(rows, 1))
-    sample = df.select(*plan.columns)
+    sample = df.select(*columns)
     if fraction < 1.0:
         sample = sample.sample(fraction=fraction, seed=0)
     got = sample.toArrow()
-    bits = layout_bits(len(plan.columns))
-    return [layout_cuts(got.column(c), bits) for c in plan.columns]
+    bits = layout_bits(len(columns))
+    return [layout_cuts(got.column(c), bits) for c in columns]
 
 
-def keyed(df: DataFrame, plan: LayoutPlan, cuts: list[pa.Array]) -> DataFrame:
+def keyed(df: DataFrame, columns: Sequence[str], curve: str, cuts: list[pa.Array]) -> DataFrame:
     """`df` with the curve key of each row as the last column, KEY (a signed long, see above)."""
-    columns, curve = list(plan.columns), str(plan.curve)
+    names = list(columns)
 
     def add_key(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
-            keys = layout_keys(pa.Table.from_batches([batch]), columns, curve, cuts, signed=True)
+            keys = layout_keys(pa.Table.from_batches([batch]), names, curve, cuts, signed=True)
             signed = pa.array(keys)
             yield pa.RecordBatch.from_arrays([*batch.columns, signed], names=[*batch.schema.names, KEY])
 
@@ -62,11 +62,23 @@ def keyed(df: DataFrame, plan: LayoutPlan, cuts: list[pa.Array]) -> DataFrame:
     return df.mapInArrow(add_key, schema)
 
 
-def _ordered(ctx: TableContext, files: tuple[AddFile, ...], outputs: int, plan: LayoutPlan) -> DataFrame:
+def ordered(
+    ctx: TableContext, files: Sequence[AddFile], outputs: int, columns: Sequence[str], curve: str | None
+) -> DataFrame:
+    """The rows of `files` (row ids kept) in `outputs` partitions: with a curve, contiguous stretches
+    of it, each sorted by its key; without one, as read (one partition: one task, one file)."""
     df = scan(ctx, list(files), row_ids=True)  # (row tracking: every row keeps its id)
+    if curve is None:
+        return df.coalesce(1) if outputs == 1 else df.repartition(outputs)
     rows = sum(f.num_records or 0 for f in files)
-    with_key = keyed(df, plan, _cut_points(df, plan, rows))
+    with_key = keyed(df, columns, curve, _cut_points(df, columns, rows))
     return with_key.repartitionByRange(outputs, KEY).sortWithinPartitions(KEY).drop(KEY)
+
+
+def write_groups(ctx: TableContext, table: Table, parts: Sequence[DataFrame]) -> list[AddFile]:
+    """Each part (one Spark partition per output file) written in one job; the adds, not committed."""
+    df = reduce(DataFrame.unionAll, parts)
+    return write_files(ctx, table, df, data_change=False, what="OPTIMIZE", conf=_KEEP_PARTITIONS)
 
 
 def rewrite(h: TableHandle, txn: Transaction, plan: LayoutPlan) -> list[AddFile]:
@@ -74,7 +86,8 @@ def rewrite(h: TableHandle, txn: Transaction, plan: LayoutPlan) -> list[AddFile]
     if not plan.groups:
         return []
     ctx = h.context(txn.snapshot)
-    parts = [_ordered(ctx, g, n, plan) for g, n in zip(plan.groups, plan.outputs, strict=True)]
-    df = reduce(DataFrame.unionAll, parts)
-    adds = write_files(ctx, h.table, df, data_change=False, what="OPTIMIZE", conf=_KEEP_PARTITIONS)
+    parts = [
+        ordered(ctx, g, n, plan.columns, plan.curve) for g, n in zip(plan.groups, plan.outputs, strict=True)
+    ]
+    adds = write_groups(ctx, h.table, parts)
     return [dataclasses.replace(a, clustering_provider=plan.provider) for a in adds]

@@ -271,10 +271,10 @@ def test_a_rewrite_that_lands_between_planning_and_committing_is_a_conflict(
     ]
     real, other = compaction._rewrite, Table.open(str(tmp_path / "t"))
 
-    def racing(*args: Any) -> Any:
+    def racing(*args: Any, **kwargs: Any) -> Any:
         monkeypatch.setattr(compaction, "_rewrite", real)
         other.run_maintenance(action, dry_run=False)  # the other run commits first
-        return real(*args)
+        return real(*args, **kwargs)
 
     monkeypatch.setattr(compaction, "_rewrite", racing)
     with pytest.raises(CommitConflictError):
