@@ -16,6 +16,9 @@ variables, so one file serves the demo, the deployment check and you):
   the other examples' table (TXNLOG_EXAMPLE_TABLE, default ~/airflow_txnlog_examples/orders);
 - TXNLOG_MAINTENANCE_DRY_RUN: `false` to act;
 - TXNLOG_MAINTENANCE_SETTINGS: planner settings as JSON, e.g. {"quiet_minutes": 0};
+- TXNLOG_MAINTENANCE_SPARK_CONN_ID: a `spark` / `spark_connect` connection; set, the data rewrites
+  reading TXNLOG_MAINTENANCE_SPARK_MIN_BYTES or more (default 1 GiB) run on that Spark cluster (the
+  task plans and commits, Spark reads and writes the files); unset, every rewrite runs in the task;
 - AIRFLOW__TXNLOG__MAINTENANCE_HISTORY_URI: the history table (default ~/airflow_txnlog_examples/...);
   the Tables view reads this option only, so set it (on the api-server too) for the view to show it.
 """
@@ -42,6 +45,8 @@ HISTORY_URI = os.environ.get(
     "AIRFLOW__TXNLOG__MAINTENANCE_HISTORY_URI",
     os.path.expanduser("~/airflow_txnlog_examples/_maintenance_history"),
 )
+SPARK_CONN_ID = os.environ.get("TXNLOG_MAINTENANCE_SPARK_CONN_ID") or None
+SPARK_MIN_BYTES = int(os.environ.get("TXNLOG_MAINTENANCE_SPARK_MIN_BYTES", str(1024**3)))
 BYTE_BUDGET = 50 * 1024**3  # compaction reads + writes at most 50 GiB per run; the rest waits
 
 with DAG(
@@ -59,6 +64,8 @@ with DAG(
         byte_budget=BYTE_BUDGET,
         dry_run=DRY_RUN,
         pool="txnlog_maintenance",
+        spark_conn_id=SPARK_CONN_ID,
+        spark_min_bytes=SPARK_MIN_BYTES,
     )
 
 

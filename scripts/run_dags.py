@@ -67,6 +67,10 @@ def _environment() -> None:
             "TXNLOG_MAINTENANCE_SETTINGS": json.dumps(
                 {"quiet_minutes": 0, "min_input_files": 2, "checkpoint_interval": 5}
             ),
+            # ... and its data rewrites run on Spark (spark_default is not defined: local[*]), as a
+            # user's would on their cluster; the engine plans and commits them
+            "TXNLOG_MAINTENANCE_SPARK_CONN_ID": "spark_default",
+            "TXNLOG_MAINTENANCE_SPARK_MIN_BYTES": "0",
             "AIRFLOW__TXNLOG__MAINTENANCE_HISTORY_URI": str(HISTORY),
             "SPARK_LOCAL_IP": "127.0.0.1",
             "PYSPARK_PYTHON": sys.executable,
@@ -217,7 +221,25 @@ def maintenance(demo: Demo) -> None:
         )
         tell(f"    {r['table_uri'].rsplit('/', 1)[-1]} {r['kind']} {r['partition'] or ''}: {what}")
     assert rows, "planned maintenance recorded no decision"
+    for r in _optimize_results():
+        name = r["table"].rsplit("/", 1)[-1]
+        tell(f"    optimize {r['kind']} of {name}: {r['status']} on {r.get('runner')}")
     demo.run("txnlog_maintenance_fixed", DAYS[2])
+
+
+def _optimize_results() -> list[dict[str, Any]]:
+    """What the planned run's optimize tasks returned (their XCom, from Airflow's DB)."""
+    from airflow.models.xcom import XComModel  # noqa: PLC0415
+    from airflow.utils.session import create_session  # noqa: PLC0415
+
+    with create_session() as session:
+        found = session.query(XComModel).filter(
+            XComModel.dag_id == "txnlog_maintenance",
+            XComModel.task_id == "maintain.optimize",
+            XComModel.key == "return_value",
+        )
+        values = [XComModel.deserialize_value(x) for x in found]
+    return [r for v in values if isinstance(v, list) for r in v]
 
 
 def downstream(demo: Demo) -> None:

@@ -40,6 +40,11 @@ def slim(action: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+def bytes_read(action: Mapping[str, Any]) -> int:
+    """The bytes a data rewrite reads, as its plan estimated them."""
+    return int((action.get("cost") or {}).get("bytes_read") or 0)
+
+
 def data_cost(action: Mapping[str, Any]) -> int:
     cost = action.get("cost") or {}
     return int(cost.get("bytes_read") or 0) + int(cost.get("bytes_written") or 0)

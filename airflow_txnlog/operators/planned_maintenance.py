@@ -19,14 +19,15 @@ These operators emit no asset events: they change no data (OPTIMIZE commits data
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from airflow.sdk import BaseOperator, Context, task_group
 from airflow.sdk.definitions._internal.node import DAGNode
 
-from airflow_txnlog.arguments import flag, invalid, renders_later
+from airflow_txnlog.arguments import flag, invalid, renders_later, str_mapping
 from airflow_txnlog.assets import table_asset_uri
 from airflow_txnlog.hooks.txnlog import TxnLogHook
 
@@ -142,12 +143,31 @@ class TxnLogMaintenancePlanOperator(BaseOperator):
 class TxnLogPlannedActionsOperator(BaseOperator):
     """Run one stage (`checkpoint`, `optimize`, `vacuum`, `cleanup_log`) of one table's work item.
 
-    Returns one result per action: {table, id, kind, status, seconds, result, error}.
+    Returns one result per action: {table, id, kind, status, seconds, result, error, runner}.
+
+    :param spark_conn_id: a `spark` (master URL: a standalone cluster, YARN, k8s, local) or
+        `spark_connect` connection of the apache-spark provider; the optimize stage's data rewrites
+        whose bytes read reach `spark_min_bytes` then run on Spark (`SparkTable.run_maintenance`:
+        Spark reads and writes the files, this task only plans the job and commits), the rest in
+        this process. None (default): every rewrite runs in this process.
+    :param spark_min_bytes: the bytes an action reads (its plan's `cost.bytes_read`) from which it
+        goes to Spark; 0: every rewrite. Dry runs never start Spark (a dry run reads no rows).
+    :param spark_conf: Spark settings over the connection's extras.
     """
 
     template_fields: Sequence[str] = ("item",)
 
-    def __init__(self, *, item: Any, stage: str, dry_run: bool = True, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *,
+        item: Any,
+        stage: str,
+        dry_run: bool = True,
+        spark_conn_id: str | None = None,
+        spark_min_bytes: int = 0,
+        spark_conf: Mapping[str, str] | None = None,
+        **kwargs: Any,
+    ) -> None:
         from airflow_txnlog.operators._maintenance_work import STAGES  # noqa: PLC0415
 
         super().__init__(**kwargs)
@@ -156,6 +176,8 @@ class TxnLogPlannedActionsOperator(BaseOperator):
         self.item = item
         self.stage = stage
         self.is_dry_run = flag("dry_run", dry_run)
+        self.spark_conn_id, self.spark_min_bytes = _spark_routing(spark_conn_id, spark_min_bytes)
+        self.spark_conf = str_mapping("spark_conf", spark_conf)
 
     def execute(self, context: Context) -> list[dict[str, Any]]:
         from airflow_txnlog.operators._maintenance_work import stage_actions  # noqa: PLC0415
@@ -168,33 +190,77 @@ class TxnLogPlannedActionsOperator(BaseOperator):
         out = [{**base, "id": a["id"], "kind": a["kind"], "status": "superseded",
                 "reason": "a full vacuum runs instead"} for a in superseded]  # fmt: skip
         if todo:
-            table = TxnLogHook(txnlog_conn_id=item.get("conn_id") or TxnLogHook.default_conn_name).get_table(
-                item["table"]
-            )
-            out += [{**base, **self._run(table, a)} for a in todo]
+            hook = TxnLogHook(txnlog_conn_id=item.get("conn_id") or TxnLogHook.default_conn_name)
+            out += [{**base, **r} for r in self._run_all(hook, hook.get_table(item["table"]), todo)]
         return out
 
-    def _run(self, table: Any, action: Mapping[str, Any]) -> dict[str, Any]:
+    def _on_spark(self, action: Mapping[str, Any]) -> bool:
+        from airflow_txnlog.operators._maintenance_work import DATA_KINDS, bytes_read  # noqa: PLC0415
+
+        return (
+            self.spark_conn_id is not None
+            and action.get("kind") in DATA_KINDS
+            and bytes_read(action) >= self.spark_min_bytes
+        )
+
+    def _run_all(
+        self, hook: TxnLogHook, table: Any, todo: Sequence[Mapping[str, Any]]
+    ) -> list[dict[str, Any]]:
+        """The actions in plan order; a Spark session started at the first one Spark writes (a dry
+        run reads no rows, so starts none) and stopped after the last."""
+        out = []
+        with contextlib.ExitStack() as stack:
+            spark_table = None
+            for action in todo:
+                runner, run = "engine", table.run_maintenance
+                if self._on_spark(action):
+                    runner = "spark"
+                    if not self.is_dry_run:
+                        spark_table = spark_table or self._spark_table(stack, hook, table)
+                        run = spark_table.run_maintenance
+                out.append(self._run(run, table.uri, action, runner))
+        return out
+
+    def _spark_table(self, stack: contextlib.ExitStack, hook: TxnLogHook, table: Any) -> Any:
+        from airflow_txnlog.operators._spark_session import spark_session  # noqa: PLC0415
+        from airflow_txnlog.spark import SparkTable  # noqa: PLC0415 - pyspark only at run time
+
+        app = f"{self.dag_id}-{self.task_id}"
+        spark = stack.enter_context(spark_session(self.spark_conn_id, self.spark_conf, app))
+        options = hook.storage_options_for(table.uri) or None
+        return SparkTable(spark, table.uri, storage_options=options, table=table)
+
+    def _run(
+        self, run: Callable[..., dict[str, Any]], uri: str, action: Mapping[str, Any], runner: str
+    ) -> dict[str, Any]:
         from airflow_txnlog.engine import CommitConflictError, TxnLogError  # noqa: PLC0415
 
         started = time.monotonic()
-        head = {"id": action["id"], "kind": action["kind"]}
+        head = {"id": action["id"], "kind": action["kind"], "runner": runner}
         try:
-            result = table.run_maintenance(action, dry_run=self.is_dry_run)
+            result = run(action, dry_run=self.is_dry_run)
         except CommitConflictError as exc:
-            self.log.warning("%s of %s lost to a concurrent commit: %s", action["kind"], table.uri, exc)
+            self.log.warning("%s of %s lost to a concurrent commit: %s", action["kind"], uri, exc)
             return {**head, "status": "conflict", "error": str(exc), "seconds": _since(started)}
         except (TxnLogError, OSError) as exc:
-            self.log.error("%s of %s failed: %s", action["kind"], table.uri, exc)
+            self.log.error("%s of %s failed: %s", action["kind"], uri, exc)
             return {
                 **head,
                 "status": "failed",
                 "error": f"{type(exc).__name__}: {exc}",
                 "seconds": _since(started),
             }
-        self.log.info("%s of %s: %s", action["kind"], table.uri, result)
+        self.log.info("%s of %s (%s): %s", action["kind"], uri, runner, result)
         status = "dry_run" if self.is_dry_run else "done"
         return {**head, "status": status, "result": result, "seconds": _since(started)}
+
+
+def _spark_routing(conn_id: object, min_bytes: object) -> tuple[str | None, int]:
+    if conn_id is not None and (not isinstance(conn_id, str) or not conn_id.strip()):
+        raise invalid(f"spark_conn_id must be a connection id or None (no Spark), got {conn_id!r}")
+    if isinstance(min_bytes, bool) or not isinstance(min_bytes, int) or min_bytes < 0:
+        raise invalid(f"spark_min_bytes must be an int >= 0 (bytes an action reads), got {min_bytes!r}")
+    return conn_id, min_bytes
 
 
 def _since(started: float) -> float:
@@ -284,15 +350,25 @@ def planned_maintenance(
     pool: str | None = None,
     catalog_conn_id: str = "txnlog_airflow_api",
     group_id: str = "maintain",
+    spark_conn_id: str | None = None,
+    spark_min_bytes: int = 0,
+    spark_conf: Mapping[str, str] | None = None,
 ) -> tuple[TxnLogMaintenancePlanOperator, DAGNode, TxnLogMaintenanceHistoryOperator]:
-    """plan >> maintain (mapped per table) >> history, inside the current DAG (module docstring)."""
+    """plan >> maintain (mapped per table) >> history, inside the current DAG (module docstring).
+    With `spark_conn_id`, the optimize stage sends each data rewrite reading `spark_min_bytes` or
+    more to Spark (TxnLogPlannedActionsOperator); the others run in the task."""
     flag("dry_run", dry_run)
+    spark: dict[str, Any] = {
+        "spark_conn_id": spark_conn_id,
+        "spark_min_bytes": spark_min_bytes,
+        "spark_conf": spark_conf,
+    }
     plan = TxnLogMaintenancePlanOperator(
         task_id="plan", tables=tables, txnlog_conn_id=txnlog_conn_id, settings=settings,
         byte_budget=byte_budget, catalog_conn_id=catalog_conn_id,
     )  # fmt: skip
     stages = ("checkpoint", "optimize", "vacuum", "cleanup_log")
-    extra = {"pool": pool} if pool else {}
+    extra: dict[str, Any] = {"pool": pool} if pool else {}
 
     result_ids: list[str] = []  # (the ids as created: prefixed by any group this is built in)
 
@@ -300,9 +376,11 @@ def planned_maintenance(
     def maintain(item: Any) -> None:
         previous = None
         for stage in stages:
+            routing: dict[str, Any] = spark if stage == "optimize" else {}
             op = TxnLogPlannedActionsOperator(
-                task_id=stage, item=item, stage=stage, dry_run=dry_run, trigger_rule="all_done", **extra
-            )
+                task_id=stage, item=item, stage=stage, dry_run=dry_run, trigger_rule="all_done",
+                **extra, **routing,
+            )  # fmt: skip
             result_ids.append(op.task_id)
             if previous is not None:
                 previous >> op
