@@ -12,8 +12,12 @@
          planning error) with what was predicted and what was measured, one row each.
 Invariants: an action is run by exactly one stage; every decision of every plan becomes one history
 row; an action without a result (its task crashed or never ran) is recorded as `no_result`, never
-as done. XCom stays small: paths a task does not need (vacuum's and log cleanup's files, which
-those re-derive; a compaction's flat list, its bins hold the same paths) become counts.
+as done. XCom stays small whatever the tables' sizes: paths a task does not need (vacuum's and
+log cleanup's files, which those re-derive; a compaction's flat list, its bins hold the same paths)
+become counts; the paths a rewrite does need move to a plan file (`without_paths`, the operators'
+_plan_files) and come back when its stage runs (`with_paths`); the skips of a table's partitions
+that one rule decided alike (a 50,000-partition table's healthy partitions) become one skip per
+table, kind and rule that counts them (`summarised`), so one history row.
 """
 
 from __future__ import annotations
@@ -90,8 +94,66 @@ def _item(plan: Mapping[str, Any]) -> dict[str, Any]:
         "error": plan.get("error"),
         "actions": [{**slim(a), "id": f"a{i}"} for i, a in enumerate(plan.get("actions") or [])],
         "over_budget": [],
-        "skipped": [slim(s) for s in plan.get("skipped") or []] + _not_a_table(plan),
+        "skipped": summarised([slim(s) for s in plan.get("skipped") or []]) + _not_a_table(plan),
     }
+
+
+def summarised(skips: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The skips, those of two or more partitions decided by the same kind and rule as one skip
+    saying how many partitions, the range of values observed and one partition's reason."""
+    groups: dict[tuple[Any, Any], list[Mapping[str, Any]]] = {}
+    for s in skips:
+        groups.setdefault((s.get("kind"), s.get("rule")), []).append(s)
+    out: list[dict[str, Any]] = []
+    for (kind, rule), group in groups.items():
+        parts = [s for s in group if s.get("partition") is not None]
+        out += [dict(s) for s in group if s.get("partition") is None or len(parts) < 2]
+        if len(parts) >= 2:
+            out.append(_summary(kind, rule, parts))
+    return out
+
+
+def _summary(kind: Any, rule: Any, parts: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    observed = [s.get("observed") for s in parts]
+    numbers = [v for v in observed if isinstance(v, int | float) and not isinstance(v, bool)]
+    seen: Any = {"min": min(numbers), "max": max(numbers)} if len(numbers) == len(observed) else None
+    first = parts[0]
+    return {
+        "kind": kind, "partition": None, "rule": rule, "observed": seen,
+        "threshold": first.get("threshold"), "partitions": len(parts),
+        "reason": f"{len(parts)} partitions skipped by rule {rule}; e.g. partition "
+        f"{json.dumps(first.get('partition'), sort_keys=True, default=str)}: {first.get('reason')}",
+    }  # fmt: skip
+
+
+def without_paths(item: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(the item with no rewrite's paths, {action id: {"bins" / "files": its paths}}): each action
+    (and over-budget one) keeps `bin_count` / `file_count`."""
+    paths: dict[str, Any] = {}
+
+    def strip(action: Mapping[str, Any], *, keep: bool = True) -> dict[str, Any]:
+        out = dict(action)
+        taken = {k: out.pop(k) for k in ("bins", "files") if k in out}
+        if "bins" in taken:
+            out["bin_count"] = len(taken["bins"] or [])
+            out["file_count"] = sum(len(b) for b in taken["bins"] or [])
+        if "files" in taken:
+            out["file_count"] = len(taken["files"] or [])
+        if keep and taken and action.get("kind") in DATA_KINDS:
+            paths[str(action["id"])] = taken
+        return out
+
+    slimmed = {
+        **item,
+        "actions": [strip(a) for a in item.get("actions") or []],
+        "over_budget": [strip(a, keep=False) for a in item.get("over_budget") or []],  # (not run)
+    }
+    return slimmed, paths
+
+
+def with_paths(action: Mapping[str, Any], paths: Mapping[str, Any]) -> dict[str, Any]:
+    """The action with its paths back (from `without_paths`' mapping)."""
+    return {**action, **(paths.get(str(action.get("id"))) or {})}
 
 
 def _not_a_table(plan: Mapping[str, Any]) -> list[dict[str, Any]]:

@@ -74,9 +74,13 @@ class TxnLogMaintenancePlanOperator(BaseOperator):
     :param settings: planner settings for every table (`Table.plan_maintenance(**settings)`).
     :param byte_budget: bytes compaction may read + write in this run (None: no budget).
     :param catalog_conn_id: the api-server connection for `tables=None`.
+    :param plan_files_uri: where the rewrites' paths go (`_plans/<run>/` under it: operators'
+        _plan_files), so XCom carries ids and counts only; `planned_maintenance` passes the history
+        table. None: the paths stay in XCom (fine for small tables).
+    :param plan_files_conn_id: the connection of `plan_files_uri`.
     """
 
-    template_fields: Sequence[str] = ("tables", "txnlog_conn_id")
+    template_fields: Sequence[str] = ("tables", "txnlog_conn_id", "plan_files_uri")
 
     def __init__(
         self,
@@ -86,10 +90,14 @@ class TxnLogMaintenancePlanOperator(BaseOperator):
         settings: Mapping[str, Any] | None = None,
         byte_budget: int | None = None,
         catalog_conn_id: str = "txnlog_airflow_api",
+        plan_files_uri: str | None = None,
+        plan_files_conn_id: str = DEFAULT_HISTORY_CONN,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         self.tables = tables if renders_later(tables) else _table_list(tables)
+        self.plan_files_uri = plan_files_uri
+        self.plan_files_conn_id = plan_files_conn_id
         self.txnlog_conn_id = txnlog_conn_id
         if settings is not None and not isinstance(settings, Mapping):
             raise invalid(f"settings must be a mapping of planner settings, got {settings!r}")
@@ -129,15 +137,39 @@ class TxnLogMaintenancePlanOperator(BaseOperator):
                 self.log.warning("cannot plan %s: %s: %s", uri, type(exc).__name__, exc)
                 plans.append({**named, "error": f"{type(exc).__name__}: {exc}"})
         items = work_items(plans, byte_budget=self.byte_budget)
-        work = runnable(items)
         for item in items:
             self.log.info(
                 "%s: %d action(s), %d over budget, %d skip(s)%s",
                 item["table"], len(item["actions"]), len(item["over_budget"]), len(item["skipped"]),
                 f"; error: {item['error']}" if item["error"] else "",
             )  # fmt: skip
+        if self.plan_files_uri is not None:
+            items = self._paths_to_files(items, str(context["run_id"]))
         context["ti"].xcom_push(key=ITEMS_KEY, value=items)
-        return work
+        return runnable(items)
+
+    def _paths_to_files(self, items: list[dict[str, Any]], run_id: str) -> list[dict[str, Any]]:
+        """The items without their rewrites' paths, which go to plan files (operators._plan_files)."""
+        from airflow_txnlog.operators._maintenance_work import without_paths  # noqa: PLC0415
+        from airflow_txnlog.operators._plan_files import write_plan_file  # noqa: PLC0415
+
+        hook = TxnLogHook(txnlog_conn_id=self.plan_files_conn_id)
+        uri = hook.resolve_uri(str(self.plan_files_uri))
+        storage = _storage(hook, uri)
+        out = []
+        for index, item in enumerate(items):
+            slim, paths = without_paths(item)
+            if paths:
+                key = write_plan_file(storage, run_id, index, item["table"], paths)
+                slim["plan_file"] = {"uri": uri, "key": key, "conn_id": self.plan_files_conn_id}
+            out.append(slim)
+        return out
+
+
+def _storage(hook: TxnLogHook, uri: str) -> Any:
+    from airflow_txnlog.engine.spi import storage_for  # noqa: PLC0415 - pyarrow at run time
+
+    return storage_for(uri, hook.storage_options_for(uri) or None)
 
 
 class TxnLogPlannedActionsOperator(BaseOperator):
@@ -191,7 +223,7 @@ class TxnLogPlannedActionsOperator(BaseOperator):
                 "reason": "a full vacuum runs instead"} for a in superseded]  # fmt: skip
         if todo:
             hook = TxnLogHook(txnlog_conn_id=item.get("conn_id") or TxnLogHook.default_conn_name)
-            out += [{**base, **r} for r in self._run_all(hook, hook.get_table(item["table"]), todo)]
+            out += [{**base, **r} for r in self._run_all(hook, hook.get_table(item["table"]), item, todo)]
         return out
 
     def _on_spark(self, action: Mapping[str, Any]) -> bool:
@@ -204,15 +236,21 @@ class TxnLogPlannedActionsOperator(BaseOperator):
         )
 
     def _run_all(
-        self, hook: TxnLogHook, table: Any, todo: Sequence[Mapping[str, Any]]
+        self, hook: TxnLogHook, table: Any, item: Mapping[str, Any], todo: Sequence[Mapping[str, Any]]
     ) -> list[dict[str, Any]]:
-        """The actions in plan order; a Spark session started at the first one Spark writes (a dry
-        run reads no rows, so starts none) and stopped after the last."""
+        """The actions in plan order, their paths back from the plan file; a Spark session started at
+        the first one Spark writes (a dry run reads no rows, so starts none) and stopped after it."""
+        from airflow_txnlog.operators._maintenance_work import with_paths  # noqa: PLC0415
+
         out = []
+        paths, failure = _plan_paths(item, todo)
         with contextlib.ExitStack() as stack:
             spark_table = None
-            for action in todo:
+            for planned in todo:
+                action = with_paths(planned, paths)
                 runner, run = "engine", table.run_maintenance
+                if failure is not None and str(action["id"]) in failure[1]:
+                    run = _failing(failure[0])
                 if self._on_spark(action):
                     runner = "spark"
                     if not self.is_dry_run:
@@ -253,6 +291,35 @@ class TxnLogPlannedActionsOperator(BaseOperator):
         self.log.info("%s of %s (%s): %s", action["kind"], uri, runner, result)
         status = "dry_run" if self.is_dry_run else "done"
         return {**head, "status": status, "result": result, "seconds": _since(started)}
+
+
+def _plan_paths(
+    item: Mapping[str, Any], todo: Sequence[Mapping[str, Any]]
+) -> tuple[dict[str, Any], tuple[Exception, set[str]] | None]:
+    """({action id: paths} from the item's plan file, read only when an action to run needs it;
+    the error that kept it from being read, and the ids it fails)."""
+    from airflow_txnlog.engine import TxnLogError  # noqa: PLC0415
+    from airflow_txnlog.operators._maintenance_work import DATA_KINDS  # noqa: PLC0415
+    from airflow_txnlog.operators._plan_files import read_paths  # noqa: PLC0415
+
+    ref = item.get("plan_file")
+    needing = {
+        str(a["id"]) for a in todo if a.get("kind") in DATA_KINDS and "bins" not in a and "files" not in a
+    }
+    if not needing or not isinstance(ref, Mapping):
+        return {}, None
+    try:
+        hook = TxnLogHook(txnlog_conn_id=ref.get("conn_id") or DEFAULT_HISTORY_CONN)
+        return read_paths(_storage(hook, str(ref["uri"])), str(ref["key"]), str(item["table"])), None
+    except (TxnLogError, OSError) as exc:
+        return {}, (exc, needing)
+
+
+def _failing(exc: Exception) -> Callable[..., dict[str, Any]]:
+    def run(*args: Any, **kwargs: Any) -> dict[str, Any]:
+        raise exc
+
+    return run
 
 
 def _spark_routing(conn_id: object, min_bytes: object) -> tuple[str | None, int]:
@@ -318,12 +385,28 @@ class TxnLogMaintenanceHistoryOperator(BaseOperator):
         hook = TxnLogHook(txnlog_conn_id=self.txnlog_conn_id)
         uri = hook.resolve_uri(self.history_uri)
         version = history.append_history(uri, rows, storage_options=hook.storage_options_for(uri))
+        self._forget_plan_files(items, str(context["run_id"]))
         summary = history.report(rows)
         self.log.info("maintenance history %s version %s:\n%s", uri, version, summary["text"])
         bad = {k: v for k, v in summary["by_status"].items() if k in FAILING}
         if bad and self.fail_on_error:
             raise RuntimeError(f"planned maintenance did not all succeed: {bad} (see the history table)")
         return {**summary, "history_version": version, "rows": len(rows)}
+
+    def _forget_plan_files(self, items: Sequence[Mapping[str, Any]], run_id: str) -> None:
+        """Delete the run's plan files (its stage tasks are done: this task runs last); best effort,
+        a file left behind is only bytes (`_plans/` is hidden from vacuum)."""
+        from airflow_txnlog.operators._plan_files import delete_run  # noqa: PLC0415
+
+        places = {(r["uri"], r.get("conn_id")) for i in items if isinstance(r := i.get("plan_file"), Mapping)}
+        for uri, conn_id in sorted(places, key=str):
+            try:
+                hook = TxnLogHook(txnlog_conn_id=conn_id or DEFAULT_HISTORY_CONN)
+                self.log.info(
+                    "deleted %d plan file(s) under %s", delete_run(_storage(hook, uri), run_id), uri
+                )
+            except Exception as exc:  # (any store error: the history is written, which is what counts)
+                self.log.warning("could not delete the plan files under %s: %s", uri, exc)
 
 
 def configured_history_uri() -> str:
@@ -363,9 +446,11 @@ def planned_maintenance(
         "spark_min_bytes": spark_min_bytes,
         "spark_conf": spark_conf,
     }
+    history_uri = configured_history_uri() if history_uri is None else history_uri
     plan = TxnLogMaintenancePlanOperator(
         task_id="plan", tables=tables, txnlog_conn_id=txnlog_conn_id, settings=settings,
-        byte_budget=byte_budget, catalog_conn_id=catalog_conn_id,
+        byte_budget=byte_budget, catalog_conn_id=catalog_conn_id, plan_files_uri=history_uri,
+        plan_files_conn_id=txnlog_conn_id,
     )  # fmt: skip
     stages = ("checkpoint", "optimize", "vacuum", "cleanup_log")
     extra: dict[str, Any] = {"pool": pool} if pool else {}

@@ -101,6 +101,8 @@ def test_dry_run_then_act_then_nothing_left_to_do(tmp_path: Path) -> None:
         len(compact) == 1 and compact[0]["actual_files_removed"] == 7 == compact[0]["predicted_files_removed"]
     )
     assert compact[0]["committed_version"] is not None and compact[0]["seconds"] >= 0
+    # the compaction's paths came from the run's plan file, which the history task then deleted
+    assert not (tmp_path / "history" / "_plans").exists()
     # the savepoint's and the published version's files outlive the compaction (and any vacuum)
     assert _all_files_present(latest, saved) and _all_files_present(latest, latest.publication().version)
 
