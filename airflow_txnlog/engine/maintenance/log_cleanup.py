@@ -31,6 +31,7 @@ from __future__ import annotations
 import dataclasses
 import re
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from airflow_txnlog.engine.errors import RetentionTooShortError
@@ -61,18 +62,25 @@ class CleanupResult:
 
 
 def cleanup_log(
-    table: MaintenanceTable, *, retention_hours: float | None, dry_run: bool, enforce_retention: bool = False
+    table: MaintenanceTable,
+    *,
+    retention_hours: float | None,
+    dry_run: bool,
+    enforce_retention: bool = False,
+    listed: Sequence[ListedFile] | None = None,
 ) -> CleanupResult:
     """Delete (or with `dry_run`, list) what the module docstring says, as of the latest snapshot;
     `enforce_retention` refuses a retention below the table's `delta.logRetentionDuration` (what a
-    planned cleanup uses: a plan never shortens it)."""
+    planned cleanup uses: a plan never shortens it). `listed`: the log's listing, taken after that
+    snapshot (the planner's: one listing per plan), instead of listing it here."""
     number("retention_hours", retention_hours, minimum=0, none_means="the table's log retention")
     flag("dry_run", dry_run)
     flag("enforce_retention", enforce_retention)
     storage = table.storage
     snap = table.snapshot()
     require_checkpoint_supported(snap.protocol, "clean up the log")
-    files = storage.list_log()  # one listing: it classifies the versions and names what to delete
+    # one listing: it classifies the versions and names what to delete
+    files = storage.list_log() if listed is None else list(listed)
     keep_ms = _retention_ms(snap, retention_hours, enforce_retention)
     result = _cleanup_versions(storage, snap, files, keep_ms=keep_ms, dry_run=dry_run)
     gone = set(result.files)

@@ -33,10 +33,11 @@ action fires at most once more, and each compaction removes files net.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from airflow_txnlog.engine.log.log_segment import LogListing, list_log, monotonic_timestamps
+from airflow_txnlog.engine.log.log_segment import LogListing, monotonic_timestamps
 from airflow_txnlog.engine.log.replay import key_paths
 from airflow_txnlog.engine.maintenance.compaction_plan import Decision
 from airflow_txnlog.engine.maintenance.log_cleanup import cleanup_log
@@ -45,7 +46,7 @@ from airflow_txnlog.engine.maintenance.plan_settings import PlanSettings, settin
 from airflow_txnlog.engine.maintenance.rewrite_plan import plan_rewrites
 from airflow_txnlog.engine.maintenance.vacuum_log import Removed, VacuumHistory, vacuum_history
 from airflow_txnlog.engine.state.snapshot import Snapshot
-from airflow_txnlog.engine.storage import has_scheme
+from airflow_txnlog.engine.storage import ListedFile, has_scheme
 
 DAY_MS = 24 * 3600 * 1000
 _PER_FILE_CHECKPOINT_BYTES = 200  # (a rough size of one add in a parquet checkpoint: an estimate)
@@ -80,9 +81,10 @@ def plan_maintenance(
     now = int(time.time() * 1000) if now_ms is None else now_ms
     snap = table.snapshot()
     s = settings(snap.metadata.configuration, overrides)
-    listing = list_log(table.storage)
+    files = table.storage.list_log()  # (the one listing of the plan, after the snapshot)
+    listing = LogListing.build(files, complete=True)
     decisions = plan_rewrites(table.storage, snap, listing, s, now)
-    decisions += [_checkpoint(snap, listing, s), _cleanup_log(table, s)]
+    decisions += [_checkpoint(snap, listing, s), _cleanup_log(table, s, files)]
     decisions += _vacuum(table, snap, listing, s, now)
     return MaintenancePlan(
         table=table.storage.root,
@@ -111,10 +113,11 @@ def _checkpoint(snap: Snapshot, listing: LogListing, s: PlanSettings) -> Decisio
     )  # fmt: skip
 
 
-def _cleanup_log(table: MaintenanceTable, s: PlanSettings) -> Decision:
+def _cleanup_log(table: MaintenanceTable, s: PlanSettings, listed: Sequence[ListedFile]) -> Decision:
     """What `cleanup_log` would delete now (its own rule: below the newest checkpoint whose commit
     is past the log retention, held back by published versions), so running it converges."""
-    files = cleanup_log(table, retention_hours=s.log_retention_ms / 3_600_000, dry_run=True).files
+    hours = s.log_retention_ms / 3_600_000
+    files = cleanup_log(table, retention_hours=hours, dry_run=True, listed=listed).files
     days = round(s.log_retention_ms / DAY_MS, 3)
     if not files:
         reason = "no log file is past the log retention below a checkpoint that stays"

@@ -160,6 +160,7 @@ def test_the_planner_reads_nothing_outside_the_log(tmp_path: Path) -> None:
     # the log and the table's metadata folders (_savepoints, _published): never a data file or folder
     assert touched and all(key.startswith("_") for _, key in touched), touched
     assert any(key.startswith("_delta_log") for _, key in touched)
+    assert recording.by_method()["list_log"] == 1  # one log listing per plan (log cleanup's included)
 
 
 @pytest.mark.parametrize(
