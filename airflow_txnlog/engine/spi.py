@@ -70,6 +70,7 @@ if TYPE_CHECKING:  # the names below load on first use (engine._doors)
     from airflow_txnlog.engine.storage import LOG_DIR, Storage, storage_for
     from airflow_txnlog.engine.validate import one_of as check_choice
     from airflow_txnlog.engine.write.provenance import job_provenance, provenance, run_owner_tag
+    from airflow_txnlog.engine.write.streamed import write_streamed
     from airflow_txnlog.engine.write.writer import conform_rows, conform_to_schema, write_data_files
 
 __all__ = [  # (for now also listed here: mypy and ruff read a static __all__; see the TODO in engine._doors)
@@ -137,5 +138,6 @@ __all__ = [  # (for now also listed here: mypy and ruff read a static __all__; s
     "without_mapping",
     "write_data_files",
     "write_deletion_vectors",
+    "write_streamed",
 ]
 _, __getattr__, __dir__ = door(__name__)

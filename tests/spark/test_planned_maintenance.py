@@ -227,3 +227,19 @@ def test_other_kinds_run_in_the_engine(spark: Any, tmp_path: Path) -> None:
     )
     assert done == {"kind": "checkpoint", "dry_run": False, "version": 1}
     assert (Path(t.uri) / "_delta_log" / f"{1:020d}.checkpoint.parquet").exists()
+
+
+def test_a_bin_of_more_rows_than_max_rows_per_file_is_still_one_file(spark: Any, tmp_path: Path) -> None:
+    """The data source writes a task's rows in files of `maxRowsPerFile` (1M) rows; a rewrite's task is
+    one file whatever its rows (a 2.2 GB planned compaction once wrote 68 files for 3 bins)."""
+    schema = pa.schema([("id", pa.int64())])
+    t = Table.create(str(tmp_path / "t"), schema=schema)
+    for i in range(3):
+        t.write(pa.table({"id": np.arange(i * 400_000, (i + 1) * 400_000)}, schema=schema))
+    action = _plan_action(t, "compact", min_input_files=2, min_files_removed=1)
+    done = SparkTable(spark, t.uri).run_maintenance(action, dry_run=False)
+    (out,) = t.snapshot().files()
+    assert done["actual"]["files_after"] == 1 and out.num_records == 1_200_000
+    meta = pq.ParquetFile(Path(t.uri) / out.path).metadata
+    assert [meta.row_group(i).num_rows for i in range(meta.num_row_groups)] == [1_048_576, 151_424]
+    assert json.loads(out.stats or "")["maxValues"]["id"] == 1_199_999

@@ -191,17 +191,66 @@ def _put(target: dict[str, Any], path: LeafPath, value: Any) -> None:
 
 
 # ---------------------------------------------------------------- stats of data in memory
-def _min_max(arr: pa.ChunkedArray | pa.Array) -> tuple[Any, Any] | None:
+_UNBOUNDED = "unbounded"  # (a leaf whose bounds cannot be known: NaN, out-of-range years)
+Bounds = tuple[Any, Any] | str | None  # (min, max) as Python values, _UNBOUNDED, or None: no value
+
+
+def _raw_min_max(arr: pa.ChunkedArray | pa.Array) -> Bounds:
+    """The leaf's (min, max) as Python values; None: no value (all null, or no bounds for the type);
+    _UNBOUNDED: values whose bounds cannot be written."""
     t = arr.type
     if not has_bounds(t) or arr.null_count == len(arr):
         return None
     if pa.types.is_floating(t) and pc.any(pc.is_nan(arr)).as_py():
-        return None  # min_max skips NaN, but Spark orders NaN above every number: no safe bounds
+        return _UNBOUNDED  # min_max skips NaN, but Spark orders NaN above every number: no safe bounds
     try:
         mm = pc.min_max(arr).as_py()
     except (ValueError, OverflowError):
-        return None  # a date or timestamp beyond Python's years 1..9999: leave the bounds unknown
-    return json_bounds(t, mm["min"], mm["max"])
+        return _UNBOUNDED  # a date or timestamp beyond Python's years 1..9999
+    return mm["min"], mm["max"]
+
+
+class StatsAccumulator:
+    """The stats of a file written piece by piece (a rewrite streaming a bin): `add` each piece as
+    it is written, `json()` at the end gives what `compute_stats` gives for all the pieces at once
+    (null counts summed, bounds the min of the minima and the max of the maxima, truncated once)."""
+
+    def __init__(
+        self,
+        schema: pa.Schema,
+        *,
+        num_indexed_cols: int = 32,
+        stats_columns: Sequence[LeafPath] | None = None,
+    ) -> None:
+        leaves = indexed_leaves(schema, num_indexed_cols=num_indexed_cols, stats_columns=stats_columns)
+        self.leaves = [(path, f.type) for path, f in leaves]
+        self.rows = 0
+        self.nulls: dict[LeafPath, int] = dict.fromkeys((p for p, _ in self.leaves), 0)
+        self.bounds: dict[LeafPath, Bounds] = dict.fromkeys(self.nulls)
+
+    def add(self, data: pa.Table) -> None:
+        cache: dict[LeafPath, Any] = {}
+        self.rows += data.num_rows
+        for path, _ in self.leaves:
+            arr = _leaf_array(data, path, cache)
+            self.nulls[path] += arr.null_count
+            self.bounds[path] = _merged(self.bounds[path], _raw_min_max(arr))
+
+    def json(self) -> str:
+        entries: list[LeafStats] = []
+        for path, t in self.leaves:
+            raw = self.bounds[path]
+            bounds = json_bounds(t, *raw) if isinstance(raw, tuple) else None
+            entries.append((path, self.nulls[path], bounds))
+        return stats_json(self.rows, entries)
+
+
+def _merged(a: Bounds, b: Bounds) -> Bounds:
+    if isinstance(a, str) or isinstance(b, str):  # (_UNBOUNDED: one piece had no safe bounds)
+        return _UNBOUNDED
+    if not isinstance(a, tuple) or not isinstance(b, tuple):
+        return a if isinstance(a, tuple) else b
+    return min(a[0], b[0]), max(a[1], b[1])
 
 
 def _leaf_array(data: pa.Table, path: LeafPath, cache: dict[LeafPath, Any]) -> Any:
@@ -222,11 +271,6 @@ def compute_stats(
     data: pa.Table, *, num_indexed_cols: int = 32, stats_columns: Sequence[LeafPath] | None = None
 ) -> str:
     """The stats JSON string for a data file holding exactly `data` (partition columns excluded)."""
-    cache: dict[LeafPath, Any] = {}
-    entries: list[LeafStats] = []
-    for path, _ in indexed_leaves(
-        data.schema, num_indexed_cols=num_indexed_cols, stats_columns=stats_columns
-    ):
-        arr = _leaf_array(data, path, cache)
-        entries.append((path, arr.null_count, _min_max(arr)))
-    return stats_json(data.num_rows, entries)
+    acc = StatsAccumulator(data.schema, num_indexed_cols=num_indexed_cols, stats_columns=stats_columns)
+    acc.add(data)
+    return acc.json()

@@ -7,7 +7,10 @@ anew, the engine commits exactly those files out and the written ones in.
     writer   a RewriteWriter, `(snapshot, work) -> adds` (written, not committed):
                engine_writer   in this process, one group at a time: its rows read (deletion vectors
                                applied, row ids kept when the table tracks rows), ordered by the
-                               layout's key, cut into `outputs` files of equal row counts
+                               layout's key, cut into `outputs` files of equal row counts; a group
+                               that keeps no order and becomes one file (a compaction's bin, a
+                               purge) is streamed instead, one input file's rows in memory at a
+                               time (engine.write.streamed)
                Spark's         airflow_txnlog.spark.maintenance.planned: the same work on a Spark
                                cluster (the caller's process never holds a group's rows)
     commit   one OPTIMIZE on a transaction that read the snapshot the files were chosen from: every
@@ -42,6 +45,7 @@ from airflow_txnlog.engine.maintenance.maintenance_table import MaintenanceTable
 from airflow_txnlog.engine.maintenance.rewrite_layout import RewriteLayout
 from airflow_txnlog.engine.state.snapshot import Snapshot, read_for_rewrite
 from airflow_txnlog.engine.storage import Storage
+from airflow_txnlog.engine.write.streamed import write_streamed
 from airflow_txnlog.engine.write.writer import delete_files, write_data_files
 
 
@@ -69,6 +73,9 @@ def engine_writer(storage: Storage) -> RewriteWriter:
         adds: list[AddFile] = []
         try:
             for group, outputs in zip(work.groups, work.outputs, strict=True):
+                if work.layout.curve is None and outputs == 1:
+                    adds += _stream_one(storage, snap, group)
+                    continue
                 data = work.layout.order(read_for_rewrite(storage, snap, group))  # (row ids kept)
                 adds += _write_ordered(storage, snap, data, outputs)
         except BaseException:
@@ -77,6 +84,19 @@ def engine_writer(storage: Storage) -> RewriteWriter:
         return adds
 
     return write
+
+
+def _stream_one(storage: Storage, snap: Snapshot, group: Sequence[AddFile]) -> list[AddFile]:
+    """A group that keeps no order, as one file written input file by input file: one input's rows
+    in memory at a time (engine.write.streamed), row ids kept (read_for_rewrite)."""
+    conf = dict(snap.properties)
+    hidden = row_tracking.hidden_columns(conf) if row_tracking.enabled(conf) else []
+    pieces = (read_for_rewrite(storage, snap, [f]) for f in group)
+    add = write_streamed(
+        storage, pieces, group[0].partition_values, snap.partition_columns, conf,
+        names=snap.column_names, hidden=hidden,
+    )  # fmt: skip
+    return [] if add is None else [add]
 
 
 def _write_ordered(storage: Storage, snap: Snapshot, data: pa.Table, outputs: int) -> list[AddFile]:

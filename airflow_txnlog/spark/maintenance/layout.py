@@ -78,7 +78,9 @@ def ordered(
 def write_groups(ctx: TableContext, table: Table, parts: Sequence[DataFrame]) -> list[AddFile]:
     """Each part (one Spark partition per output file) written in one job; the adds, not committed."""
     df = reduce(DataFrame.unionAll, parts)
-    return write_files(ctx, table, df, data_change=False, what="OPTIMIZE", conf=_KEEP_PARTITIONS)
+    return write_files(
+        ctx, table, df, data_change=False, what="OPTIMIZE", conf=_KEEP_PARTITIONS, one_file_per_task=True
+    )
 
 
 def rewrite(h: TableHandle, txn: Transaction, plan: LayoutPlan) -> list[AddFile]:

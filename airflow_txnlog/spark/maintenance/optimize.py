@@ -119,8 +119,9 @@ def optimize(
     adds = []
     if bins:
         adds = write_files(
-            ctx, h.table, _bins_df(ctx, bins), data_change=False, what="OPTIMIZE", conf=_ONE_FILE_PER_BIN
-        )
+            ctx, h.table, _bins_df(ctx, bins), data_change=False, what="OPTIMIZE", conf=_ONE_FILE_PER_BIN,
+            one_file_per_task=True,
+        )  # fmt: skip
     sizes = [a.size for a in adds]
     metrics = file_metrics(removed, adds)
     del metrics["numAddedChangeFiles"]

@@ -70,6 +70,7 @@ from airflow_txnlog.engine.spi import (
 )
 from airflow_txnlog.spark.errors import carrying, checked
 from airflow_txnlog.spark.schemas import to_arrow_schema
+from airflow_txnlog.spark.source.one_file import runs, write_one_file
 from airflow_txnlog.spark.source.options import WriteOptions
 
 
@@ -92,6 +93,7 @@ class Plan:
     rules: tuple[RowRule, ...] = ()
     generated: Mapping[str, str] = field(default_factory=dict)  # columns the rows may lack: computed
     check_variants: bool = False  # variant bytes that did not come from Spark's VariantType: validated
+    one_file: bool = False  # each task's rows as exactly one file (a rewrite's: spark.source.one_file)
 
 
 @dataclass(frozen=True)
@@ -280,6 +282,7 @@ def files_plan(options: WriteOptions) -> Plan:
     return Plan(
         options.path, options.storage_options or None, schema, meta.partition_columns,
         meta.configuration, ColumnNames.of(meta), {}, None, options.max_rows, raw.get("prefix", ""),
+        one_file=bool(raw.get("oneFilePerTask")),
     )  # fmt: skip
 
 
@@ -308,6 +311,12 @@ def write_task(plan: Plan, batches: Iterator[pa.RecordBatch]) -> list[AddFile]:
     pending: list[pa.RecordBatch] = []
     rows = 0
     rules = compile_row_rules(plan.rules, plan.schema)
+    if plan.one_file and not plan.prefix:
+        pieces = (prepared(plan, conf, run, rules) for run in runs(batches))
+        return write_one_file(
+            storage, pieces, schema=plan.schema, partition_columns=plan.partition_columns, conf=conf,
+            names=plan.names,
+        )  # fmt: skip
     try:
         for batch in batches:
             if batch.num_rows:
@@ -329,6 +338,23 @@ def write_task(plan: Plan, batches: Iterator[pa.RecordBatch]) -> list[AddFile]:
 def _flush(
     plan: Plan, storage: Any, conf: dict[str, str], batches: list[pa.RecordBatch], rules: Sequence[Any]
 ) -> list[AddFile]:
+    data = prepared(plan, conf, batches, rules)
+    return write_data_files(
+        storage,
+        data,
+        list(plan.partition_columns),
+        conf,
+        max_rows_per_file=plan.max_rows,
+        names=plan.names,
+        prefix=plan.prefix,
+        hidden=[h for h in row_tracking.hidden_columns(conf) if h in data.column_names],
+    )
+
+
+def prepared(
+    plan: Plan, conf: dict[str, str], batches: list[pa.RecordBatch], rules: Sequence[Any]
+) -> pa.Table:
+    """A task's batches as the table's rows (names, types, generated columns), its rules checked."""
     data = pa.Table.from_batches(batches)
     if plan.renames:
         data = data.rename_columns([plan.renames.get(n, n) for n in data.column_names])
@@ -346,16 +372,7 @@ def _flush(
                     "nothing was committed"
                 )
             )
-    return write_data_files(
-        storage,
-        data,
-        list(plan.partition_columns),
-        conf,
-        max_rows_per_file=plan.max_rows,
-        names=plan.names,
-        prefix=plan.prefix,
-        hidden=[h for h in row_tracking.hidden_columns(conf) if h in data.column_names],
-    )
+    return data
 
 
 def delete_files(plan: Plan, adds: Sequence[AddFile]) -> None:

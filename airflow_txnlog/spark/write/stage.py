@@ -67,7 +67,7 @@ def session_conf(spark: SparkSession, settings: Mapping[str, str]) -> Iterator[N
                 spark.conf.set(k, old)
 
 
-def _plan(ctx: TableContext, df: DataFrame, folder: str | None) -> str:
+def _plan(ctx: TableContext, df: DataFrame, folder: str | None, one_file: bool) -> str:
     extra = [f for f in df.schema.fields if f.name not in ctx.schema.names]
     return json.dumps(
         {
@@ -76,6 +76,7 @@ def _plan(ctx: TableContext, df: DataFrame, folder: str | None) -> str:
             "configuration": dict(ctx.properties),
             "prefix": f"{folder}/" if folder else "",
             "extra": schema_to_json(to_arrow_schema(StructType(extra))) if extra else None,
+            "oneFilePerTask": one_file,
         }
     )
 
@@ -97,11 +98,14 @@ def write_files(
     what: str = "the write",
     conf: Mapping[str, str] | None = None,
     folder: str | None = None,
+    one_file_per_task: bool = False,
 ) -> list[AddFile]:
     """Write `df` (the table's columns, conformed) as data files; return the adds, not committed.
 
     `conf`: extra Spark SQL settings for the duration of the write job. `folder`: a folder of the
-    table root to put the files in (change data files go to `_change_data/`).
+    table root to put the files in (change data files go to `_change_data/`). `one_file_per_task`:
+    each task's rows become exactly one file, streamed (a rewrite: spark.source.one_file), instead of
+    files of `maxRowsPerFile` rows.
     """
     manifest = f"{STAGING_DIR}/{uuid.uuid4().hex}.json"
     # rows this write changes or adds must keep the table's rules; compaction and change data
@@ -112,7 +116,7 @@ def write_files(
     writer = (
         df.write.format("txnlog")
         .mode("append")
-        .option("__txnlog_plan", _plan(ctx, df, folder))
+        .option("__txnlog_plan", _plan(ctx, df, folder, one_file_per_task))
         .option("__txnlog_manifest", manifest)
     )
     if table.storage.options:
