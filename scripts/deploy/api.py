@@ -100,10 +100,11 @@ class AirflowApi:
     def tasks(self, dag_id: str) -> dict[str, dict[str, Any]]:
         return {t["task_id"]: t for t in self.get(f"/dags/{dag_id}/tasks")["tasks"]}
 
-    def xcom(self, dag_id: str, run_id: str, task_id: str) -> Any:
+    def xcom(self, dag_id: str, run_id: str, task_id: str, map_index: int | None = None) -> Any:
+        """A task's return value (of one mapped instance with `map_index`); None when there is none."""
         path = f"/dags/{dag_id}/dagRuns/{_q(run_id)}/taskInstances/{task_id}/xcomEntries/return_value"
         try:
-            return self.get(path, deserialize=True, stringify=False)["value"]
+            return self.get(path, deserialize=True, stringify=False, map_index=map_index)["value"]
         except ApiError:
             return None
 

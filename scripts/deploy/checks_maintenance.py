@@ -5,7 +5,10 @@ api-server (`txnlog_airflow_api`); it acted (`TXNLOG_MAINTENANCE_DRY_RUN=false`)
 `txnlog_maintenance` pool. Checked: every per-table task ran in the pool and succeeded, the history
 table holds this run's decisions for the example table with rule, value and threshold (skips with
 a reason), no action failed, the Tables view shows this run as the table's last plan, and every
-file of the table's savepoints and published version is still there.
+file of the table's savepoints and published version is still there. Its data rewrites went to the
+standalone Spark cluster (`txnlog_spark_cluster`, `TXNLOG_MAINTENANCE_SPARK_MIN_BYTES=0`): the
+optimize tasks' results (XCom) show rewrites done with runner `spark` and none in the task, and the
+cluster's master lists the application the task named `txnlog_maintenance-<task_id>`.
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ from .scenario import Outcome
 from .stack import Stack
 
 POOL = "txnlog_maintenance"
+OPTIMIZE = "maintain.optimize"  # the stage task that runs the data rewrites
+DATA_KINDS = ("cluster", "compact", "purge_deletion_vectors")  # (operators._maintenance_work.DATA_KINDS)
 
 
 def _rows(uri: str) -> list[dict[str, Any]]:
@@ -72,4 +77,27 @@ def check_planned(stack: Stack, api: AirflowApi, out: Outcome, res: Any) -> None
     )
     gone = _missing_files(str(stack.table))
     res.check("every file of a savepoint or the published version is still there", not gone, str(gone)[:400])
-    res.facts["planned"] = {"rows": len(rows), "done": done, "mapped": len(mapped)}
+    on_spark = check_on_spark(stack, api, run_id, mapped, res)
+    res.facts["planned"] = {"rows": len(rows), "done": done, "mapped": len(mapped), "on_spark": on_spark}
+
+
+def check_on_spark(
+    stack: Stack, api: AirflowApi, run_id: str, mapped: list[dict[str, Any]], res: Any
+) -> list[str]:
+    """The data rewrites ran on the standalone cluster, none in the task; the master saw the app."""
+    results = [
+        r
+        for ti in mapped
+        if ti["task_id"] == OPTIMIZE
+        for r in api.xcom("txnlog_maintenance", run_id, OPTIMIZE, map_index=ti["map_index"]) or []
+    ]
+    rewrites = [r for r in results if r.get("kind") in DATA_KINDS]
+    on_spark = [f"{r['kind']}:{r['table'].rsplit('/', 1)[-1]}" for r in rewrites
+                if r.get("runner") == "spark" and r.get("status") == "done"]  # fmt: skip
+    res.check("planned data rewrites were done on the Spark cluster", bool(on_spark), str(results)[:400])
+    in_task = [r for r in rewrites if r.get("runner") != "spark"]
+    res.check("no planned data rewrite ran in the task (engine)", not in_task, str(in_task)[:400])
+    apps = [(a.get("name", ""), a.get("state")) for a in stack.spark.applications()]
+    seen = [a for a in apps if a[0].startswith("txnlog_maintenance-") and a[1] in ("RUNNING", "FINISHED")]
+    res.check(f"the Spark master ({stack.spark.url}) ran the maintenance application", bool(seen), str(apps))
+    return on_spark

@@ -1,16 +1,25 @@
-"""The deployment under test: a private PostgreSQL cluster (or SQLite) and Airflow's four services.
+"""The deployment under test: a private PostgreSQL cluster (or SQLite), a standalone Spark cluster
+and Airflow's four services.
 
 Everything lives in one temporary folder: the cluster's data and its Unix socket (TCP is off, so
 parallel checks cannot clash on a port), AIRFLOW_HOME, the dags folder (symlinks to the example DAGs
-and the check's own DAGs) and the tables. Each service is started in its own session, its PID kept,
-and stopped by that PID's process group at the end (LocalExecutor workers, uvicorn and task
+and the check's own DAGs), the tables and the logs. Each service is started in its own session, its
+PID kept, and stopped by that PID's process group at the end (LocalExecutor workers, uvicorn and task
 supervisors are children of the services), also when the check fails. PostgreSQL refuses to run as
 root, so initdb/pg_ctl run as the `postgres` user when the check runs as root.
+
+The Spark cluster (`SparkCluster`, also tests/spark/test_cluster.py's) is a master and one worker on
+127.0.0.1, each a JVM started from pyspark's own `bin/spark-class` (no Spark download), each in its
+own session and stopped by its process group like the services (the worker's executors and their
+Python workers are its children). Planned maintenance sends its data rewrites there through the
+`txnlog_spark_cluster` connection (`Stack.environment()`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import importlib.util
+import json
 import os
 import secrets
 import shutil
@@ -20,9 +29,11 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 VENV_BIN = Path(sys.executable).parent
@@ -99,6 +110,74 @@ class PostgresCluster:
 
 
 @dataclass
+class SparkCluster:
+    """A standalone Spark cluster on 127.0.0.1: a master and one worker (`cores`, `memory`) whose
+    executors run Python on this interpreter; logs `spark-master.log` and `spark-worker.log` in
+    `folder`, the executors' output under `folder/spark-work`."""
+
+    folder: Path
+    cores: int = 1
+    memory: str = "1g"
+    port: int = field(default_factory=free_port)
+    webui_port: int = field(default_factory=free_port)
+    procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+
+    @property
+    def url(self) -> str:
+        return f"spark://127.0.0.1:{self.port}"
+
+    def log(self, role: str) -> Path:
+        return self.folder / f"spark-{role}.log"
+
+    def start(self, timeout: float = 120) -> None:
+        """The master, then the worker; returns once the worker has registered with the master (raises
+        with the worker's log otherwise; `stop()` stops what was started in either case)."""
+        spec = importlib.util.find_spec("pyspark")  # (not imported: the JVMs need only its files)
+        if spec is None or spec.origin is None:
+            raise RuntimeError("pyspark is not installed: no spark-class to start a cluster with")
+        home = Path(spec.origin).parent
+        env = {
+            **os.environ,
+            "SPARK_HOME": str(home),
+            "SPARK_LOCAL_IP": "127.0.0.1",
+            "PYSPARK_PYTHON": sys.executable,
+            "SPARK_WORKER_DIR": str(self.folder / "spark-work"),
+        }
+        roles = {
+            "master": ["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
+                       "--port", str(self.port), "--webui-port", str(self.webui_port)],
+            "worker": ["org.apache.spark.deploy.worker.Worker", self.url, "--host", "127.0.0.1",
+                       "--cores", str(self.cores), "--memory", self.memory, "--webui-port", str(free_port())],
+        }  # fmt: skip
+        for role, args in roles.items():
+            with self.log(role).open("wb") as handle:
+                self.procs[role] = subprocess.Popen(
+                    [str(home / "bin" / "spark-class"), *args],
+                    env=env,
+                    stdout=handle,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                )
+        deadline = time.monotonic() + timeout
+        while "Successfully registered with master" not in self.log("worker").read_text(errors="replace"):
+            dead = [role for role, proc in self.procs.items() if proc.poll() is not None]
+            if dead or time.monotonic() > deadline:
+                tail = self.log("worker").read_text(errors="replace")[-2000:]
+                raise RuntimeError(f"the Spark worker did not register (exited: {dead}): {tail}")
+            time.sleep(0.5)
+
+    def applications(self) -> list[dict[str, Any]]:
+        """The applications the master has seen, running and completed (its web UI's JSON)."""
+        url = f"http://127.0.0.1:{self.webui_port}/json/"
+        with urllib.request.urlopen(url, timeout=10) as resp:
+            state = json.load(resp)
+        return [*state.get("activeapps", []), *state.get("completedapps", [])]
+
+    def stop(self, grace: float = 30) -> None:
+        stop_groups(self.procs, grace)
+
+
+@dataclass
 class Stack:
     """The temporary folder, the metadata DB and the Airflow services of one check."""
 
@@ -110,8 +189,12 @@ class Stack:
     pids: dict[str, int] = field(default_factory=dict)
     procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
     cluster: PostgresCluster | None = None
+    spark: SparkCluster = field(init=False)  # (its ports are known before it starts: environment())
     # one set of secrets for every process: tokens signed by one are checked by the others
     keys: tuple[str, str] = field(default_factory=lambda: (secrets.token_hex(16), secrets.token_hex(32)))
+
+    def __post_init__(self) -> None:
+        self.spark = SparkCluster(self.tmp / "logs")
 
     @property
     def home(self) -> Path:
@@ -187,6 +270,10 @@ class Stack:
                 "AIRFLOW__TXNLOG__MAINTENANCE_HISTORY_URI": str(self.history),
                 "TXNLOG_MAINTENANCE_DRY_RUN": "false",
                 "TXNLOG_MAINTENANCE_SETTINGS": '{"quiet_minutes": 0, "min_input_files": 2}',
+                # ... and every data rewrite it plans on the standalone Spark cluster
+                "AIRFLOW_CONN_TXNLOG_SPARK_CLUSTER": json.dumps(self.spark_connection()),
+                "TXNLOG_MAINTENANCE_SPARK_CONN_ID": "txnlog_spark_cluster",
+                "TXNLOG_MAINTENANCE_SPARK_MIN_BYTES": "0",
                 "SPARK_LOCAL_IP": "127.0.0.1",
                 "PYSPARK_PYTHON": sys.executable,
                 "PATH": f"{VENV_BIN}{os.pathsep}{tmp_os.get('PATH', '')}",
@@ -197,8 +284,21 @@ class Stack:
             del env[name]  # a stale task context would name the wrong writer in commitInfo
         return env
 
+    def spark_connection(self) -> dict[str, Any]:
+        """A `spark` connection to the standalone cluster: host and port make the master URL, the
+        extras Spark conf (the driver runs in the task, the executors' Python is this venv's)."""
+        extra = {
+            "spark.driver.host": "127.0.0.1",
+            "spark.executor.memory": "1g",
+            "spark.pyspark.python": sys.executable,
+            "spark.sql.shuffle.partitions": "2",
+            "spark.ui.enabled": "false",
+        }
+        return {"conn_type": "spark", "host": "spark://127.0.0.1", "port": self.spark.port, "extra": extra}
+
     def prepare(self) -> None:
-        """Folders, the dags folder (symlinks), and the metadata DB server when PostgreSQL is used."""
+        """Folders, the dags folder (symlinks), the metadata DB server when PostgreSQL is used, and the
+        Spark cluster."""
         os.chmod(self.tmp, 0o755)  # the postgres user must reach its cluster folder inside
         for sub in ("dags", "logs", "tables", "airflow_home"):
             (self.tmp / sub).mkdir()
@@ -208,6 +308,7 @@ class Stack:
         if self.use_postgres:
             self.cluster = PostgresCluster(self.tmp / "pg")
             self.cluster.start()
+        self.spark.start()
 
     def airflow(self, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
         """One `airflow` CLI command (raises with its output when it fails)."""
@@ -242,25 +343,33 @@ class Stack:
         return [name for name, proc in self.procs.items() if proc.poll() is not None]
 
     def stop(self, grace: float = 20) -> None:
-        """SIGTERM each service's process group, SIGKILL what is left after `grace` seconds."""
-        for pid in self.pids.values():
-            _signal_group(pid, signal.SIGTERM)
-        deadline = time.monotonic() + grace
-        for proc in self.procs.values():
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
-        for pid in self.pids.values():
-            if _group_members(pid):  # the leader may be gone while its children linger
-                _signal_group(pid, signal.SIGKILL)
-        for proc in self.procs.values():
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(timeout=10)
+        """Stop the services (`stop_groups`)."""
+        stop_groups(self.procs, grace)
 
     def cleanup(self, keep: bool) -> None:
+        """Stop the Spark cluster and the PostgreSQL cluster; delete the folder unless `keep`."""
+        self.spark.stop()
         if self.cluster is not None:
             self.cluster.stop()
         if not keep:
             shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def stop_groups(procs: Mapping[str, subprocess.Popen[bytes]], grace: float) -> None:
+    """SIGTERM the process group of each process (each started in its own session: its PID is the
+    group's id), SIGKILL what is left of a group after `grace` seconds."""
+    for proc in procs.values():
+        _signal_group(proc.pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    for proc in procs.values():
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+    for proc in procs.values():
+        if _group_members(proc.pid):  # the leader may be gone while its children linger
+            _signal_group(proc.pid, signal.SIGKILL)
+    for proc in procs.values():
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=10)
 
 
 def _group_members(pgid: int) -> list[int]:

@@ -11,14 +11,13 @@ import json
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from scripts.deploy.stack import SparkCluster
 from tests.deltars import deltars_rows
-from tests.processes import free_port
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -75,54 +74,16 @@ print("RESULT " + json.dumps(out))
 """
 
 
-def _spark_class() -> Path:
-    import pyspark  # noqa: PLC0415
-
-    return Path(pyspark.__file__).parent / "bin" / "spark-class"
-
-
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """spark://127.0.0.1:<port> with one worker (1 core, 1 GiB); both JVMs stopped afterwards."""
-    logs = tmp_path_factory.mktemp("cluster")
-    port = free_port()
-    env = {
-        **os.environ,
-        "SPARK_HOME": str(_spark_class().parents[1]),
-        "SPARK_LOCAL_IP": "127.0.0.1",
-        "PYSPARK_PYTHON": sys.executable,
-        "SPARK_WORKER_DIR": str(logs / "work"),
-    }
-    master_log, worker_log = (logs / "master.log").open("w"), (logs / "worker.log").open("w")
-    master = subprocess.Popen(
-        [str(_spark_class()), "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port",
-         str(port), "--webui-port", str(free_port())],
-        stdout=master_log, stderr=subprocess.STDOUT, env=env,
-    )  # fmt: skip
-    url = f"spark://127.0.0.1:{port}"
-    worker = subprocess.Popen(
-        [str(_spark_class()), "org.apache.spark.deploy.worker.Worker", url, "--host", "127.0.0.1",
-         "--cores", "1", "--memory", "1g", "--webui-port", str(free_port())],
-        stdout=worker_log, stderr=subprocess.STDOUT, env=env,
-    )  # fmt: skip
+    """spark://127.0.0.1:<port> with one worker (1 core, 1 GiB); both JVMs stopped afterwards (the
+    deployment check's cluster: scripts/deploy/stack.py)."""
+    spark = SparkCluster(tmp_path_factory.mktemp("cluster"))
     try:
-        deadline = time.monotonic() + 120
-        while "Successfully registered with master" not in (logs / "worker.log").read_text():
-            if time.monotonic() > deadline or worker.poll() is not None:
-                raise RuntimeError(
-                    "the Spark worker did not register: " + (logs / "worker.log").read_text()[-2000:]
-                )
-            time.sleep(0.5)
-        yield url
+        spark.start()
+        yield spark.url
     finally:
-        for proc in (worker, master):
-            proc.terminate()
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-        master_log.close()
-        worker_log.close()
+        spark.stop()
 
 
 def test_data_source_and_dml_on_a_standalone_cluster(cluster: str, tmp_path: Path) -> None:
