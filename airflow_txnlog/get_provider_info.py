@@ -39,6 +39,7 @@ def get_provider_info() -> dict[str, Any]:
                     "airflow_txnlog.operators.publish",
                     "airflow_txnlog.operators.constraints",
                     "airflow_txnlog.operators.planned_maintenance",
+                    "airflow_txnlog.operators.planned_actions",
                 ],
             }
         ],

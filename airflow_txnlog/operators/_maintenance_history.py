@@ -141,6 +141,48 @@ def _history_table(uri: str, storage_options: Any) -> Table:
         return Table.open(uri, storage_options=storage_options)
 
 
+WAIT_WINDOW = dt.timedelta(days=14)  # how far back a table's wait for the byte budget is counted
+
+
+def waited_runs(uri: str, *, dag_id: str, now: dt.datetime, storage_options: Any = None) -> dict[str, int]:
+    """{table_uri: in how many of `dag_id`'s latest recorded runs in a row (within WAIT_WINDOW) the
+    table had a rewrite over the byte budget}: the fair-share order's memory (operators.
+    _maintenance_work). An absent history table: no one waited."""
+    import pyarrow.compute as pc  # noqa: PLC0415
+
+    try:
+        table = Table.open(uri, storage_options=storage_options)
+    except TableNotFoundError:
+        return {}
+    since = (now - WAIT_WINDOW).astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M:%S")
+    data = table.snapshot().to_arrow(
+        ["dag_id", "run_id", "recorded_at", "table_uri", "decision"],
+        filter=f"recorded_at >= TIMESTAMP '{since}'",
+    )  # (a time this function formats: no caller's text in the predicate)
+    data = data.filter(pc.equal(data.column("dag_id"), dag_id))  # (matched in Arrow, not in SQL text)
+    runs: dict[str, Any] = {}
+    over: dict[str, set[str]] = {}
+    for r in data.to_pylist():
+        runs[r["run_id"]] = max(runs.get(r["run_id"], r["recorded_at"]), r["recorded_at"])
+        if r["decision"] == "over_budget":
+            over.setdefault(r["table_uri"], set()).add(r["run_id"])
+    newest_first = sorted(runs, key=lambda run: runs[run], reverse=True)
+    return {
+        table: _in_a_row(newest_first, waits)
+        for table, waits in over.items()
+        if _in_a_row(newest_first, waits)
+    }
+
+
+def _in_a_row(newest_first: Sequence[str], runs: set[str]) -> int:
+    count = 0
+    for run in newest_first:
+        if run not in runs:
+            break
+        count += 1
+    return count
+
+
 def report(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """The run's figures and a few lines of text saying them."""
     tables = {r["table_uri"] for r in rows}

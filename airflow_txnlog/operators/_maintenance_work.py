@@ -2,10 +2,13 @@
 
     plans (one `MaintenancePlan.to_dict()` per table, or a planning error)
       -> `work_items`: per table its actions with an id each; the data-rewriting actions (cluster,
-         compact, purge_deletion_vectors) of ALL tables ranked by benefit (files removed net, then bytes
-         reclaimed) and taken greedily while their bytes read + written fit the run's byte budget,
-         the rest kept as `over_budget` with the arithmetic; tables ordered by the benefit they get
-         (the mapped group's map index order, which is the order Airflow schedules them in)
+         compact, purge_deletion_vectors) share the run's byte budget (bytes read + written) fairly,
+         as Amoro's quota scheduling does: each table with rewrites first gets an equal share, taking
+         its own actions by benefit (files removed net, then bytes reclaimed) while they fit it, so
+         no one table (a huge one, or one that always ranks first) takes the whole budget run after
+         run; what the shares left then goes to the remaining actions of all tables by benefit; the
+         rest is kept as `over_budget` with the arithmetic. Tables are ordered by the benefit they
+         get (the mapped group's map index order, which is the order Airflow schedules them in)
       -> `stage_actions`: the actions one task of the per-table group runs
          (STAGES: checkpoint -> optimize -> vacuum -> cleanup_log); a full vacuum supersedes a lite one
       -> results (one per action run) -> `history_rows`: every decision (action, skip, over budget,
@@ -63,25 +66,63 @@ def _rank(action: Mapping[str, Any]) -> tuple[int, int, int]:
     )
 
 
-def work_items(plans: Sequence[Mapping[str, Any]], *, byte_budget: int | None = None) -> list[dict[str, Any]]:
+def work_items(
+    plans: Sequence[Mapping[str, Any]],
+    *,
+    byte_budget: int | None = None,
+    waited: Mapping[str, int] | None = None,
+) -> list[dict[str, Any]]:
     """One item per plan (see the module docstring); `plans` entries carry `conn_id`, a planning
     failure is `{"table", "conn_id", "error"}`, a catalog location that is no table
-    `{"table", "conn_id", "not_a_table": reason}` (a skip)."""
+    `{"table", "conn_id", "not_a_table": reason}` (a skip). `waited`: {table (asset form): how many
+    runs in a row it had rewrites over the budget} (`waited_runs` of the history)."""
     items = [_item(p) for p in plans]
+    if byte_budget is not None:
+        _within_budget(items, byte_budget, waited or {})
+    return sorted(items, key=lambda item: (_table_rank(item), item["table"]))
+
+
+def table_key(item: Mapping[str, Any]) -> str:
+    """A work item's table as the history names it (its asset form)."""
+    return str(item.get("asset_uri") or item["table"])
+
+
+def _within_budget(items: list[dict[str, Any]], budget: int, waited: Mapping[str, int]) -> None:
+    """Fair shares of the byte budget (module docstring): the actions of tables that waited take
+    their turn first, longest wait first; then each table gets an equal share of what is left (its
+    own actions by benefit, each that fits); then the rest goes by benefit; the others wait."""
     ranked = sorted(
         ((a, item) for item in items for a in item["actions"] if a["kind"] in DATA_KINDS),
         key=lambda pair: (_rank(pair[0]), pair[1]["table"], pair[0]["id"]),
     )
-    used = 0
+    taken: set[int] = set()
+    waiting = [p for p in ranked if waited.get(table_key(p[1]))]
+    used = _take(sorted(waiting, key=lambda p: -waited[table_key(p[1])]), 0, budget, taken)
+    tables = len({item["table"] for _, item in ranked})
+    share = (budget - used) // max(tables, 1)
+    for table in dict.fromkeys(item["table"] for _, item in ranked):
+        used += _take([p for p in ranked if p[1]["table"] == table], 0, share, taken)
+    used = _take(ranked, used, budget, taken)
     for action, item in ranked:
-        cost = data_cost(action)
-        if byte_budget is None or used + cost <= byte_budget:
-            used += cost
+        if id(action) in taken:
             continue
         item["actions"].remove(action)
-        reason = f"over the run's byte budget: {used} bytes taken + {cost} > {byte_budget}"
+        reason = (
+            f"over the run's byte budget: {used} bytes taken + {data_cost(action)} > {budget} (tables "
+            f"that waited went first, then each of {tables} table(s) with rewrites had a share of "
+            f"{share} bytes, then the rest went by benefit)"
+        )
         item["over_budget"].append({**action, "reason": reason})
-    return sorted(items, key=lambda item: (_table_rank(item), item["table"]))
+
+
+def _take(pairs: Iterable[tuple[dict[str, Any], Any]], used: int, limit: int, taken: set[int]) -> int:
+    """Take each action not yet taken that still fits under `limit`, in order; the bytes used."""
+    for action, _ in pairs:
+        cost = data_cost(action)
+        if id(action) not in taken and used + cost <= limit:
+            used += cost
+            taken.add(id(action))
+    return used
 
 
 def _item(plan: Mapping[str, Any]) -> dict[str, Any]:

@@ -28,6 +28,13 @@ PLANS_DIR = "_plans"
 PATH_KEYS = ("bins", "files")
 
 
+def plan_storage(hook: Any, uri: str) -> Storage:
+    """The storage of the history table at `uri`, with `hook`'s (a TxnLogHook's) options for it."""
+    from airflow_txnlog.engine.spi import storage_for  # noqa: PLC0415 - pyarrow at run time
+
+    return storage_for(uri, hook.storage_options_for(uri) or None)
+
+
 def run_folder(run_id: str) -> str:
     """The folder of one run's plan files, under the history table's root."""
     return f"{PLANS_DIR}/{quote(run_id, safe='')}"

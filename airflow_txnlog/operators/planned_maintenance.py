@@ -3,7 +3,8 @@ first, within a byte budget), record every decision and its measured result.
 
     plan (TxnLogMaintenancePlanOperator)          one plan per table -> work items (XCom)
       -> maintain[i] (a mapped task group, one map index per table with actions, best first):
-           checkpoint -> optimize -> vacuum -> cleanup_log   (TxnLogPlannedActionsOperator each)
+           checkpoint -> optimize -> vacuum -> cleanup_log   (TxnLogPlannedActionsOperator each:
+           operators.planned_actions)
       -> history (TxnLogMaintenanceHistoryOperator, runs whatever happened upstream)
            appends one row per decision to the maintenance-history Delta table, logs a short report,
            and fails the run when an action failed or a table could not be planned
@@ -19,17 +20,16 @@ These operators emit no asset events: they change no data (OPTIMIZE commits data
 
 from __future__ import annotations
 
-import contextlib
-import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from airflow.sdk import BaseOperator, Context, task_group
 from airflow.sdk.definitions._internal.node import DAGNode
 
-from airflow_txnlog.arguments import flag, invalid, renders_later, str_mapping
+from airflow_txnlog.arguments import flag, invalid, renders_later
 from airflow_txnlog.assets import table_asset_uri
 from airflow_txnlog.hooks.txnlog import TxnLogHook
+from airflow_txnlog.operators.planned_actions import TxnLogPlannedActionsOperator
 
 DEFAULT_HISTORY_CONN = TxnLogHook.default_conn_name
 ITEMS_KEY = "items"
@@ -74,13 +74,15 @@ class TxnLogMaintenancePlanOperator(BaseOperator):
     :param settings: planner settings for every table (`Table.plan_maintenance(**settings)`).
     :param byte_budget: bytes compaction may read + write in this run (None: no budget).
     :param catalog_conn_id: the api-server connection for `tables=None`.
-    :param plan_files_uri: where the rewrites' paths go (`_plans/<run>/` under it: operators'
-        _plan_files), so XCom carries ids and counts only; `planned_maintenance` passes the history
-        table. None: the paths stay in XCom (fine for small tables).
-    :param plan_files_conn_id: the connection of `plan_files_uri`.
+    :param history_uri: the maintenance-history table (`planned_maintenance` passes its own): the
+        rewrites' paths go to plan files under it (`_plans/<run>/`: operators._plan_files), so XCom
+        carries ids and counts only, and the byte budget's fair shares read from it which tables
+        waited in the DAG's previous runs (operators._maintenance_work). None: paths stay in XCom
+        (fine for small tables) and no table counts as having waited.
+    :param history_conn_id: the connection of `history_uri`.
     """
 
-    template_fields: Sequence[str] = ("tables", "txnlog_conn_id", "plan_files_uri")
+    template_fields: Sequence[str] = ("tables", "txnlog_conn_id", "history_uri")
 
     def __init__(
         self,
@@ -90,14 +92,14 @@ class TxnLogMaintenancePlanOperator(BaseOperator):
         settings: Mapping[str, Any] | None = None,
         byte_budget: int | None = None,
         catalog_conn_id: str = "txnlog_airflow_api",
-        plan_files_uri: str | None = None,
-        plan_files_conn_id: str = DEFAULT_HISTORY_CONN,
+        history_uri: str | None = None,
+        history_conn_id: str = DEFAULT_HISTORY_CONN,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         self.tables = tables if renders_later(tables) else _table_list(tables)
-        self.plan_files_uri = plan_files_uri
-        self.plan_files_conn_id = plan_files_conn_id
+        self.history_uri = history_uri
+        self.history_conn_id = history_conn_id
         self.txnlog_conn_id = txnlog_conn_id
         if settings is not None and not isinstance(settings, Mapping):
             raise invalid(f"settings must be a mapping of planner settings, got {settings!r}")
@@ -136,202 +138,54 @@ class TxnLogMaintenancePlanOperator(BaseOperator):
             except Exception as exc:
                 self.log.warning("cannot plan %s: %s: %s", uri, type(exc).__name__, exc)
                 plans.append({**named, "error": f"{type(exc).__name__}: {exc}"})
-        items = work_items(plans, byte_budget=self.byte_budget)
+        waited = self._waited(context) if self.byte_budget is not None else {}
+        items = work_items(plans, byte_budget=self.byte_budget, waited=waited)
         for item in items:
             self.log.info(
                 "%s: %d action(s), %d over budget, %d skip(s)%s",
                 item["table"], len(item["actions"]), len(item["over_budget"]), len(item["skipped"]),
                 f"; error: {item['error']}" if item["error"] else "",
             )  # fmt: skip
-        if self.plan_files_uri is not None:
+        if self.history_uri is not None:
             items = self._paths_to_files(items, str(context["run_id"]))
         context["ti"].xcom_push(key=ITEMS_KEY, value=items)
         return runnable(items)
 
+    def _waited(self, context: Context) -> dict[str, int]:
+        """{table: runs in a row it waited for the byte budget} from the history (none without one)."""
+        import datetime as dt  # noqa: PLC0415
+
+        from airflow_txnlog.operators._maintenance_history import waited_runs  # noqa: PLC0415
+
+        if self.history_uri is None:
+            return {}
+        hook = TxnLogHook(txnlog_conn_id=self.history_conn_id)
+        uri = hook.resolve_uri(str(self.history_uri))
+        dag_id = context["dag"].dag_id
+        now = dt.datetime.now(dt.UTC)
+        waited = waited_runs(
+            uri, dag_id=dag_id, now=now, storage_options=hook.storage_options_for(uri) or None
+        )
+        if waited:
+            self.log.info("tables that waited for the byte budget (runs in a row): %s", waited)
+        return waited
+
     def _paths_to_files(self, items: list[dict[str, Any]], run_id: str) -> list[dict[str, Any]]:
         """The items without their rewrites' paths, which go to plan files (operators._plan_files)."""
         from airflow_txnlog.operators._maintenance_work import without_paths  # noqa: PLC0415
-        from airflow_txnlog.operators._plan_files import write_plan_file  # noqa: PLC0415
+        from airflow_txnlog.operators._plan_files import plan_storage, write_plan_file  # noqa: PLC0415
 
-        hook = TxnLogHook(txnlog_conn_id=self.plan_files_conn_id)
-        uri = hook.resolve_uri(str(self.plan_files_uri))
-        storage = _storage(hook, uri)
+        hook = TxnLogHook(txnlog_conn_id=self.history_conn_id)
+        uri = hook.resolve_uri(str(self.history_uri))
+        storage = plan_storage(hook, uri)
         out = []
         for index, item in enumerate(items):
             slim, paths = without_paths(item)
             if paths:
                 key = write_plan_file(storage, run_id, index, item["table"], paths)
-                slim["plan_file"] = {"uri": uri, "key": key, "conn_id": self.plan_files_conn_id}
+                slim["plan_file"] = {"uri": uri, "key": key, "conn_id": self.history_conn_id}
             out.append(slim)
         return out
-
-
-def _storage(hook: TxnLogHook, uri: str) -> Any:
-    from airflow_txnlog.engine.spi import storage_for  # noqa: PLC0415 - pyarrow at run time
-
-    return storage_for(uri, hook.storage_options_for(uri) or None)
-
-
-class TxnLogPlannedActionsOperator(BaseOperator):
-    """Run one stage (`checkpoint`, `optimize`, `vacuum`, `cleanup_log`) of one table's work item.
-
-    Returns one result per action: {table, id, kind, status, seconds, result, error, runner}.
-
-    :param spark_conn_id: a `spark` (master URL: a standalone cluster, YARN, k8s, local) or
-        `spark_connect` connection of the apache-spark provider; the optimize stage's data rewrites
-        whose bytes read reach `spark_min_bytes` then run on Spark (`SparkTable.run_maintenance`:
-        Spark reads and writes the files, this task only plans the job and commits), the rest in
-        this process. None (default): every rewrite runs in this process.
-    :param spark_min_bytes: the bytes an action reads (its plan's `cost.bytes_read`) from which it
-        goes to Spark; 0: every rewrite. Dry runs never start Spark (a dry run reads no rows).
-    :param spark_conf: Spark settings over the connection's extras.
-    """
-
-    template_fields: Sequence[str] = ("item",)
-
-    def __init__(
-        self,
-        *,
-        item: Any,
-        stage: str,
-        dry_run: bool = True,
-        spark_conn_id: str | None = None,
-        spark_min_bytes: int = 0,
-        spark_conf: Mapping[str, str] | None = None,
-        **kwargs: Any,
-    ) -> None:
-        from airflow_txnlog.operators._maintenance_work import STAGES  # noqa: PLC0415
-
-        super().__init__(**kwargs)
-        if stage not in STAGES:
-            raise invalid(f"stage must be one of {list(STAGES)}, got {stage!r}")
-        self.item = item
-        self.stage = stage
-        self.is_dry_run = flag("dry_run", dry_run)
-        self.spark_conn_id, self.spark_min_bytes = _spark_routing(spark_conn_id, spark_min_bytes)
-        self.spark_conf = str_mapping("spark_conf", spark_conf)
-
-    def execute(self, context: Context) -> list[dict[str, Any]]:
-        from airflow_txnlog.operators._maintenance_work import stage_actions  # noqa: PLC0415
-
-        item = self.item
-        if not isinstance(item, Mapping) or "table" not in item:
-            raise invalid(f"item must be a work item of TxnLogMaintenancePlanOperator, got {item!r}")
-        todo, superseded = stage_actions(item, self.stage)
-        base = {"table": item["table"]}
-        out = [{**base, "id": a["id"], "kind": a["kind"], "status": "superseded",
-                "reason": "a full vacuum runs instead"} for a in superseded]  # fmt: skip
-        if todo:
-            hook = TxnLogHook(txnlog_conn_id=item.get("conn_id") or TxnLogHook.default_conn_name)
-            out += [{**base, **r} for r in self._run_all(hook, hook.get_table(item["table"]), item, todo)]
-        return out
-
-    def _on_spark(self, action: Mapping[str, Any]) -> bool:
-        from airflow_txnlog.operators._maintenance_work import DATA_KINDS, bytes_read  # noqa: PLC0415
-
-        return (
-            self.spark_conn_id is not None
-            and action.get("kind") in DATA_KINDS
-            and bytes_read(action) >= self.spark_min_bytes
-        )
-
-    def _run_all(
-        self, hook: TxnLogHook, table: Any, item: Mapping[str, Any], todo: Sequence[Mapping[str, Any]]
-    ) -> list[dict[str, Any]]:
-        """The actions in plan order, their paths back from the plan file; a Spark session started at
-        the first one Spark writes (a dry run reads no rows, so starts none) and stopped after it."""
-        from airflow_txnlog.operators._maintenance_work import with_paths  # noqa: PLC0415
-
-        out = []
-        paths, failure = _plan_paths(item, todo)
-        with contextlib.ExitStack() as stack:
-            spark_table = None
-            for planned in todo:
-                action = with_paths(planned, paths)
-                runner, run = "engine", table.run_maintenance
-                if failure is not None and str(action["id"]) in failure[1]:
-                    run = _failing(failure[0])
-                if self._on_spark(action):
-                    runner = "spark"
-                    if not self.is_dry_run:
-                        spark_table = spark_table or self._spark_table(stack, hook, table)
-                        run = spark_table.run_maintenance
-                out.append(self._run(run, table.uri, action, runner))
-        return out
-
-    def _spark_table(self, stack: contextlib.ExitStack, hook: TxnLogHook, table: Any) -> Any:
-        from airflow_txnlog.operators._spark_session import spark_session  # noqa: PLC0415
-        from airflow_txnlog.spark import SparkTable  # noqa: PLC0415 - pyspark only at run time
-
-        app = f"{self.dag_id}-{self.task_id}"
-        spark = stack.enter_context(spark_session(self.spark_conn_id, self.spark_conf, app))
-        options = hook.storage_options_for(table.uri) or None
-        return SparkTable(spark, table.uri, storage_options=options, table=table)
-
-    def _run(
-        self, run: Callable[..., dict[str, Any]], uri: str, action: Mapping[str, Any], runner: str
-    ) -> dict[str, Any]:
-        from airflow_txnlog.engine import CommitConflictError, TxnLogError  # noqa: PLC0415
-
-        started = time.monotonic()
-        head = {"id": action["id"], "kind": action["kind"], "runner": runner}
-        try:
-            result = run(action, dry_run=self.is_dry_run)
-        except CommitConflictError as exc:
-            self.log.warning("%s of %s lost to a concurrent commit: %s", action["kind"], uri, exc)
-            return {**head, "status": "conflict", "error": str(exc), "seconds": _since(started)}
-        except (TxnLogError, OSError) as exc:
-            self.log.error("%s of %s failed: %s", action["kind"], uri, exc)
-            return {
-                **head,
-                "status": "failed",
-                "error": f"{type(exc).__name__}: {exc}",
-                "seconds": _since(started),
-            }
-        self.log.info("%s of %s (%s): %s", action["kind"], uri, runner, result)
-        status = "dry_run" if self.is_dry_run else "done"
-        return {**head, "status": status, "result": result, "seconds": _since(started)}
-
-
-def _plan_paths(
-    item: Mapping[str, Any], todo: Sequence[Mapping[str, Any]]
-) -> tuple[dict[str, Any], tuple[Exception, set[str]] | None]:
-    """({action id: paths} from the item's plan file, read only when an action to run needs it;
-    the error that kept it from being read, and the ids it fails)."""
-    from airflow_txnlog.engine import TxnLogError  # noqa: PLC0415
-    from airflow_txnlog.operators._maintenance_work import DATA_KINDS  # noqa: PLC0415
-    from airflow_txnlog.operators._plan_files import read_paths  # noqa: PLC0415
-
-    ref = item.get("plan_file")
-    needing = {
-        str(a["id"]) for a in todo if a.get("kind") in DATA_KINDS and "bins" not in a and "files" not in a
-    }
-    if not needing or not isinstance(ref, Mapping):
-        return {}, None
-    try:
-        hook = TxnLogHook(txnlog_conn_id=ref.get("conn_id") or DEFAULT_HISTORY_CONN)
-        return read_paths(_storage(hook, str(ref["uri"])), str(ref["key"]), str(item["table"])), None
-    except (TxnLogError, OSError) as exc:
-        return {}, (exc, needing)
-
-
-def _failing(exc: Exception) -> Callable[..., dict[str, Any]]:
-    def run(*args: Any, **kwargs: Any) -> dict[str, Any]:
-        raise exc
-
-    return run
-
-
-def _spark_routing(conn_id: object, min_bytes: object) -> tuple[str | None, int]:
-    if conn_id is not None and (not isinstance(conn_id, str) or not conn_id.strip()):
-        raise invalid(f"spark_conn_id must be a connection id or None (no Spark), got {conn_id!r}")
-    if isinstance(min_bytes, bool) or not isinstance(min_bytes, int) or min_bytes < 0:
-        raise invalid(f"spark_min_bytes must be an int >= 0 (bytes an action reads), got {min_bytes!r}")
-    return conn_id, min_bytes
-
-
-def _since(started: float) -> float:
-    return round(time.monotonic() - started, 3)
 
 
 class TxnLogMaintenanceHistoryOperator(BaseOperator):
@@ -396,14 +250,14 @@ class TxnLogMaintenanceHistoryOperator(BaseOperator):
     def _forget_plan_files(self, items: Sequence[Mapping[str, Any]], run_id: str) -> None:
         """Delete the run's plan files (its stage tasks are done: this task runs last); best effort,
         a file left behind is only bytes (`_plans/` is hidden from vacuum)."""
-        from airflow_txnlog.operators._plan_files import delete_run  # noqa: PLC0415
+        from airflow_txnlog.operators._plan_files import delete_run, plan_storage  # noqa: PLC0415
 
         places = {(r["uri"], r.get("conn_id")) for i in items if isinstance(r := i.get("plan_file"), Mapping)}
         for uri, conn_id in sorted(places, key=str):
             try:
                 hook = TxnLogHook(txnlog_conn_id=conn_id or DEFAULT_HISTORY_CONN)
                 self.log.info(
-                    "deleted %d plan file(s) under %s", delete_run(_storage(hook, uri), run_id), uri
+                    "deleted %d plan file(s) under %s", delete_run(plan_storage(hook, uri), run_id), uri
                 )
             except Exception as exc:  # (any store error: the history is written, which is what counts)
                 self.log.warning("could not delete the plan files under %s: %s", uri, exc)
@@ -449,8 +303,8 @@ def planned_maintenance(
     history_uri = configured_history_uri() if history_uri is None else history_uri
     plan = TxnLogMaintenancePlanOperator(
         task_id="plan", tables=tables, txnlog_conn_id=txnlog_conn_id, settings=settings,
-        byte_budget=byte_budget, catalog_conn_id=catalog_conn_id, plan_files_uri=history_uri,
-        plan_files_conn_id=txnlog_conn_id,
+        byte_budget=byte_budget, catalog_conn_id=catalog_conn_id, history_uri=history_uri,
+        history_conn_id=txnlog_conn_id,
     )  # fmt: skip
     stages = ("checkpoint", "optimize", "vacuum", "cleanup_log")
     extra: dict[str, Any] = {"pool": pool} if pool else {}

@@ -14,7 +14,13 @@ import pyarrow as pa
 
 from airflow_txnlog.engine import Table
 from airflow_txnlog.operators import _maintenance_history as history
-from airflow_txnlog.operators._maintenance_work import summarised, with_paths, without_paths, work_items
+from airflow_txnlog.operators._maintenance_work import (
+    data_cost,
+    summarised,
+    with_paths,
+    without_paths,
+    work_items,
+)
 from airflow_txnlog.operators.planned_maintenance import (
     ITEMS_KEY,
     TxnLogMaintenanceHistoryOperator,
@@ -55,7 +61,7 @@ def _plan(tmp_path: Path, ti: _TaskInstance) -> tuple[Table, list[dict[str, Any]
     t = _fragmented(tmp_path / "t")
     op = TxnLogMaintenancePlanOperator(
         task_id="plan", tables=[t.uri], settings={"quiet_minutes": 0, "min_input_files": 2},
-        plan_files_uri=str(tmp_path / "history"),
+        history_uri=str(tmp_path / "history"),
     )  # fmt: skip
     return t, op.execute(_context(ti))
 
@@ -140,3 +146,29 @@ def test_partitions_skipped_alike_are_one_history_row_per_kind(tmp_path: Path) -
     now = dt.datetime.now(dt.UTC)
     rows = history.history_rows([item], [], dag_id="d", run_id="r", dry_run=True, now=now)
     assert len(rows) == 3 and json.loads(rows[0]["observed"]) == {"min": 0, "max": 2}
+
+
+def _compacted(op: TxnLogMaintenancePlanOperator, ti: _TaskInstance) -> list[str]:
+    """The tables whose compaction the plan task kept within its budget."""
+    op.execute(_context(ti))
+    return [i["table"] for i in ti.pushed[ITEMS_KEY] if any(a["kind"] == "compact" for a in i["actions"])]
+
+
+def test_the_plan_task_reads_who_waited_from_the_history(tmp_path: Path) -> None:
+    """Two tables, a budget for one: the one the history says waited last run goes first."""
+    ti = _TaskInstance()
+    first, second = _fragmented(tmp_path / "a"), _fragmented(tmp_path / "b")
+    op = TxnLogMaintenancePlanOperator(
+        task_id="plan", tables=[first.uri, second.uri], history_uri=str(tmp_path / "history"),
+        settings={"quiet_minutes": 0, "min_input_files": 2},
+    )  # fmt: skip
+    op.execute(_context(ti))
+    costs = [data_cost(a) for i in ti.pushed[ITEMS_KEY] for a in i["actions"] if a["kind"] == "compact"]
+    assert len(costs) == 2 and sum(costs) > max(costs)
+    op.byte_budget = max(costs)  # room for one table's compaction, not two
+    (taken,) = _compacted(op, ti)
+    waiting = second.uri if taken == first.uri else first.uri
+    earlier = {"dag_id": "maint", "run_id": "earlier", "recorded_at": dt.datetime.now(dt.UTC),
+               "table_uri": f"file://{waiting}", "decision": "over_budget", "kind": "compact"}  # fmt: skip
+    history.append_history(str(tmp_path / "history"), [earlier])
+    assert _compacted(op, ti) == [waiting]

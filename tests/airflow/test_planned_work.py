@@ -48,29 +48,82 @@ def test_tables_are_ordered_by_benefit_and_healthy_ones_are_not_run(tmp_path: Pa
     assert items[2]["skipped"] and all(s["reason"] for s in items[2]["skipped"])
 
 
-def test_the_byte_budget_takes_the_best_actions_and_says_why_the_rest_wait(tmp_path: Path) -> None:
+def test_the_byte_budget_gives_each_table_a_share_then_the_best_and_says_why_the_rest_wait(
+    tmp_path: Path,
+) -> None:
     tables = [_fragmented(tmp_path / f"t{n}", n) for n in (6, 9, 12)]
     plans = [_plan(t) for t in tables]
     unlimited = work_items(plans)
     costs = {i["table"]: data_cost(a) for i in unlimited for a in i["actions"] if a["kind"] == "compact"}
-    best, second = tables[2].uri, tables[1].uri
-    budget = costs[best] + costs[second] - 1  # room for the best only... and the smallest after it
+    smallest, second, best = (t.uri for t in tables)
+    budget = costs[best] + costs[second] - 1  # greedy by benefit: the best, then nothing else fits
+    share = budget // 3
+    assert costs[smallest] <= share < costs[second]  # (the setup: only the smallest fits its share)
     items = {i["table"]: i for i in work_items(plans, byte_budget=budget)}
+    # the smallest table's share took its compaction; what the shares left went to the best
+    assert any(a["kind"] == "compact" for a in items[smallest]["actions"])
     assert any(a["kind"] == "compact" for a in items[best]["actions"])
     assert not any(a["kind"] == "compact" for a in items[second]["actions"])
     waiting = items[second]["over_budget"]
     assert len(waiting) == 1 and waiting[0]["reason"] == (
-        f"over the run's byte budget: {costs[best]} bytes taken + {costs[second]} > {budget}"
+        f"over the run's byte budget: {costs[smallest] + costs[best]} bytes taken + {costs[second]} > "
+        f"{budget} (tables that waited went first, then each of 3 table(s) with rewrites had a share "
+        f"of {share} bytes, then the rest went by benefit)"
     )
-    smallest = tables[0].uri
-    fits = costs[best] + costs[smallest] <= budget
-    assert any(a["kind"] == "compact" for a in items[smallest]["actions"]) == fits
     assert [a["kind"] for a in items[second]["actions"]] == [  # the rest of its plan is unaffected
         a["kind"]
         for a in next(i for i in unlimited if i["table"] == second)["actions"]
         if a["kind"] != "compact"
     ]
     assert work_items(plans, byte_budget=0)[0]["over_budget"]  # nothing fits a zero budget
+
+
+def _cost(name: str, files_removed: int, cost: int) -> dict[str, Any]:
+    return {
+        "table": name, "asset_uri": f"file://{name}", "conn_id": None,
+        "actions": [{"kind": "compact", "cost": {"bytes_read": cost, "bytes_written": 0},
+                     "benefit": {"files_removed": files_removed}}],
+    }  # fmt: skip
+
+
+def _compacting(items: list[dict[str, Any]]) -> set[str]:
+    return {i["table"] for i in items if any(a["kind"] == "compact" for a in i["actions"])}
+
+
+def test_one_big_table_takes_no_budget_from_the_small_ones_and_waits_one_run_at_most() -> None:
+    """Greedy by benefit, a big table that always ranks first would take the budget every run; with
+    shares the small ones get theirs, and the big one, having waited, goes first the next run."""
+    plans = [_cost("/big", 3000, 300), *(_cost(f"/small{k}", 40, 50) for k in range(3))]
+    first = work_items(plans, byte_budget=320)
+    assert _compacting(first) == {"/small0", "/small1", "/small2"}  # 3 x 50 in their shares of 106
+    (big,) = [i for i in first if i["table"] == "/big"]
+    assert big["over_budget"] and big["over_budget"][0]["reason"].startswith(
+        "over the run's byte budget: 150 bytes taken + 300 > 320"
+    )
+    second = work_items(plans, byte_budget=320, waited={"file:///big": 1})
+    assert _compacting(second) == {"/big"}  # its turn: first; the smalls' shares of the 20 left: none
+    third = work_items(plans, byte_budget=320, waited={f"file:///small{k}": 1 for k in range(3)})
+    assert _compacting(third) == {"/small0", "/small1", "/small2"}
+
+
+def test_waits_are_counted_from_the_history_runs_in_a_row(tmp_path: Path) -> None:
+    base = {"dag_id": "maint", "table_version": 1, "planned_at": None, "kind": "compact", "status": "x"}
+    now = dt.datetime.now(dt.UTC)
+
+    def row(run: int, table: str, decision: str, dag: str = "maint") -> dict[str, Any]:
+        at = now - dt.timedelta(hours=10 - run)
+        return {**base, "dag_id": dag, "run_id": f"r{run}", "recorded_at": at, "table_uri": table,
+                "decision": decision}  # fmt: skip
+
+    rows = [
+        row(1, "a", "over_budget"), row(2, "a", "action"), row(3, "a", "over_budget"),
+        row(4, "a", "over_budget"), row(4, "b", "over_budget"), row(3, "c", "over_budget"),
+        row(4, "c", "skip"), row(5, "d", "over_budget", dag="other"),
+    ]  # fmt: skip
+    history.append_history(str(tmp_path / "h"), rows)
+    waited = history.waited_runs(str(tmp_path / "h"), dag_id="maint", now=now)
+    assert waited == {"a": 2, "b": 1}  # (c got its turn in run 4; d is another DAG's)
+    assert history.waited_runs(str(tmp_path / "none"), dag_id="maint", now=now) == {}
 
 
 def test_a_full_vacuum_supersedes_the_lite_one_and_each_stage_gets_its_kinds() -> None:
