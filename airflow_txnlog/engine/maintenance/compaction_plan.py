@@ -18,6 +18,9 @@ Bytes written are estimated as the inputs' payloads plus one per-file overhead p
 footer, page headers and dictionary pages every file carries: engine.maintenance.file_overhead): a
 sum of input sizes counted that overhead once per input, which for files of a few rows is most of
 their bytes.
+A partition's files come as columns (`PartitionFiles`: numpy arrays and an Arrow array of paths,
+the same arithmetic as `FileInfo`, which the clustering decision still uses), so a partition of a
+million small files is sorted by pyarrow and packed by one loop over integers.
 Invariants: every file is in at most one bin or purge; every action and skip carries its rule, the
 observed value and the threshold.
 """
@@ -25,15 +28,16 @@ observed value and the threshold.
 from __future__ import annotations
 
 import heapq
-import operator
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from airflow_txnlog.engine.maintenance.plan_settings import PlanSettings
 
 MINUTE_MS = 60_000
-_PATH, _OUTPUT = operator.attrgetter("path"), operator.attrgetter("estimated_output")
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,9 +99,54 @@ def _rule(d: Decision) -> dict[str, Any]:
     }
 
 
+@dataclass(frozen=True)
+class PartitionFiles:
+    """One partition's candidate files as columns (the planner's inputs at a million files are never
+    a million objects): `path` an Arrow array, the rest numpy arrays in the same order; `output`
+    and `fraction` as FileInfo computes them (the same float arithmetic, so the same plans)."""
+
+    path: pa.Array
+    size: np.ndarray
+    modification_time: np.ndarray
+    deleted: np.ndarray
+    fraction: np.ndarray
+    output: np.ndarray
+    overhead: int
+
+    @classmethod
+    def of(cls, rows: pa.Table, overhead: int) -> PartitionFiles:
+        """From the planner's file table (`path`, `size_bytes`, `modification_time`, `num_records`,
+        `_deleted`)."""
+
+        def ints(name: str) -> np.ndarray:
+            return np.asarray(pc.fill_null(rows.column(name), 0).to_numpy(), dtype=np.int64)
+
+        size, records, deleted = ints("size_bytes"), ints("num_records"), ints("_deleted")
+        with np.errstate(divide="ignore", invalid="ignore"):
+            fraction = np.where(records != 0, deleted / np.where(records != 0, records, 1), 0.0)
+        output = (np.maximum(0, size - overhead) * (1 - fraction)).astype(np.int64)  # (int(): toward 0)
+        mtime = ints("modification_time")
+        return cls(rows.column("path").combine_chunks(), size, mtime, deleted, fraction, output, overhead)
+
+    def __len__(self) -> int:
+        return len(self.path)
+
+    def paths(self, rows: np.ndarray) -> list[str]:
+        """The paths of `rows` (positions), in that order."""
+        return list(self.path.take(pa.array(rows, pa.int64())).to_pylist())
+
+    def slice(self, start: int, stop: int) -> PartitionFiles:
+        """Files `start` to `stop` (views, no copy of the arrays)."""
+        cut = slice(start, stop)
+        return PartitionFiles(
+            self.path.slice(start, stop - start), self.size[cut], self.modification_time[cut],
+            self.deleted[cut], self.fraction[cut], self.output[cut], self.overhead,
+        )  # fmt: skip
+
+
 def plan_partition(
     partition: dict[str, Any] | None,
-    files: Sequence[FileInfo],
+    files: PartitionFiles,
     s: PlanSettings,
     now_ms: int,
     *,
@@ -106,88 +155,104 @@ def plan_partition(
     """The compaction and purge decisions for one partition's live files (or only its candidates,
     with `newest` the modification time of its newest file)."""
     if newest is None:
-        newest = max((f.modification_time for f in files), default=0)
+        newest = int(files.modification_time.max()) if len(files) else 0
     quiet_ms = int(s.quiet_minutes * MINUTE_MS)
     if newest and now_ms - newest < quiet_ms:
         minutes = round((now_ms - newest) / MINUTE_MS, 1)
         reason = f"written {minutes} min ago, within the quiet period of {s.quiet_minutes:g} min"
         return [Decision("compact", partition, "quiet_period", minutes, s.quiet_minutes, reason=reason)]
-    small_bytes, purge_fraction = s.small_bytes, s.dv_purge_fraction
-    small = [f for f in files if f.size < small_bytes]
-    heavy = [f for f in files if f.size >= small_bytes and f.deleted_fraction > purge_fraction]
-    return [_compaction(partition, small, s), *_purge(partition, heavy, s)]
+    small = files.size < s.small_bytes
+    heavy = ~small & (files.fraction > s.dv_purge_fraction)
+    return [
+        _compaction(partition, files, np.flatnonzero(small), s),
+        *_purge(partition, files, np.flatnonzero(heavy), s),
+    ]
 
 
-def _compaction(partition: dict[str, Any] | None, small: list[FileInfo], s: PlanSettings) -> Decision:
+def _compaction(
+    partition: dict[str, Any] | None, files: PartitionFiles, small: np.ndarray, s: PlanSettings
+) -> Decision:
     kind, limit = "compact", s.min_input_files
     if len(small) < limit:
         reason = f"healthy: {len(small)} small files < {limit}"
         return Decision(kind, partition, "min_input_files", len(small), limit, reason=reason)
-    bins = [b for b in pack(small, s.target_file_size) if len(b) > 1]
+    bins = [b for b in pack(files, small, s.target_file_size) if len(b) > 1]
     removed = sum(len(b) - 1 for b in bins)
     if removed < s.min_files_removed:
         reason = f"would remove {removed} files net < {s.min_files_removed}"
         return Decision(kind, partition, "min_files_removed", removed, s.min_files_removed, reason=reason)
-    chosen = [f for b in bins for f in b]
-    read = sum(f.size for f in chosen)
-    written = sum(f.estimated_output for f in chosen) + sum(b[0].overhead for b in bins)  # (one per output)
+    chosen = np.concatenate(bins)
+    paths = [files.paths(b) for b in bins]
+    read = int(files.size[chosen].sum())
+    written = int(files.output[chosen].sum()) + len(bins) * files.overhead  # (one overhead per output)
     return Decision(
         kind,
         partition,
         "min_input_files",
         len(small),
         limit,
-        files=[f.path for f in chosen],
-        bins=[[f.path for f in b] for b in bins],
+        files=[p for b in paths for p in b],  # (the bins' own strings: a path is held once)
+        bins=paths,
         estimate={
             "files_after": len(bins),
             "bytes_after": written,
             "files_before": len(chosen),
-            "file_overhead": chosen[0].overhead,
+            "file_overhead": files.overhead,
         },
         cost={"bytes_read": read, "bytes_written": written, "requests": len(chosen) + len(bins)},
         benefit={"files_removed": removed, "bytes_reclaimed": read - written},
     )
 
 
-def _purge(partition: dict[str, Any] | None, heavy: list[FileInfo], s: PlanSettings) -> list[Decision]:
-    if not heavy:
+def _purge(
+    partition: dict[str, Any] | None, files: PartitionFiles, heavy: np.ndarray, s: PlanSettings
+) -> list[Decision]:
+    if not len(heavy):
         return []
-    read = sum(f.size for f in heavy)
-    written = sum(f.estimated_output + f.overhead for f in heavy)  # (each file rewritten alone)
+    read = int(files.size[heavy].sum())
+    written = int(files.output[heavy].sum()) + len(heavy) * files.overhead  # (each file rewritten alone)
     return [
         Decision(
             "purge_deletion_vectors",
             partition,
             "dv_purge_fraction",
-            round(max(f.deleted_fraction for f in heavy), 6),
+            round(float(files.fraction[heavy].max()), 6),
             s.dv_purge_fraction,
-            files=[f.path for f in heavy],
+            files=files.paths(heavy),
             estimate={"files_after": len(heavy), "bytes_after": written},
             cost={"bytes_read": read, "bytes_written": written, "requests": 2 * len(heavy)},
             benefit={
-                "deleted_rows_purged": sum(f.deleted_rows for f in heavy),
+                "deleted_rows_purged": int(files.deleted[heavy].sum()),
                 "bytes_reclaimed": read - written,
             },
         )
     ]
 
 
-def pack(files: Sequence[FileInfo], capacity: int) -> list[list[FileInfo]]:
-    """The files in k = ceil(estimated output / capacity) bins, largest first into the emptiest
-    (LPT, with a heap), so the outputs are alike and near the capacity rather than full ones and one
-    small remainder; k grows while a bin would exceed 1.25 x the capacity."""
-    total = sum(f.estimated_output for f in files)
+def pack(files: PartitionFiles, chosen: np.ndarray, capacity: int) -> list[np.ndarray]:
+    """The `chosen` files in k = ceil(estimated output / capacity) bins, largest first into the
+    emptiest (LPT, with a heap), so the outputs are alike and near the capacity rather than full
+    ones and one small remainder; k grows while a bin would exceed 1.25 x the capacity. Bins are
+    index arrays into `files`, each in the order its files were placed."""
+    outputs = files.output[chosen]
+    total = int(outputs.sum())
     k = max(1, -(-total // max(capacity, 1)))
-    # largest first, ties by path (two stable sorts: cheaper than a tuple key per file)
-    ordered = sorted(sorted(files, key=_PATH), key=_OUTPUT, reverse=True)
+    keys = pa.table({"o": outputs, "p": files.path.take(pa.array(chosen, pa.int64()))})
+    order = pc.sort_indices(keys, sort_keys=[("o", "descending"), ("p", "ascending")]).to_numpy()
+    ordered = chosen[order]  # (largest first, ties by path)
+    if k == 1 and (total <= 1.25 * capacity or len(ordered) <= 1):
+        return [ordered]  # (one bin: every file, in order; the heap would place them so)
+    loads = outputs[order].tolist()
+    k = max(k, 2)
     while True:
-        bins: list[list[FileInfo]] = [[] for _ in range(k)]
-        heap = [(0, i) for i in range(k)]
-        for f in ordered:
-            load, i = heapq.heappop(heap)
-            bins[i].append(f)
-            heapq.heappush(heap, (load + f.estimated_output, i))
-        if max(load for load, _ in heap) <= 1.25 * capacity or k >= len(ordered):
-            return [b for b in bins if b]
+        heap, assigned = [(0, i) for i in range(k)], [0] * len(loads)
+        for pos, load in enumerate(loads):
+            least, i = heap[0]
+            assigned[pos] = i
+            heapq.heapreplace(heap, (least + load, i))
+        if max(total for total, _ in heap) <= 1.25 * capacity or k >= len(loads):
+            bin_of = np.asarray(assigned, dtype=np.int64)
+            by_bin = np.argsort(bin_of, kind="stable")  # (each bin's files in placement order)
+            cuts = np.cumsum(np.bincount(bin_of, minlength=k))[:-1]
+            return [ordered[b] for b in np.split(by_bin, cuts) if len(b)]
         k += 1

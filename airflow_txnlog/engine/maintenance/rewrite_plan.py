@@ -2,8 +2,9 @@
 
     files       the live files as columns (`Snapshot.file_summary`), with the rows each one's
                 deletion vector deletes and, on a clustered table, its clusteringProvider (null:
-                unclustered); only candidates become Python objects (a healthy million-file table
-                builds none)
+                unclustered); the candidates stay columns too (compaction_plan.PartitionFiles: one
+                take of the file table, grouped by partition with Arrow, a slice per partition):
+                only the paths a decision names become Python strings
     candidates  small files, and files whose deletion vector deletes more than dv_purge_fraction;
                 on a clustered table never another provider's files (the protocol leaves them to
                 their implementation), nor the unclustered ones while their share calls for
@@ -21,11 +22,11 @@ Invariants: a file is in at most one rewrite; no rewrite is planned that would n
 from __future__ import annotations
 
 import dataclasses
-from collections import defaultdict
 from collections.abc import Iterator
 from itertools import repeat
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -33,7 +34,12 @@ from airflow_txnlog.engine.errors import InvalidArgumentError
 from airflow_txnlog.engine.features import clustering
 from airflow_txnlog.engine.log.log_segment import LogListing
 from airflow_txnlog.engine.maintenance.cluster_plan import clusters_by_share, plan_clustering
-from airflow_txnlog.engine.maintenance.compaction_plan import Decision, FileInfo, plan_partition
+from airflow_txnlog.engine.maintenance.compaction_plan import (
+    Decision,
+    FileInfo,
+    PartitionFiles,
+    plan_partition,
+)
 from airflow_txnlog.engine.maintenance.file_overhead import file_overhead
 from airflow_txnlog.engine.maintenance.plan_settings import PlanSettings
 from airflow_txnlog.engine.maintenance.rewrite_layout import table_layout
@@ -42,7 +48,7 @@ from airflow_txnlog.engine.storage import Storage
 
 REWRITES = ("cluster", "compact", "purge_deletion_vectors")
 _UNKNOWN = "\0unknown"  # (a provider for files whose add this cannot read: treated as another's)
-Partition = tuple[dict[str, Any] | None, int, list[FileInfo]]
+Partition = tuple[dict[str, Any] | None, int, PartitionFiles]
 
 
 def plan_rewrites(
@@ -112,29 +118,35 @@ def _infos(rows: pa.Table, overhead: int) -> Iterator[FileInfo]:
 
 
 def _partitions(snap: Snapshot, files: pa.Table, mask: pa.Array, overhead: int) -> list[Partition]:
-    """(partition values or None, its newest file's modification time, its candidate files) for
-    every partition."""
+    """(partition values or None, its newest file's modification time, its candidate files as
+    columns) for every partition, in a stable order (by the partition values' text). The candidates
+    are taken from the file table once, grouped, and each partition gets a slice of them."""
     keys = [f"partition.{c}" for c in snap.partition_columns]
-    cands = files.filter(mask)
-    groups: dict[tuple[Any, ...], list[FileInfo]] = defaultdict(list)
-    part_keys = zip(*(cands.column(k).to_pylist() for k in keys), strict=True) if keys else repeat(())
-    for key, info in zip(part_keys, _infos(cands, overhead), strict=False):  # (keys may be endless)
-        groups[key].append(info)
     if not keys:
-        newest = {(): int(pc.max(files.column("modification_time")).as_py() or 0)} if files.num_rows else {}
-    else:
-        newest_by = files.group_by(keys).aggregate([("modification_time", "max")])
-        part_values = zip(*(newest_by.column(k).to_pylist() for k in keys), strict=True)
-        newest = dict(zip(part_values, newest_by.column("modification_time_max").to_pylist(), strict=True))
-    parts = snap.partition_columns
-    return [
-        (
-            dict(zip(parts, map(_plain, key), strict=True)) if parts else None,
-            int(ts or 0),
-            groups.get(key, []),
-        )
-        for key, ts in sorted(newest.items(), key=lambda kv: str(kv[0]))
-    ]
+        if not files.num_rows:
+            return []
+        newest = int(pc.max(files.column("modification_time")).as_py() or 0)
+        return [(None, newest, PartitionFiles.of(files.filter(mask), overhead))]
+    table = files.select(keys).append_column("_mt", files.column("modification_time"))
+    table = table.append_column("_i", pa.array(np.arange(files.num_rows, dtype=np.int64)))
+    groups = (
+        table.append_column("_c", mask)
+        .group_by(keys)
+        .aggregate([("_mt", "max"), ("_i", "list"), ("_c", "list")])
+    )
+    lists, flags = groups.column("_i_list").combine_chunks(), groups.column("_c_list").combine_chunks()
+    cands = np.asarray(flags.values.to_numpy(zero_copy_only=False), dtype=bool)
+    chosen = np.asarray(lists.values.to_numpy(), dtype=np.int64)[cands]
+    ends = np.cumsum(np.add.reduceat(cands.astype(np.int64), lists.offsets.to_numpy()[:-1]))
+    all_files = PartitionFiles.of(files.take(pa.array(chosen)), overhead)
+    values = zip(*(groups.column(k).to_pylist() for k in keys), strict=True)
+    newest = groups.column("_mt_max").to_pylist()
+    parts, out = snap.partition_columns, []
+    for row, key in enumerate(values):
+        start = int(ends[row - 1]) if row else 0
+        part = dict(zip(parts, map(_plain, key), strict=True))
+        out.append((str(key), (part, int(newest[row] or 0), all_files.slice(start, int(ends[row])))))
+    return [p for _, p in sorted(out, key=lambda kv: kv[0])]
 
 
 def _clustering(

@@ -24,7 +24,7 @@ from airflow_txnlog.engine import (
     Table,
 )
 from airflow_txnlog.engine.maintenance import compaction
-from airflow_txnlog.engine.maintenance.compaction_plan import FileInfo, pack, plan_partition
+from airflow_txnlog.engine.maintenance.compaction_plan import FileInfo, PartitionFiles, pack, plan_partition
 from airflow_txnlog.engine.maintenance.file_overhead import file_overhead
 from airflow_txnlog.engine.maintenance.plan_settings import PlanSettings
 from airflow_txnlog.engine.maintenance.rewrite_plan import _deleted_rows
@@ -101,18 +101,30 @@ def _file(name: str, size: int, *, records: int = 100, deleted: int = 0, mtime: 
     return FileInfo(name, size, mtime, records, deleted)
 
 
+def _columns(files: list[FileInfo]) -> PartitionFiles:
+    """The files as the planner holds a partition's candidates (columns, from its file table)."""
+    rows = pa.table({
+        "path": [f.path for f in files], "size_bytes": [f.size for f in files],
+        "modification_time": [f.modification_time for f in files],
+        "num_records": [f.num_records for f in files], "_deleted": [f.deleted_rows for f in files],
+    })  # fmt: skip
+    out = PartitionFiles.of(rows, files[0].overhead if files else 0)
+    assert out.output.tolist() == [f.estimated_output for f in files]  # (FileInfo's arithmetic)
+    return out
+
+
 def test_bins_are_packed_by_estimated_output_and_never_hold_one_file() -> None:
     s = PlanSettings(target_file_size=100 * MIB)
     files = [_file(f"f{i}", 30 * MIB) for i in range(7)] + [
         _file("dv", 60 * MIB, deleted=50)
     ]  # dv -> 30 MiB out
     files += [_file("mid", 90 * MIB), _file("big", 500 * MIB)]  # never inputs
-    (compact,) = plan_partition({"p": "a"}, files, s, NOW)
+    (compact,) = plan_partition({"p": "a"}, _columns(files), s, NOW)
     assert "mid" not in compact.files and "big" not in compact.files
     assert [len(b) for b in compact.bins] == [3, 3, 2]  # 8 files of 30 MiB out: 90 + 90 + 60
     assert compact.estimate["bytes_after"] == 8 * 30 * MIB
     assert compact.benefit == {"files_removed": 5, "bytes_reclaimed": 30 * MIB}
-    lone = plan_partition(None, [_file(f"f{i}", 80 * MIB // 2 + MIB) for i in range(5)], s, NOW)
+    lone = plan_partition(None, _columns([_file(f"f{i}", 80 * MIB // 2 + MIB) for i in range(5)]), s, NOW)
     # 41 MiB files: two per bin, the fifth alone (dropped): 2 bins of 2 -> 2 removed < 4
     assert lone[0].reason == "would remove 2 files net < 4" and lone[0].rule == "min_files_removed"
 
@@ -120,15 +132,16 @@ def test_bins_are_packed_by_estimated_output_and_never_hold_one_file() -> None:
 def test_a_file_whose_deletion_vector_deletes_over_five_percent_is_purged() -> None:
     s = PlanSettings(target_file_size=100 * MIB)
     files = [_file("keep", 90 * MIB, deleted=5), _file("purge", 90 * MIB, deleted=6)]
-    decisions = plan_partition(None, files, s, NOW)
+    decisions = plan_partition(None, _columns(files), s, NOW)
     (purge,) = [d for d in decisions if d.kind == "purge_deletion_vectors"]
     assert purge.files == ["purge"] and purge.observed == 0.06 and purge.threshold == 0.05
     assert purge.benefit["deleted_rows_purged"] == 6
 
 
 def test_bins_are_balanced_near_the_capacity() -> None:
-    bins = pack([_file(str(i), size) for i, size in enumerate([70, 50, 40, 30, 10])], 100)
-    assert sorted(sorted(f.size for f in b) for b in bins) == [[10, 40, 50], [30, 70]]
+    files = _columns([_file(str(i), size) for i, size in enumerate([70, 50, 40, 30, 10])])
+    bins = pack(files, np.arange(5), 100)
+    assert sorted(sorted(int(files.size[i]) for i in b) for b in bins) == [[10, 40, 50], [30, 70]]
 
 
 def test_checkpoint_and_vacuum_and_log_cleanup_rules(tmp_path: Path) -> None:
