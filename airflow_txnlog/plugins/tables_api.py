@@ -10,7 +10,8 @@ offline: every asset is served here).
 
 Routes: `/` (the page), `/static/{name}`, `/api/tables`, `/api/tables/{id}`,
 `/api/tables/{id}/history?before=&limit=`, `/api/tables/{id}/chart.svg`,
-`/api/tables/{id}/maintenance?limit=` (the last plan and the maintenance history, `tables_maintenance`),
+`/api/tables/{id}/maintenance?limit=` (the last plan, the maintenance history and the maintenance
+state, `tables_maintenance`; runs in flight from the metadata database, `tables_maintenance_state`),
 `/api/lookup?uri=`, `/api/catalog` (the readable tables' URIs and connections, no table opened: what
 `TxnLogCatalogHook` gives a planning task).
 """
@@ -24,7 +25,7 @@ from typing import Annotated, Any
 from fastapi import Depends, FastAPI, HTTPException, Query
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response
 
-from airflow_txnlog.plugins import tables_maintenance, tables_report
+from airflow_txnlog.plugins import tables_maintenance, tables_maintenance_state, tables_report
 from airflow_txnlog.plugins.tables_access import may_read, names_allow, readable_names
 from airflow_txnlog.plugins.tables_catalog import KnownTable, cached_catalog
 from airflow_txnlog.plugins.tables_chart import chart_svg
@@ -156,7 +157,12 @@ def create_app() -> FastAPI:
             return bool(manager.is_authorized_dag(method="GET", details=DagDetails(id=dag_id), user=user))
 
         try:
-            return tables_maintenance.maintenance(known, limit=limit, may_see_dag=may_see_dag)
+            return tables_maintenance.maintenance(
+                known,
+                limit=limit,
+                may_see_dag=may_see_dag,
+                in_flight=tables_maintenance_state.in_flight_from_db,
+            )
         except Exception as exc:
             return _failed(known, exc)
 

@@ -8,7 +8,9 @@ The server runs in its own AIRFLOW_HOME with SQLite, the DAGs of tests/ui/dags (
 - `secret`: named only by the task of `ui_secret`;
 - `other`: named only by an asset; clustered by `id`, one of its two files clustered.
 The maintenance-history table (`[txnlog] maintenance_history_uri`) holds two dry-run plans of
-`orders` and `other` (runs `plan_1`, `plan_2`), made by the planned-maintenance code itself.
+`orders` and `other` (runs `plan_1`, `plan_2`), made by the planned-maintenance code itself; the DAG
+`ui_maintenance` (planned maintenance, which the viewer may not read) has no run until a test gives
+it one in flight (tests/ui/in_flight.py).
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ class Server:
     url: str
     tables: dict[str, str]  # name -> asset-form URI
     log: Path
+    env: dict[str, str]  # the server's environment (for commands on its metadata database)
 
     def request(
         self, path: str, token: str | None = None, method: str = "GET", body: Any = None
@@ -174,7 +177,7 @@ def api_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
             stdout=out,
             stderr=subprocess.STDOUT,
         )
-    server = Server(f"http://127.0.0.1:{port}", tables, log)
+    server = Server(f"http://127.0.0.1:{port}", tables, log, env)
     try:
         deadline = time.monotonic() + 180
         while time.monotonic() < deadline:

@@ -6,11 +6,14 @@ See tests/ui/conftest.py for the server, its users and its tables.
 from __future__ import annotations
 
 import json
+import time
+from typing import Any
 
 import pytest
 
 from airflow_txnlog.hooks.catalog import TxnLogCatalogHook
 from airflow_txnlog.plugins.tables_catalog import table_id_of
+from tests.processes import run_python
 from tests.ui.conftest import ORDERS_VERSIONS, Server
 
 pytestmark = [pytest.mark.airflow, pytest.mark.slow]
@@ -177,3 +180,51 @@ def test_the_last_plan_and_the_maintenance_history(api_server: Server) -> None:
     assert api_server.json(f"/txnlog/api/tables/{secret}/maintenance", api_server.token("viewer"))[0] == 403
     status, other = api_server.json(f"/txnlog/api/tables/{secret}/maintenance", token)
     assert status == 200 and other["lastPlan"] is None  # never planned
+
+
+def _in_flight(api_server: Server, step: str, items: list[dict[str, Any]] | None = None) -> None:
+    proc = run_python(["-m", "tests.ui.in_flight", step, json.dumps(items or [])], api_server.env)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+
+
+def test_the_maintenance_state_follows_a_run_in_flight_then_the_history(api_server: Server) -> None:
+    """A run of `ui_maintenance` (which the viewer may not read) plans `other` then `orders` (map
+    indexes 0 and 1); the state of each table follows its own stage tasks, and once the history task
+    has finished the newest recorded run decides again (`plan_2`, a dry run: skipped)."""
+    admin, viewer = api_server.token("admin"), api_server.token("viewer")
+    orders, other = (table_id_of(api_server.tables[n]) for n in ("orders", "other"))
+
+    def state(table_id: str, token: str = admin) -> dict[str, Any]:
+        status, body = api_server.json(f"/txnlog/api/tables/{table_id}/maintenance", token)
+        assert status == 200, body
+        assert body["lastPlan"]["run_id"] in ("plan_2", "")  # the last plan stays the recorded one
+        return dict(body["state"])
+
+    before = state(orders)
+    assert (before["state"], before["run_id"]) == ("skipped", "plan_2")
+    assert before["reason"].startswith("dry run")
+    action = [{"id": "a1", "kind": "checkpoint"}]
+    items = [
+        {"table": api_server.tables[n].removeprefix("file://"), "asset_uri": api_server.tables[n],
+         "actions": action, "skipped": [], "over_budget": [], "error": None}
+        for n in ("other", "orders")
+    ]  # fmt: skip
+    started = int(time.time() * 1000)
+    _in_flight(api_server, "planned", items)
+    try:
+        planned = state(orders)
+        assert (planned["state"], planned["dag_id"], planned["run_id"]) == (
+            "planned",
+            "ui_maintenance",
+            "inflight_1",
+        )
+        assert planned["since"] >= started - 5000 and planned["reason"] == "1 action(s) to run"
+        assert state(other)["state"] == "running"  # its checkpoint (map index 0) runs
+        hidden = state(orders, viewer)
+        assert (hidden["state"], hidden["dag_id"], hidden["run_id"]) == ("planned", "", "")
+        _in_flight(api_server, "running")
+        running = state(orders)
+        assert (running["state"], running["reason"]) == ("running", "checkpoint success, optimize running")
+    finally:
+        _in_flight(api_server, "recorded")
+    assert state(orders) == before

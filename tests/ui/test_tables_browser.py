@@ -2,8 +2,9 @@
 
 It signs in on Airflow's login page, follows "Tables" in Airflow's navigation (the plugin's external
 view, an iframe of /txnlog/), opens the `orders` table, and checks the timeline shows all its
-versions and the chart rendered. The screenshot goes to the test's temporary folder, or to
-docs/images/tables-view.png with TXNLOG_UPDATE_SCREENSHOT=1 (how docs/ui.md's picture is made).
+versions, the chart rendered and the maintenance section (last plan, history, state badge). The
+screenshot goes to the test's temporary folder, or to docs/images/tables-view.png with
+TXNLOG_UPDATE_SCREENSHOT=1 (how docs/ui.md's picture is made).
 Without Chromium and chromedriver the test is skipped, except under CI (`CI` set), where it fails.
 """
 
@@ -80,6 +81,10 @@ def test_sign_in_open_tables_and_one_table(api_server: Server, browser: Any, tmp
     assert any(t.startswith("compact") and "dry_run" in t for t in texts)
     assert any("healthy" in t or "commits since the newest checkpoint" in t for t in texts)
     assert browser.find_elements(By.CSS_SELECTOR, "#maintenance-history tr.decision")
+    # the maintenance state: the newest recorded run (plan_2) was a dry run
+    (badge,) = browser.find_elements(By.CSS_SELECTOR, "#maintenance-state .badge")
+    assert (badge.get_attribute("data-state"), badge.text) == ("skipped", "skipped")
+    assert "dry run" in browser.find_element(By.ID, "maintenance-state").text
     browser.switch_to.default_content()
     shot = tmp_path / "tables-view.png"
     if os.environ.get("TXNLOG_UPDATE_SCREENSHOT"):

@@ -155,13 +155,26 @@ function decisionRow(d) {
     el("td", {}, d.error || d.reason || ""), el("td", {}, figures), el("td", {}, d.seconds ?? ""));
 }
 
+const STATE_CLASS = { planned: "state-planned", running: "state-running", committed: "ok", failed: "state-failed", skipped: "state-skipped" };
+
+function maintenanceState(s) {
+  if (!s) return el("p", { id: "maintenance-state", class: "muted" }, "No maintenance state: no run has planned this table yet.");
+  const run = s.dag_id ? `${s.dag_id} / ${s.run_id}` : "a run of a DAG you may not read";
+  return el("p", { id: "maintenance-state" },
+    el("span", { class: `badge ${STATE_CLASS[s.state] || ""}`, "data-state": s.state }, s.state),
+    ` since ${fmtTime(s.since)}: ${s.reason} (`, s.runLink ? el("a", { href: s.runLink, target: "_top" }, run) : run, ")",
+    s.inFlightError ? el("span", { class: "error" }, ` runs in flight unknown: ${s.inFlightError}`) : null);
+}
+
 async function maintenanceSection(id) {
   const m = await getJson(`api/tables/${encodeURIComponent(id)}/maintenance`);
   const section = el("section", { id: "maintenance" }, el("h2", {}, "Maintenance"));
   if (!m.configured) {
+    if (m.state) section.append(maintenanceState(m.state));
     section.append(el("p", { class: "muted" }, "No maintenance-history table is configured ([txnlog] maintenance_history_uri)."));
     return section;
   }
+  section.append(maintenanceState(m.state));
   if (!m.lastPlan) {
     section.append(el("p", { class: "muted" }, "No planned maintenance has recorded this table yet."));
     return section;

@@ -4,6 +4,8 @@
   DAG schedules on its asset;
 - `secret` (env TXNLOG_UI_SECRET): only a task of `ui_secret` names it (no asset);
 - `other` (env TXNLOG_UI_OTHER): only an asset names it (a DAG scheduled on `table_asset`).
+`ui_maintenance` is planned maintenance of `orders` and `other` (its plan names no table in
+`table_uri`, so it adds none); tests give it runs in flight through the metadata database.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from airflow.sdk import DAG, task
 
 from airflow_txnlog.assets import table_asset
 from airflow_txnlog.operators.maintenance import TxnLogCheckpointOperator
+from airflow_txnlog.operators.planned_maintenance import planned_maintenance
 
 ORDERS = os.environ.get("TXNLOG_UI_ORDERS", "/tmp/unset-orders")
 SECRET = os.environ.get("TXNLOG_UI_SECRET", "/tmp/unset-secret")
@@ -44,3 +47,9 @@ _consumer("ui_other", OTHER)
 
 with DAG("ui_secret", schedule=None, start_date=START, catchup=False):
     TxnLogCheckpointOperator(task_id="checkpoint", table_uri=SECRET)
+
+with DAG("ui_maintenance", schedule=None, start_date=START, catchup=False):  # the viewer may not read it
+    planned_maintenance(
+        tables=[ORDERS, OTHER],
+        history_uri=os.environ.get("AIRFLOW__TXNLOG__MAINTENANCE_HISTORY_URI", "/tmp/unset-history"),
+    )
