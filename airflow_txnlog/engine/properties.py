@@ -443,6 +443,7 @@ MAINTENANCE_PROPERTIES: dict[str, tuple[str, type, float, float, bool]] = {
     "vacuumMinBytes": ("vacuum_min_bytes", int, 0, math.inf, False),
     "fullVacuumDays": ("full_vacuum_days", float, 0, math.inf, False),
     "unclusteredFraction": ("unclustered_fraction", float, 0, 1, False),
+    "rewriteMemoryBytes": ("rewrite_memory_bytes", int, 1, math.inf, False),
 }
 
 

@@ -29,7 +29,12 @@ from airflow_txnlog.engine.features import clustering
 from airflow_txnlog.engine.log.actions import AddFile
 from airflow_txnlog.engine.maintenance.maintenance_table import MaintenanceTable
 from airflow_txnlog.engine.maintenance.rewrite_layout import CLUSTER, RewriteLayout, run_layout
-from airflow_txnlog.engine.maintenance.rewrite_run import RewriteWork, RewriteWriter, commit_rewrite
+from airflow_txnlog.engine.maintenance.rewrite_run import (
+    RewriteWork,
+    RewriteWriter,
+    commit_rewrite,
+    memory_budget,
+)
 from airflow_txnlog.engine.state.snapshot import Snapshot
 
 _KINDS = ("compact", "purge_deletion_vectors")
@@ -77,6 +82,7 @@ def compact(
     writes the bins (engine.maintenance.rewrite_run; default: the engine, in this process)."""
     started = time.monotonic()
     bins = _bins(action)
+    memory_budget(action)  # (checked before anything, a dry run too)
     snap = table.snapshot()
     live = {f.path: f for f in snap.files()}
     runnable = [[live[p] for p in b] for b in bins if all(p in live for p in b)]
@@ -137,7 +143,10 @@ def _rewrite(
     partition = action.get("partition")
     predicate = json.dumps([_predicate(partition)] if isinstance(partition, Mapping) and partition else [])
     work = RewriteWork(tuple(tuple(b) for b in bins), (1,) * len(bins), layout)
-    version, adds = commit_rewrite(table, snap, work, parameters=layout.parameters(predicate), writer=writer)
+    version, adds = commit_rewrite(
+        table, snap, work, parameters=layout.parameters(predicate), writer=writer,
+        memory_bytes=memory_budget(action),
+    )  # fmt: skip
     return version, adds, work.files
 
 

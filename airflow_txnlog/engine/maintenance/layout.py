@@ -22,9 +22,10 @@ the engine (pyarrow, `optimize_layout`) or by Spark (airflow_txnlog.spark.mainte
         (`plan_layout(only=...)`), with the plan's target file size.
 
 A concurrent commit that removes a file being rewritten makes the commit fail (the files it wrote
-are deleted); a concurrent append does not (the rewrite reads nothing new). One group is held in
-memory at a time (its rows decoded, plus the ordered copy): a partition larger than memory needs
-the Spark path, which sorts with Spark.
+are deleted); a concurrent append does not (the rewrite reads nothing new). A group whose input
+files add up to at most the rewrite memory budget (`txnlog.maintenance.rewriteMemoryBytes`, 256
+MiB) is held in memory (its rows decoded, plus the ordered copy); a larger one is sorted externally
+(engine.maintenance.external_sort: one input file, then one key range, in memory at a time).
 """
 
 from __future__ import annotations
@@ -48,7 +49,12 @@ from airflow_txnlog.engine.features.table_features import check_write_supported
 from airflow_txnlog.engine.log.actions import AddFile
 from airflow_txnlog.engine.maintenance.maintenance_table import MaintenanceTable
 from airflow_txnlog.engine.maintenance.rewrite_layout import NONE, RewriteLayout
-from airflow_txnlog.engine.maintenance.rewrite_run import RewriteWork, RewriteWriter, commit_rewrite
+from airflow_txnlog.engine.maintenance.rewrite_run import (
+    RewriteWork,
+    RewriteWriter,
+    commit_rewrite,
+    memory_budget,
+)
 from airflow_txnlog.engine.sql.predicates import parse_predicate
 from airflow_txnlog.engine.state.snapshot import Snapshot
 from airflow_txnlog.engine.validate import flag, number, text
@@ -220,6 +226,7 @@ def run_cluster_action(
     if not isinstance(paths, list) or not paths or not all(isinstance(p, str) for p in paths):
         raise InvalidArgumentError(f"a cluster action needs 'files': a list of file paths, got {paths!r}")
     estimate = action.get("estimate") or {}
+    memory = memory_budget(action)  # (checked before anything, a dry run too)
     snap = table.snapshot()
     plan = (
         plan_layout(snap, target_file_size=estimate.get("target_file_size"), only=frozenset(paths))
@@ -234,7 +241,7 @@ def run_cluster_action(
         "layout": RewriteLayout(CLUSTER, plan.columns).to_dict() if plan else {},
     }  # fmt: skip
     if plan is not None and taken and not dry_run:
-        out["version"], adds = _rewrite(table, snap, plan, writer)
+        out["version"], adds = _rewrite(table, snap, plan, writer, memory)
         out["actual"] = {
             "files_after": len(adds), "bytes_after": sum(a.size for a in adds),
             "files_removed": len(taken), "bytes_read": sum(f.size for f in taken),
@@ -243,14 +250,26 @@ def run_cluster_action(
 
 
 def _rewrite(
-    table: MaintenanceTable, snap: Snapshot, plan: LayoutPlan, writer: RewriteWriter | None = None
+    table: MaintenanceTable,
+    snap: Snapshot,
+    plan: LayoutPlan,
+    writer: RewriteWriter | None = None,
+    memory_bytes: int | None = None,
 ) -> tuple[int, list[AddFile]]:
     """The plan's groups written in its key order by `writer` (default: the engine) and committed
     as one OPTIMIZE reading `snap` (engine.maintenance.rewrite_run)."""
     layout = RewriteLayout(plan.mode if plan.curve else NONE, plan.columns)
     work = RewriteWork(plan.groups, plan.outputs, layout)
     metrics = {"numBatches": len(plan.groups), "totalConsideredFiles": plan.considered}
-    return commit_rewrite(table, snap, work, parameters=plan.parameters, metrics=metrics, writer=writer)
+    return commit_rewrite(
+        table,
+        snap,
+        work,
+        parameters=plan.parameters,
+        metrics=metrics,
+        writer=writer,
+        memory_bytes=memory_bytes,
+    )
 
 
 def layout_summary(snap: Snapshot) -> dict[str, Any]:

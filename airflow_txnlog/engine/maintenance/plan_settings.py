@@ -15,6 +15,9 @@ full_vacuum_days     30 between listings for orphans (VACUUM FULL)      txnlog.m
 unclustered_fraction 0.1 of a clustered table's bytes unclustered       txnlog.maintenance.unclusteredFraction
                      (no clusteringProvider): above it, they are
                      clustered (1: never by this rule; 0: any at all)
+rewrite_memory_bytes 256 MiB of input files a Z-order / clustering      txnlog.maintenance.rewriteMemoryBytes
+                     group may sort in memory; a larger group is
+                     sorted externally (engine.maintenance.external_sort)
 
 The properties are parsed and range-checked where they are set (engine.properties.
 MAINTENANCE_PROPERTIES), and read here with them; a property an argument overrides is not read. A
@@ -35,6 +38,7 @@ from airflow_txnlog.engine import properties as props
 from airflow_txnlog.engine.errors import InvalidArgumentError
 
 DEFAULT_TARGET = 128 * 1024 * 1024
+DEFAULT_REWRITE_MEMORY = 256 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -52,6 +56,7 @@ class PlanSettings:
     vacuum_min_bytes: int = 1024**3
     full_vacuum_days: float = 30.0
     unclustered_fraction: float = 0.1
+    rewrite_memory_bytes: int = DEFAULT_REWRITE_MEMORY
     vacuum_retention_ms: int = props.DEFAULT_DELETED_FILE_RETENTION_MS
     log_retention_ms: int = props.DEFAULT_LOG_RETENTION_MS
 
@@ -134,5 +139,7 @@ def _check(s: PlanSettings) -> None:
         raise InvalidArgumentError(f"dv_purge_fraction must be in (0, 1], got {s.dv_purge_fraction}")
     if not 0 <= s.unclustered_fraction <= 1:
         raise InvalidArgumentError(f"unclustered_fraction must be in [0, 1], got {s.unclustered_fraction}")
+    if s.rewrite_memory_bytes < 1:
+        raise InvalidArgumentError(f"rewrite_memory_bytes must be >= 1, got {s.rewrite_memory_bytes}")
     if s.checkpoint_interval < 1:
         raise InvalidArgumentError(f"checkpoint_interval must be >= 1, got {s.checkpoint_interval}")

@@ -71,7 +71,11 @@ def plan_rewrites(
         decisions.insert(
             0, _clustering(files, unclustered, share, decisions, s, now_ms=now_ms, overhead=overhead)
         )
-    return _keep_layout(decisions, storage, snap, listing)
+    budget = {"rewrite_memory_bytes": s.rewrite_memory_bytes}  # (the run sorts within it)
+    return [
+        dataclasses.replace(d, estimate={**d.estimate, **budget}) if d.reason is None else d
+        for d in _keep_layout(decisions, storage, snap, listing)
+    ]
 
 
 def _files(snap: Snapshot, *, clustered: bool) -> pa.Table:

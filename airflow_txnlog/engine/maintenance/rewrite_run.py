@@ -38,13 +38,17 @@ from typing import Any
 
 import pyarrow as pa
 
+from airflow_txnlog.engine import properties as props
 from airflow_txnlog.engine.errors import CommitConflictError, CommitRetriesExceededError, InvalidArgumentError
 from airflow_txnlog.engine.features import row_tracking
 from airflow_txnlog.engine.log.actions import AddFile
+from airflow_txnlog.engine.maintenance.external_sort import write_sorted
 from airflow_txnlog.engine.maintenance.maintenance_table import MaintenanceTable
+from airflow_txnlog.engine.maintenance.plan_settings import DEFAULT_REWRITE_MEMORY
 from airflow_txnlog.engine.maintenance.rewrite_layout import RewriteLayout
 from airflow_txnlog.engine.state.snapshot import Snapshot, read_for_rewrite
 from airflow_txnlog.engine.storage import Storage
+from airflow_txnlog.engine.validate import number
 from airflow_txnlog.engine.write.streamed import write_streamed
 from airflow_txnlog.engine.write.writer import delete_files, write_data_files
 
@@ -66,24 +70,44 @@ class RewriteWork:
 RewriteWriter = Callable[[Snapshot, RewriteWork], list[AddFile]]
 
 
-def engine_writer(storage: Storage) -> RewriteWriter:
-    """The engine's own writer (see the module docstring): one group's rows in memory at a time."""
+def engine_writer(storage: Storage, memory_bytes: int | None = None) -> RewriteWriter:
+    """The engine's own writer (see the module docstring); `memory_bytes`: the input bytes of a
+    group it sorts in memory (None: the table's `txnlog.maintenance.rewriteMemoryBytes`, else
+    256 MiB); a larger group is sorted externally (engine.maintenance.external_sort)."""
 
     def write(snap: Snapshot, work: RewriteWork) -> list[AddFile]:
+        budget = memory_bytes if memory_bytes is not None else _table_budget(snap)
         adds: list[AddFile] = []
         try:
             for group, outputs in zip(work.groups, work.outputs, strict=True):
                 if work.layout.curve is None and outputs == 1:
                     adds += _stream_one(storage, snap, group)
-                    continue
-                data = work.layout.order(read_for_rewrite(storage, snap, group))  # (row ids kept)
-                adds += _write_ordered(storage, snap, data, outputs)
+                elif work.layout.curve is not None and sum(f.size for f in group) > budget:
+                    adds += write_sorted(storage, snap, group, outputs, work.layout)
+                else:
+                    data = work.layout.order(read_for_rewrite(storage, snap, group))  # (row ids kept)
+                    adds += _write_ordered(storage, snap, data, outputs)
         except BaseException:
             delete_files(storage, adds)
             raise
         return adds
 
     return write
+
+
+def memory_budget(action: Mapping[str, Any]) -> int | None:
+    """The rewrite memory budget a planned action carries (`estimate.rewrite_memory_bytes`: the
+    plan's setting); None for an action without one (the run then takes the table's)."""
+    value = (action.get("estimate") or {}).get("rewrite_memory_bytes")
+    if value is None:
+        return None
+    number("estimate.rewrite_memory_bytes", value, minimum=1, integer=True)
+    return int(value)
+
+
+def _table_budget(snap: Snapshot) -> int:
+    value = props.maintenance_values(snap.metadata.configuration).get("rewrite_memory_bytes")
+    return int(value) if value is not None else DEFAULT_REWRITE_MEMORY
 
 
 def _stream_one(storage: Storage, snap: Snapshot, group: Sequence[AddFile]) -> list[AddFile]:
@@ -130,11 +154,12 @@ def commit_rewrite(
     parameters: Mapping[str, Any],
     metrics: Mapping[str, int] | None = None,
     writer: RewriteWriter | None = None,
+    memory_bytes: int | None = None,
 ) -> tuple[int, list[AddFile]]:
     """`work` written by `writer` (default: the engine's) and committed as one OPTIMIZE reading
     `snap` (see the module docstring); (the version, the adds)."""
     txn = table.transaction("OPTIMIZE", dict(parameters), snapshot=snap)
-    written = (writer or engine_writer(table.storage))(snap, work)
+    written = (writer or engine_writer(table.storage, memory_bytes))(snap, work)
     adds = [
         dataclasses.replace(a, data_change=False, clustering_provider=work.layout.provider) for a in written
     ]
