@@ -69,3 +69,38 @@ def test_vacuum_deletes_the_planned_files_in_batches_only(
     for path in planned.files:
         assert not t.storage.exists(path), path
     assert left and all(t.storage.exists(p) for p in left)
+
+
+def test_a_full_vacuum_lists_partition_folders_in_parallel_and_never_the_hidden_ones(
+    backend: Backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On an object store the root is listed once with a delimiter and each visible folder whole
+    (LIST_WORKERS at a time); the result is the whole-tree listing's, hidden folders left out."""
+    from airflow_txnlog.engine.maintenance.vacuum import _hidden, list_files  # noqa: PLC0415
+
+    t = Table.create(
+        backend.new_uri("list"), schema=SCHEMA, partition_by=["part"], storage_options=backend.options
+    )
+    for i in range(6):
+        t.write(rows([i], f"p{i % 3}"))
+    for junk in ("part=p0/orphan.parquet", "orphan-at-root.parquet", "_junk/x.parquet", ".hidden/y"):
+        t.storage.write(junk, b"x")
+    storage = t.storage
+    got = list_files(storage, {"part"})
+    assert {"part=p0/orphan.parquet", "orphan-at-root.parquet"} <= set(got)
+    assert not any(k.startswith(("_", ".")) for k in got) and len(got) == 6 + 2
+    if not isinstance(storage, FsspecStorage):
+        return  # (local disk: its own os.scandir walk)
+    root = storage.fs_root.rstrip("/")
+    whole = {str(p)[len(root) + 1 :] for p in storage.fs.find(root, withdirs=False)}
+    assert set(got) == {k for k in whole if not _hidden(k, {"part"})}  # (what one listing of all gives)
+    listed: list[str] = []
+    find = storage.fs.find
+
+    def recorded(path: str, *args: Any, **kwargs: Any) -> Any:
+        listed.append(str(path)[len(root) + 1 :])
+        return find(path, *args, **kwargs)
+
+    monkeypatch.setattr(storage.fs, "find", recorded)
+    assert list_files(storage, {"part"}) == got
+    assert sorted(listed) == ["part=p0", "part=p1", "part=p2"]  # (never _delta_log, _junk, .hidden)

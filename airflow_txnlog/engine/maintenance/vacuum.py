@@ -6,7 +6,9 @@ Algorithm (Delta's VACUUM, plus savepoints):
 2. list every file under the table root, skipping `_`/`.`-prefixed folders and files except partition
    folders (`_col=value` of a partition column) and `_change_data/` (change data files are never
    live: like orphans, they go once older than the retention); never look outside the root
-   (symlinked folders are not entered; a symlinked file is removed as a link, never its target);
+   (symlinked folders are not entered; a symlinked file is removed as a link, never its target).
+   On an object store the root is listed once with a delimiter and its visible folders (partition
+   values) are listed in parallel, LIST_WORKERS at a time; hidden folders are not listed at all;
 3. keep: live files of the latest snapshot, tombstones deleted after the cutoff, every file of every
    unexpired savepoint manifest, every file live at a publication channel's current version
    (engine.maintenance.publications: readers following the channel read that version, however old), and the
@@ -26,7 +28,9 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Set as AbstractSet
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -46,6 +50,7 @@ from airflow_txnlog.engine.storage import DELETE_BATCH, LocalStorage, Storage, h
 from airflow_txnlog.engine.validate import flag, number
 
 HOUR_MS = 3_600_000
+LIST_WORKERS = 8  # folders listed at once on an object store (bounded: stores throttle a burst)
 
 
 @dataclass(frozen=True)
@@ -138,9 +143,8 @@ def list_files(
     if isinstance(storage, LocalStorage):
         return _list_local(storage.fs_root, partition_columns, skip)
     root = storage.fs_root.rstrip("/")
-    found = storage.fs.find(root, detail=True, withdirs=False)
     out: dict[str, tuple[int, int]] = {}
-    for path, info in found.items():
+    for path, info in _list_store(storage, root, partition_columns).items():
         rel = str(path)[len(root) + 1 :]
         if not rel or rel in skip or _hidden(rel, partition_columns):
             continue
@@ -148,6 +152,29 @@ def list_files(
         ts = int(mtime.timestamp() * 1000) if hasattr(mtime, "timestamp") else int(float(mtime) * 1000)
         out[rel] = (int(info.get("size") or 0), ts)
     return out
+
+
+def _list_store(storage: Storage, root: str, partition_columns: set[str]) -> dict[str, dict[str, Any]]:
+    """Path -> info of every file under `root` of an object store, listed by prefix in parallel: one
+    delimited listing of the root (its files and its folders), then each visible folder (a partition
+    value, `_change_data`) listed whole by up to LIST_WORKERS threads at once; hidden folders (the
+    log, savepoints, publications) are never listed."""
+    fs = storage.fs
+    fs.invalidate_cache(root)  # (a listing cached by an earlier call could miss a new file)
+    found: dict[str, dict[str, Any]] = {}
+    folders: list[str] = []
+    for info in fs.ls(root, detail=True):
+        name = str(info["name"]).rstrip("/")
+        if info.get("type") == "directory":
+            if not _hidden(name[len(root) + 1 :], partition_columns):
+                folders.append(name)
+        else:
+            found[name] = info
+    if folders:
+        with ThreadPoolExecutor(max_workers=min(LIST_WORKERS, len(folders))) as pool:
+            for listed in pool.map(lambda f: fs.find(f, detail=True, withdirs=False), folders):
+                found.update(listed)
+    return found
 
 
 def _needed(storage: Storage, snap: Snapshot, cutoff: int, now: int) -> tuple[set[str], set[str]]:
