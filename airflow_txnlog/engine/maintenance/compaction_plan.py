@@ -229,6 +229,18 @@ def _purge(
     ]
 
 
+SMALL_SORT = 256  # below this many files a Python sort beats building an Arrow table to sort
+
+
+def _largest_first(outputs: np.ndarray, paths: pa.Array) -> np.ndarray:
+    """Positions ordered by output bytes, largest first, ties by path (paths are unique)."""
+    if len(outputs) <= SMALL_SORT:
+        outs, names = outputs.tolist(), paths.to_pylist()
+        return np.array(sorted(range(len(outs)), key=lambda j: (-outs[j], names[j])), dtype=np.int64)
+    keys = pa.table({"o": outputs, "p": paths})
+    return np.asarray(pc.sort_indices(keys, sort_keys=[("o", "descending"), ("p", "ascending")]).to_numpy())
+
+
 def pack(files: PartitionFiles, chosen: np.ndarray, capacity: int) -> list[np.ndarray]:
     """The `chosen` files in k = ceil(estimated output / capacity) bins, largest first into the
     emptiest (LPT, with a heap), so the outputs are alike and near the capacity rather than full
@@ -237,8 +249,7 @@ def pack(files: PartitionFiles, chosen: np.ndarray, capacity: int) -> list[np.nd
     outputs = files.output[chosen]
     total = int(outputs.sum())
     k = max(1, -(-total // max(capacity, 1)))
-    keys = pa.table({"o": outputs, "p": files.path.take(pa.array(chosen, pa.int64()))})
-    order = pc.sort_indices(keys, sort_keys=[("o", "descending"), ("p", "ascending")]).to_numpy()
+    order = _largest_first(outputs, files.path.take(pa.array(chosen, pa.int64())))
     ordered = chosen[order]  # (largest first, ties by path)
     if k == 1 and (total <= 1.25 * capacity or len(ordered) <= 1):
         return [ordered]  # (one bin: every file, in order; the heap would place them so)
