@@ -32,6 +32,13 @@ m = st.merge(src, "t.id = s.id").when_matched_update_all().when_not_matched_inse
 out["inserted"] = m.metrics["numTargetRowsInserted"]
 out["optimized"] = st.optimize().metrics["numRemovedFiles"]
 out["rows"], out["rows_v1"] = st.to_df().count(), st.to_df(version=1).count()
+for i in range(3):  # three small files in partition p=0: a planned compaction on Spark Connect
+    st.write(spark.range(200 + i, 201 + i).selectExpr("id", "'0' as p", "id * 0.5 as v"))
+from airflow_txnlog.engine import Table
+plan = Table.open(root).plan_maintenance(quiet_minutes=0, min_input_files=2, min_files_removed=1)
+action = next(a for a in plan.to_dict()["actions"] if a["kind"] == "compact" and a["partition"] == {"p": "0"})
+done = st.run_maintenance(action, dry_run=False)
+out["planned"] = [done["actual"]["files_removed"], done["actual"]["files_after"], st.to_df().count()]
 spark.stop()
 print("RESULT " + json.dumps(out))
 """
@@ -54,3 +61,5 @@ def test_operations_through_spark_connect(tmp_path: Path) -> None:
     assert out["session"].startswith("pyspark.sql.connect")
     assert (out["write"], out["deleted"], out["updated"], out["inserted"]) == (1, 10, 10, 5)
     assert out["optimized"] > 0 and (out["rows"], out["rows_v1"]) == (95, 100)
+    removed, after, rows = out["planned"]  # (SparkTable.run_maintenance through Spark Connect)
+    assert removed >= 3 and after == 1 and rows == 98
