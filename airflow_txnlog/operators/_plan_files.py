@@ -2,7 +2,8 @@
 bins, a cluster's or purge's files), so that XCom carries ids and counts only, whatever the table's
 size (a million small files planned into bins would otherwise be a million paths in one XCom).
 
-    <history table>/_plans/<run id, quoted>/<n>.json    one per planned table with rewrites:
+    <history table>/_plans/<dag id>/<run id>/<n>.json    one per planned table with rewrites (ids
+                                                        quoted; two DAGs' runs never share one):
         {"table": uri, "paths": {action id: {"bins": [[path, ...], ...]} or {"files": [path, ...]}}}
 
 Written by the plan task (a plain write: a retried plan task rewrites its own files), read by a
@@ -35,14 +36,17 @@ def plan_storage(hook: Any, uri: str) -> Storage:
     return storage_for(uri, hook.storage_options_for(uri) or None)
 
 
-def run_folder(run_id: str) -> str:
-    """The folder of one run's plan files, under the history table's root."""
-    return f"{PLANS_DIR}/{quote(run_id, safe='')}"
+def run_folder(run: tuple[str, str]) -> str:
+    """The folder of one run's plan files (`run`: its DAG id and run id), under the history table."""
+    dag_id, run_id = run
+    return f"{PLANS_DIR}/{quote(dag_id, safe='')}/{quote(run_id, safe='')}"
 
 
-def write_plan_file(storage: Storage, run_id: str, index: int, table: str, paths: Mapping[str, Any]) -> str:
+def write_plan_file(
+    storage: Storage, run: tuple[str, str], index: int, table: str, paths: Mapping[str, Any]
+) -> str:
     """Write one table's paths; the file's key (under the history table's root)."""
-    key = f"{run_folder(run_id)}/{index}.json"
+    key = f"{run_folder(run)}/{index}.json"
     storage.write(key, json.dumps({"table": table, "paths": dict(paths)}).encode())
     return key
 
@@ -62,14 +66,14 @@ def read_paths(storage: Storage, key: str, table: str) -> dict[str, Any]:
     return dict(data["paths"])
 
 
-def delete_run(storage: Storage, run_id: str) -> int:
+def delete_run(storage: Storage, run: tuple[str, str]) -> int:
     """Delete one run's plan files; how many there were."""
-    folder = run_folder(run_id)
+    folder = run_folder(run)
     try:
         names = [f.name for f in storage.list_dir(folder)]
     except FileNotFoundError:
         return 0
     storage.delete_many([f"{folder}/{n}" for n in names])
-    storage.remove_empty_dir(folder)
-    storage.remove_empty_dir(PLANS_DIR)  # (local disk: no empty folder left in the table's root)
+    for empty in (folder, folder.rsplit("/", 1)[0], PLANS_DIR):  # (local disk: no empty folder left)
+        storage.remove_empty_dir(empty)
     return len(names)

@@ -172,3 +172,23 @@ def test_the_plan_task_reads_who_waited_from_the_history(tmp_path: Path) -> None
                "table_uri": f"file://{waiting}", "decision": "over_budget", "kind": "compact"}  # fmt: skip
     history.append_history(str(tmp_path / "history"), [earlier])
     assert _compacted(op, ti) == [waiting]
+
+
+def test_two_dags_runs_of_the_same_run_id_keep_their_own_plan_files(tmp_path: Path) -> None:
+    """Run ids repeat across DAGs (`scheduled__<date>`); a history table may serve several DAGs."""
+    ti = _TaskInstance()
+    _, (item,) = _plan(tmp_path, ti)
+    other = {**_context(_TaskInstance()), "dag": SimpleNamespace(dag_id="other maintenance")}
+    op = TxnLogMaintenancePlanOperator(
+        task_id="plan", tables=[item["table"]], settings={"quiet_minutes": 0, "min_input_files": 2},
+        history_uri=str(tmp_path / "history"),
+    )  # fmt: skip
+    (theirs,) = op.execute(other)
+    mine, yours = (tmp_path / "history" / i["plan_file"]["key"] for i in (item, theirs))
+    assert mine != yours and mine.exists() and yours.exists()
+    ti.returned["optimize"] = []
+    TxnLogMaintenanceHistoryOperator(
+        task_id="history", history_uri=str(tmp_path / "history"), plan_task_id="plan",
+        result_task_ids=["optimize"], fail_on_error=False,
+    ).execute(_context(ti))  # fmt: skip
+    assert not mine.exists() and yours.exists()  # (the history task of "maint" took only its own)
