@@ -2,8 +2,9 @@
 bins, a cluster's or purge's files), so that XCom carries ids and counts only, whatever the table's
 size (a million small files planned into bins would otherwise be a million paths in one XCom).
 
-    <history table>/_plans/<dag id>/<run id>/<n>.json    one per planned table with rewrites (ids
-                                                        quoted; two DAGs' runs never share one):
+    <history table>/_plans/<dag id>/<run id>/<plan task id>/<n>.json   one per planned table with
+        rewrites (ids quoted: two DAGs' runs, or two planned-maintenance groups of one DAG, never
+        share a folder):
         {"table": uri, "paths": {action id: {"bins": [[path, ...], ...]} or {"files": [path, ...]}}}
 
 Written by the plan task (a plain write: a retried plan task rewrites its own files), read by a
@@ -36,15 +37,15 @@ def plan_storage(hook: Any, uri: str) -> Storage:
     return storage_for(uri, hook.storage_options_for(uri) or None)
 
 
-def run_folder(run: tuple[str, str]) -> str:
-    """The folder of one run's plan files (`run`: its DAG id and run id), under the history table."""
-    dag_id, run_id = run
-    return f"{PLANS_DIR}/{quote(dag_id, safe='')}/{quote(run_id, safe='')}"
+RunKey = tuple[str, str, str]  # (DAG id, run id, plan task id)
 
 
-def write_plan_file(
-    storage: Storage, run: tuple[str, str], index: int, table: str, paths: Mapping[str, Any]
-) -> str:
+def run_folder(run: RunKey) -> str:
+    """The folder of one plan task's plan files in one run, under the history table."""
+    return "/".join([PLANS_DIR, *(quote(part, safe="") for part in run)])
+
+
+def write_plan_file(storage: Storage, run: RunKey, index: int, table: str, paths: Mapping[str, Any]) -> str:
     """Write one table's paths; the file's key (under the history table's root)."""
     key = f"{run_folder(run)}/{index}.json"
     storage.write(key, json.dumps({"table": table, "paths": dict(paths)}).encode())
@@ -66,7 +67,7 @@ def read_paths(storage: Storage, key: str, table: str) -> dict[str, Any]:
     return dict(data["paths"])
 
 
-def delete_run(storage: Storage, run: tuple[str, str]) -> int:
+def delete_run(storage: Storage, run: RunKey) -> int:
     """Delete one run's plan files; how many there were."""
     folder = run_folder(run)
     try:
@@ -74,6 +75,7 @@ def delete_run(storage: Storage, run: tuple[str, str]) -> int:
     except FileNotFoundError:
         return 0
     storage.delete_many([f"{folder}/{n}" for n in names])
-    for empty in (folder, folder.rsplit("/", 1)[0], PLANS_DIR):  # (local disk: no empty folder left)
-        storage.remove_empty_dir(empty)
+    parts = folder.split("/")
+    for depth in range(len(parts), 0, -1):  # (local disk: no empty folder left, up to _plans)
+        storage.remove_empty_dir("/".join(parts[:depth]))
     return len(names)

@@ -147,7 +147,8 @@ class TxnLogMaintenancePlanOperator(BaseOperator):
                 f"; error: {item['error']}" if item["error"] else "",
             )  # fmt: skip
         if self.history_uri is not None:
-            items = self._paths_to_files(items, (context["dag"].dag_id, str(context["run_id"])))
+            run = (context["dag"].dag_id, str(context["run_id"]), self.task_id)
+            items = self._paths_to_files(items, run)
         context["ti"].xcom_push(key=ITEMS_KEY, value=items)
         return runnable(items)
 
@@ -170,7 +171,7 @@ class TxnLogMaintenancePlanOperator(BaseOperator):
             self.log.info("tables that waited for the byte budget (runs in a row): %s", waited)
         return waited
 
-    def _paths_to_files(self, items: list[dict[str, Any]], run: tuple[str, str]) -> list[dict[str, Any]]:
+    def _paths_to_files(self, items: list[dict[str, Any]], run: tuple[str, str, str]) -> list[dict[str, Any]]:
         """The items without their rewrites' paths, which go to plan files (operators._plan_files)."""
         from airflow_txnlog.operators._maintenance_work import without_paths  # noqa: PLC0415
         from airflow_txnlog.operators._plan_files import plan_storage, write_plan_file  # noqa: PLC0415
@@ -239,7 +240,7 @@ class TxnLogMaintenanceHistoryOperator(BaseOperator):
         hook = TxnLogHook(txnlog_conn_id=self.txnlog_conn_id)
         uri = hook.resolve_uri(self.history_uri)
         version = history.append_history(uri, rows, storage_options=hook.storage_options_for(uri))
-        self._forget_plan_files(items, (context["dag"].dag_id, str(context["run_id"])))
+        self._forget_plan_files(items, (context["dag"].dag_id, str(context["run_id"]), self.plan_task_id))
         summary = history.report(rows)
         self.log.info("maintenance history %s version %s:\n%s", uri, version, summary["text"])
         bad = {k: v for k, v in summary["by_status"].items() if k in FAILING}
@@ -247,7 +248,7 @@ class TxnLogMaintenanceHistoryOperator(BaseOperator):
             raise RuntimeError(f"planned maintenance did not all succeed: {bad} (see the history table)")
         return {**summary, "history_version": version, "rows": len(rows)}
 
-    def _forget_plan_files(self, items: Sequence[Mapping[str, Any]], run: tuple[str, str]) -> None:
+    def _forget_plan_files(self, items: Sequence[Mapping[str, Any]], run: tuple[str, str, str]) -> None:
         """Delete the run's plan files (its stage tasks are done: this task runs last); best effort,
         a file left behind is only bytes (`_plans/` is hidden from vacuum)."""
         from airflow_txnlog.operators._plan_files import delete_run, plan_storage  # noqa: PLC0415

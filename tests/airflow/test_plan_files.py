@@ -192,3 +192,9 @@ def test_two_dags_runs_of_the_same_run_id_keep_their_own_plan_files(tmp_path: Pa
         result_task_ids=["optimize"], fail_on_error=False,
     ).execute(_context(ti))  # fmt: skip
     assert not mine.exists() and yours.exists()  # (the history task of "maint" took only its own)
+    second = TxnLogMaintenancePlanOperator(
+        task_id="lake.plan", tables=[item["table"]], history_uri=str(tmp_path / "history"),
+        settings={"quiet_minutes": 0, "min_input_files": 2},
+    )  # fmt: skip
+    (group_b,) = second.execute(_context(_TaskInstance()))  # (a second group of the same DAG and run)
+    assert group_b["plan_file"]["key"] != item["plan_file"]["key"]

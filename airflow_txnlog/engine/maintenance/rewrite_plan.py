@@ -133,9 +133,10 @@ def _partitions(snap: Snapshot, files: pa.Table, mask: pa.Array, overhead: int) 
         return [(None, newest, PartitionFiles.of(files.filter(mask), overhead))]
     table = files.select(keys).append_column("_mt", files.column("modification_time"))
     table = table.append_column("_i", pa.array(np.arange(files.num_rows, dtype=np.int64)))
+    # (no threads: each group's lists keep the file table's order, so a plan is the same every time)
     groups = (
         table.append_column("_c", mask)
-        .group_by(keys)
+        .group_by(keys, use_threads=False)
         .aggregate([("_mt", "max"), ("_i", "list"), ("_c", "list")])
     )
     lists, flags = groups.column("_i_list").combine_chunks(), groups.column("_c_list").combine_chunks()

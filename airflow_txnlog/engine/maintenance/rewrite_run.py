@@ -46,6 +46,7 @@ from airflow_txnlog.engine.maintenance.external_sort import write_sorted
 from airflow_txnlog.engine.maintenance.maintenance_table import MaintenanceTable
 from airflow_txnlog.engine.maintenance.plan_settings import DEFAULT_REWRITE_MEMORY
 from airflow_txnlog.engine.maintenance.rewrite_layout import RewriteLayout
+from airflow_txnlog.engine.schema import parse_partition_value
 from airflow_txnlog.engine.state.snapshot import Snapshot, read_for_rewrite
 from airflow_txnlog.engine.storage import Storage
 from airflow_txnlog.engine.validate import number
@@ -164,7 +165,7 @@ def commit_rewrite(
         dataclasses.replace(a, data_change=False, clustering_provider=work.layout.provider) for a in written
     ]
     try:
-        _check_partitions(work, adds)
+        _check_partitions(snap, work, adds)
         removed = work.files
         for f in removed:
             txn.remove(f, data_change=False)
@@ -186,12 +187,33 @@ def commit_rewrite(
         raise
 
 
-def _check_partitions(work: RewriteWork, adds: Sequence[AddFile]) -> None:
-    """Every add lies in a partition the rewrite read (a writer bug must not move rows)."""
-    read = {tuple(sorted(f.partition_values.items())) for f in work.files}
-    stray = [a.path for a in adds if tuple(sorted(a.partition_values.items())) not in read]
+def _check_partitions(snap: Snapshot, work: RewriteWork, adds: Sequence[AddFile]) -> None:
+    """Every add lies in a partition the rewrite read (a writer bug must not move rows). Values are
+    compared as values: writers may spell one differently (Delta on Spark writes a timestamp
+    partition `2024-01-01 00:00:00`, the engine `2024-01-01 00:00:00.000000`)."""
+    names = snap.column_names
+    types = {
+        (names.physical_of(c) if names is not None else c): snap.schema.field(c).type
+        for c in snap.partition_columns
+    }
+
+    def values(add: AddFile) -> tuple[tuple[str, Any], ...]:
+        return tuple(sorted((k, _comparable(v, types.get(k))) for k, v in add.partition_values.items()))
+
+    read = {values(f) for f in work.files}
+    stray = [a.path for a in adds if values(a) not in read]
     if stray:
         raise InvalidArgumentError(
             f"the rewrite's writer wrote {len(stray)} file(s) outside the partitions it read "
             f"(e.g. {stray[0]}); nothing was committed and they were deleted"
         )
+
+
+def _comparable(text: str | None, arrow_type: pa.DataType | None) -> Any:
+    if arrow_type is None:
+        return text
+    try:
+        value = parse_partition_value(text, arrow_type)
+    except (InvalidArgumentError, ValueError):
+        return text
+    return "NaN" if isinstance(value, float) and math.isnan(value) else value  # (NaN equals itself here)

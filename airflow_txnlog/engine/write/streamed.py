@@ -100,8 +100,10 @@ class _FileSink:
         if exc_type is not None:
             self.stack.close()
             return
-        self.stored(self._flush)
-        self.stored(self.stack.close)
+        try:
+            self.stored(self._flush)
+        finally:  # (the file is closed, so uploaded, before the caller deletes it on a failure)
+            self.stored(self.stack.close)
 
     def stored(self, call: Callable[..., Any], *args: Any) -> Any:
         """`call(*args)`, a store operation: its failure as the engine's StorageError."""

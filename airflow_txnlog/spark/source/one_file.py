@@ -17,6 +17,7 @@ holds each in memory: a 1 GB bin became 68 files (benchmarks/spark_maintenance.p
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
@@ -69,12 +70,16 @@ def write_one_file(
     return [] if add is None else [add]
 
 
+def _same(a: Any, b: Any) -> bool:
+    return bool(a == b or (isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b)))
+
+
 def _one_partition(piece: pa.Table, values: Mapping[str, Any]) -> pa.Table:
     for c, value in values.items():
         seen = piece.column(c).unique().to_pylist()
-        if seen != [value]:
+        if len(seen) != 1 or not _same(seen[0], value):
             raise InvalidArgumentError(
                 f"txnlog: a one-file write task got rows of two partitions ({c} = {value!r} and "
-                f"{[v for v in seen if v != value][:1]!r}); nothing was committed"
+                f"{[v for v in seen if not _same(v, value)][:1]!r}); nothing was committed"
             )
     return piece

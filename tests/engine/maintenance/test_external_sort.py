@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import json
 import shutil
 import tempfile
 from pathlib import Path
@@ -152,3 +153,38 @@ def test_more_ranges_than_open_files_are_spilled_in_passes(
     assert all(k == sorted(k) for k in keys)  # (one column: the key is its rank, each file sorted by it)
     spans = sorted((min(k), max(k)) for k in keys)
     assert all(hi <= lo for (_, hi), (lo, _) in itertools.pairwise(spans))  # ranges do not overlap
+
+
+def test_a_skewed_key_still_spreads_over_the_ranges_and_a_failed_sort_leaves_no_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ranges are of (key, position): 90 % of the rows with one key value do not make one range."""
+    from airflow_txnlog.engine.maintenance.rewrite_layout import RewriteLayout  # noqa: PLC0415
+
+    schema = pa.schema([("id", pa.int64()), ("k", pa.int64())])
+    t = Table.create(str(tmp_path / "t"), schema=schema)
+    for i in range(8):
+        k = (np.arange(1000) % 10 == 0).astype(np.int64)  # (0 for 90 % of the rows)
+        t.write(pa.table({"id": np.arange(i * 1000, (i + 1) * 1000), "k": k}, schema=schema))
+    snap, group = t.snapshot(), t.snapshot().files()
+    adds = external_sort.write_sorted(t.storage, snap, group, 4, RewriteLayout("zorder", ("k",)))
+    assert [json.loads(a.stats or "")["numRecords"] for a in adds] == [2000] * 4
+    written = [pq.read_table(Path(t.uri) / a.path) for a in adds]
+    ids = [i for w in written for i in w.column("id").to_pylist()]
+    # the in-memory order: a stable sort by key (k = 0 first), input order within a key
+    expected = sorted(range(8000), key=lambda i: (i % 1000 % 10 == 0, i))
+    assert ids == expected
+    files = {p.name for p in Path(t.uri).glob("*.parquet")}
+    calls = [0]
+    real = external_sort.write_streamed
+
+    def failing(*args: Any, **kwargs: Any) -> Any:
+        calls[0] += 1
+        if calls[0] == 3:
+            raise OSError("the store is full")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(external_sort, "write_streamed", failing)
+    with pytest.raises(OSError, match="full"):
+        external_sort.write_sorted(t.storage, snap, group, 4, RewriteLayout("zorder", ("k",)))
+    assert {p.name for p in Path(t.uri).glob("*.parquet")} == files  # (its first two files deleted)
