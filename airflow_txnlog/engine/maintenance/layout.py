@@ -24,8 +24,10 @@ the engine (pyarrow, `optimize_layout`) or by Spark (airflow_txnlog.spark.mainte
 A concurrent commit that removes a file being rewritten makes the commit fail (the files it wrote
 are deleted); a concurrent append does not (the rewrite reads nothing new). A group whose input
 files add up to at most the rewrite memory budget (`txnlog.maintenance.rewriteMemoryBytes`, 256
-MiB) is held in memory (its rows decoded, plus the ordered copy); a larger one is sorted externally
-(engine.maintenance.external_sort: one input file, then one key range, in memory at a time).
+MiB) is held in memory (its rows decoded, plus the ordered copy; plain compaction cuts it into files
+of equal row counts); a larger one is sorted externally (engine.maintenance.external_sort: one input
+file, then one key range, in memory at a time), or, for plain compaction, streamed into one file per
+run of input files of about equal rows (engine.maintenance.rewrite_run).
 """
 
 from __future__ import annotations

@@ -9,8 +9,9 @@ anew, the engine commits exactly those files out and the written ones in.
                                applied, row ids kept when the table tracks rows), ordered by the
                                layout's key, cut into `outputs` files of equal row counts; a group
                                that keeps no order and becomes one file (a compaction's bin, a
-                               purge) is streamed instead, one input file's rows in memory at a
-                               time (engine.write.streamed)
+                               purge), or one past the memory budget, is streamed instead, one
+                               input file's rows in memory at a time (engine.write.streamed; past
+                               the budget, one file per run of input files of about equal rows)
                Spark's         airflow_txnlog.spark.maintenance.planned: the same work on a Spark
                                cluster (the caller's process never holds a group's rows)
     commit   one OPTIMIZE on a transaction that read the snapshot the files were chosen from: every
@@ -81,9 +82,11 @@ def engine_writer(storage: Storage, memory_bytes: int | None = None) -> RewriteW
         adds: list[AddFile] = []
         try:
             for group, outputs in zip(work.groups, work.outputs, strict=True):
-                if work.layout.curve is None and outputs == 1:
-                    adds += _stream_one(storage, snap, group)
-                elif work.layout.curve is not None and sum(f.size for f in group) > budget:
+                big = sum(f.size for f in group) > budget
+                if work.layout.curve is None and (outputs == 1 or big):
+                    for run in _runs(group, outputs):  # (one file per run, streamed)
+                        adds += _stream_one(storage, snap, run)
+                elif big:
                     adds += write_sorted(storage, snap, group, outputs, work.layout)
                 else:
                     data = work.layout.order(read_for_rewrite(storage, snap, group))  # (row ids kept)
@@ -109,6 +112,18 @@ def memory_budget(action: Mapping[str, Any]) -> int | None:
 def _table_budget(snap: Snapshot) -> int:
     value = props.maintenance_values(snap.metadata.configuration).get("rewrite_memory_bytes")
     return int(value) if value is not None else DEFAULT_REWRITE_MEMORY
+
+
+def _runs(group: Sequence[AddFile], outputs: int) -> list[list[AddFile]]:
+    """The group's files, in order, in at most `outputs` consecutive runs of about equal rows (a
+    file is never split: the runs end at file boundaries)."""
+    rows = [max(1, f.num_records or 1) for f in group]
+    total, before = sum(rows), 0
+    runs: list[list[AddFile]] = [[] for _ in range(max(1, outputs))]
+    for f, n in zip(group, rows, strict=True):
+        runs[min(len(runs) - 1, before * len(runs) // total)].append(f)
+        before += n
+    return [r for r in runs if r]
 
 
 def _stream_one(storage: Storage, snap: Snapshot, group: Sequence[AddFile]) -> list[AddFile]:

@@ -93,6 +93,19 @@ def test_no_rows_no_file_and_a_failing_piece_leaves_nothing(tmp_path: Path) -> N
     assert not list((tmp_path / "t").rglob("*.parquet"))
 
 
+def _counted_reads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """How many files each read of a rewrite took (rewrite_run.read_for_rewrite, counted)."""
+    reads: list[int] = []
+    real = rewrite_run.read_for_rewrite
+
+    def counting(storage: Any, snap: Any, files: Any) -> Any:
+        reads.append(len(files))
+        return real(storage, snap, files)
+
+    monkeypatch.setattr(rewrite_run, "read_for_rewrite", counting)
+    return reads
+
+
 def test_a_planned_compaction_reads_its_bin_one_file_at_a_time(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -103,16 +116,28 @@ def test_a_planned_compaction_reads_its_bin_one_file_at_a_time(
     action = next(
         a for a in t.plan_maintenance(quiet_minutes=0).to_dict()["actions"] if a["kind"] == "compact"
     )
-    reads: list[int] = []
-    real = rewrite_run.read_for_rewrite
-
-    def counting(storage: Any, snap: Any, files: Any) -> Any:
-        reads.append(len(files))
-        return real(storage, snap, files)
-
-    monkeypatch.setattr(rewrite_run, "read_for_rewrite", counting)
+    reads = _counted_reads(monkeypatch)
     done = t.run_maintenance(action, dry_run=False)
     assert reads == [1] * 5 and done["actual"]["files_after"] == 1
     (out,) = t.snapshot().files()
     assert pq.ParquetFile(tmp_path / "t" / out.path).metadata.num_row_groups == 1  # (100 rows: one group)
+    assert sorted(t.snapshot().to_arrow().column("i").to_pylist(), key=str) == rows
+
+
+def test_a_plain_optimize_past_the_memory_budget_streams_runs_of_its_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Table.optimize() of a partition larger than the rewrite memory budget: one file per run of
+    input files of about equal rows, each streamed one input at a time (never the partition at once)."""
+    props = {"txnlog.maintenance.rewriteMemoryBytes": "1"}
+    t = Table.create(str(tmp_path / "t"), schema=SCHEMA, partition_by=["p"], properties=props)
+    for k in range(8):
+        t.write(_piece(100 * k, 25))
+    rows = sorted(t.snapshot().to_arrow().column("i").to_pylist(), key=str)
+    size = sum(f.size for f in t.snapshot().files())
+    reads = _counted_reads(monkeypatch)
+    done = t.optimize(target_file_size=size // 4)
+    assert reads == [1] * 8 and done.files_removed == 8 and 2 <= done.files_added <= 5
+    counts = [f.num_records for f in t.snapshot().files()]
+    assert sum(counts) == 200 and max(counts) - min(counts) <= 50  # (runs of about equal rows)
     assert sorted(t.snapshot().to_arrow().column("i").to_pylist(), key=str) == rows
