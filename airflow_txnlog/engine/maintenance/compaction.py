@@ -82,7 +82,7 @@ def compact(
     writes the bins (engine.maintenance.rewrite_run; default: the engine, in this process)."""
     started = time.monotonic()
     bins = _bins(action)
-    memory_budget(action)  # (checked before anything, a dry run too)
+    memory = memory_budget(action)  # (checked before anything, a dry run too)
     snap = table.snapshot()
     live = {f.path: f for f in snap.files()}
     runnable = [[live[p] for p in b] for b in bins if all(p in live for p in b)]
@@ -98,7 +98,9 @@ def compact(
     )  # fmt: skip
     if dry_run or not runnable:
         return dataclasses.replace(out, seconds=round(time.monotonic() - started, 3))
-    version, adds, removed = _rewrite(table, snap, runnable, action, layout, writer=writer)
+    version, adds, removed = _rewrite(
+        table, snap, runnable, action, layout, writer=writer, memory_bytes=memory
+    )
     actual = {
         "files_after": len(adds),
         "bytes_after": sum(a.size for a in adds),
@@ -136,6 +138,7 @@ def _rewrite(
     layout: RewriteLayout,
     *,
     writer: RewriteWriter | None,
+    memory_bytes: int | None,
 ) -> tuple[int, list[AddFile], list[AddFile]]:
     """The bins rewritten in `layout` (one file each) and committed on a transaction that read
     `snap`, the snapshot the bins' files were chosen from: a commit since (another rewrite, a
@@ -145,7 +148,7 @@ def _rewrite(
     work = RewriteWork(tuple(tuple(b) for b in bins), (1,) * len(bins), layout)
     version, adds = commit_rewrite(
         table, snap, work, parameters=layout.parameters(predicate), writer=writer,
-        memory_bytes=memory_budget(action),
+        memory_bytes=memory_bytes,
     )  # fmt: skip
     return version, adds, work.files
 
