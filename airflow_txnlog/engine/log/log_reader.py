@@ -20,6 +20,10 @@ travel by in-commit timestamp, and the trigger poller. None of them builds a log
   `read_commit_infos` gets only that, parsing each commit line by line up to its commitInfo (the
   first line, as every writer we know writes it), so a poller never parses a big commit's file
   actions.
+- `skim_commit(version, name, data, parse_when=...)`: a commit read for its `commitInfo` alone (the
+  first line, parsed alone) and parsed whole only when its bytes hold one of `parse_when`: a
+  backwards pass over a long log for a few actions (VACUUM LITE's removes, the last Z-order) parses
+  a small line per commit and searches the rest once.
 - `read_last_checkpoint(storage)`: the `_last_checkpoint` hint, None when missing or unreadable (a
   hint only: a stale or bad one costs a longer listing, never a wrong answer);
   `latest_commit_version` lists from it.
@@ -63,6 +67,17 @@ class LogCommit:
     @property
     def info(self) -> dict[str, Any]:
         return commit_info(self.actions)
+
+
+@dataclass(frozen=True, slots=True)
+class SkimmedCommit:
+    """A commit read for its `commitInfo` (`{}` when it has none) and, only when `skim_commit` was
+    asked to, its actions (None: not parsed, since its bytes hold none of the strings asked for)."""
+
+    version: int
+    name: str
+    info: dict[str, Any]
+    actions: list[dict[str, Any]] | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,6 +144,28 @@ def read_commit_info(storage: Storage, version: int) -> dict[str, Any] | None:
     except FileNotFoundError:
         return None
     return commit_info(_iter_actions(data, name=commit_name(version)))
+
+
+_INFO_LINE = b'{"commitInfo":'
+
+
+def skim_commit(version: int, name: str, data: bytes, *, parse_when: tuple[bytes, ...] = ()) -> SkimmedCommit:
+    """`data` (commit `version`'s bytes) as a SkimmedCommit: its actions parsed when the bytes hold
+    one of `parse_when`; otherwise only the commitInfo line (every writer we know writes it first;
+    one written elsewhere is found by a search, and a commit without one costs that search alone)."""
+    if any(needle in data for needle in parse_when):
+        actions = parse_commit(data, name=name)
+        return SkimmedCommit(version, name, commit_info(actions), actions)
+    if data.startswith(_INFO_LINE):
+        end = data.find(b"\n")
+        info = commit_info(_iter_actions(data if end < 0 else data[:end], name=name))
+    elif b'"commitInfo"' in data:
+        info = commit_info(_iter_actions(data, name=name))
+    else:
+        info = {}
+    if not data or data.isspace():  # (stops at the first other byte: no copy of the commit)
+        raise LogCorruptedError(f"{name} is empty")
+    return SkimmedCommit(version, name, info, None)
 
 
 def commit_info(actions: Iterable[dict[str, Any]]) -> dict[str, Any]:

@@ -182,7 +182,9 @@ def _compaction(
         reason = f"would remove {removed} files net < {s.min_files_removed}"
         return Decision(kind, partition, "min_files_removed", removed, s.min_files_removed, reason=reason)
     chosen = np.concatenate(bins)
-    paths = [files.paths(b) for b in bins]
+    flat = files.paths(chosen)  # (one take for every bin; each bin a slice of the same strings)
+    ends = np.cumsum([len(b) for b in bins]).tolist()
+    paths = [flat[start:end] for start, end in zip([0, *ends[:-1]], ends, strict=True)]
     read = int(files.size[chosen].sum())
     written = int(files.output[chosen].sum()) + len(bins) * files.overhead  # (one overhead per output)
     return Decision(
@@ -191,7 +193,7 @@ def _compaction(
         "min_input_files",
         len(small),
         limit,
-        files=[p for b in paths for p in b],  # (the bins' own strings: a path is held once)
+        files=flat,  # (the bins' own strings: a path is held once)
         bins=paths,
         estimate={
             "files_after": len(bins),
@@ -241,11 +243,32 @@ def _largest_first(outputs: np.ndarray, paths: pa.Array) -> np.ndarray:
     return np.asarray(pc.sort_indices(keys, sort_keys=[("o", "descending"), ("p", "ascending")]).to_numpy())
 
 
+# From this many files a bin on, bins are dealt in serpentine order instead of by LPT's heap: with so
+# many files a bin LPT's balance is reached anyway, and a million-file partition costs no Python loop.
+SERPENTINE_FILES_PER_BIN = 8
+
+
+def _deal(loads: np.ndarray, k: int) -> np.ndarray:
+    """The bin of each load (largest first): LPT (each into the emptiest bin, with a heap), or with
+    at least SERPENTINE_FILES_PER_BIN loads a bin the serpentine order 0..k-1, k-1..0, ... (bins'
+    totals then differ by at most the largest load)."""
+    n = len(loads)
+    if n >= SERPENTINE_FILES_PER_BIN * k:
+        rounds, column = np.divmod(np.arange(n, dtype=np.int64), k)
+        return np.where(rounds % 2 == 0, column, k - 1 - column)
+    heap, assigned = [(0, i) for i in range(k)], [0] * n
+    for pos, load in enumerate(loads.tolist()):
+        least, i = heap[0]
+        assigned[pos] = i
+        heapq.heapreplace(heap, (least + load, i))
+    return np.asarray(assigned, dtype=np.int64)
+
+
 def pack(files: PartitionFiles, chosen: np.ndarray, capacity: int) -> list[np.ndarray]:
-    """The `chosen` files in k = ceil(estimated output / capacity) bins, largest first into the
-    emptiest (LPT, with a heap), so the outputs are alike and near the capacity rather than full
-    ones and one small remainder; k grows while a bin would exceed 1.25 x the capacity. Bins are
-    index arrays into `files`, each in the order its files were placed."""
+    """The `chosen` files in k = ceil(estimated output / capacity) bins, largest first (`_deal`),
+    so the outputs are alike and near the capacity rather than full ones and one small remainder; k
+    grows while a bin would exceed 1.25 x the capacity. Bins are index arrays into `files`, each in
+    the order its files were placed."""
     outputs = files.output[chosen]
     total = int(outputs.sum())
     k = max(1, -(-total // max(capacity, 1)))
@@ -253,16 +276,11 @@ def pack(files: PartitionFiles, chosen: np.ndarray, capacity: int) -> list[np.nd
     ordered = chosen[order]  # (largest first, ties by path)
     if k == 1 and (total <= 1.25 * capacity or len(ordered) <= 1):
         return [ordered]  # (one bin: every file, in order; the heap would place them so)
-    loads = outputs[order].tolist()
+    loads = outputs[order]
     k = max(k, 2)
     while True:
-        heap, assigned = [(0, i) for i in range(k)], [0] * len(loads)
-        for pos, load in enumerate(loads):
-            least, i = heap[0]
-            assigned[pos] = i
-            heapq.heapreplace(heap, (least + load, i))
-        if max(total for total, _ in heap) <= 1.25 * capacity or k >= len(loads):
-            bin_of = np.asarray(assigned, dtype=np.int64)
+        bin_of = _deal(loads, k)
+        if np.bincount(bin_of, weights=loads, minlength=k).max() <= 1.25 * capacity or k >= len(loads):
             by_bin = np.argsort(bin_of, kind="stable")  # (each bin's files in placement order)
             cuts = np.cumsum(np.bincount(bin_of, minlength=k))[:-1]
             return [ordered[b] for b in np.split(by_bin, cuts) if len(b)]

@@ -1,11 +1,12 @@
 """The maintenance planner: what one table needs now, and why, from its log alone.
 
 Inputs: the latest snapshot (live files with size, modification time, numRecords, their deletion
-vectors' cardinality and clusteringProvider), listings of `_delta_log/`, the commits since the last
-completed vacuum (engine.maintenance.vacuum_log), the commits back to the newest Z-order (only when
-an unclustered table gets a rewrite) and the metadata folders log cleanup consults (`_savepoints/`,
-`_published/`). No data file is read and no data folder is listed (tests/engine/maintenance/test_planner.py
-records the storage calls).
+vectors' cardinality and clusteringProvider), one listing of `_delta_log/`, one backwards pass over
+the commits (skimmed: commitInfo lines, and only the commits holding a remove parsed) for both the
+history since the last completed vacuum (engine.maintenance.vacuum_log) and the newest Z-order of
+an unclustered table (rewrite_layout.ZOrderFinder riding the same pass), and the metadata folders
+log cleanup consults (`_savepoints/`, `_published/`). No data file is read and no data folder is
+listed (tests/engine/maintenance/test_planner.py records the storage calls).
 
 Decisions, each an action or a skip with rule, observed value, threshold, cost and benefit:
     cluster, compact, purge_deletion_vectors   the data rewrites (engine.maintenance.rewrite_plan):
@@ -37,12 +38,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from airflow_txnlog.engine.log.log_segment import LogListing, monotonic_timestamps
 from airflow_txnlog.engine.log.replay import key_paths
 from airflow_txnlog.engine.maintenance.compaction_plan import Decision
 from airflow_txnlog.engine.maintenance.log_cleanup import cleanup_log
 from airflow_txnlog.engine.maintenance.maintenance_table import MaintenanceTable
 from airflow_txnlog.engine.maintenance.plan_settings import PlanSettings, settings
+from airflow_txnlog.engine.maintenance.rewrite_layout import ZOrderFinder
 from airflow_txnlog.engine.maintenance.rewrite_plan import plan_rewrites
 from airflow_txnlog.engine.maintenance.vacuum_log import Removed, VacuumHistory, vacuum_history
 from airflow_txnlog.engine.state.snapshot import Snapshot
@@ -83,9 +88,15 @@ def plan_maintenance(
     s = settings(snap.metadata.configuration, overrides)
     files = table.storage.list_log()  # (the one listing of the plan, after the snapshot)
     listing = LogListing.build(files, complete=True)
-    decisions = plan_rewrites(table.storage, snap, listing, s, now)
+    # One backwards pass over the commits: VACUUM LITE's history, the Z-order look-up riding along.
+    zorder = None if snap.clustering_columns() else ZOrderFinder()
+    history = vacuum_history(
+        table.storage, listing, now_ms=now, retention_ms=s.vacuum_retention_ms,
+        full_days=s.full_vacuum_days, rider=zorder,
+    )  # fmt: skip
+    decisions = plan_rewrites(table.storage, snap, listing, s, now, zorder=zorder)
     decisions += [_checkpoint(snap, listing, s), _cleanup_log(table, s, files)]
-    decisions += _vacuum(table, snap, listing, s, now)
+    decisions += _vacuum(history, snap, listing, s, now)
     return MaintenancePlan(
         table=table.storage.root,
         version=snap.version,
@@ -130,28 +141,32 @@ def _cleanup_log(table: MaintenanceTable, s: PlanSettings, listed: Sequence[List
 
 
 def _vacuum(
-    table: MaintenanceTable, snap: Snapshot, listing: LogListing, s: PlanSettings, now: int
+    history: VacuumHistory, snap: Snapshot, listing: LogListing, s: PlanSettings, now: int
 ) -> list[Decision]:
     cutoff = now - s.vacuum_retention_ms
-    history = vacuum_history(
-        table.storage, listing, now_ms=now, retention_ms=s.vacuum_retention_ms, full_days=s.full_vacuum_days
-    )
     created = monotonic_timestamps(listing.commits).get(0)  # (None once version 0 was cleaned up)
     if not history.complete:
         reason = "the commits since the last vacuum are no longer in the log: a lite vacuum cannot see them"
         lite = Decision("vacuum", None, "log_complete", False, True, reason=reason)
         return [lite, _full(history, created, s, now, forced=True)]
-    live = set(key_paths(snap.file_keys()).to_pylist())
     since = history.covered_before
-    todo = [
+    aged = [
         r
         for r in history.removes.values()
         if r.deletion_timestamp <= cutoff
         and (since is None or r.deletion_timestamp > since)
-        and r.path not in live
         and not (has_scheme(r.path) or r.path.startswith("/"))
     ]
-    return [_lite(todo, history, s, now), _full(history, created, s, now)]
+    return [_lite(_not_live(aged, snap), history, s, now), _full(history, created, s, now)]
+
+
+def _not_live(removed: list[Removed], snap: Snapshot) -> list[Removed]:
+    """The removed files no live file names again (a path re-added since its remove stays); looked
+    up in the snapshot's paths as Arrow, so a million live files are never a million strings."""
+    if not removed:
+        return []
+    live = pc.is_in(pa.array([r.path for r in removed], pa.string()), value_set=key_paths(snap.file_keys()))
+    return [r for r, is_live in zip(removed, live.to_pylist(), strict=True) if not is_live]
 
 
 def _lite(todo: list[Removed], history: VacuumHistory, s: PlanSettings, now: int) -> Decision:

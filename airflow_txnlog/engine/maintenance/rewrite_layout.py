@@ -34,7 +34,7 @@ import pyarrow as pa
 
 from airflow_txnlog.engine.errors import InvalidArgumentError
 from airflow_txnlog.engine.features import clustering
-from airflow_txnlog.engine.log.log_reader import read_commits
+from airflow_txnlog.engine.log.log_reader import SkimmedCommit, read_commit_blobs, skim_commit
 from airflow_txnlog.engine.log.log_segment import LogListing, list_log
 from airflow_txnlog.engine.maintenance.curves import layout_keys
 from airflow_txnlog.engine.state.snapshot import Snapshot
@@ -113,18 +113,32 @@ def _zordered(snap: Snapshot, columns: object, version: int | None) -> RewriteLa
     return RewriteLayout(ZORDER, tuple(checked), version)
 
 
+@dataclass
+class ZOrderFinder:
+    """The newest OPTIMIZE commit naming `zOrderBy` columns, from commits seen newest first (a rider
+    of the planner's one backwards pass: vacuum_log.vacuum_history): `found` is (columns, version),
+    None while none was seen; called with each commit, it answers whether it needs older ones."""
+
+    found: tuple[list[str], int] | None = None
+
+    def __call__(self, commit: SkimmedCommit) -> bool:
+        info = commit.info
+        if self.found is None and info.get("operation") == "OPTIMIZE":
+            columns = _columns((info.get("operationParameters") or {}).get("zOrderBy"))
+            if columns:
+                self.found = (columns, commit.version)
+        return self.found is None
+
+
 def zorder_in_log(storage: Storage, listing: LogListing) -> tuple[list[str], int] | None:
     """(columns, version) of the newest OPTIMIZE commit in the log naming `zOrderBy` columns, or None.
-    Reads the commits newest first (only those mentioning zOrderBy are parsed) and stops there."""
+    Skims the commits newest first (their commitInfo only) and stops there."""
+    finder = ZOrderFinder()
     newest_first = sorted(listing.commits.items(), reverse=True)
-    for commit in read_commits(storage, newest_first, containing=(b"zOrderBy",)):
-        info = commit.info
-        if info.get("operation") != "OPTIMIZE":
-            continue
-        columns = _columns((info.get("operationParameters") or {}).get("zOrderBy"))
-        if columns:
-            return columns, commit.version
-    return None
+    for version, name, data in read_commit_blobs(storage, newest_first):
+        if not finder(skim_commit(version, name, data)):
+            break
+    return finder.found
 
 
 def _columns(raw: Any) -> list[str]:
@@ -138,13 +152,19 @@ def _columns(raw: Any) -> list[str]:
     return []
 
 
-def table_layout(storage: Storage, snap: Snapshot, listing: LogListing | None = None) -> RewriteLayout:
-    """The layout rewrites of `snap` keep: clustering keys first, else the log's Z-order (the log
-    is read only for an unclustered table); InvalidArgumentError when it cannot be kept."""
+def table_layout(
+    storage: Storage, snap: Snapshot, listing: LogListing | None = None, *, zorder: ZOrderFinder | None = None
+) -> RewriteLayout:
+    """The layout rewrites of `snap` keep: clustering keys first, else the log's Z-order (`zorder`:
+    a finder that already saw the log, else the log is read, only for an unclustered table);
+    InvalidArgumentError when it cannot be kept."""
     keys = snap.clustering_columns()
     if keys:
         return _clustered(snap, keys)
-    found = zorder_in_log(storage, listing if listing is not None else list_log(storage))
+    if zorder is not None:
+        found = zorder.found
+    else:
+        found = zorder_in_log(storage, listing if listing is not None else list_log(storage))
     return RewriteLayout() if found is None else _zordered(snap, found[0], found[1])
 
 

@@ -42,7 +42,7 @@ from airflow_txnlog.engine.maintenance.compaction_plan import (
 )
 from airflow_txnlog.engine.maintenance.file_overhead import file_overhead
 from airflow_txnlog.engine.maintenance.plan_settings import PlanSettings
-from airflow_txnlog.engine.maintenance.rewrite_layout import table_layout
+from airflow_txnlog.engine.maintenance.rewrite_layout import ZOrderFinder, table_layout
 from airflow_txnlog.engine.state.snapshot import Snapshot
 from airflow_txnlog.engine.storage import Storage
 
@@ -52,9 +52,16 @@ Partition = tuple[dict[str, Any] | None, int, PartitionFiles]
 
 
 def plan_rewrites(
-    storage: Storage, snap: Snapshot, listing: LogListing, s: PlanSettings, now_ms: int
+    storage: Storage,
+    snap: Snapshot,
+    listing: LogListing,
+    s: PlanSettings,
+    now_ms: int,
+    *,
+    zorder: ZOrderFinder | None = None,
 ) -> list[Decision]:
-    """The rewrite decisions for `snap` (see the module docstring)."""
+    """The rewrite decisions for `snap` (see the module docstring); `zorder`: the log's Z-order, when
+    the caller's pass over the log already found it (rewrite_layout.table_layout)."""
     keys = snap.clustering_columns()
     files = _files(snap, clustered=bool(keys))
     unclustered = pc.is_null(files.column("_provider")) if keys else None
@@ -62,20 +69,18 @@ def plan_rewrites(
     mask = _candidates(files, s, unclustered if keys and clusters_by_share(share, s) else None)
     wanted = pc.any(mask).as_py() or (unclustered is not None and pc.any(unclustered).as_py())
     overhead = file_overhead(snap) if wanted else 0
+    parts = _partitions(snap, files, mask, overhead)
+    # The file table's transient buffers go back to the OS before the decisions build their Python
+    # objects (a path string per candidate), which cannot reuse the Arrow pool's free pages.
+    pa.default_memory_pool().release_unused()
     decisions = [
-        d
-        for part, newest, infos in _partitions(snap, files, mask, overhead)
-        for d in plan_partition(part, infos, s, now_ms, newest=newest)
+        d for part, newest, infos in parts for d in plan_partition(part, infos, s, now_ms, newest=newest)
     ]
     if unclustered is not None:
         decisions.insert(
             0, _clustering(files, unclustered, share, decisions, s, now_ms=now_ms, overhead=overhead)
         )
-    budget = {"rewrite_memory_bytes": s.rewrite_memory_bytes}  # (the run sorts within it)
-    return [
-        dataclasses.replace(d, estimate={**d.estimate, **budget}) if d.reason is None else d
-        for d in _keep_layout(decisions, storage, snap, listing)
-    ]
+    return _keep_layout(decisions, storage, snap, listing, zorder=zorder, memory_bytes=s.rewrite_memory_bytes)
 
 
 def _files(snap: Snapshot, *, clustered: bool) -> pa.Table:
@@ -121,36 +126,48 @@ def _infos(rows: pa.Table, overhead: int) -> Iterator[FileInfo]:
     return map(FileInfo, *(f.to_pylist() for f in fields), repeat(overhead, rows.num_rows))
 
 
+def _group_ids(files: pa.Table, keys: list[str]) -> np.ndarray:
+    """Per file a dense id of its partition (its values' combination): each column dictionary-encoded
+    (a null its own code), the codes combined column by column and made dense again."""
+    ids = np.zeros(files.num_rows, dtype=np.int64)
+    for key in keys:
+        encoded = pc.dictionary_encode(files.column(key)).combine_chunks()
+        width = len(encoded.dictionary) + 1
+        codes = pc.fill_null(encoded.indices, width - 1).to_numpy(zero_copy_only=False).astype(np.int64)
+        _, ids = np.unique(ids * width + codes, return_inverse=True)
+    return np.asarray(ids, dtype=np.int64).reshape(-1)
+
+
 def _partitions(snap: Snapshot, files: pa.Table, mask: pa.Array, overhead: int) -> list[Partition]:
     """(partition values or None, its newest file's modification time, its candidate files as
-    columns) for every partition, in a stable order (by the partition values' text). The candidates
-    are taken from the file table once, grouped, and each partition gets a slice of them."""
+    columns) for every partition, in a stable order (by the partition values' text). The files are
+    grouped by dense partition ids (a stable sort keeps the file table's order within a partition),
+    the candidates taken from the file table once, and each partition gets a slice of them."""
     keys = [f"partition.{c}" for c in snap.partition_columns]
     if not keys:
         if not files.num_rows:
             return []
         newest = int(pc.max(files.column("modification_time")).as_py() or 0)
         return [(None, newest, PartitionFiles.of(files.filter(mask), overhead))]
-    table = files.select(keys).append_column("_mt", files.column("modification_time"))
-    table = table.append_column("_i", pa.array(np.arange(files.num_rows, dtype=np.int64)))
-    # (no threads: each group's lists keep the file table's order, so a plan is the same every time)
-    groups = (
-        table.append_column("_c", mask)
-        .group_by(keys, use_threads=False)
-        .aggregate([("_mt", "max"), ("_i", "list"), ("_c", "list")])
-    )
-    lists, flags = groups.column("_i_list").combine_chunks(), groups.column("_c_list").combine_chunks()
-    cands = np.asarray(flags.values.to_numpy(zero_copy_only=False), dtype=bool)
-    chosen = np.asarray(lists.values.to_numpy(), dtype=np.int64)[cands]
-    ends = np.cumsum(np.add.reduceat(cands.astype(np.int64), lists.offsets.to_numpy()[:-1]))
-    all_files = PartitionFiles.of(files.take(pa.array(chosen)), overhead)
-    values = zip(*(groups.column(k).to_pylist() for k in keys), strict=True)
-    newest = groups.column("_mt_max").to_pylist()
+    if not files.num_rows:
+        return []
+    ids = _group_ids(files, keys)
+    order = np.argsort(ids, kind="stable")
+    starts = np.flatnonzero(np.r_[True, ids[order][1:] != ids[order][:-1]])
+    mtime = np.asarray(pc.fill_null(files.column("modification_time"), 0).to_numpy(), dtype=np.int64)
+    newest = np.maximum.reduceat(mtime[order], starts).tolist()
+    cands = np.asarray(pc.fill_null(mask, False).to_numpy(zero_copy_only=False), dtype=bool)[order]
+    ends = np.cumsum(np.add.reduceat(cands.astype(np.int64), starts))
+    # (only the columns the decisions read: the partition values are taken per partition below)
+    wanted = files.select(["path", "size_bytes", "modification_time", "num_records", "_deleted"])
+    all_files = PartitionFiles.of(wanted.take(pa.array(order[cands])), overhead)
+    firsts = pa.array(order[starts])
+    values = zip(*(files.column(k).take(firsts).to_pylist() for k in keys), strict=True)
     parts, out = snap.partition_columns, []
     for row, key in enumerate(values):
         start = int(ends[row - 1]) if row else 0
         part = dict(zip(parts, map(_plain, key), strict=True))
-        out.append((str(key), (part, int(newest[row] or 0), all_files.slice(start, int(ends[row])))))
+        out.append((str(key), (part, int(newest[row]), all_files.slice(start, int(ends[row])))))
     return [p for _, p in sorted(out, key=lambda kv: kv[0])]
 
 
@@ -172,17 +189,27 @@ def _clustering(
 
 
 def _keep_layout(
-    decisions: list[Decision], storage: Storage, snap: Snapshot, listing: LogListing
+    decisions: list[Decision],
+    storage: Storage,
+    snap: Snapshot,
+    listing: LogListing,
+    *,
+    zorder: ZOrderFinder | None,
+    memory_bytes: int,
 ) -> list[Decision]:
-    """The rewrite actions with the layout they keep, or all of them skips when it cannot be kept."""
+    """The rewrite actions with the layout they keep and the memory budget their run sorts within,
+    or all of them skips when the layout cannot be kept."""
     if not any(d.reason is None and d.kind in REWRITES for d in decisions):
         return decisions
     try:
-        layout = table_layout(storage, snap, listing).to_dict()
+        layout = table_layout(storage, snap, listing, zorder=zorder).to_dict()
     except InvalidArgumentError as exc:
         return [_unkept(d, str(exc)) if d.reason is None and d.kind in REWRITES else d for d in decisions]
+    budget = {"rewrite_memory_bytes": memory_bytes}
     return [
-        dataclasses.replace(d, layout=layout) if d.reason is None and d.kind in REWRITES else d
+        dataclasses.replace(d, layout=layout, estimate={**d.estimate, **budget})
+        if d.reason is None and d.kind in REWRITES
+        else d
         for d in decisions
     ]
 

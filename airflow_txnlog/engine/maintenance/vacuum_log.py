@@ -11,15 +11,19 @@ A completed vacuum is a VACUUM START followed by a VACUUM END with status COMPLE
 `vacuumType` LITE in its parameters marks a lite one (missing: full, as older writers wrote it).
 When the commits the removes need are no longer in the log (log cleanup), `complete` is False: a
 lite vacuum cannot see every candidate, and a full one (a listing) is needed.
+Each commit is skimmed (log_reader.skim_commit): its commitInfo line says whether it is a vacuum's,
+and only a commit whose bytes hold `"remove"` is parsed whole. Another reader of the same commits
+(the planner's Z-order look-up) may ride the pass (`rider`), so a plan reads the log backwards once.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from airflow_txnlog.engine.log.actions import decode_path
-from airflow_txnlog.engine.log.log_reader import read_commits
+from airflow_txnlog.engine.log.log_reader import SkimmedCommit, read_commit_blobs, skim_commit
 from airflow_txnlog.engine.log.log_segment import LogListing, monotonic_timestamps
 from airflow_txnlog.engine.storage import Storage
 
@@ -43,8 +47,11 @@ class VacuumHistory:
     complete: bool = True
 
 
-# A commit without these bytes has no remove and is no vacuum's: `_visit` would ignore it unparsed.
-_RELEVANT = (b'"remove"', b"VACUUM")
+# Only a commit holding these bytes can hold a remove: the others are not parsed beyond commitInfo.
+_REMOVE = (b'"remove"',)
+
+CommitRider = Callable[[SkimmedCommit], bool]
+"""Another reader of the same backwards pass: sees each commit read, True while it needs older ones."""
 
 
 @dataclass
@@ -53,33 +60,46 @@ class _Scan:
     out: dict[str, Any] = field(default_factory=dict)
     removes: dict[str, Removed] = field(default_factory=dict)
 
+    def done(self, oldest: int, full_since: int) -> bool:
+        """Whether the commits older than `oldest` can tell this history nothing more."""
+        removes_done = "covered_before" in self.out and oldest < self.out["covered_before"]
+        return removes_done and ("last_full_started" in self.out or oldest < full_since)
+
 
 def vacuum_history(
-    storage: Storage, listing: LogListing, *, now_ms: int, retention_ms: int, full_days: float
+    storage: Storage,
+    listing: LogListing,
+    *,
+    now_ms: int,
+    retention_ms: int,
+    full_days: float,
+    rider: CommitRider | None = None,
 ) -> VacuumHistory:
-    """See the module docstring."""
+    """See the module docstring. `rider` sees every commit read; the pass goes on (skimming only)
+    past the history's own end while the rider asks for older commits."""
     stamps = monotonic_timestamps(listing.commits)
     full_since = now_ms - int(full_days * DAY_MS)
     versions = sorted(stamps, reverse=True)
-    scan = _Scan()
+    scan, riding, done = _Scan(), rider is not None, False
     for start in range(0, len(versions), _BATCH):
         chunk = versions[start : start + _BATCH]
-        names = [(v, listing.commits[v]) for v in chunk]
-        for commit in read_commits(storage, names, containing=_RELEVANT):
-            _visit(scan, commit.version, commit.actions, stamps[commit.version], retention_ms)
-        oldest = stamps[chunk[-1]]
-        removes_done = "covered_before" in scan.out and oldest < scan.out["covered_before"]
-        full_done = "last_full_started" in scan.out or oldest < full_since
-        if removes_done and full_done:
+        blobs = read_commit_blobs(storage, [(v, listing.commits[v]) for v in chunk])
+        for version, name, data in blobs:
+            commit = skim_commit(version, name, data, parse_when=() if done else _REMOVE)
+            if not done:
+                _visit(scan, commit, stamps[version], retention_ms)
+            if riding and rider is not None:
+                riding = rider(commit)
+        done = done or scan.done(stamps[chunk[-1]], full_since)
+        if done and not riding:
             break
-    else:  # the whole log was read: complete only if it starts at version 0
-        if "covered_before" not in scan.out and 0 not in listing.commits:
-            scan.out["complete"] = False
+    if not done and "covered_before" not in scan.out and 0 not in listing.commits:
+        scan.out["complete"] = False  # (the whole log was read and it does not start at version 0)
     return VacuumHistory(removes=scan.removes, **scan.out)
 
 
-def _visit(scan: _Scan, version: int, actions: list[dict[str, Any]], ts: int, retention_ms: int) -> None:
-    info: dict[str, Any] = next((a["commitInfo"] for a in actions if "commitInfo" in a), {})
+def _visit(scan: _Scan, commit: SkimmedCommit, ts: int, retention_ms: int) -> None:
+    info = commit.info
     op, params = info.get("operation"), info.get("operationParameters") or {}
     if op == "VACUUM END" and str(params.get("status", "COMPLETED")).upper() == "COMPLETED":
         scan.ended = "pending"
@@ -94,7 +114,7 @@ def _visit(scan: _Scan, version: int, actions: list[dict[str, Any]], ts: int, re
             scan.out.setdefault("last_full_started", started)
     if "covered_before" in scan.out and ts < scan.out["covered_before"]:
         return  # (removes this old were that vacuum's to delete)
-    for a in actions:
+    for a in commit.actions or ():
         rm = a.get("remove")
         path = decode_path(rm["path"]) if rm is not None and rm.get("path") else None
         if rm is not None and path is not None and path not in scan.removes:  # (the newest remove wins)
