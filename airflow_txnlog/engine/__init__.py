@@ -177,6 +177,9 @@ if TYPE_CHECKING:  # the public names (`X as X`: re-exported), loaded on first u
     from airflow_txnlog.engine.maintenance.vacuum import VacuumResult as VacuumResult
     from airflow_txnlog.engine.overview import TableOverview as TableOverview
     from airflow_txnlog.engine.overview import VersionFacts as VersionFacts
+    from airflow_txnlog.engine.plan_pool import plan_tables as plan_tables
+    from airflow_txnlog.engine.plan_worker import PlanOutcome as PlanOutcome
+    from airflow_txnlog.engine.plan_worker import PlanTarget as PlanTarget
     from airflow_txnlog.engine.schema import schema_from_json as schema_from_json
     from airflow_txnlog.engine.schema import schema_to_json as schema_to_json
     from airflow_txnlog.engine.sql.predicates import Predicate as Predicate

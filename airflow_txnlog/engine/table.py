@@ -141,17 +141,15 @@ class Table:
         table = cls(storage_for(uri, storage_options, single_writer=single_writer), **kw)
         if lazy:
             return table
-        try:
-            list_log(table._storage)  # TableNotFoundError when there is no log at all
-        except (OSError, TypeError) as exc:  # unreachable store, bad storage options (s3fs checks lazily)
-            raise StorageError(
-                f"cannot list the log of {table._storage.root!r}: {type(exc).__name__}: {exc}"
-            ) from exc
-        try:
+        try:  # (its listing raises TableNotFoundError when there is no log at all)
             table._latest = load_snapshot(table._storage)
         except (LogCorruptedError, UnsupportedFeatureError, VersionNotFoundError):
             # Older versions may still be readable; snapshot() of the latest raises the error.
             table._latest = None
+        except (OSError, TypeError) as exc:  # unreachable store, bad storage options (s3fs checks lazily)
+            raise StorageError(
+                f"cannot read the log of {table._storage.root!r}: {type(exc).__name__}: {exc}"
+            ) from exc
         return table
 
     @classmethod

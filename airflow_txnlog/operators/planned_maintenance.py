@@ -80,6 +80,8 @@ class TxnLogMaintenancePlanOperator(BaseOperator):
         waited in the DAG's previous runs (operators._maintenance_work). None: paths stay in XCom
         (fine for small tables) and no table counts as having waited.
     :param history_conn_id: the connection of `history_uri`.
+    :param planning_workers: processes that plan the tables (engine `plan_tables`): None, one per
+        core for eight tables or more; 1 plans them all in the task's own process.
     """
 
     template_fields: Sequence[str] = ("tables", "txnlog_conn_id", "history_uri")
@@ -94,9 +96,17 @@ class TxnLogMaintenancePlanOperator(BaseOperator):
         catalog_conn_id: str = "txnlog_airflow_api",
         history_uri: str | None = None,
         history_conn_id: str = DEFAULT_HISTORY_CONN,
+        planning_workers: int | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        if planning_workers is not None and (
+            isinstance(planning_workers, bool)
+            or not isinstance(planning_workers, int)
+            or planning_workers < 1
+        ):
+            raise invalid(f"planning_workers must be a positive integer or None, got {planning_workers!r}")
+        self.planning_workers = planning_workers
         self.tables = tables if renders_later(tables) else _table_list(tables)
         self.history_uri = history_uri
         self.history_conn_id = history_conn_id
@@ -116,28 +126,9 @@ class TxnLogMaintenancePlanOperator(BaseOperator):
         return [(t["uri"], t["conn_id"]) for t in TxnLogCatalogHook(self.catalog_conn_id).tables()]
 
     def execute(self, context: Context) -> list[dict[str, Any]]:
-        from airflow_txnlog.engine import TableNotFoundError  # noqa: PLC0415 - no pyarrow at parse time
         from airflow_txnlog.operators._maintenance_work import runnable, work_items  # noqa: PLC0415
 
-        plans: list[dict[str, Any]] = []
-        hooks: dict[str, TxnLogHook] = {}
-        from_catalog = _table_list(self.tables) is None
-        for uri, conn_id in self._targets():
-            named: dict[str, Any] = {"table": uri, "conn_id": conn_id, "asset_uri": None}
-            try:  # one table that cannot be planned must not stop the others
-                hook = hooks.setdefault(conn_id, TxnLogHook(txnlog_conn_id=conn_id))
-                named["asset_uri"] = table_asset_uri(hook.resolve_uri(uri))
-                plans.append({**hook.get_table(uri).plan_maintenance(**self.settings).to_dict(), **named})
-            except TableNotFoundError as exc:
-                if not from_catalog:  # a table the DAG lists: its absence is an error
-                    plans.append({**named, "error": f"{type(exc).__name__}: {exc}"})
-                    continue
-                # (the catalog names every asset at a table-like location: a plain folder is not one)
-                self.log.info("%s has no Delta log: not a table, skipped", uri)
-                plans.append({**named, "not_a_table": f"no Delta log at {uri}: not a table"})
-            except Exception as exc:
-                self.log.warning("cannot plan %s: %s: %s", uri, type(exc).__name__, exc)
-                plans.append({**named, "error": f"{type(exc).__name__}: {exc}"})
+        plans = self._plans()
         waited = self._waited(context) if self.byte_budget is not None else {}
         items = work_items(plans, byte_budget=self.byte_budget, waited=waited)
         for item in items:
@@ -151,6 +142,41 @@ class TxnLogMaintenancePlanOperator(BaseOperator):
             items = self._paths_to_files(items, run)
         context["ti"].xcom_push(key=ITEMS_KEY, value=items)
         return runnable(items)
+
+    def _plans(self) -> list[dict[str, Any]]:
+        """Each table's plan dict with its table, connection and asset URI, or its error; planned by
+        `planning_workers` processes (engine.plan_tables), the connections resolved here first."""
+        from airflow_txnlog.engine import PlanTarget, plan_tables  # noqa: PLC0415 - no pyarrow at parse time
+
+        named: list[dict[str, Any]] = []
+        targets: list[PlanTarget] = []
+        hooks: dict[str, TxnLogHook] = {}
+        for uri, conn_id in self._targets():
+            item: dict[str, Any] = {"table": uri, "conn_id": conn_id, "asset_uri": None}
+            try:  # one table whose connection cannot be read must not stop the others
+                hook = hooks.setdefault(conn_id, TxnLogHook(txnlog_conn_id=conn_id))
+                full = hook.resolve_uri(uri)
+                item["asset_uri"] = table_asset_uri(full)
+                options = hook.storage_options_for(uri) or None
+                targets.append(PlanTarget(full, storage_options=options, single_writer=hook.single_writer))
+            except Exception as exc:
+                self.log.warning("cannot plan %s: %s: %s", uri, type(exc).__name__, exc)
+                item["error"] = f"{type(exc).__name__}: {exc}"
+            named.append(item)
+        outcomes = iter(plan_tables(targets, settings=self.settings, workers=self.planning_workers))
+        return [item if "error" in item else self._with(item, next(outcomes)) for item in named]
+
+    def _with(self, item: dict[str, Any], outcome: Any) -> dict[str, Any]:
+        """`item` with its table's plan, or with the reason it has none."""
+        if outcome.plan is not None:
+            return {**outcome.plan, **item}
+        if outcome.not_found and _table_list(self.tables) is None:
+            # (the catalog names every asset at a table-like location: a plain folder is not one)
+            self.log.info("%s has no Delta log: not a table, skipped", item["table"])
+            return {**item, "not_a_table": f"no Delta log at {item['table']}: not a table"}
+        if not outcome.not_found:  # (a table the DAG lists: its absence is an error, said as one)
+            self.log.warning("cannot plan %s: %s", item["table"], outcome.error)
+        return {**item, "error": outcome.error}
 
     def _waited(self, context: Context) -> dict[str, int]:
         """{table: runs in a row it waited for the byte budget} from the history (none without one)."""
@@ -291,10 +317,12 @@ def planned_maintenance(
     spark_conn_id: str | None = None,
     spark_min_bytes: int = 0,
     spark_conf: Mapping[str, str] | None = None,
+    planning_workers: int | None = None,
 ) -> tuple[TxnLogMaintenancePlanOperator, DAGNode, TxnLogMaintenanceHistoryOperator]:
     """plan >> maintain (mapped per table) >> history, inside the current DAG (module docstring).
     With `spark_conn_id`, the optimize stage sends each data rewrite reading `spark_min_bytes` or
-    more to Spark (TxnLogPlannedActionsOperator); the others run in the task."""
+    more to Spark (TxnLogPlannedActionsOperator); the others run in the task. `planning_workers`:
+    processes the plan task plans the tables with (TxnLogMaintenancePlanOperator)."""
     flag("dry_run", dry_run)
     spark: dict[str, Any] = {
         "spark_conn_id": spark_conn_id,
@@ -305,7 +333,7 @@ def planned_maintenance(
     plan = TxnLogMaintenancePlanOperator(
         task_id="plan", tables=tables, txnlog_conn_id=txnlog_conn_id, settings=settings,
         byte_budget=byte_budget, catalog_conn_id=catalog_conn_id, history_uri=history_uri,
-        history_conn_id=txnlog_conn_id,
+        history_conn_id=txnlog_conn_id, planning_workers=planning_workers,
     )  # fmt: skip
     stages = ("checkpoint", "optimize", "vacuum", "cleanup_log")
     extra: dict[str, Any] = {"pool": pool} if pool else {}

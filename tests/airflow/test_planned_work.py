@@ -242,6 +242,28 @@ def test_a_listed_table_that_does_not_exist_is_an_error(tmp_path: Path) -> None:
     assert item["error"].startswith("TableNotFoundError")
 
 
+def test_planning_workers_give_the_items_one_process_gives(tmp_path: Path) -> None:
+    tables = [_fragmented(tmp_path / f"t{i}", 6 + i).uri for i in range(3)] + [str(tmp_path / "nope")]
+    settings = {
+        **QUIET,
+        "now_ms": int(dt.datetime.now(dt.UTC).timestamp() * 1000) + 60_000,
+    }  # (one plan time)
+    items = []
+    for workers in (1, 2):
+        ti = _TaskInstance()
+        op = TxnLogMaintenancePlanOperator(
+            task_id="plan", tables=tables, settings=settings, planning_workers=workers
+        )
+        op.execute({"ti": ti})  # type: ignore[arg-type]
+        items.append(ti.pushed["items"])
+    assert items[0] == items[1] and sorted(i["table"] for i in items[1]) == sorted(tables)
+    by_table = {i["table"]: i for i in items[1]}
+    assert [len(by_table[t]["actions"]) > 0 for t in tables] == [True, True, True, False]
+    assert by_table[tables[3]]["error"].startswith("TableNotFoundError")
+    with pytest.raises(InvalidArgumentError, match="planning_workers must be a positive integer"):
+        TxnLogMaintenancePlanOperator(task_id="bad", tables=tables, planning_workers=0)
+
+
 def test_built_inside_a_task_group_the_history_reads_the_right_task_ids() -> None:
     with DAG("nested", schedule=None) as dag, TaskGroup("lake"):
         _, _, hist = planned_maintenance(history_uri="/h", tables=["/t"])

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -131,9 +132,16 @@ class PartitionFiles:
     def __len__(self) -> int:
         return len(self.path)
 
+    @cached_property
+    def names(self) -> list[str]:
+        """The paths as Python strings, made once (the bins' and the sort's: a bin names its files
+        by these same strings)."""
+        return list(self.path.to_pylist())
+
     def paths(self, rows: np.ndarray) -> list[str]:
         """The paths of `rows` (positions), in that order."""
-        return list(self.path.take(pa.array(rows, pa.int64())).to_pylist())
+        names = self.names
+        return [names[i] for i in rows.tolist()]
 
     def slice(self, start: int, stop: int) -> PartitionFiles:
         """Files `start` to `stop` (views, no copy of the arrays)."""
@@ -234,12 +242,13 @@ def _purge(
 SMALL_SORT = 256  # below this many files a Python sort beats building an Arrow table to sort
 
 
-def _largest_first(outputs: np.ndarray, paths: pa.Array) -> np.ndarray:
-    """Positions ordered by output bytes, largest first, ties by path (paths are unique)."""
+def _largest_first(files: PartitionFiles, chosen: np.ndarray) -> np.ndarray:
+    """Positions in `chosen` ordered by output bytes, largest first, ties by path (paths are unique)."""
+    outputs = files.output[chosen]
     if len(outputs) <= SMALL_SORT:
-        outs, names = outputs.tolist(), paths.to_pylist()
+        outs, names = outputs.tolist(), files.paths(chosen)
         return np.array(sorted(range(len(outs)), key=lambda j: (-outs[j], names[j])), dtype=np.int64)
-    keys = pa.table({"o": outputs, "p": paths})
+    keys = pa.table({"o": outputs, "p": files.path.take(pa.array(chosen, pa.int64()))})
     return np.asarray(pc.sort_indices(keys, sort_keys=[("o", "descending"), ("p", "ascending")]).to_numpy())
 
 
@@ -272,7 +281,7 @@ def pack(files: PartitionFiles, chosen: np.ndarray, capacity: int) -> list[np.nd
     outputs = files.output[chosen]
     total = int(outputs.sum())
     k = max(1, -(-total // max(capacity, 1)))
-    order = _largest_first(outputs, files.path.take(pa.array(chosen, pa.int64())))
+    order = _largest_first(files, chosen)
     ordered = chosen[order]  # (largest first, ties by path)
     if k == 1 and (total <= 1.25 * capacity or len(ordered) <= 1):
         return [ordered]  # (one bin: every file, in order; the heap would place them so)

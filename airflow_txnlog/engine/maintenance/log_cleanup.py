@@ -68,16 +68,18 @@ def cleanup_log(
     dry_run: bool,
     enforce_retention: bool = False,
     listed: Sequence[ListedFile] | None = None,
+    snap: Snapshot | None = None,
 ) -> CleanupResult:
     """Delete (or with `dry_run`, list) what the module docstring says, as of the latest snapshot;
     `enforce_retention` refuses a retention below the table's `delta.logRetentionDuration` (what a
     planned cleanup uses: a plan never shortens it). `listed`: the log's listing, taken after that
-    snapshot (the planner's: one listing per plan), instead of listing it here."""
+    snapshot (the planner's: one listing per plan), instead of listing it here; `snap`: that snapshot
+    (the planner's), instead of refreshing the table's."""
     number("retention_hours", retention_hours, minimum=0, none_means="the table's log retention")
     flag("dry_run", dry_run)
     flag("enforce_retention", enforce_retention)
     storage = table.storage
-    snap = table.snapshot()
+    snap = table.snapshot() if snap is None else snap
     require_checkpoint_supported(snap.protocol, "clean up the log")
     # one listing: it classifies the versions and names what to delete
     files = storage.list_log() if listed is None else list(listed)

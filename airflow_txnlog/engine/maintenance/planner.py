@@ -95,7 +95,7 @@ def plan_maintenance(
         full_days=s.full_vacuum_days, rider=zorder,
     )  # fmt: skip
     decisions = plan_rewrites(table.storage, snap, listing, s, now, zorder=zorder)
-    decisions += [_checkpoint(snap, listing, s), _cleanup_log(table, s, files)]
+    decisions += [_checkpoint(snap, listing, s), _cleanup_log(table, snap, s, files)]
     decisions += _vacuum(history, snap, listing, s, now)
     return MaintenancePlan(
         table=table.storage.root,
@@ -124,11 +124,13 @@ def _checkpoint(snap: Snapshot, listing: LogListing, s: PlanSettings) -> Decisio
     )  # fmt: skip
 
 
-def _cleanup_log(table: MaintenanceTable, s: PlanSettings, listed: Sequence[ListedFile]) -> Decision:
+def _cleanup_log(
+    table: MaintenanceTable, snap: Snapshot, s: PlanSettings, listed: Sequence[ListedFile]
+) -> Decision:
     """What `cleanup_log` would delete now (its own rule: below the newest checkpoint whose commit
     is past the log retention, held back by published versions), so running it converges."""
     hours = s.log_retention_ms / 3_600_000
-    files = cleanup_log(table, retention_hours=hours, dry_run=True, listed=listed).files
+    files = cleanup_log(table, retention_hours=hours, dry_run=True, listed=listed, snap=snap).files
     days = round(s.log_retention_ms / DAY_MS, 3)
     if not files:
         reason = "no log file is past the log retention below a checkpoint that stays"
