@@ -21,9 +21,9 @@ travel by in-commit timestamp, and the trigger poller. None of them builds a log
   first line, as every writer we know writes it), so a poller never parses a big commit's file
   actions.
 - `skim_commit(version, name, data, parse_when=...)`: a commit read for its `commitInfo` alone (the
-  first line, parsed alone) and parsed whole only when its bytes hold one of `parse_when`: a
-  backwards pass over a long log for a few actions (VACUUM LITE's removes, the last Z-order) parses
-  a small line per commit and searches the rest once.
+  first line, parsed alone) and parsed whole only when its bytes hold one of `parse_when` (and,
+  when asked, it is no blind append): a backwards pass over a long log for a few actions (VACUUM
+  LITE's removes, the last Z-order) parses a small line per commit and searches the rest once.
 - `read_last_checkpoint(storage)`: the `_last_checkpoint` hint, None when missing or unreadable (a
   hint only: a stale or bad one costs a longer listing, never a wrong answer);
   `latest_commit_version` lists from it.
@@ -149,13 +149,21 @@ def read_commit_info(storage: Storage, version: int) -> dict[str, Any] | None:
 _INFO_LINE = b'{"commitInfo":'
 
 
-def skim_commit(version: int, name: str, data: bytes, *, parse_when: tuple[bytes, ...] = ()) -> SkimmedCommit:
-    """`data` (commit `version`'s bytes) as a SkimmedCommit: its actions parsed when the bytes hold
-    one of `parse_when`; otherwise only the commitInfo line (every writer we know writes it first;
-    one written elsewhere is found by a search, and a commit without one costs that search alone)."""
-    if any(needle in data for needle in parse_when):
-        actions = parse_commit(data, name=name)
-        return SkimmedCommit(version, name, commit_info(actions), actions)
+def skim_commit(
+    version: int,
+    name: str,
+    data: bytes,
+    *,
+    parse_when: tuple[bytes, ...] = (),
+    blind_appends_skipped: bool = False,
+) -> SkimmedCommit:
+    """`data` (commit `version`'s bytes) as a SkimmedCommit: its commitInfo line parsed alone (every
+    writer we know writes it first; one written elsewhere is found by a search, and a commit without
+    one costs that search alone), and its actions too when the bytes hold one of `parse_when`. With
+    `blind_appends_skipped`, a commit whose commitInfo says `isBlindAppend: true` (only adds, as
+    Delta's writers set it) is not searched: an append-heavy log is mostly such commits."""
+    if not data or data.isspace():  # (stops at the first other byte: no copy of the commit)
+        raise LogCorruptedError(f"{name} is empty")
     if data.startswith(_INFO_LINE):
         end = data.find(b"\n")
         info = commit_info(_iter_actions(data if end < 0 else data[:end], name=name))
@@ -163,8 +171,10 @@ def skim_commit(version: int, name: str, data: bytes, *, parse_when: tuple[bytes
         info = commit_info(_iter_actions(data, name=name))
     else:
         info = {}
-    if not data or data.isspace():  # (stops at the first other byte: no copy of the commit)
-        raise LogCorruptedError(f"{name} is empty")
+    if blind_appends_skipped and info.get("isBlindAppend") is True:
+        return SkimmedCommit(version, name, info, None)
+    if any(needle in data for needle in parse_when):
+        return SkimmedCommit(version, name, info, parse_commit(data, name=name))
     return SkimmedCommit(version, name, info, None)
 
 

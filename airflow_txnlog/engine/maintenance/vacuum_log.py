@@ -12,7 +12,10 @@ A completed vacuum is a VACUUM START followed by a VACUUM END with status COMPLE
 When the commits the removes need are no longer in the log (log cleanup), `complete` is False: a
 lite vacuum cannot see every candidate, and a full one (a listing) is needed.
 Each commit is skimmed (log_reader.skim_commit): its commitInfo line says whether it is a vacuum's,
-and only a commit whose bytes hold `"remove"` is parsed whole. Another reader of the same commits
+and only a commit whose bytes hold `"remove"` is parsed whole. A commit whose commitInfo says
+`isBlindAppend: true` is not searched (Delta's writers set it only when a commit adds files and
+nothing else); a writer that said so of a commit with removes would only leave those files for the
+next full vacuum, never delete a live one. Another reader of the same commits
 (the planner's Z-order look-up) may ride the pass (`rider`), so a plan reads the log backwards once.
 """
 
@@ -85,7 +88,8 @@ def vacuum_history(
         chunk = versions[start : start + _BATCH]
         blobs = read_commit_blobs(storage, [(v, listing.commits[v]) for v in chunk])
         for version, name, data in blobs:
-            commit = skim_commit(version, name, data, parse_when=() if done else _REMOVE)
+            needles = () if done else _REMOVE
+            commit = skim_commit(version, name, data, parse_when=needles, blind_appends_skipped=True)
             if not done:
                 _visit(scan, commit, stamps[version], retention_ms)
             if riding and rider is not None:

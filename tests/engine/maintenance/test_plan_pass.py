@@ -104,6 +104,13 @@ def test_skim_commit_parses_the_commitinfo_line_alone_unless_asked() -> None:
     last = skim_commit(4, "4.json", b'{"add":{"path":"a"}}\n{"commitInfo":{"operation":"WRITE"}}')
     assert last.info == {"operation": "WRITE"} and last.actions is None
     assert skim_commit(5, "5.json", b'{"add":{"path":"a"}}\n').info == {}
+    blind = b'{"commitInfo":{"isBlindAppend":true}}\n{"remove":{"path":"a"}}\n'
+    removes = (b'"remove"',)
+    assert skim_commit(8, "8.json", blind, parse_when=removes, blind_appends_skipped=True).actions is None
+    assert skim_commit(8, "8.json", blind, parse_when=removes).actions == [
+        {"commitInfo": {"isBlindAppend": True}},
+        {"remove": {"path": "a"}},
+    ]  # (a blind append that lies is searched unless the caller trusts the flag: VACUUM LITE does)
     with pytest.raises(LogCorruptedError, match=r"6\.json is empty"):
         skim_commit(6, "6.json", b"\n \n")
     with pytest.raises(LogCorruptedError, match=r"7\.json is not valid newline-delimited JSON"):
