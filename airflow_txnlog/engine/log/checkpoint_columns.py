@@ -52,8 +52,9 @@ def _valid_rows(table: pa.Table, column: str) -> pa.StructArray:
 # each time rather than kept. Without `stats_parsed` it is the only source of stats: kept.
 UNCACHED_WITH_STRUCT = frozenset({"stats"})
 _BATCH_ROWS = 65_536  # rows decoded at a time by `derive`
-# Column chunks are streamed through a buffer of this size (0, pyarrow's default, reads a whole chunk
-# at once: the stats text of a million-file checkpoint written as one row group is ~200 MB).
+# Column chunks are streamed through a buffer of this size, without pre-buffering (pyarrow's defaults
+# read a whole chunk at once: the stats text of a million-file checkpoint written as one row group is
+# ~200 MB of bytes in memory before a batch is decoded).
 _READ_BUFFER = 8 << 20
 _T = TypeVar("_T")
 
@@ -77,7 +78,7 @@ class CheckpointColumns:
         try:
             with self._storage.open_input(path) as fh:
                 # (ParquetFile.read, not read_table, which would import pandas)
-                return use(pq.ParquetFile(fh, buffer_size=_READ_BUFFER))
+                return use(pq.ParquetFile(fh, buffer_size=_READ_BUFFER, pre_buffer=False))
         except FileNotFoundError as exc:
             if self._loaded:  # it was there when the snapshot loaded
                 raise LogCorruptedError(
