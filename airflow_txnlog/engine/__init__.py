@@ -94,6 +94,12 @@ if TYPE_CHECKING:  # the public names (`X as X`: re-exported), loaded on first u
         PublicationError as PublicationError,
     )
     from airflow_txnlog.engine.errors import (
+        ReleaseError as ReleaseError,
+    )
+    from airflow_txnlog.engine.errors import (
+        ReleaseNotFoundError as ReleaseNotFoundError,
+    )
+    from airflow_txnlog.engine.errors import (
         RestoreError as RestoreError,
     )
     from airflow_txnlog.engine.errors import (
@@ -180,6 +186,8 @@ if TYPE_CHECKING:  # the public names (`X as X`: re-exported), loaded on first u
     from airflow_txnlog.engine.plan_pool import plan_tables as plan_tables
     from airflow_txnlog.engine.plan_worker import PlanOutcome as PlanOutcome
     from airflow_txnlog.engine.plan_worker import PlanTarget as PlanTarget
+    from airflow_txnlog.engine.releases import Release as Release
+    from airflow_txnlog.engine.releases import Releases as Releases
     from airflow_txnlog.engine.schema import schema_from_json as schema_from_json
     from airflow_txnlog.engine.schema import schema_to_json as schema_to_json
     from airflow_txnlog.engine.sql.predicates import Predicate as Predicate

@@ -192,6 +192,14 @@ class NotPublishedError(PublicationError):
     """A reader follows a publication channel on which nothing has been published yet."""
 
 
+class ReleaseError(TxnLogError):
+    """A multi-table release cannot be published, read or rolled back (engine.releases)."""
+
+
+class ReleaseNotFoundError(ReleaseError):
+    """There is no release log at a location, or no release with a sequence, or none yet."""
+
+
 class VersionAlreadyExistsError(TxnLogError):
     """Internal to the commit loop: another writer created the commit file for this version first.
 

@@ -56,6 +56,7 @@ from airflow_txnlog.engine.maintenance.layout import LayoutResult, optimize_layo
 from airflow_txnlog.engine.maintenance.log_cleanup import CleanupResult
 from airflow_txnlog.engine.maintenance.planner import MaintenancePlan, plan_maintenance
 from airflow_txnlog.engine.maintenance.publications import DEFAULT_CHANNEL, Publication
+from airflow_txnlog.engine.maintenance.release_records import ReleaseRecord, released_snapshot
 from airflow_txnlog.engine.maintenance.restore import RestoreResult
 from airflow_txnlog.engine.maintenance.rewrite_run import RewriteWriter
 from airflow_txnlog.engine.maintenance.savepoints import Savepoint
@@ -222,11 +223,19 @@ class Table:
         return start if found is None else max(start, found)
 
     def snapshot(
-        self, version: int | None = None, timestamp: dt.datetime | str | int | None = None
+        self,
+        version: int | None = None,
+        timestamp: dt.datetime | str | int | None = None,
+        *,
+        release: ReleaseRecord | None = None,
     ) -> Snapshot:
-        """The table as of `version`, or as of `timestamp`, or the latest version."""
-        if version is not None and timestamp is not None:
-            raise InvalidArgumentError("give either version or timestamp, not both")
+        """The table as of `version`, or as of `timestamp`, or at its version in `release` (a
+        `Releases` record: engine.releases), or the latest version."""
+        if sum(x is not None for x in (version, timestamp, release)) > 1:
+            raise InvalidArgumentError("give one of version, timestamp or release, not more")
+        if release is not None:
+            released: Snapshot = released_snapshot(release, self.uri, self.snapshot, self._refresh)
+            return released
         if timestamp is not None:
             ict = props.in_commit_timestamps(self._refresh().metadata.configuration)
             version = version_at(self._storage, timestamp, in_commit_timestamps=ict)

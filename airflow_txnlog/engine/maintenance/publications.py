@@ -54,6 +54,7 @@ from airflow_txnlog.engine.maintenance.publication_records import (
     record_key,
     validate_channel,
 )
+from airflow_txnlog.engine.maintenance.release_records import held_versions
 from airflow_txnlog.engine.maintenance.savepoints import files_at_risk, missing_files
 from airflow_txnlog.engine.state.snapshot import Snapshot, load_snapshot
 from airflow_txnlog.engine.storage import Storage
@@ -104,9 +105,10 @@ def pending_versions(storage: Storage, *, now_ms: int | None = None) -> set[int]
 
 
 def protected_versions(storage: Storage) -> set[int]:
-    """Every version readers of a channel may load: each channel's current version and the
-    versions of publishes in progress. Vacuum keeps their files; log cleanup keeps their log."""
-    return set(published_versions(storage).values()) | pending_versions(storage)
+    """Every version readers of a channel or a release may load: each channel's current version,
+    the versions of publishes in progress, and the versions release logs hold in the table
+    (engine.maintenance.release_records). Vacuum keeps their files; log cleanup keeps their log."""
+    return set(published_versions(storage).values()) | pending_versions(storage) | held_versions(storage)
 
 
 def published_keys(storage: Storage, latest: Snapshot) -> set[str]:
@@ -119,7 +121,8 @@ def published_keys(storage: Storage, latest: Snapshot) -> set[str]:
             snap = load_snapshot(storage, version)
         except Exception as exc:
             raise PublicationError(
-                f"cannot load version {version}, published (or being published) on a channel, to keep "
+                f"cannot load version {version}, published (or being published) on a channel or held by "
+                f"a release, to keep "
                 f"its files: {exc}. Nothing was deleted. Help: publish a newer version on that channel"
             ) from exc
         keep.update(snap.file_paths())

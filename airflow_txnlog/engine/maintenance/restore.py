@@ -176,12 +176,18 @@ def plan(current: Snapshot, target: RestoreTarget) -> _Plan:
 
 
 def foreign_versions(
-    storage: Storage, after: int, until: int, owner: str | None, *, known: dict[int, bool] | None = None
+    storage: Storage,
+    after: int,
+    until: int,
+    owner: str | None,
+    *,
+    known: dict[int, bool] | None = None,
+    strict: bool = False,
 ) -> list[int]:
-    """Versions in (after, until] that changed data or metadata and are not tagged with `owner`.
-    `known` (version -> foreign) is read first and filled in, so a caller asking again reads only
-    the commits it has not seen."""
-    if owner is None or until <= after:
+    """Versions in (after, until] that changed data or metadata and are not tagged with `owner`
+    (without an owner: none, or with `strict` every such version). `known` (version -> foreign) is
+    read first and filled in, so a caller asking again reads only the commits it has not seen."""
+    if (owner is None and not strict) or until <= after:
         return []
     verdicts = {} if known is None else known
     listing = list_after(storage, after)
@@ -193,7 +199,7 @@ def foreign_versions(
             for a in commit.actions
             for k, body in a.items()
         )
-        verdicts[commit.version] = changes and tags.get(OWNER_TAG) != owner
+        verdicts[commit.version] = changes and (owner is None or tags.get(OWNER_TAG) != owner)
     return [v for v, _ in since if verdicts[v]]
 
 
@@ -234,15 +240,23 @@ def restore(
     dry_run: bool,
     on_foreign_commits: ForeignCommitsPolicy,
     owner: str | None,
+    foreign_after: int | None = None,
 ) -> RestoreResult:
-    """Plan and (unless dry_run) commit a restore; re-plans after a conflicting concurrent commit."""
+    """Plan and (unless dry_run) commit a restore; re-plans after a conflicting concurrent commit.
+    `foreign_after`: only commits after this version can be foreign, and without an owner every
+    data-changing one is (a release rollback: the released versions up to it are the rollback's to
+    discard, any later commit is another writer's)."""
     check_options(dry_run=dry_run, on_foreign_commits=on_foreign_commits, owner=owner)
     verdicts: dict[int, bool] = {}  # version -> foreign, for the versions read so far
     present: set[str] = set()  # files found to exist (pinned: they stay)
     for attempt in range(MAX_REPLANS):
         current = table.snapshot()
         p = plan(current, target)
-        foreign = foreign_versions(table.storage, target.version, current.version, owner, known=verdicts)
+        after = target.version if foreign_after is None else max(target.version, foreign_after)
+        strict = foreign_after is not None
+        foreign = foreign_versions(
+            table.storage, after, current.version, owner, known=verdicts, strict=strict
+        )
         dvs = [f.deletion_vector for f in p.adds if f.deletion_vector]
         unchecked = [x for x in [f.path for f in p.adds] + sorted(dv_file_paths(dvs)) if x not in present]
         gone = missing_files(table.storage, unchecked)
@@ -252,7 +266,7 @@ def restore(
             return _outcome(target, p, gone, foreign, version=done, committed=False, dry_run=dry_run)
         if dry_run:
             return _outcome(target, p, gone, foreign, version=None, committed=False, dry_run=True)
-        _check_safe(target, gone, foreign, on_foreign_commits)
+        check_safe(target, gone, foreign, on_foreign_commits)
         txn = table.transaction("RESTORE", target.parameters, snapshot=current)
         try:
             version = _commit(txn, target, p, foreign, owner)
@@ -268,7 +282,7 @@ def restore(
     )
 
 
-def _check_safe(
+def check_safe(
     target: RestoreTarget, gone: list[str], foreign: list[int], policy: ForeignCommitsPolicy
 ) -> None:
     if gone:
