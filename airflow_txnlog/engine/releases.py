@@ -206,7 +206,7 @@ class Releases:
         snaps = {uri: self._snapshot_at(uri, version) for uri, version in wanted.items()}
         tables = {uri: snap.storage for uri, snap in snaps.items()}
         for storage, snap in zip(tables.values(), snaps.values(), strict=True):
-            write_hold(storage, self.id, publish_id, snap.version, _now())
+            write_hold(storage, self.id, publish_id, version=snap.version, now_ms=_now(), log_uri=self.uri)
         try:
             _check_files(snaps, self._table_options)
             record = self._append(snaps, note=note, publish_id=publish_id, kind=kind, rollback_to=rollback_to)

@@ -45,7 +45,7 @@ if TYPE_CHECKING:  # the names below load on first use (engine._doors)
         stats_columns,
         stats_json,
     )
-    from airflow_txnlog.engine.maintenance import publication_records
+    from airflow_txnlog.engine.maintenance import publication_records, release_records
     from airflow_txnlog.engine.maintenance.curves import bits_per_column as layout_bits
     from airflow_txnlog.engine.maintenance.curves import boundaries as layout_cuts
     from airflow_txnlog.engine.maintenance.curves import layout_keys
@@ -121,6 +121,7 @@ __all__ = [  # (for now also listed here: mypy and ruff read a static __all__; s
     "plan_layout",
     "provenance",
     "publication_records",
+    "release_records",
     "rewrite_columns",
     "row_rule_violation",
     "row_rules",

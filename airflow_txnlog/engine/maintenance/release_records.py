@@ -17,8 +17,9 @@ publisher's `publishId` (a retry with the same id returns the first record), `no
 and `publishedBy` (DAG / task / run inside Airflow: engine.write.provenance).
 
 Holds, in each released table, under `<table>/_releases/<log id>/<publish id>.json` ({"version",
-"createdAt"}): a publisher writes them *before* its record, so a record never names a version that
-no hold keeps; vacuum and log cleanup keep every held version (`held_versions`, honoured through
+"createdAt", "log": the release log's URI, so a table tells which logs release it}): a publisher
+writes them *before* its record, so a record never names a version that no hold keeps; vacuum and
+log cleanup keep every held version (`held_versions`, honoured through
 `publications.protected_versions`). Holds of records that fell out of the log's rollback window are
 deleted by later publishes; a hold whose record never appeared (its publisher died) is deleted once
 it is older than ORPHAN_TTL_MS, so it may keep files longer than needed, never shorter.
@@ -183,8 +184,11 @@ def hold_key(log_id: str, publish_id: str) -> str:
     return f"{HOLDS_DIR}/{log_id}/{publish_id}.json"
 
 
-def write_hold(table: Storage, log_id: str, publish_id: str, version: int, now_ms: int) -> None:
-    table.write(hold_key(log_id, publish_id), orjson.dumps({"version": version, "createdAt": now_ms}))
+def write_hold(
+    table: Storage, log_id: str, publish_id: str, *, version: int, now_ms: int, log_uri: str
+) -> None:
+    body = {"version": version, "createdAt": now_ms, "log": log_uri}
+    table.write(hold_key(log_id, publish_id), orjson.dumps(body))
 
 
 def holds(table: Storage) -> dict[tuple[str, str], tuple[int, int]]:
@@ -212,6 +216,26 @@ def holds(table: Storage) -> dict[tuple[str, str], tuple[int, int]]:
                     f"release hold {table.root}/{HOLDS_DIR}/{log_id}/{f.name} is unreadable ({exc}); "
                     "nothing was deleted. Help: delete it once no release of that log names the table"
                 ) from exc
+    return out
+
+
+def release_logs(table: Storage) -> dict[str, str]:
+    """{log id: log URI} of the release logs holding a version of this table (the Tables view)."""
+    out: dict[str, str] = {}
+    try:
+        entries = table.fs.ls(table.full_path(HOLDS_DIR), detail=True)
+    except (FileNotFoundError, NotADirectoryError):
+        return out
+    for entry in (e for e in entries if e.get("type") == "directory"):
+        log_id = str(entry["name"]).rstrip("/").rsplit("/", 1)[-1]
+        for f in table.list_dir(f"{HOLDS_DIR}/{log_id}"):
+            try:
+                uri = orjson.loads(table.read(f"{HOLDS_DIR}/{log_id}/{f.name}")).get("log")
+            except (FileNotFoundError, orjson.JSONDecodeError, AttributeError):
+                continue
+            if isinstance(uri, str):
+                out[log_id] = uri
+                break
     return out
 
 
