@@ -1,9 +1,15 @@
-"""The Airflow `Asset` of a table: one per table URI, so producers and consumers agree on it.
+"""The Airflow `Asset` of a table, and of a release log: one per URI, so producers and consumers agree.
 
 Airflow refuses a second asset with the same URI ("uri is already associated"), so an
 `AssetWatcher` must hang on this same asset: `table_asset(uri, watchers=[...])`. Airflow identifies an
 asset by its name and URI (watchers are not part of that key, though Python's `==` compares them),
 so the watched asset and the plain one that operators emit for are the same asset to Airflow.
+
+A release log (engine.releases: several tables published as one cut) has an asset of its own,
+`release_asset(log_uri)`, spelled as a table's (`file:///abs/path`, or the URI itself): the log lives
+at a location of its own, never a table's, so the two kinds cannot share a URI. `TxnLogReleaseOperator`
+emits an event on it for every release it publishes; a DAG that must read the tables *together*
+schedules on it rather than on the tables' assets.
 """
 
 from __future__ import annotations
@@ -34,6 +40,13 @@ def table_asset(table_uri: str, *, watchers: Sequence[AssetWatcher] = ()) -> Ass
     if watchers:
         return Asset(uri=uri, watchers=list(watchers))
     return Asset(uri=uri)
+
+
+def release_asset(log_uri: str, *, watchers: Sequence[AssetWatcher] = ()) -> Asset:
+    """The asset of a release log: DAGs that read its tables together schedule on it
+    (`schedule=[release_asset(uri)]`); `TxnLogReleaseOperator` and `TxnLogReleaseRollbackOperator`
+    emit its events (extra: `sequence`, `kind`, `versions`, ...)."""
+    return table_asset(log_uri, watchers=watchers)
 
 
 # Schemes that name the same store (fsspec's and Hadoop's spellings).

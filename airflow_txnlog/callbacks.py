@@ -17,8 +17,20 @@ Callbacks can fire twice, or for a try that will be retried; so the callback
 The restore commit itself carries the failing task's provenance (set from the context, since the
 AIRFLOW_CTX_* variables may not be exported yet when a task fails early).
 
+`rollback_release_on_failure(release_log_uri)` does the same for every table of a release log
+(engine.releases, docs/releases.md): on a final failure it rolls the tables back to the log's
+*current* release (`Releases.rollback`, through operators.release.roll_back), so the failed run's
+commits after it are undone and published as a release of kind "rollback". The run's own commits are
+told from others' by the same owner tag; a foreign commit after the current release makes it refuse
+(ERROR, each such commit logged with its writer, nothing restored) unless `on_foreign_commits="force"`.
+Tables all at their released versions mean nothing to undo: no restore and no new release, so a second
+firing does nothing (INFO). Its outcomes in the task log: the rollback's release (WARNING, tables
+changed), nothing to undo (INFO), no release log or no release yet (WARNING, nothing done), foreign
+commits or any other failure (ERROR).
+
 Bad arguments are refused when the callback is built (in the DAG file), not when it fires: a policy
-outside `ForeignCommitsPolicy` raises `InvalidArgumentError` from `restore_on_failure(...)` itself.
+outside `ForeignCommitsPolicy` raises `InvalidArgumentError` from `restore_on_failure(...)` /
+`rollback_release_on_failure(...)` itself.
 """
 
 from __future__ import annotations
@@ -33,7 +45,7 @@ from airflow_txnlog.hooks.txnlog import TxnLogHook
 from airflow_txnlog.operators._base import context_provenance, run_owner  # the engine's owner tag
 
 if TYPE_CHECKING:
-    from airflow_txnlog.engine import Table
+    from airflow_txnlog.engine import Release, Table
 
 log = logging.getLogger(__name__)
 _RETRY_STATES = frozenset({"up_for_retry", "up_for_reschedule"})
@@ -139,6 +151,98 @@ def restore_on_failure(
                 "`txnlog restore --savepoint`)",
                 table_uri,
                 savepoint_task_id,
+            )
+
+    return callback
+
+
+# ------------------------------------------------------------------ release logs
+def _log_release_foreign(current: Release, owner: str) -> None:
+    """Each table's commits after `current` that this run did not make, with their writers."""
+    from airflow_txnlog.engine import Table  # noqa: PLC0415 - no pyarrow at parse time
+
+    log.error(
+        "rollback_release_on_failure: NOT rolling back: other writers than this run (%s) committed to "
+        "tables of the release log after release %s; rolling back would discard their changes. The "
+        "tables still hold this run's changes. Help: check these writers, then roll back by hand "
+        "(TxnLogReleaseRollbackOperator or Releases.rollback), or build the callback with "
+        "on_foreign_commits='force'.",
+        owner,
+        current.sequence,
+    )
+    for uri, released in current.versions.items():
+        table = Table.open(uri, storage_options=current.table_storage_options)
+        for info in table.history(limit=max(0, table.latest_version() - released)):
+            if info["version"] > released and (info.get("tags") or {}).get("owner") != owner:
+                writer = describe_writer(info)
+                log.error("rollback_release_on_failure: version %s of %s: %s", info["version"], uri, writer)
+
+
+def _roll_back_release(
+    context: Any, release_log_uri: str, conn_id: str, policy: ForeignCommitsPolicy
+) -> None:
+    from airflow_txnlog.engine import ForeignCommitsError, ReleaseNotFoundError  # noqa: PLC0415
+    from airflow_txnlog.operators.release import releases_for, roll_back  # noqa: PLC0415
+
+    owner = run_owner(context)
+    ti = context.get("ti") or context.get("task_instance")
+    note = f"rollback_release_on_failure: task {getattr(ti, 'task_id', '?')} of {owner} failed"
+    current: Release | None = None
+    try:
+        releases = releases_for(TxnLogHook(txnlog_conn_id=conn_id), release_log_uri)
+        current = releases.current()
+        with context_provenance(context):
+            outcome = roll_back(releases, None, policy=policy, owner=owner, note=note)
+    except ReleaseNotFoundError as exc:
+        log.warning("rollback_release_on_failure: %s; the tables are left as they are", exc)
+        return
+    except ForeignCommitsError:
+        assert current is not None  # (a rollback ran: there is a release)
+        _log_release_foreign(current, owner)
+        return
+    release = outcome.release
+    if outcome.rolled_back:
+        log.warning(
+            "rollback_release_on_failure: rolled the tables of %s back to release %s as release %s: %s",
+            release_log_uri,
+            release.rollback_to,
+            release.sequence,
+            release.versions,
+        )
+    else:
+        log.info(
+            "rollback_release_on_failure: no table of %s moved since release %s: nothing to roll back",
+            release_log_uri,
+            release.sequence,
+        )
+
+
+def rollback_release_on_failure(
+    release_log_uri: str,
+    *,
+    txnlog_conn_id: str = TxnLogHook.default_conn_name,
+    on_foreign_commits: ForeignCommitsPolicy = "fail",
+) -> Callable[[Any], None]:
+    """Build the callback: roll every table of the release log back to its current release when the
+    task fails for good (see the module docstring)."""
+    check_choice("on_foreign_commits", on_foreign_commits, ForeignCommitsPolicy)
+
+    def callback(context: Any) -> None:
+        ti = context.get("ti") or context.get("task_instance")
+        if ti is not None and _will_retry(ti):
+            log.info(
+                "rollback_release_on_failure: %s will be retried; not rolling back yet",
+                getattr(ti, "task_id", "?"),
+            )
+            return
+        try:
+            _roll_back_release(context, release_log_uri, txnlog_conn_id, on_foreign_commits)
+        except Exception:  # a callback must never raise into Airflow; loud instead of silent
+            log.exception(
+                "rollback_release_on_failure: FAILED to roll back the tables of %s; they may still hold "
+                "the failed run's changes. Help: roll back by hand (TxnLogReleaseRollbackOperator or "
+                "Releases.rollback)",
+                release_log_uri,
             )
 
     return callback

@@ -37,15 +37,24 @@ def get_provider_info() -> dict[str, Any]:
                     "airflow_txnlog.operators.maintenance",
                     "airflow_txnlog.operators.savepoint",
                     "airflow_txnlog.operators.publish",
+                    "airflow_txnlog.operators.release",
                     "airflow_txnlog.operators.constraints",
                     "airflow_txnlog.operators.planned_maintenance",
                     "airflow_txnlog.operators.planned_actions",
                 ],
             }
         ],
-        "sensors": [{"integration-name": _INTEGRATION, "python-modules": ["airflow_txnlog.sensors.version"]}],
+        "sensors": [
+            {
+                "integration-name": _INTEGRATION,
+                "python-modules": ["airflow_txnlog.sensors.version", "airflow_txnlog.sensors.release"],
+            }
+        ],
         "triggers": [
-            {"integration-name": _INTEGRATION, "python-modules": ["airflow_txnlog.triggers.version"]}
+            {
+                "integration-name": _INTEGRATION,
+                "python-modules": ["airflow_txnlog.triggers.version", "airflow_txnlog.triggers.release"],
+            }
         ],
         "connection-types": [_connection_type()],
         "config": _config(),

@@ -21,6 +21,12 @@ human-readable rich output):
     txnlog cluster-by URI (a,b | --none)        a clustered table's keys (no file rewritten)
     txnlog publish URI [--version N] [--channel C]   mark an audited version (write-audit-publish)
     txnlog published URI [--channel C]          the version a channel publishes (exit 1: none)
+    txnlog release publish LOG TABLE=VERSION... [--note T] [--publish-id ID] [--create]
+                                                release several tables' versions as one cut
+    txnlog release show LOG [--sequence N]      the current release (exit 1: none yet)
+    txnlog release history LOG [--limit N]      the releases, newest first
+    txnlog release rollback LOG --to N [--force] [--owner O] [--note T]
+                                                restore every table to release N, as a new release
 
 The global option `--storage-option KEY=VALUE` (repeatable, before the command) is passed to fsspec
 as storage_options. Values are strings, except JSON objects/arrays and `true` / `false` / `null`,
@@ -32,7 +38,7 @@ bad usage exits with 2.
 Modules: `_output` (shared options, error handling, output helpers), `read` (describe, history,
 files, checkpoint), `table_rules` (describe's rules and features as JSON), `describe_text` (describe
 as text, within 80 columns), `maintenance` (savepoints, restore, vacuum, log cleanup, health), `publish`
-(publish, published), `layout` (optimize, cluster-by).
+(publish, published), `release` (multi-table releases), `layout` (optimize, cluster-by).
 """
 
 from __future__ import annotations
@@ -41,7 +47,7 @@ from typing import Annotated
 
 import typer
 
-from airflow_txnlog.cli import layout, maintenance, plan, publish, read, schema
+from airflow_txnlog.cli import layout, maintenance, plan, publish, read, release, schema
 from airflow_txnlog.cli._output import iso_ms, parse_storage_options
 from airflow_txnlog.cli.read import describe_doc, file_doc, history_doc
 from airflow_txnlog.engine import Table
@@ -96,6 +102,7 @@ app.command()(layout.optimize)
 app.command("cluster-by")(layout.cluster_by)
 app.command()(publish.publish)
 app.command()(publish.published)
+app.add_typer(release.release_app, name="release")
 app.command("set-properties")(schema.set_properties)
 app.command("unset-properties")(schema.unset_properties)
 app.command("rename-column")(schema.rename_column)

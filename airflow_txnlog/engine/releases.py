@@ -44,6 +44,7 @@ import orjson
 
 from airflow_txnlog._shown import shown
 from airflow_txnlog.engine.errors import (
+    ForeignCommitsError,
     InvalidArgumentError,
     ReleaseError,
     ReleaseNotFoundError,
@@ -173,6 +174,8 @@ class Releases:
 
     def history(self, limit: int | None = None) -> list[Release]:
         """The releases, newest first (`limit`: at most that many)."""
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
+            raise InvalidArgumentError(f"limit must be a non-negative integer or None, got {shown(limit)}")
         found = sequences(self._storage)[::-1]
         return [self.get(s) for s in (found if limit is None else found[:limit])]
 
@@ -323,19 +326,36 @@ class Releases:
         *,
         dry_run: bool,
     ) -> int:
-        """Restore `uri` to `version` (commits after `released` are foreign); the version holding it."""
+        """Restore `uri` to `version` (commits after `released` are foreign); the version holding it.
+        A refusal names the table and the release version the foreign commits came after."""
         table = Table.open(uri, storage_options=self._table_options)
         target, snap = restore_mod.version_target(
             table.snapshot, table.storage, version=version, timestamp=None
         )
-        with restore_mod.pinned(table, None if dry_run else snap):
-            result = restore_mod.restore(
-                table, target, dry_run=dry_run, on_foreign_commits=policy, owner=owner,
-                foreign_after=version if released is None else released,
-            )  # fmt: skip
-        if dry_run:
-            if result.version is None:  # (None: it would commit; a table already restored need not)
+        after = version if released is None else released
+        try:
+            with restore_mod.pinned(table, None if dry_run else snap):
+                result = restore_mod.restore(
+                    table, target, dry_run=dry_run, on_foreign_commits=policy, owner=owner,
+                    foreign_after=after,
+                )  # fmt: skip
+            if dry_run and result.version is None:  # (None: it would commit; a restored table need not)
                 restore_mod.check_safe(target, result.missing_files, result.foreign_versions, policy)
+        except ForeignCommitsError as exc:
+            state = (
+                "Nothing was restored"
+                if dry_run
+                else "The tables restored before it stay restored: run the rollback again once settled"
+            )
+            raise ForeignCommitsError(
+                f"cannot roll back {uri!r} to version {version}: versions {exc.versions} were committed "
+                f"by other writers after its version {after} in the current release, and rolling back "
+                f"would discard them. {state}. "
+                "Help: if those commits are yours, pass owner=<their owner tag>; "
+                "on_foreign_commits='force' discards them",
+                versions=exc.versions,
+            ) from None
+        if dry_run:
             return version
         assert result.version is not None
         return result.version
@@ -370,7 +390,7 @@ def _checked_note(note: object) -> str | None:
 def _checked_id(publish_id: object) -> str:
     if publish_id is None:
         return uuid.uuid4().hex
-    if not isinstance(publish_id, str) or not SAFE_NAME_RE.match(publish_id):
+    if not isinstance(publish_id, str) or not SAFE_NAME_RE.match(publish_id) or ".." in publish_id:
         raise InvalidArgumentError(
             f"publish_id must be letters, digits, '_', '-' or '.' (at most {MAX_ID}, a letter or digit "
             f"first), got {shown(publish_id)}"

@@ -37,7 +37,8 @@ ForeignCommitsPolicy = Literal["fail", "force"]
 """What a restore does when other writers committed since its target (see `Table.restore`)."""
 
 # A name safe as one path segment on every store: savepoint names, publication channels.
-SAFE_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$")
+# (\Z, not $: `$` also matches before a final newline, and "name\n" is no safe path segment)
+SAFE_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}\Z")
 
 
 def safe_name(what: str, value: object) -> str:

@@ -12,6 +12,7 @@ Routes: `/` (the page), `/static/{name}`, `/api/tables`, `/api/tables/{id}`,
 `/api/tables/{id}/history?before=&limit=`, `/api/tables/{id}/chart.svg`,
 `/api/tables/{id}/maintenance?limit=` (the last plan, the maintenance history and the maintenance
 state, `tables_maintenance`; runs in flight from the metadata database, `tables_maintenance_state`),
+`/api/tables/{id}/releases?limit=` (the release logs holding the table, `tables_releases`),
 `/api/lookup?uri=`, `/api/catalog` (the readable tables' URIs and connections, no table opened: what
 `TxnLogCatalogHook` gives a planning task).
 """
@@ -19,13 +20,19 @@ state, `tables_maintenance`; runs in flight from the metadata database, `tables_
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, HTTPException, Query
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response
 
-from airflow_txnlog.plugins import tables_maintenance, tables_maintenance_state, tables_report
+from airflow_txnlog.plugins import (
+    tables_maintenance,
+    tables_maintenance_state,
+    tables_releases,
+    tables_report,
+)
 from airflow_txnlog.plugins.tables_access import may_read, names_allow, readable_names
 from airflow_txnlog.plugins.tables_catalog import KnownTable, cached_catalog
 from airflow_txnlog.plugins.tables_chart import chart_svg
@@ -80,6 +87,20 @@ def _only_visible_names(row: dict[str, Any], names: Names) -> dict[str, Any]:
     """The row with only the asset and DAG ids the user may read (the others are not theirs to see)."""
     assets, dags = names
     return {**row, "assets": assets, "dags": dags}
+
+
+def _dag_check(user: Any) -> Callable[[str], bool]:
+    """Whether `user` may read a DAG (to show a DAG id and run id a table's files or history name)."""
+    manager = _auth_manager()
+
+    def may_see_dag(dag_id: str) -> bool:
+        from airflow.api_fastapi.auth.managers.models.resource_details import (  # noqa: PLC0415
+            DagDetails,
+        )
+
+        return bool(manager.is_authorized_dag(method="GET", details=DagDetails(id=dag_id), user=user))
+
+    return may_see_dag
 
 
 def _failed(known: KnownTable, exc: Exception) -> JSONResponse:
@@ -147,15 +168,7 @@ def create_app() -> FastAPI:
         table_id: str, user: User, limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 50
     ) -> dict[str, Any] | JSONResponse:
         known, _ = _table(user, table_id)
-        manager = _auth_manager()
-
-        def may_see_dag(dag_id: str) -> bool:
-            from airflow.api_fastapi.auth.managers.models.resource_details import (  # noqa: PLC0415
-                DagDetails,
-            )
-
-            return bool(manager.is_authorized_dag(method="GET", details=DagDetails(id=dag_id), user=user))
-
+        may_see_dag = _dag_check(user)
         try:
             return tables_maintenance.maintenance(
                 known,
@@ -164,6 +177,18 @@ def create_app() -> FastAPI:
                 in_flight=tables_maintenance_state.in_flight_from_db,
             )
         except Exception as exc:
+            return _failed(known, exc)
+
+    @app.get("/api/tables/{table_id}/releases", response_model=None)
+    def releases(
+        table_id: str,
+        user: User,
+        limit: Annotated[int, Query(ge=1, le=tables_releases.MAX_RECENT)] = tables_releases.DEFAULT_RECENT,
+    ) -> dict[str, Any] | JSONResponse:
+        known, _ = _table(user, table_id)
+        try:
+            return tables_releases.releases(known, limit=limit, may_see_dag=_dag_check(user))
+        except Exception as exc:  # (a log that cannot be read is one line of the answer, not this)
             return _failed(known, exc)
 
     @app.get("/api/catalog")

@@ -34,6 +34,7 @@ from airflow.sdk.exceptions import AirflowException, AirflowSensorTimeout
 
 from airflow_txnlog.arguments import channel_name, operation_names, renders_later, version_number
 from airflow_txnlog.hooks.txnlog import TxnLogHook
+from airflow_txnlog.sensors._baseline import run_baseline
 from airflow_txnlog.triggers.version import TxnLogVersionTrigger
 
 if TYPE_CHECKING:
@@ -110,20 +111,12 @@ class TxnLogVersionSensor(BaseSensorOperator):
         version = version_number("after_version", rendered)  # a template renders to text
         if version is not None:
             return version
-        store: Any = context.get("task_state_store")
-        if store is not None:
-            stored = store.get(BASELINE_KEY)
-            if stored is not None:
-                return int(stored)
-        elif self.reschedule:
-            raise AirflowException(
-                "TxnLogVersionSensor in reschedule mode needs after_version on this Airflow version "
-                "(no task state store to keep the baseline between pokes). Help: pass after_version, "
-                "or use mode='poke' or deferrable=True."
-            )
-        baseline = self.hook.log_version(self._log(), channel=self.channel)
-        if store is not None:
-            store.set(BASELINE_KEY, baseline)
+        baseline, fixed = run_baseline(
+            context, key=BASELINE_KEY, reschedule=self.reschedule, sensor="TxnLogVersionSensor",
+            param="after_version", current=lambda: self.hook.log_version(self._log(), channel=self.channel),
+        )  # fmt: skip
+        if not fixed:
+            return baseline
         what = f"a publication on channel {self.channel!r}" if self.channel else "a commit"
         self.log.info("waiting for %s of %s after version %s", what, self.table_uri, baseline)
         return baseline

@@ -27,6 +27,7 @@ from pyspark.sql.types import StructType
 from airflow_txnlog.engine import (
     IdentityColumn,
     InvalidArgumentError,
+    Release,
     Snapshot,
     Table,
     TxnLogError,
@@ -149,14 +150,19 @@ class SparkTable:
         version: int | None = None,
         timestamp: dt.datetime | str | int | None = None,
         published: bool | str = False,
+        release: Release | None = None,
         row_tracking: bool = False,
     ) -> DataFrame:
         """The rows of the latest version, or of `version`, or as of `timestamp`, or of the version
         published on a channel (`published=True`: the default channel; a str: that channel; see
-        `Table.publish`). Partition columns included, in schema order. `row_tracking=True` (a table
+        `Table.publish`), or of the table's version in a multi-table `release` (a `Release`:
+        `Releases.open(log).current()`; ReleaseError when the table is not in it). One of them at
+        most. Partition columns included, in schema order. `row_tracking=True` (a table
         with row tracking enabled): plus `_row_id` and `_row_commit_version`, each row's stable
         id and commit version (PROTOCOL.md "Row Tracking")."""
-        snap = snapshot_of(self.table, version=version, timestamp=timestamp, published=published)
+        snap = snapshot_of(
+            self.table, version=version, timestamp=timestamp, published=published, release=release
+        )
         return rows(self._handle.context(snap), snap, row_tracking=row_tracking)
 
     def changes(self, start_version: int, end_version: int | None = None) -> DataFrame:

@@ -203,3 +203,37 @@ def test_a_rollback_killed_after_its_restores_converges_when_run_again(
     back = log.rollback(to=0)
     assert back.versions == {orders.uri: 3, customers.uri: 3}  # (no second restore commit)
     assert orders.latest_version() == 3 and customers.latest_version() == 3
+
+
+def test_one_table_has_one_name_however_it_is_spelled_and_names_stay_safe(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (orders,) = _tables(tmp_path, ("orders",))
+    log = Releases.create("log")
+    log.publish({"orders": 1})
+    orders.write(_rows(1))
+    second = log.publish({"./orders/": 2})
+    assert second.versions == {orders.uri: 2}  # (one key: the table's own URI)
+    assert log.current().snapshot("orders").version == 2
+    with pytest.raises(ReleaseError, match="never moves a table back"):
+        log.publish({f"file://{orders.uri}": 1})
+    with pytest.raises(InvalidArgumentError, match="publish_id must be letters"):
+        log.publish({orders.uri: 2}, publish_id="nightly\n")
+    with pytest.raises(InvalidArgumentError, match="limit must be a non-negative integer"):
+        log.history(limit=-1)
+
+
+def test_a_rollback_refusal_names_the_table_and_the_released_version(tmp_path: Path) -> None:
+    orders, customers = _tables(tmp_path)
+    log = Releases.create(str(tmp_path / "log"))
+    log.publish({orders.uri: 1, customers.uri: 1})
+    orders.write(_rows(1))
+    orders.write(_rows(2))
+    customers.write(_rows(1))
+    log.publish({orders.uri: 3, customers.uri: 2})
+    customers.write(_rows(9))  # another writer's version 3, after the released version 2
+    with pytest.raises(
+        ForeignCommitsError, match=r"customers' to version 1: versions \[3\].*after its version 2"
+    ):
+        log.rollback(to=0)

@@ -27,6 +27,7 @@ it is older than ORPHAN_TTL_MS, so it may keep files longer than needed, never s
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -115,9 +116,12 @@ class ReleaseRecord:
 
 
 def normalize(uri: str) -> str:
-    """A table URI as releases compare them: no trailing slash, `file://` paths as plain paths."""
-    text = uri.rstrip("/")
-    return text[len("file://") :] if text.startswith("file:///") else text
+    """A table URI as releases name and compare them: no trailing slash, `file://` paths as plain
+    paths, a local path absolute (as the engine's storage names a table: `Table.uri`)."""
+    text = uri.strip().rstrip("/") or uri
+    if text.startswith("file:///"):
+        text = text[len("file://") :]
+    return text if "://" in text else os.path.abspath(text)
 
 
 def record_key(sequence: int) -> str:

@@ -115,6 +115,7 @@ async function showTable(id) {
   const savepoints = el("table", {}, el("tr", {}, ...["name", "version", "created", "expires", "reason"].map((h) => el("th", {}, h))),
     ...t.savepoints.map((s) => el("tr", {}, el("td", {}, s.name), el("td", {}, s.version), el("td", {}, fmtTime(s.createdAt)),
       el("td", { class: s.expired ? "error" : "" }, s.expiresAt ? fmtTime(s.expiresAt) + (s.expired ? " (expired)" : "") : "never"), el("td", {}, s.reason || ""))));
+  const releases = el("section", { id: "releases" }, el("h2", {}, "Releases"), el("p", { class: "muted" }, "Loading…"));
   main.replaceChildren(
     el("section", {}, el("table", {}, el("tr", {}, el("th", {}, "version"), el("th", {}, "files"), el("th", {}, "size"), el("th", {}, "health")),
       el("tr", {}, el("td", {}, t.version), el("td", {}, t.numFiles), el("td", {}, fmtBytes(t.sizeBytes)), badges(t.badges)))),
@@ -122,6 +123,7 @@ async function showTable(id) {
       el("img", { id: "chart", alt: "table size and rows added per version", src: `api/tables/${encodeURIComponent(id)}/chart.svg` })),
     el("section", {}, el("h2", {}, "Timeline"), el("table", { id: "timeline" }, el("thead", {}, head), timeline), more),
     el("section", {}, el("h2", {}, "Savepoints"), savepoints),
+    releases,
     el("section", {}, el("h2", {}, "Schema"), el("p", { class: "muted" }, `partitioned by: ${t.partitionColumns.join(", ") || "nothing"}`), schema),
     layoutSection(t.layout),
     el("section", {}, el("h2", {}, "Protocol and features"), keyValues(t.protocol)),
@@ -129,8 +131,50 @@ async function showTable(id) {
       el("p", {}, el("a", { href: "../dags/txnlog_maintenance", target: "_top" }, "Maintenance DAG (planned: checkpoint, optimize, vacuum, log cleanup)"))),
     el("section", {}, el("h2", {}, "Properties"), keyValues(t.properties)),
   );
+  const releasesLoaded = fillReleases(releases, id)
+    .catch((err) => releases.replaceChildren(el("h2", {}, "Releases"), el("p", { class: "error" }, `releases could not load: ${err.message}`)));
   await loadPage();
   main.append(await maintenanceSection(id).catch((err) => el("p", { class: "error" }, `maintenance could not load: ${err.message}`)));
+  await releasesLoaded;
+}
+
+const kindText = (r) => (r.kind === "rollback" && r.rollbackTo !== null && r.rollbackTo !== undefined ? `rollback to ${r.rollbackTo}` : r.kind);
+
+function publisher(c) {
+  if (!c.publishedBy) return "outside Airflow";
+  if (!c.publishedBy.dagId) return "a DAG you may not read";
+  return c.runLink ? el("a", { href: c.runLink, target: "_top" }, writerText(c.publishedBy)) : writerText(c.publishedBy);
+}
+
+function releaseLog(g, latest) {
+  const box = el("div", { class: "release-log", "data-log": g.id }, el("h3", {}, `Release log ${g.uri}`));
+  if (g.error) { box.append(el("p", { class: "error" }, `cannot read: ${g.error}`)); return box; }
+  if (!g.current) { box.append(el("p", { class: "muted" }, g.reason || "no release of this table")); return box; }
+  const c = g.current;
+  const ahead = g.unreleasedCommits
+    ? el("span", { class: "badge", "data-unreleased": g.unreleasedCommits }, `${g.unreleasedCommits} unreleased commit(s): latest version ${latest}`)
+    : el("span", { class: "badge ok", "data-unreleased": 0 }, "latest version released");
+  box.append(
+    el("table", { class: "release-current" },
+      el("tr", {}, ...["current release", "kind", "published", "by (DAG / task / run)", "this table's version", "note"].map((h) => el("th", {}, h))),
+      el("tr", {}, el("td", {}, c.sequence), el("td", {}, kindText(c)), el("td", {}, fmtTime(c.publishedAt)), el("td", {}, publisher(c)),
+        el("td", {}, c.tableVersion, " ", ahead), el("td", {}, c.note || ""))),
+    el("table", { class: "release-history" },
+      el("tr", {}, ...["release", "kind", "published", "this table's version"].map((h) => el("th", {}, h))),
+      ...g.releases.map((r) => el("tr", { class: "release", "data-sequence": r.sequence }, el("td", {}, r.sequence), el("td", {}, kindText(r)),
+        el("td", {}, fmtTime(r.publishedAt)), el("td", {}, r.tableVersion ?? "not in it")))),
+  );
+  if (g.count > g.releases.length) box.append(el("p", { class: "muted" }, `the newest ${g.releases.length} of ${g.count} releases`));
+  return box;
+}
+
+async function fillReleases(section, id) {
+  const data = await getJson(`api/tables/${encodeURIComponent(id)}/releases`);
+  const parts = data.logs.length
+    ? data.logs.map((g) => releaseLog(g, data.latestVersion))
+    : [el("p", { class: "muted" }, "No release log holds this table.")];
+  if (data.moreLogs) parts.push(el("p", { class: "muted" }, `${data.moreLogs} more release log(s) not shown`));
+  section.replaceChildren(el("h2", {}, "Releases"), ...parts);
 }
 
 function layoutSection(l) {

@@ -3,7 +3,9 @@
     snapshot_of(table, ...)   the latest version; or `version`; or as of `timestamp` (the latest
                               version committed at or before it, `Table.snapshot`); or the version
                               published on a channel (`published=True`: the default channel; a str:
-                              that channel; `Table.published_snapshot`). One of them at most.
+                              that channel; `Table.published_snapshot`); or the table's version in
+                              a multi-table `release` (a `Release` of `engine.Releases`:
+                              `Table.snapshot(release=)`). One of them at most.
     rows(ctx, snap, ...)      its rows (`scan`: partition columns included, in schema order); with
                               `row_tracking` plus `_row_id` and `_row_commit_version`, each row's
                               stable id and commit version (`row_ids`; PROTOCOL.md "Row Tracking")
@@ -17,7 +19,7 @@ import datetime as dt
 
 from pyspark.sql import DataFrame
 
-from airflow_txnlog.engine import DEFAULT_CHANNEL, InvalidArgumentError, Snapshot, Table
+from airflow_txnlog.engine import DEFAULT_CHANNEL, InvalidArgumentError, Release, Snapshot, Table
 from airflow_txnlog.spark.context import TableContext
 from airflow_txnlog.spark.read.row_ids import ROW_COMMIT_VERSION, ROW_ID, row_id_columns
 from airflow_txnlog.spark.read.scan import scan
@@ -29,8 +31,21 @@ def snapshot_of(
     version: int | None = None,
     timestamp: dt.datetime | str | int | None = None,
     published: bool | str = False,
+    release: Release | None = None,
 ) -> Snapshot:
     """The snapshot to read (see the module docstring)."""
+    if release is not None:
+        if version is not None or timestamp is not None or published is not False:
+            raise InvalidArgumentError(
+                "give one of version, timestamp, published or release, not several (a release names "
+                "the version itself)"
+            )
+        if isinstance(release, str):
+            raise InvalidArgumentError(
+                f"release must be a Release (Releases.open({release!r}).current(), or .get(sequence)), "
+                "not a release log's URI (the txnlog data source's `release` option takes one)"
+            )
+        return table.snapshot(release=release)  # (InvalidArgumentError for anything but a Release)
     if published is False:
         return table.snapshot(version=version, timestamp=timestamp)
     if version is not None or timestamp is not None:

@@ -3,8 +3,10 @@
 PySpark 4's Python data sources (`pyspark.sql.datasource`) run this code in Python workers: the
 planning steps (`schema`, `pushFilters`, `partitions`) beside the driver, `read` on the executors.
 
-    options -> the table (path), the version (`versionAsOf` / `timestampAsOf`, Delta's names),
-               the storage options (`storage.<key>`, or `storageOptions` as a JSON object)
+    options -> the table (path), the version (`versionAsOf` / `timestampAsOf`, Delta's names, or
+               `release`: the table's version in a release log's current release, or in release
+               `releaseSequence`), the storage options (`storage.<key>`, or `storageOptions` as a
+               JSON object)
     schema  -> the table schema at that version (logical names, partition columns included),
                as `SparkTable.to_df` gives it
     filters -> `filters.plan`: the engine prunes files by partition values and stats; filters
@@ -24,7 +26,6 @@ a TxnLogError leaves with its class and fields, which `errors.carried_error` reb
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 
 from pyspark.sql import SparkSession
@@ -91,7 +92,7 @@ class TxnlogDataSource(DataSource):
         # the version is pinned here: planning and every task read the same one, whatever commits next
         options = ReadOptions.parse(self.options)
         _, snap = options.snapshot()
-        return TxnlogReader(dataclasses.replace(options, version=snap.version, timestamp=None), snap)
+        return TxnlogReader(options.pinned(snap), snap)
 
     @carrying
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:

@@ -2,7 +2,10 @@
 
 Delta's option names, matched case-insensitively as Spark does:
 
-    read   path, versionAsOf, timestampAsOf (ISO-8601; a zone-less value is UTC), maxPartitionBytes
+    read   path, versionAsOf, timestampAsOf (ISO-8601; a zone-less value is UTC), maxPartitionBytes,
+           rowTracking, release (a release log's URI: the table's version in its current release;
+           engine.releases) + releaseSequence (that release instead; the log is read with the
+           table's storage options)
     write  path, replaceWhere, mergeSchema, overwriteSchema, partitionBy (a JSON list or
            comma-separated names, as DataFrameWriter.partitionBy passes them), txnAppId + txnVersion,
            maxRowsPerFile
@@ -18,16 +21,23 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from airflow_txnlog.engine import InvalidArgumentError, Snapshot, Table
+from airflow_txnlog.engine import InvalidArgumentError, ReleaseNotFoundError, Releases, Snapshot, Table
 
 STORAGE_PREFIX = "storage."
 DEFAULT_PARTITION_BYTES = 128 * 1024 * 1024
 DEFAULT_MAX_ROWS = 1_000_000
 _COMMON = frozenset({"path", "storageoptions"})
-READ_OPTIONS = _COMMON | {"versionasof", "timestampasof", "maxpartitionbytes", "rowtracking"}
+READ_OPTIONS = _COMMON | {
+    "versionasof",
+    "timestampasof",
+    "maxpartitionbytes",
+    "rowtracking",
+    "release",
+    "releasesequence",
+}
 WRITE_OPTIONS = _COMMON | {
     "replacewhere",
     "mergeschema",
@@ -48,6 +58,7 @@ _SPELLING = {
     "timestampasof": "timestampAsOf",
     "maxpartitionbytes": "maxPartitionBytes",
     "rowtracking": "rowTracking",
+    "releasesequence": "releaseSequence",
     "replacewhere": "replaceWhere",
     "mergeschema": "mergeSchema",
     "overwriteschema": "overwriteSchema",
@@ -132,6 +143,8 @@ class ReadOptions:
     partition_bytes: int
     storage_options: dict[str, Any] = field(repr=False)
     row_tracking: bool = False  # rowTracking=true: each row's stable id and commit version too
+    release: str | None = None  # a release log's URI: the table's version in its (current) release
+    release_sequence: int | None = None  # releaseSequence: that release instead of the current one
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> ReadOptions:
@@ -141,6 +154,12 @@ class ReadOptions:
             raise InvalidArgumentError("txnlog: give versionAsOf or timestampAsOf, not both")
         size = _int_option("maxPartitionBytes", opts.get("maxpartitionbytes"), minimum=1)
         tracking = _bool_option("rowTracking", opts.get("rowtracking"))
+        release, sequence = _release(opts)
+        if release is not None and (version is not None or opts.get("timestampasof")):
+            raise InvalidArgumentError(
+                "txnlog: give release or versionAsOf / timestampAsOf, not both (the release names the "
+                "version)"
+            )
         return cls(
             opts["path"],
             version,
@@ -148,11 +167,38 @@ class ReadOptions:
             size or DEFAULT_PARTITION_BYTES,
             storage,
             tracking,
+            release,
+            sequence,
         )
 
     def snapshot(self) -> tuple[Table, Snapshot]:
         table = Table.open(self.path, storage_options=self.storage_options or None)
+        if self.release is not None:
+            log = Releases.open(
+                self.release,
+                storage_options=self.storage_options or None,
+                table_storage_options=self.storage_options or None,
+            )
+            found = log.current() if self.release_sequence is None else log.get(self.release_sequence)
+            if found is None:
+                raise ReleaseNotFoundError(f"txnlog: nothing is released yet in the release log {log.uri!r}")
+            return table, table.snapshot(release=found)
         return table, table.snapshot(version=self.version, timestamp=self.timestamp)
+
+    def pinned(self, snapshot: Snapshot) -> ReadOptions:
+        """These options reading `snapshot`'s version whatever commits (or is released) next."""
+        return replace(self, version=snapshot.version, timestamp=None, release=None, release_sequence=None)
+
+
+def _release(opts: Mapping[str, str]) -> tuple[str | None, int | None]:
+    """(release, releaseSequence), checked."""
+    release = opts.get("release")
+    sequence = _int_option("releaseSequence", opts.get("releasesequence"), minimum=0)
+    if release is not None and not release.strip():
+        raise InvalidArgumentError("txnlog: release must be a release log's URI, got ''")
+    if sequence is not None and release is None:
+        raise InvalidArgumentError("txnlog: releaseSequence needs release (the release log's URI)")
+    return (None if release is None else release.strip()), sequence
 
 
 def _partition_by(opts: Mapping[str, str]) -> tuple[str, ...] | None:
