@@ -10,7 +10,7 @@ in the calling process instead.
 Invariants: a table's outcome holds exactly `Table.open(uri, storage_options=..., single_writer=...)
 .plan_maintenance(**settings).to_dict()`, or the error that raised (its type and message), never
 another table's; a target whose storage options cannot cross to a worker (a credential object that
-does not pickle) is planned in the calling process; a worker that dies (killed, out of memory)
+is not JSON data) is planned in the calling process; a worker that dies (killed, out of memory)
 makes the table it held an error saying so, and the tables it would have taken go to the others (or,
 with none left, to the calling process).
 """
@@ -18,8 +18,8 @@ with none left, to the calling process).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
-import pickle
 import selectors
 import subprocess
 import sys
@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 from typing import IO, Any
 
 from airflow_txnlog.engine.errors import InvalidArgumentError
-from airflow_txnlog.engine.plan_worker import PlanOutcome, PlanTarget, plan_one, receive, send
+from airflow_txnlog.engine.plan_worker import PlanOutcome, PlanTarget, encode, plan_one, receive, send
 
 TABLES_PER_WORKER = 8  # below this many tables a worker, a worker's start costs more than it saves
 _WORKER = [sys.executable, "-m", "airflow_txnlog.engine.plan_worker"]
@@ -58,12 +58,16 @@ def _default_workers(tables: int) -> int:
 
 
 def _crosses(target: PlanTarget, settings: Mapping[str, Any]) -> bool:
-    """Whether the target and settings pickle (go to a worker process)."""
+    """Whether the target and settings are JSON data (go to a worker process)."""
     try:
-        pickle.dumps((target, settings))
-    except (pickle.PicklingError, TypeError, AttributeError):
+        encode(_request(target, settings))
+    except TypeError:
         return False
     return True
+
+
+def _request(target: PlanTarget, settings: Mapping[str, Any]) -> dict[str, Any]:
+    return {"target": dataclasses.asdict(target), "settings": dict(settings)}
 
 
 def _run_workers(
@@ -112,7 +116,7 @@ class _Workers:
                     self.ready.unregister(key.fileobj)
                     self.out[index] = PlanOutcome(self.targets[index].uri, error=_died(proc))
                     continue
-                self.out[index] = reply
+                self.out[index] = PlanOutcome(**reply)
                 self.hand_out(proc)
 
     def hand_out(self, proc: subprocess.Popen[bytes]) -> None:
@@ -124,7 +128,7 @@ class _Workers:
             return
         index = self.todo.popleft()
         try:
-            send(_pipe(proc.stdin), (self.targets[index], self.settings))
+            send(_pipe(proc.stdin), _request(self.targets[index], self.settings))
         except OSError:  # (it died between two tables: another worker takes this one)
             self.todo.appendleft(index)
             self._forget(stdout)

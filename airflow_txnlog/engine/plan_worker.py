@@ -6,20 +6,23 @@ outcome's error: what every worker, and the calling process when it plans alone,
 A worker is `python -m airflow_txnlog.engine.plan_worker`, a fresh interpreter started by
 plan_pool (not a fork: it shares no lock or thread with the caller; not multiprocessing's spawn: that
 re-runs the caller's main script in each worker, side effects and all, unless the script guards it).
-It reads requests from stdin and writes outcomes to stdout, each a pickle behind its 8-byte length;
-the process's own stdout is pointed at stderr first, so nothing printed can corrupt a message. It
-ends at end of input.
+It reads requests from stdin and writes outcomes to stdout, each a JSON document (orjson) behind its
+8-byte length: data, never code (a request names a table, its storage options and the planner's
+settings; an outcome is a plan's plain-JSON dict). The process's own stdout is pointed at
+stderr first, so nothing printed can corrupt a message. It ends at end of input.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
-import pickle
 import struct
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, BinaryIO
+
+import orjson
 
 from airflow_txnlog.engine.errors import TableNotFoundError
 
@@ -61,8 +64,14 @@ def plan_one(target: PlanTarget, settings: Mapping[str, Any]) -> PlanOutcome:
         return PlanOutcome(target.uri, error=f"{type(exc).__name__}: {exc}")
 
 
+def encode(value: object) -> bytes:
+    """`value` (JSON data: dicts, lists, strings, numbers) as a message's bytes; TypeError when it is
+    not JSON data (a credential object in storage options: such a target is planned in the caller)."""
+    return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS)
+
+
 def send(stream: BinaryIO, value: object) -> None:
-    data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+    data = encode(value)
     stream.write(_LENGTH.pack(len(data)) + data)
     stream.flush()
 
@@ -76,7 +85,7 @@ def receive(stream: BinaryIO) -> Any:
     data = stream.read(size)
     if len(data) < size:
         return None
-    return pickle.loads(data)  # noqa: S301 - from the parent process that started this worker
+    return orjson.loads(data)
 
 
 def serve() -> None:
@@ -85,11 +94,9 @@ def serve() -> None:
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # (a print now goes to stderr)
     requests = sys.stdin.buffer
     while (request := receive(requests)) is not None:
-        target, settings = request
-        send(replies, plan_one(target, settings))
+        outcome = plan_one(PlanTarget(**request["target"]), request["settings"])
+        send(replies, dataclasses.asdict(outcome))
 
 
-if __name__ == "__main__":  # (the module's own names, not __main__'s: the parent unpickles them)
-    from airflow_txnlog.engine.plan_worker import serve as _serve
-
-    _serve()
+if __name__ == "__main__":
+    serve()

@@ -87,6 +87,18 @@ def _nothing_more(home: Path) -> None:
     assert _orders(home).latest_version() == 3  # it only reads
 
 
+def _released(home: Path) -> None:
+    from airflow_txnlog.engine import Releases  # noqa: PLC0415
+
+    root = home / "airflow_txnlog_examples" / "release"
+    release = Releases.open(str(root / "_releases" / "nightly")).current()
+    assert release is not None and release.sequence == 0 and release.kind == "publish"
+    names = {Path(uri).name: version for uri, version in release.versions.items()}
+    assert names == {"customers": 0, "products": 0, "orders": 0}  # (each write made version 0)
+    orders = release.snapshot(str(root / "orders")).to_arrow()
+    assert orders.num_rows == 8
+
+
 # file -> (tasks that must have succeeded, what the run left to see)
 CASES: dict[str, tuple[set[str], Callable[[Path], None]]] = {
     "txnlog_ingest.py": ({"append_orders", "drop_old_partitions"}, _ingested),
@@ -97,8 +109,9 @@ CASES: dict[str, tuple[set[str], Callable[[Path], None]]] = {
     "txnlog_maintenance.py": ({"plan", "history"}, _planned_and_recorded),
     "txnlog_maintenance_fixed.py": ({"health", "checkpoint", "vacuum", "cleanup_log"}, _checkpointed),
     "txnlog_downstream.py": ({"summarize"}, _nothing_more),
+    "txnlog_release.py": ({"write_orders", "audit", "no_approval_needed", "release"}, _released),
 }
-SPARK = {"txnlog_ingest.py", "txnlog_guarded_merge.py"}
+SPARK = {"txnlog_ingest.py", "txnlog_guarded_merge.py", "txnlog_release.py"}
 
 
 def test_every_example_file_has_a_case() -> None:
@@ -115,6 +128,30 @@ def test_an_example_file_run_as_a_script_runs_its_dag_on_a_fresh_machine(tmp_pat
     states = dict(item.rsplit(" ", 1) for item in summary.split("; tasks: ", 1)[1].split(", "))
     assert all(states[task] == "success" for task in succeeded), summary
     check(tmp_path)
+
+
+@pytest.mark.spark
+def test_the_release_example_rolls_every_table_back_when_the_audit_fails(tmp_path: Path) -> None:
+    from airflow_txnlog.engine import Releases  # noqa: PLC0415
+
+    _run_script(tmp_path, "txnlog_release.py")  # release 0: the three tables at version 0
+    env = {k: v for k, v in os.environ.items() if not k.startswith(_DROPPED)}
+    env.update({"HOME": str(tmp_path), "PYTHONPATH": str(ROOT), "SPARK_LOCAL_IP": "127.0.0.1"})
+    bad = subprocess.run(
+        [sys.executable, str(EXAMPLES / "txnlog_release.py"), '{"inject_bad_rows": true}'],
+        check=False, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=900,
+    )  # fmt: skip
+    assert bad.returncode == 1, (bad.stdout + bad.stderr)[-3000:]  # the audit failed the run
+    summary = next(line for line in bad.stdout.splitlines() if line.startswith("txnlog_release: run "))
+    assert "audit failed" in summary and "release upstream_failed" in summary, summary
+    root = tmp_path / "airflow_txnlog_examples" / "release"
+    log = Releases.open(str(root / "_releases" / "nightly"))
+    current = log.current()
+    assert current is not None and current.kind == "rollback" and current.rollback_to == 0
+    for name in ("customers", "products", "orders"):  # each back to release 0's rows, as a new version
+        table = str(root / name)
+        assert current.version_of(table) > log.get(0).version_of(table)
+        assert current.snapshot(table).to_arrow() == log.get(0).snapshot(table).to_arrow()
 
 
 # ------------------------------------------------------------------ run_as_script itself, no Airflow run

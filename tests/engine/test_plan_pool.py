@@ -72,6 +72,8 @@ def test_options_that_cannot_cross_to_a_worker_are_planned_here_and_bad_workers_
         with pytest.raises(InvalidArgumentError, match="workers must be a positive integer"):
             plan_tables([], workers=bad)  # type: ignore[arg-type]
     assert plan_pool._default_workers(3) == 1  # (too few tables for a worker's start)
+    # a worker is this interpreter running the worker module: a fixed argv, no shell, nothing a caller gives
+    assert [sys.executable, "-m", "airflow_txnlog.engine.plan_worker"] == plan_pool._WORKER
 
 
 def test_a_script_without_a_main_guard_is_not_run_again_by_the_workers(tmp_path: Path) -> None:

@@ -53,6 +53,10 @@ BANNED_MODULES = {
     "subprocess",
 }
 BANNED_ATTRS = {("os", "system"), ("os", "popen"), ("yaml", "load"), ("yaml", "unsafe_load")}
+# The one reviewed exception: the maintenance planner's worker processes are started with a fixed
+# argv, `python -m airflow_txnlog.engine.plan_worker`, no shell, and fed JSON data through a pipe
+# (engine/plan_pool.py; tests/engine/test_plan_pool.py checks the argv).
+ALLOWED = {("airflow_txnlog/engine/plan_pool.py", "import subprocess")}
 GREP = re.compile(r"\b(eval|exec)\s*\(|\bpickle\b|\bmarshal\b|\bos\.system\b|\bshell\s*=\s*True")
 
 
@@ -86,7 +90,7 @@ def test_package_has_no_eval_exec_or_pickle() -> None:
     files = sorted(PACKAGE.rglob("*.py"))
     assert len(files) > 10
     findings = [f for p in files for f in scan(p.read_text(), str(p.relative_to(PACKAGE.parent)))]
-    assert findings == []
+    assert [f for f in findings if (f.split(":")[0], f.split(": ", 1)[1]) not in ALLOWED] == []
 
 
 # ---------------------------------------------------------------------- secrets
