@@ -15,6 +15,9 @@ the `Demo` and one more entry there):
 5. `txnlog_downstream`: reads exactly the version the last asset event names;
 6. `txnlog_ingest` and `txnlog_guarded_merge` triggered without a logical date (Airflow 3's default
    for manual runs): the examples fall back to the run's `run_after`;
+7. `txnlog_release`: three tables written by Spark, a cross-table audit and a release; then a run
+   whose orders name an unknown customer: the audit fails and every table goes back to the release
+   (a rollback release); a reader that follows the log reads one consistent cut each time;
 then prints the asset events, the table history and its health, and a closing report: each run
 (DAG, kind, state, table version before and after), the restore, the asset events and the health.
 
@@ -43,6 +46,7 @@ OUT = Path(os.environ.get("TXNLOG_DEMO_DIR", ROOT / "demo_output")).resolve()
 TABLE = OUT / "orders"
 QUARANTINE = OUT / "orders_quarantine"
 HISTORY = OUT / "maintenance_history"
+RELEASE = OUT / "release"  # txnlog_release's three tables and its release log
 LOG_FILE = OUT / "airflow.log"
 DAYS = [dt.date(2024, 6, 1) + dt.timedelta(days=i) for i in range(3)]
 STORY: TextIO = sys.stdout  # the terminal; `_send_logs_to_file` replaces it
@@ -59,6 +63,7 @@ def _environment() -> None:
             "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
             "AIRFLOW__CORE__UNIT_TEST_MODE": "False",
             "TXNLOG_EXAMPLE_TABLE": str(TABLE),
+            "TXNLOG_EXAMPLE_RELEASE": str(RELEASE),
             # planned maintenance acts on the demo's tables (no api-server here to ask for the
             # catalog); they are tiny and were just written, so the thresholds are lowered for
             # the demo to show actions: no quiet period, 2 small files make a bin, checkpoint at 5
@@ -257,7 +262,34 @@ def manual_runs(demo: Demo) -> None:
     demo.table_summary("after the manual runs")
 
 
-STEPS: list[Callable[[Demo], None]] = [ingest, good_merge, bad_merge, maintenance, downstream, manual_runs]
+def _released_cut() -> tuple[int, str, dict[str, int]]:
+    """(sequence, kind, {table: rows}) of the current release, read the way a downstream reader
+    does: every table at its version in that one release; checked to be one consistent cut."""
+    from airflow_txnlog.engine import Releases  # noqa: PLC0415
+
+    release = Releases.open(str(RELEASE / "_releases" / "nightly")).current()
+    assert release is not None, "nothing was released"
+    cut = {Path(uri).name: release.snapshot(uri).to_arrow() for uri in release.versions}
+    known = set(cut["customers"].column("customer").to_pylist())
+    assert set(cut["orders"].column("customer").to_pylist()) <= known, "a mixed cut"
+    return release.sequence, release.kind, {name: rows.num_rows for name, rows in cut.items()}
+
+
+def releases(demo: Demo) -> None:
+    demo.step("txnlog_release: three tables, one audit, one release; then a bad run rolled back")
+    assert demo.run("txnlog_release", DAYS[2]) == "success", "the good release run failed"
+    sequence, kind, rows = _released_cut()
+    tell(f"    released: release {sequence} ({kind}), rows {rows}")
+    state = demo.run("txnlog_release", DAYS[2] + dt.timedelta(days=1), inject_bad_rows=True)
+    assert state == "failed", "the bad run was not stopped by its audit"
+    back_sequence, back_kind, back_rows = _released_cut()
+    tell(f"    after the bad run: release {back_sequence} ({back_kind}), rows {back_rows}")
+    assert back_kind == "rollback" and back_rows == rows, "the tables did not come back to the release"
+
+
+STEPS: list[Callable[[Demo], None]] = [
+    ingest, good_merge, bad_merge, maintenance, downstream, manual_runs, releases,
+]  # fmt: skip
 
 
 # ------------------------------------------------------------------ what the runs left
@@ -265,14 +297,19 @@ STEPS: list[Callable[[Demo], None]] = [ingest, good_merge, bad_merge, maintenanc
 
 def _asset_events() -> list[tuple[str, str, dict[str, Any]]]:
     """(dag_id, task_id, extra) of the table's asset events, from Airflow's DB, oldest first."""
-    from airflow.models.asset import AssetEvent  # noqa: PLC0415
+    from airflow.models.asset import AssetEvent, AssetModel  # noqa: PLC0415
     from airflow.utils.session import create_session  # noqa: PLC0415
 
-    with create_session() as session:
-        return [
-            (str(e.source_dag_id), str(e.source_task_id), dict(e.extra or {}))
-            for e in session.query(AssetEvent).order_by(AssetEvent.id)
-        ]
+    from airflow_txnlog.assets import table_asset_uri  # noqa: PLC0415
+
+    with create_session() as session:  # (the release log's events are its own asset's: not these)
+        events = (
+            session.query(AssetEvent)
+            .join(AssetModel, AssetEvent.asset_id == AssetModel.id)
+            .filter(AssetModel.uri == table_asset_uri(str(TABLE)))
+            .order_by(AssetEvent.id)
+        )
+        return [(str(e.source_dag_id), str(e.source_task_id), dict(e.extra or {})) for e in events]
 
 
 def print_table_state() -> None:

@@ -17,8 +17,8 @@ UTC = dt.UTC
     ("at", "wait"),
     [
         (dt.datetime(2026, 11, 29, 23, 57, tzinfo=UTC), 3 * 60 + 30),  # midnight in 3 min: wait past it
-        (dt.datetime(2026, 11, 29, 23, 52, 1, tzinfo=UTC), 8 * 60 - 1 + 30),  # just inside the budget
-        (dt.datetime(2026, 11, 29, 23, 51, 59, tzinfo=UTC), 0),  # 8 min 1 s left: the scenario fits
+        (dt.datetime(2026, 11, 29, 23, 50, 1, tzinfo=UTC), 10 * 60 - 1 + 30),  # just inside the budget
+        (dt.datetime(2026, 11, 29, 23, 49, 59, tzinfo=UTC), 0),  # 10 min 1 s left: the scenario fits
         (dt.datetime(2026, 11, 29, 12, 0, tzinfo=UTC), 0),
         (dt.datetime(2026, 11, 30, 0, 0, 30, tzinfo=UTC), 0),  # just after: a whole day ahead
         (dt.datetime(2026, 11, 30, 0, 57, tzinfo=dt.timezone(dt.timedelta(hours=1))), 3 * 60 + 30),  # (UTC)

@@ -294,6 +294,43 @@ def check_triggerer_log(stack: Stack, res: Results) -> None:
     )
 
 
+def check_release(stack: Stack, api: AirflowApi, out: Outcome, res: Results) -> None:
+    """txnlog_release: the good run released the three tables as release 0; the bad run's audit failed
+    and every table came back to that release as release 1 (a rollback); the log's asset has one event
+    event for release 0 (and at most one per release)."""
+    from airflow_txnlog.assets import release_asset  # noqa: PLC0415
+    from airflow_txnlog.engine import Releases  # noqa: PLC0415
+
+    log_uri = str(stack.release / "_releases" / "nightly")
+    log = Releases.open(log_uri)
+    history = log.history()
+    kinds = [(r.sequence, r.kind) for r in history]
+    res.check(
+        "txnlog_release: release 0, then the bad run's rollback",
+        kinds == [(1, "rollback"), (0, "publish")],
+        str(kinds),
+    )
+    if kinds != [(1, "rollback"), (0, "publish")]:
+        return
+    back, first = history
+    same = all(back.snapshot(u).to_arrow() == first.snapshot(u).to_arrow() for u in first.versions)
+    res.check(
+        "txnlog_release: every table back to release 0's rows",
+        same and set(back.versions) == set(first.versions),
+    )
+    asset_id = api.asset_id(release_asset(log_uri).uri)
+    events = api.asset_events(asset_id) if asset_id is not None else []
+    seen = sorted((e.get("extra") or {}).get("sequence", -1) for e in events)
+    # (release 1 is the failure callback's: a callback emits no event, and the rollback task after it
+    # found nothing left to undo; readers of the log see it, scheduled DAGs need not: same rows)
+    ok = 0 in seen and set(seen) <= {0, 1} and len(seen) == len(set(seen))
+    res.check("txnlog_release: the log's asset events name its releases, once each", ok, str(seen))
+    good = api.xcom("txnlog_release", out.run_ids["release_good"], "release") or {}
+    res.check(
+        "txnlog_release: the release task returned release 0", good.get("sequence") == 0, str(good)[:200]
+    )
+
+
 def run_checks(stack: Stack, api: AirflowApi, out: Outcome) -> Results:
     res = Results()
     check_runs(api, out, res)
@@ -304,5 +341,6 @@ def run_checks(stack: Stack, api: AirflowApi, out: Outcome) -> Results:
     check_guarded(api, stack, out, res, history)
     check_downstream(api, res)
     check_planned(stack, api, out, res)
+    check_release(stack, api, out, res)
     check_triggerer_log(stack, res)
     return res

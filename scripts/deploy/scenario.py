@@ -74,6 +74,24 @@ RUNS = (
         tasks={"plan": "success", "history": "success"},
     ),
     RunPlan("maintenance_fixed", "txnlog_maintenance_fixed", "api", "next", "success"),
+    RunPlan(
+        "release_good",
+        "txnlog_release",
+        "api",
+        None,
+        "success",
+        {"inject_bad_rows": False},
+        tasks={"audit": "success", "release": "success", "rollback": "skipped"},
+    ),
+    RunPlan(
+        "release_bad",
+        "txnlog_release",
+        "cli",
+        None,
+        "failed",
+        {"inject_bad_rows": True},
+        tasks={"audit": "failed", "release": "upstream_failed", "rollback": "success"},
+    ),
 )
 PHASES = (
     ("ingest_dated", "ingest_manual"),
@@ -81,12 +99,14 @@ PHASES = (
     ("merge_bad",),
     ("maintenance",),
     ("maintenance_fixed",),
+    ("release_good",),
+    ("release_bad",),
 )
 ASSET_DAGS = ("txnlog_downstream", "deploy_check_watcher")  # asset-scheduled: any runs must succeed
 WATCHER_COMMITS = 3  # versions the driver commits to the watched table; one watcher run each
 NO_EVENT_TASKS = ("drop_old_partitions", "health", "checkpoint", "optimize", "vacuum", "cleanup_log")
 RUN_TIMEOUT = 420  # seconds for one phase's runs (Spark under load)
-SCENARIO_BUDGET_S = 8 * 60  # the scenario takes 4-7 minutes (docs/deployment.md): it must fit a day
+SCENARIO_BUDGET_S = 10 * 60  # the scenario takes 5-8 minutes (docs/deployment.md): it must fit a day
 # -----------------------------------------------------------------------------------------------
 
 

@@ -213,6 +213,11 @@ class Stack:
         return self.tmp / "tables" / "watched"
 
     @property
+    def release(self) -> Path:
+        """txnlog_release's three tables and its release log."""
+        return self.tmp / "tables" / "release"
+
+    @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
@@ -264,6 +269,7 @@ class Stack:
                 "AIRFLOW_HOME": str(self.home),
                 "TXNLOG_EXAMPLE_TABLE": str(self.table),
                 "TXNLOG_DEPLOY_WATCHED_TABLE": str(self.watched),
+                "TXNLOG_EXAMPLE_RELEASE": str(self.release),
                 # planned maintenance: the catalog through this api-server (all-admins token),
                 # acting, with thresholds the example's small tables reach
                 "AIRFLOW_CONN_TXNLOG_AIRFLOW_API": self.base_url,

@@ -144,6 +144,20 @@ def test_the_ingest_quarantines_bad_orders_once_per_run(demo: tuple[Path, str]) 
     )
 
 
+def test_the_release_example_released_one_cut_and_rolled_the_bad_run_back(demo: tuple[Path, str]) -> None:
+    from airflow_txnlog.engine import Releases  # noqa: PLC0415
+
+    table, output = demo
+    assert "txnlog_release 2024-06-03: run success" in output
+    assert "txnlog_release 2024-06-04 {'inject_bad_rows': True}: run failed" in output
+    log = Releases.open(str(table.parent / "release" / "_releases" / "nightly"))
+    history = log.history()
+    assert [(r.sequence, r.kind) for r in history] == [(1, "rollback"), (0, "publish")]
+    for uri in history[1].versions:  # each table back to release 0's rows
+        assert history[0].snapshot(uri).to_arrow() == history[1].snapshot(uri).to_arrow()
+        assert Table.open(uri).latest_version() == history[0].versions[uri]  # nothing unreleased left
+
+
 def test_the_examples_run_without_a_logical_date(demo: tuple[Path, str]) -> None:
     _, output = demo
     for dag_id in ("txnlog_ingest", "txnlog_guarded_merge"):
