@@ -273,18 +273,30 @@ class Releases:
             ) from exc
 
     def _prune(self, record: Release) -> None:
-        """Delete this log's holds, in the record's tables, that no release in the window needs."""
-        keep = {record.publish_id}
-        for sequence in range(max(0, record.sequence - self.rollback_window), record.sequence):
-            keep.add(self.get(sequence).publish_id)
+        """Delete this log's holds, in the record's tables, of versions that no release in the window
+        names (a version carried forward by later records keeps its hold). Order matters against
+        racing publishers: the holds are listed, then a hold counts as done only when its publish
+        has its marker (so its record exists) or it is an orphan older than ORPHAN_TTL_MS, and only
+        then are the records read, so a newer record of a racing publisher is among them."""
         cutoff = _now() - ORPHAN_TTL_MS
+        done: dict[str, dict[str, int]] = {}  # table -> {publish id: version} that may go
         for uri in record.versions:
+            found = holds(storage_for(uri, self._table_options))
+            done[uri] = {
+                pid: version
+                for (log_id, pid), (version, created) in found.items()
+                if log_id == self.id and (created < cutoff or self._storage.exists(f"{IDS_DIR}/{pid}.json"))
+            }
+        if not any(done.values()):
+            return
+        newest = sequences(self._storage)[-1]
+        window = [self.get(s) for s in range(max(0, newest - self.rollback_window), newest + 1)]
+        for uri, candidates in done.items():
+            named = {r.versions.get(uri) for r in window}
             storage = storage_for(uri, self._table_options)
-            for (log_id, publish_id), (_, created) in holds(storage).items():
-                if log_id != self.id or publish_id in keep:
-                    continue
-                if created < cutoff or self._storage.exists(f"{IDS_DIR}/{publish_id}.json"):
-                    storage.delete(hold_key(log_id, publish_id))
+            for pid, version in candidates.items():
+                if version not in named:
+                    storage.delete(hold_key(self.id, pid))
 
     # ------------------------------------------------------------------ rollback
     def rollback(

@@ -206,7 +206,7 @@ def holds(table: Storage) -> dict[tuple[str, str], tuple[int, int]]:
         return out
     for entry in logs:
         log_id = str(entry["name"]).rstrip("/").rsplit("/", 1)[-1]
-        for f in table.list_dir(f"{HOLDS_DIR}/{log_id}"):
+        for f in _hold_files(table, log_id):
             match = _HOLD_RE.match(f.name)
             if not match:
                 continue
@@ -223,6 +223,15 @@ def holds(table: Storage) -> dict[tuple[str, str], tuple[int, int]]:
     return out
 
 
+def _hold_files(table: Storage, log_id: str) -> list[Any]:
+    """The files of a log's hold folder; none when the folder went away since the outer listing (its
+    last hold pruned meanwhile: an object store has no empty folders)."""
+    try:
+        return table.list_dir(f"{HOLDS_DIR}/{log_id}")
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+
+
 def release_logs(table: Storage) -> dict[str, str]:
     """{log id: log URI} of the release logs holding a version of this table (the Tables view)."""
     out: dict[str, str] = {}
@@ -232,7 +241,7 @@ def release_logs(table: Storage) -> dict[str, str]:
         return out
     for entry in (e for e in entries if e.get("type") == "directory"):
         log_id = str(entry["name"]).rstrip("/").rsplit("/", 1)[-1]
-        for f in table.list_dir(f"{HOLDS_DIR}/{log_id}"):
+        for f in _hold_files(table, log_id):
             try:
                 uri = orjson.loads(table.read(f"{HOLDS_DIR}/{log_id}/{f.name}")).get("log")
             except (FileNotFoundError, orjson.JSONDecodeError, AttributeError):
