@@ -189,9 +189,9 @@ class Releases:
         """Release `versions` ({table URI: version}) as the next cut (see the module docstring);
         the other tables of the current release keep their versions. A retry with the same
         `publish_id` returns the first record."""
-        wanted = _checked_versions(versions)
+        wanted, fresh = _checked_versions(versions), publish_id is None
         return self._publish(
-            wanted, note=_checked_note(note), publish_id=_checked_id(publish_id), kind=PUBLISH
+            wanted, note=_checked_note(note), publish_id=_checked_id(publish_id), kind=PUBLISH, fresh=fresh
         )
 
     def _publish(
@@ -202,8 +202,10 @@ class Releases:
         publish_id: str,
         kind: str,
         rollback_to: int | None = None,
+        fresh: bool = False,
     ) -> Release:
-        done = self._find(publish_id)
+        """`fresh`: the id was made here (no earlier try can have published it: no search)."""
+        done = None if fresh else self._find(publish_id)
         if done is not None:
             return done
         snaps = {uri: self._snapshot_at(uri, version) for uri, version in wanted.items()}
