@@ -237,3 +237,45 @@ def test_a_rollback_refusal_names_the_table_and_the_released_version(tmp_path: P
         ForeignCommitsError, match=r"customers' to version 1: versions \[3\].*after its version 2"
     ):
         log.rollback(to=0)
+
+
+def test_a_rollback_racing_a_writer_never_loses_the_writers_commits(tmp_path: Path) -> None:
+    """A writer appends to `customers` while a rollback runs: whichever the rollback meets (a commit
+    before its checks, or one landing between its checks and its restore commit), it refuses rather
+    than discard it, and every row the writer committed is in the table afterwards."""
+    import threading  # noqa: PLC0415
+
+    orders, customers = _tables(tmp_path)
+    log = Releases.create(str(tmp_path / "log"))
+    log.publish({orders.uri: 1, customers.uri: 1})
+    for t in (orders, customers):
+        t.write(_rows(1), mode="overwrite")
+    log.publish({orders.uri: 2, customers.uri: 2})
+    written: list[int] = []
+    stop, started = threading.Event(), threading.Event()
+
+    def writer() -> None:
+        other = Table.open(customers.uri)
+        batch = 100
+        while not stop.is_set() and batch < 160:
+            other.write(_rows(batch, n=1))
+            written.append(batch)
+            started.set()
+            batch += 1
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    assert started.wait(30)
+    outcomes = []
+    try:
+        for _ in range(5):
+            try:
+                outcomes.append(log.rollback(to=0).kind)
+            except ForeignCommitsError as exc:
+                outcomes.append(type(exc).__name__)
+    finally:
+        stop.set()
+        thread.join()
+    assert outcomes == ["ForeignCommitsError"] * 5  # (the writer's commits follow the release)
+    assert set(written) <= _batches(Table.open(customers.uri).snapshot())  # not one commit lost
+    assert orders.latest_version() == 2 and len(log.history()) == 2  # nothing restored, nothing released
