@@ -139,6 +139,7 @@ def test_example_dags_parse_without_pyspark_or_pyarrow(tmp_path: Path) -> None:
         "txnlog_ingest",
         "txnlog_maintenance",
         "txnlog_maintenance_fixed",
+        "txnlog_release",
     ]
     assert "pyspark" not in result["heavy"]
 
