@@ -208,12 +208,14 @@ class Releases:
         done = None if fresh else self._find(publish_id)
         if done is not None:
             return done
-        snaps = {uri: self._snapshot_at(uri, version) for uri, version in wanted.items()}
+        found = {uri: self._table_at(uri, version) for uri, version in wanted.items()}
+        opened = {uri: table for uri, (table, _) in found.items()}
+        snaps = {uri: snap for uri, (_, snap) in found.items()}
         tables = {uri: snap.storage for uri, snap in snaps.items()}
         for storage, snap in zip(tables.values(), snaps.values(), strict=True):
             write_hold(storage, self.id, publish_id, version=snap.version, now_ms=_now(), log_uri=self.uri)
         try:
-            _check_files(snaps, self._table_options)
+            _check_files(snaps, opened)
             record = self._append(snaps, note=note, publish_id=publish_id, kind=kind, rollback_to=rollback_to)
         except BaseException:
             if self._find(publish_id) is None:  # (no record: the holds keep nothing anyone reads)
@@ -266,9 +268,11 @@ class Releases:
                 return release
         return None
 
-    def _snapshot_at(self, uri: str, version: int) -> Snapshot:
+    def _table_at(self, uri: str, version: int) -> tuple[Table, Snapshot]:
+        """The table, opened once for the whole publish, and its snapshot at `version`."""
         try:
-            return Table.open(uri, storage_options=self._table_options).snapshot(version)
+            table = Table.open(uri, storage_options=self._table_options)
+            return table, table.snapshot(version)
         except (TableNotFoundError, VersionNotFoundError) as exc:
             raise ReleaseError(
                 f"cannot release {uri!r} at version {version}: {exc}. Nothing was published"
@@ -455,11 +459,12 @@ def _record(
     )  # fmt: skip
 
 
-def _check_files(snaps: Mapping[str, Snapshot], options: Mapping[str, Any] | None) -> None:
+def _check_files(snaps: Mapping[str, Snapshot], tables: Mapping[str, Table]) -> None:
     """ReleaseError when a released version's files that are no longer live are gone, checked again
-    after any running vacuum finished (it may have planned before the hold existed)."""
+    after any running vacuum finished (it may have planned before the hold existed). The latest
+    snapshot is the publish's own table refreshed after the hold (a listing, no second load)."""
     for uri, snap in snaps.items():
-        latest = Table.open(uri, storage_options=options).snapshot()
+        latest = tables[uri].snapshot()
         at_risk = files_at_risk(snap, latest)
         if not at_risk:
             continue
