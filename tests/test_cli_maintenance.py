@@ -413,11 +413,12 @@ def _log_names(path: Path) -> list[str]:
 def test_cleanup_log_dry_run_then_execute(overwritten: Path) -> None:
     Table.open(str(overwritten)).checkpoint()  # checkpoint at 4
     before = _log_names(overwritten)
-    commits_below = [f"{v:020d}.json" for v in range(4)]
+    # the commits below 4 and the version checksum the engine wrote beside each
+    commits_below = sorted(f"{v:020d}.{ext}" for v in range(4) for ext in ("crc", "json"))
     doc = run_json("cleanup-log", str(overwritten), "--retain-hours", "0")  # a dry run by default
     assert doc == {
         "dryRun": True,
-        "numFiles": 4,
+        "numFiles": 8,
         "files": commits_below,
         "checkpointVersion": 4,
         "oldestVersionKept": 4,
@@ -425,12 +426,12 @@ def test_cleanup_log_dry_run_then_execute(overwritten: Path) -> None:
         "sidecarFiles": [],
     }
     out = run_human("cleanup-log", str(overwritten), "--retain-hours", "0", "--dry-run")  # the old flag
-    assert "dry run: log cleanup would delete 4 file(s) below checkpoint 4; oldest version kept: 4" in out
+    assert "dry run: log cleanup would delete 8 file(s) below checkpoint 4; oldest version kept: 4" in out
     out = run_human("cleanup-log", str(overwritten), "--retain-hours", "0", "--execute", "--dry-run")
-    assert "dry run: log cleanup would delete 4 file(s)" in out  # asked for both: the safe one wins
+    assert "dry run: log cleanup would delete 8 file(s)" in out  # asked for both: the safe one wins
     assert _log_names(overwritten) == before
     out = run_human("cleanup-log", str(overwritten), "--retain-hours", "0", "--execute")
-    assert "log cleanup deleted 4 file(s) below checkpoint 4" in out
+    assert "log cleanup deleted 8 file(s) below checkpoint 4" in out
     assert _log_names(overwritten) == sorted(set(before) - set(commits_below))
     assert _ids(overwritten) == [99]
     assert run_json("history", str(overwritten))[-1]["version"] == 4

@@ -172,10 +172,13 @@ if TYPE_CHECKING:  # the public names (`X as X`: re-exported), loaded on first u
     from airflow_txnlog.engine.log.actions import (
         Txn as Txn,
     )
+    from airflow_txnlog.engine.log.checksum import FileSizeHistogram as FileSizeHistogram
+    from airflow_txnlog.engine.log.checksum import VersionChecksum as VersionChecksum
     from airflow_txnlog.engine.maintenance.health import TableHealth as TableHealth
     from airflow_txnlog.engine.maintenance.layout import LayoutPlan as LayoutPlan
     from airflow_txnlog.engine.maintenance.layout import LayoutResult as LayoutResult
     from airflow_txnlog.engine.maintenance.log_cleanup import CleanupResult as CleanupResult
+    from airflow_txnlog.engine.maintenance.log_compaction import LogCompactionResult as LogCompactionResult
     from airflow_txnlog.engine.maintenance.publication_records import DEFAULT_CHANNEL as DEFAULT_CHANNEL
     from airflow_txnlog.engine.maintenance.publication_records import Publication as Publication
     from airflow_txnlog.engine.maintenance.restore import RestoreResult as RestoreResult
@@ -192,6 +195,7 @@ if TYPE_CHECKING:  # the public names (`X as X`: re-exported), loaded on first u
     from airflow_txnlog.engine.schema import schema_to_json as schema_to_json
     from airflow_txnlog.engine.sql.predicates import Predicate as Predicate
     from airflow_txnlog.engine.sql.predicates import parse_predicate as parse_predicate
+    from airflow_txnlog.engine.state.checksums import TableSummary as TableSummary
     from airflow_txnlog.engine.state.scan import FileScan as FileScan
     from airflow_txnlog.engine.state.snapshot import Snapshot as Snapshot
     from airflow_txnlog.engine.table import Table as Table

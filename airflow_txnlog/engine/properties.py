@@ -444,6 +444,7 @@ MAINTENANCE_PROPERTIES: dict[str, tuple[str, type, float, float, bool]] = {
     "fullVacuumDays": ("full_vacuum_days", float, 0, math.inf, False),
     "unclusteredFraction": ("unclustered_fraction", float, 0, 1, False),
     "rewriteMemoryBytes": ("rewrite_memory_bytes", int, 1, math.inf, False),
+    "logCompactionCommits": ("log_compaction_commits", int, 0, math.inf, False),
 }
 
 

@@ -50,10 +50,11 @@ from airflow_txnlog.engine.maintenance import log_cleanup, publications, savepoi
 from airflow_txnlog.engine.maintenance import restore as restore_mod
 from airflow_txnlog.engine.maintenance import vacuum as vacuum_mod
 from airflow_txnlog.engine.maintenance.compaction import compact
-from airflow_txnlog.engine.maintenance.compaction_plan import Decision
+from airflow_txnlog.engine.maintenance.compaction_plan import Decision, action_dict
 from airflow_txnlog.engine.maintenance.health import TableHealth, table_health
 from airflow_txnlog.engine.maintenance.layout import LayoutResult, optimize_layout, run_cluster_action
 from airflow_txnlog.engine.maintenance.log_cleanup import CleanupResult
+from airflow_txnlog.engine.maintenance.log_compaction import LogCompactionResult, compact_log
 from airflow_txnlog.engine.maintenance.planner import MaintenancePlan, plan_maintenance
 from airflow_txnlog.engine.maintenance.publications import DEFAULT_CHANNEL, Publication
 from airflow_txnlog.engine.maintenance.release_records import ReleaseRecord, released_snapshot
@@ -64,6 +65,7 @@ from airflow_txnlog.engine.maintenance.vacuum import VacuumResult
 from airflow_txnlog.engine.overview import TableOverview, VersionFacts, table_overview
 from airflow_txnlog.engine.state.change_data import changes as read_changes
 from airflow_txnlog.engine.state.checkpoint import DEFAULT_PART_SIZE, write_checkpoint
+from airflow_txnlog.engine.state.checksums import TableSummary, checksum_problems, table_summary
 from airflow_txnlog.engine.state.history import commit_entry
 from airflow_txnlog.engine.state.snapshot import Snapshot, load_snapshot, version_at
 from airflow_txnlog.engine.storage import Storage, storage_for
@@ -536,6 +538,18 @@ class Table:
             self, retention_hours=retention_hours, dry_run=dry_run, enforce_retention=enforce_retention
         )
 
+    def compact_log(self, *, first: int | None = None, last: int | None = None) -> LogCompactionResult:
+        """Write a log compaction file of commits `first`..`last` (engine.maintenance.log_compaction;
+        default: the commits after the newest checkpoint but the latest)."""
+        self._committed("compact the log")
+        return compact_log(self, first=first, last=last)
+
+    def summary(self) -> TableSummary:
+        """Protocol, metadata, file count and size of the latest version: from its version checksum
+        (`.crc`) when it has a valid one, without reading a checkpoint (open the table `lazy=True`
+        to load nothing else), else from the snapshot (engine.state.checksums)."""
+        return table_summary(self._storage, self._refresh)
+
     def health(self, *, small_file_bytes: int | None = None) -> TableHealth:
         """Small files, checkpoint lag, tombstones, restorable versions (engine.maintenance.health)."""
         self._committed("health")
@@ -576,7 +590,7 @@ class Table:
 
         A vacuum or log cleanup keeps the retention the plan used (`estimate.retention_hours`), so it
         deletes no more than planned, and never one below the table's (RetentionTooShortError)."""
-        action = _action_dict(action)
+        action = action_dict(action)
         flag("dry_run", dry_run)
         self._committed("run maintenance")
         kind = action.get("kind")
@@ -589,17 +603,15 @@ class Table:
         if kind == "vacuum":
             lite = estimate.get("mode") != "full"
             done = self.vacuum(retention_hours=retention, dry_run=dry_run, lite=lite)
-            mode = "lite" if lite else "full"
-            return {
-                "kind": kind,
-                "mode": mode,
-                "dry_run": dry_run,
-                "files": len(done.files),
-                "bytes": done.bytes,
-            }
+            mode, files = "lite" if lite else "full", len(done.files)
+            return {"kind": kind, "mode": mode, "dry_run": dry_run, "files": files, "bytes": done.bytes}
         if kind == "cleanup_log":
             done_log = self.cleanup_log(retention_hours=retention, dry_run=dry_run, enforce_retention=True)
             return {"kind": kind, **dataclasses.asdict(done_log)}
+        if kind == "compact_log":  # (writes one log file, deletes nothing)
+            span = {"first": estimate.get("first"), "last": estimate.get("last")}
+            done_span = span if dry_run else compact_log(self, **span).to_dict()
+            return {"kind": kind, "dry_run": dry_run, **done_span}
         if kind == "checkpoint":
             version = self.snapshot().version
             if not dry_run:
@@ -614,6 +626,8 @@ class Table:
         self._write_checkpoint(self.snapshot(version))
 
     def _write_checkpoint(self, snap: Snapshot) -> None:
+        if problems := checksum_problems(snap):  # (the checkpoint is the log's state, whatever the .crc says)
+            log.warning("the version checksum disagrees with the log: %s", "; ".join(problems))
         retention = props.deleted_file_retention_ms(snap.metadata.configuration)
         write_checkpoint(
             self._storage,
@@ -639,21 +653,3 @@ class Table:
             self._latest = snap
         except (TxnLogError, OSError, pa.ArrowException) as exc:
             log.warning("checkpoint after commit %s failed (the commit itself succeeded): %s", version, exc)
-
-
-def _action_dict(action: object) -> Mapping[str, Any]:
-    """A plan's action as its dict: a `Decision` converted (`to_dict`), a mapping as it is; a skip
-    or anything else refused, naming what was given and what is expected."""
-    if isinstance(action, Decision):
-        action = action.to_dict()
-    if not isinstance(action, Mapping):
-        raise InvalidArgumentError(
-            f"run_maintenance: action must be one of a plan's actions (a Decision of "
-            f"plan_maintenance().actions, or its to_dict()), got {type(action).__name__}: {shown(action)}"
-        )
-    if action.get("reason") is not None:
-        raise InvalidArgumentError(
-            f"run_maintenance: the {action.get('kind')!r} decision is a skip, not an action "
-            f"({action.get('reason')}); run only a plan's actions"
-        )
-    return action

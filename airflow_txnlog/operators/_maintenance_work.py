@@ -30,7 +30,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 STAGES: dict[str, tuple[str, ...]] = {
-    "checkpoint": ("checkpoint",),
+    "checkpoint": ("checkpoint", "compact_log"),  # (a compaction is planned only when no checkpoint is due)
     "optimize": ("cluster", "compact", "purge_deletion_vectors"),  # (in plan order: cluster first)
     "vacuum": ("vacuum",),
     "cleanup_log": ("cleanup_log",),

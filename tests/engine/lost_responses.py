@@ -14,14 +14,15 @@ def lose_create_responses(
     """Patch `storage` (a test's own handle) so every `put_if_absent` lands, then raises
     FileExistsError. With `read_back_differs=v` the first read of commit v sees other bytes (the
     read-back only: later reads are true); with `read_fails=v` every read of commit v fails. Returns
-    the keys created, in order."""
+    the commit keys created, in order."""
     real_put, real_read = storage.put_if_absent, storage.read
     created: list[str] = []
     differed: list[str] = []
 
     def put(key: str, data: bytes) -> None:
         real_put(key, data)
-        created.append(key)
+        if key.endswith(".json"):  # (a commit; the version checksum beside it is not counted)
+            created.append(key)
         raise FileExistsError(key)
 
     def read(key: str) -> bytes:

@@ -28,6 +28,10 @@ class LogListing:
     commits: dict[int, ListedFile] = field(default_factory=dict)
     checkpoints: dict[int, list[str]] = field(default_factory=dict)  # complete sets only
     complete: bool = True  # False when listed from a hint (older files not seen)
+    compactions: dict[int, list[tuple[int, ListedFile]]] = field(
+        default_factory=dict
+    )  # first -> (last, file)
+    checksums: set[int] = field(default_factory=set)  # versions with a `.crc` file
 
     @classmethod
     def build(cls, files: list[ListedFile], *, complete: bool) -> LogListing:
@@ -39,6 +43,10 @@ class LogListing:
                 continue
             if parsed.kind == "commit":
                 out.commits[parsed.version] = f
+            elif parsed.kind == "crc" and f.size > 0:
+                out.checksums.add(parsed.version)
+            elif parsed.kind == "compacted" and parsed.first is not None and f.size > 0:
+                out.compactions.setdefault(parsed.first, []).append((parsed.version, f))
             elif parsed.kind == "v2checkpoint" and f.size > 0:
                 out.checkpoints.setdefault(parsed.version, [f.name])  # one file, sidecars aside
             elif parsed.kind == "checkpoint" and f.size > 0:
@@ -111,7 +119,27 @@ def segment_for(
             f"the log is missing commit {missing:020d}.json: versions {start}..{version} must be contiguous"
         )
     parts = listing.checkpoints[cp] if cp is not None else []
-    return LogSegment(version, cp, parts, commits)
+    return LogSegment(version, cp, parts, _compacted(listing, commits))
+
+
+def _compacted(listing: LogListing, commits: list[tuple[int, ListedFile]]) -> list[tuple[int, ListedFile]]:
+    """`commits` with runs x..y replaced by a log compaction file `x.y.compacted.json` (entered as
+    version y), the longest one at each step. The last commit is always read itself: it carries the
+    version's commitInfo (in-commit timestamp, row tracking marks), which a compaction leaves out."""
+    if not listing.compactions or len(commits) < 3:
+        return commits
+    first, last = commits[0][0], commits[-1][0]
+    out, v = [], first
+    while v <= last:
+        spans = [(y, f) for y, f in listing.compactions.get(v, []) if y < last]
+        if spans:
+            y, f = max(spans, key=lambda span: span[0])
+            out.append((y, f))
+            v = y + 1
+        else:
+            out.append((v, listing.commits[v]))
+            v += 1
+    return out
 
 
 def monotonic_timestamps(commits: Mapping[int, ListedFile], *, after: int | None = None) -> dict[int, int]:

@@ -28,6 +28,7 @@ observed value and the threshold.
 from __future__ import annotations
 
 import heapq
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -36,6 +37,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from airflow_txnlog._shown import shown
+from airflow_txnlog.engine.errors import InvalidArgumentError
 from airflow_txnlog.engine.maintenance.plan_settings import PlanSettings
 
 MINUTE_MS = 60_000
@@ -294,3 +297,21 @@ def pack(files: PartitionFiles, chosen: np.ndarray, capacity: int) -> list[np.nd
             cuts = np.cumsum(np.bincount(bin_of, minlength=k))[:-1]
             return [ordered[b] for b in np.split(by_bin, cuts) if len(b)]
         k += 1
+
+
+def action_dict(action: object) -> Mapping[str, Any]:
+    """A plan's action as its dict: a `Decision` converted (`to_dict`), a mapping as it is; a skip
+    or anything else refused, naming what was given and what is expected."""
+    if isinstance(action, Decision):
+        action = action.to_dict()
+    if not isinstance(action, Mapping):
+        raise InvalidArgumentError(
+            f"run_maintenance: action must be one of a plan's actions (a Decision of "
+            f"plan_maintenance().actions, or its to_dict()), got {type(action).__name__}: {shown(action)}"
+        )
+    if action.get("reason") is not None:
+        raise InvalidArgumentError(
+            f"run_maintenance: the {action.get('kind')!r} decision is a skip, not an action "
+            f"({action.get('reason')}); run only a plan's actions"
+        )
+    return action

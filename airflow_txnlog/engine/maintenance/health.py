@@ -10,7 +10,10 @@
   savepointed versions stay restorable whatever their age;
 - deletion vectors: live files with one, the rows they delete (their cardinalities) and that
   share of the live files' rows (`numRecords` counts a file's rows before its DV) - an OPTIMIZE
-  rewrites small files; many deleted rows make reads slower until files are rewritten.
+  rewrites small files; many deleted rows make reads slower until files are rewritten;
+- the version checksum (`<version>.crc`) validated against the replayed state: None when the version
+  has none, else the fields it gets wrong (readers that trust it, e.g. `Table.summary`, would be
+  misled; the next commit of this engine does not build on a checksum that contradicts its snapshot).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from airflow_txnlog.engine.log.log_segment import list_log, monotonic_timestamps
 from airflow_txnlog.engine.log.replay import key_path, key_paths
 from airflow_txnlog.engine.maintenance.maintenance_table import MaintenanceTable
 from airflow_txnlog.engine.maintenance.savepoints import list_savepoints
+from airflow_txnlog.engine.state.checksums import checksum_problems
 from airflow_txnlog.engine.validate import number
 
 
@@ -47,6 +51,7 @@ class TableHealth:
     files_with_deletion_vectors: int = 0
     deleted_rows: int = 0
     deleted_row_share: float | None = None  # of the live files' rows; None without stats
+    checksum_problems: list[str] | None = None  # the version's `.crc` against replay; None: no file
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -103,6 +108,7 @@ def table_health(table: MaintenanceTable, *, small_file_bytes: int | None = None
         files_with_deletion_vectors=len(dvs),
         deleted_rows=deleted,
         deleted_row_share=_share(snap.add_actions(), deleted) if dvs else 0.0,
+        checksum_problems=checksum_problems(snap),
     )
 
 

@@ -1,8 +1,9 @@
 """Log cleanup: delete old commits and checkpoints that no reader needs any more.
 
 Rule (Delta's metadata cleanup): with cutoff = now - `delta.logRetentionDuration` (30 days), find the
-newest complete checkpoint C whose commit is at or before the cutoff; delete every commit, checkpoint
-and `.crc` file of a version below C (all of them older than the cutoff, since commit times increase).
+newest complete checkpoint C whose commit is at or before the cutoff; delete every commit, checkpoint,
+`.crc` file and log compaction (`x.y.compacted.json`, y < C) of a version below C (all of them
+older than the cutoff, since commit times increase).
 Versions >= C stay reconstructable from C. Files are deleted oldest first, so a crash midway leaves a
 contiguous log.
 
@@ -29,7 +30,6 @@ never the commit itself, so deleting a stale one cannot lose data). They are lis
 from __future__ import annotations
 
 import dataclasses
-import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -45,7 +45,6 @@ from airflow_txnlog.engine.state.snapshot import Snapshot
 from airflow_txnlog.engine.storage import LOG_DIR, ListedFile, Storage
 from airflow_txnlog.engine.validate import flag, number
 
-_CRC_RE = re.compile(r"^(\d{20})\.crc$")
 TEMP_DIR = f"{LOG_DIR}/.tmp"
 TEMP_MAX_AGE_MS = 3_600_000
 SIDECARS = f"{LOG_DIR}/{checkpoint_v2.SIDECAR_DIR}"
@@ -150,11 +149,9 @@ def _cleanup_versions(
         return CleanupResult([], dry_run, None, min(listing.commits, default=None))
     doomed: list[tuple[int, str]] = []
     for f in files:
-        parsed = parse_name(f.name)
-        crc = _CRC_RE.match(f.name)
-        version = parsed.version if parsed else (int(crc.group(1)) if crc else None)
-        if version is not None and version < cp:
-            doomed.append((version, f.name))
+        parsed = parse_name(f.name)  # a log compaction's version is its last one
+        if parsed is not None and parsed.version < cp:
+            doomed.append((parsed.version, f.name))
     doomed.sort()
     # A publish of an old version may have started since: its marker holds the log back too.
     again = _newest_at_or_below(old_enough, min([snap.version, *protected_versions(storage)]))

@@ -95,7 +95,11 @@ def plan_maintenance(
         full_days=s.full_vacuum_days, rider=zorder,
     )  # fmt: skip
     decisions = plan_rewrites(table.storage, snap, listing, s, now, zorder=zorder)
-    decisions += [_checkpoint(snap, listing, s), _cleanup_log(table, snap, s, files)]
+    decisions += [
+        _checkpoint(snap, listing, s),
+        _compact_log(snap, listing, s),
+        _cleanup_log(table, snap, s, files),
+    ]
     decisions += _vacuum(history, snap, listing, s, now)
     return MaintenancePlan(
         table=table.storage.root,
@@ -122,6 +126,28 @@ def _checkpoint(snap: Snapshot, listing: LogListing, s: PlanSettings) -> Decisio
         "checkpoint", None, "checkpoint_interval", since, s.checkpoint_interval,
         estimate={"checkpoint_version": snap.version}, cost=cost, benefit=benefit,
     )  # fmt: skip
+
+
+def _compact_log(snap: Snapshot, listing: LogListing, s: PlanSettings) -> Decision:
+    """A log compaction of the commits after the newest checkpoint but the latest, when at least
+    `log_compaction_commits` of them are not covered by one yet and no checkpoint is due."""
+    first = max((v for v in listing.checkpoints if v <= snap.version), default=-1) + 1
+    last = snap.version - 1
+    covered = max((y for y, _ in listing.compactions.get(first, []) if y <= last), default=first - 1)
+    uncovered, limit = last - covered, s.log_compaction_commits
+    cost, benefit = {"requests": uncovered + last - first + 2}, {"commit_reads_saved": last - first}
+    rule = ("log_compaction_commits", uncovered, limit)
+    why = None
+    if limit <= 0:
+        why = "turned off (log_compaction_commits = 0)"
+    elif snap.version - first + 1 >= s.checkpoint_interval:
+        why = "a checkpoint is due: it replaces the commits a compaction would cover"
+    elif uncovered < limit:
+        why = f"{uncovered} commits not covered by a log compaction < {limit}"
+    if why is not None:
+        return Decision("compact_log", None, *rule, reason=why, cost=cost, benefit=benefit)
+    estimate = {"first": first, "last": last}
+    return Decision("compact_log", None, *rule, estimate=estimate, cost=cost, benefit=benefit)
 
 
 def _cleanup_log(

@@ -71,7 +71,7 @@ from airflow_txnlog.engine.schema import normalize_schema, schema_to_json, uses_
 from airflow_txnlog.engine.state.snapshot import Snapshot, load_snapshot
 from airflow_txnlog.engine.storage import LOG_DIR, Storage
 from airflow_txnlog.engine.validate import mapping, text
-from airflow_txnlog.engine.write import provenance
+from airflow_txnlog.engine.write import provenance, version_checksums
 from airflow_txnlog.engine.write.transaction import ENGINE_INFO
 
 
@@ -384,4 +384,6 @@ def create_at(storage: Storage, actions: list[Action], *, defer: bool) -> Snapsh
         raise TableExistsError(f"a Delta table already exists at {storage.root!r}") from exc
     except OSError as exc:
         raise StorageError(f"cannot create the table at {storage.root!r}: {exc}") from exc
-    return load_snapshot(storage)
+    snapshot = load_snapshot(storage)
+    version_checksums.write_exact(storage, snapshot)
+    return snapshot

@@ -31,7 +31,6 @@ import dataclasses
 import time
 import uuid
 from collections.abc import Callable, Mapping
-from types import TracebackType
 from typing import Any
 
 from airflow_txnlog import __version__
@@ -70,10 +69,11 @@ from airflow_txnlog.engine.log.actions import (
 from airflow_txnlog.engine.log.log_reader import list_after, read_commits
 from airflow_txnlog.engine.log.replay import file_key
 from airflow_txnlog.engine.sql.predicates import Predicate, Range, parse_predicate
+from airflow_txnlog.engine.state.checksums import CommitChanges
 from airflow_txnlog.engine.state.snapshot import Snapshot
 from airflow_txnlog.engine.storage import Storage
 from airflow_txnlog.engine.validate import json_mapping, mapping, number, one_of, text
-from airflow_txnlog.engine.write import commit_timestamps, landing, provenance
+from airflow_txnlog.engine.write import commit_timestamps, landing, provenance, version_checksums
 from airflow_txnlog.engine.write.conflicts import (
     SERIALIZABLE,
     SNAPSHOT_ISOLATION,
@@ -141,15 +141,14 @@ class Transaction:
         self._winner_mark = -1  # the highest row id a winning commit assigned (row tracking)
         self._sent: set[str] = set()  # the txnIds of the payloads built (engine.write.landing)
         self._rows_preserved = False
+        self._changes = CommitChanges((), ())  # what the last payload commits (its version checksum)
         self.committed_version: int | None = None
         self.attempts = 0
 
     def __enter__(self) -> Transaction:
         return self
 
-    def __exit__(
-        self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         return None  # an uncommitted transaction leaves no trace in the log
 
     # ------------------------------------------------------------------ reads
@@ -345,16 +344,11 @@ class Transaction:
             )
 
     def _read_set(self) -> ReadSet:
-        changes = [a.data_change for a in self._adds.values()] + [
-            r.data_change for r in self._removes.values()
-        ]
+        files: list[AddFile | RemoveFile] = [*self._adds.values(), *self._removes.values()]
+        changes = [f.data_change for f in files]
         only_rearrange = bool(changes) and not any(changes)
-        blind = (
-            not self._removes
-            and not self._read_keys
-            and not self._read_whole_table
-            and not (self._read_predicates or self._metadata or self._protocol)
-        )
+        read_any = self._read_keys or self._read_whole_table or self._read_predicates
+        blind = not (self._removes or read_any or self._metadata or self._protocol)
         return ReadSet(
             isolation_level=SNAPSHOT_ISOLATION if only_rearrange else self.isolation_level,
             is_blind_append=blind,
@@ -406,6 +400,8 @@ class Transaction:
             )  # fmt: skip
             domains.update({} if mark is None else {mark.domain: mark})
             extra = {**extra, "tags": {**extra.get("tags", {}), **tags}} if tags else extra
+        removes, dms, stamp = [*self._removes.values()], [*domains.values()], extra.get(IN_COMMIT_TIMESTAMP)
+        self._changes = CommitChanges(adds, removes, self._txns, dms, metadata, protocol, stamp, txn_id)
         actions: list[Action] = [dataclasses.replace(info, extra=extra)]
         actions += [a for a in (protocol, metadata) if a is not None]
         actions += self._txns + list(domains.values())
@@ -446,6 +442,7 @@ class Transaction:
                 if not ours:
                     continue
             self.committed_version = attempt
+            version_checksums.write_after_commit(self._storage, self.snapshot, attempt, self._changes)
             if self._on_committed is not None:
                 self._on_committed(attempt)
             return attempt
