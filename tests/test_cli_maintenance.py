@@ -494,6 +494,7 @@ def test_health_json(overwritten: Path) -> None:
     assert doc["savepoints"] == ["sp"]
     assert doc["expiredSavepoints"] == []
     assert (doc["oldestLogVersion"], doc["oldestRestorableVersion"]) == (0, 0)
+    assert doc["checksumProblems"] == []  # the engine's own `.crc` of version 4 agrees with replay
     assert run_json("health", str(overwritten), "--small-file-bytes", "1")["smallFiles"] == 0
 
 
@@ -507,6 +508,10 @@ def test_health_human(overwritten: Path) -> None:
     assert re.search(r"small files\s*│\s*1 \(< \d+ bytes\)\s*│", out)
     assert re.search(r"savepoints\s*│\s*-\s*│", out)
     assert re.search(r"oldest restorable version\s*│\s*0\s*│", out)
+    assert re.search(r"version checksum\s*│\s*agrees with the log\s*│", out)
+    (overwritten / "_delta_log" / f"{4:020d}.crc").write_text('{"numFiles": 1}')
+    out = run_human("health", str(overwritten))
+    assert "DISAGREES with the log: 00000000000000000004.crc: not a version checksum: required" in out.replace("\n", "")
 
 
 # ----------------------------------------------------------------------------- common behaviour

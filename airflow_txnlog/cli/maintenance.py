@@ -133,6 +133,7 @@ def health_doc(h: TableHealth) -> dict[str, Any]:
         "expiredSavepoints": list(h.expired_savepoints),
         "oldestLogVersion": h.oldest_log_version,
         "oldestRestorableVersion": h.oldest_restorable_version,
+        "checksumProblems": h.checksum_problems,  # None: the version has no `.crc` file
     }
 
 
@@ -242,8 +243,15 @@ def _print_health(doc: Mapping[str, Any]) -> None:
         ("expired savepoints", ", ".join(doc["expiredSavepoints"])),
         ("oldest log version", doc["oldestLogVersion"]),
         ("oldest restorable version", doc["oldestRestorableVersion"]),
+        ("version checksum", _checksum_text(doc["checksumProblems"])),
     ]
     console().print(key_value_table("Health", rows))
+
+
+def _checksum_text(problems: list[str] | None) -> str:
+    if problems is None:
+        return "none for this version"
+    return "agrees with the log" if not problems else "DISAGREES with the log: " + "; ".join(problems)
 
 
 # ---------------------------------------------------------------------------------------------- savepoints

@@ -145,7 +145,8 @@ def test_listing_sizes_and_mtimes_come_from_s3(s3_uri: str, s3_options: dict[str
     for name in (f"{v:020d}.json" for v in range(3)):
         assert listed[name].size == len(t.storage.read(f"{LOG_DIR}/{name}"))
         assert abs(listed[name].mtime_ms - dt.datetime.now(dt.UTC).timestamp() * 1000) < 600_000
-    assert [f.name for f in t.storage.list_log(f"{1:020d}.json")] == [f"{2:020d}.json"]
+    # (each commit of the engine has its version checksum beside it)
+    assert [f.name for f in t.storage.list_log(f"{1:020d}.json")] == [f"{2:020d}.crc", f"{2:020d}.json"]
 
 
 @pytest.mark.parametrize("store", ["s3"])  # s3fs behaviour
@@ -170,9 +171,10 @@ def test_listing_after_a_version_is_filtered_by_the_server(
     after = t.storage.list_log(f"{9:020d}.json")
     monkeypatch.undo()
     full = [f for f in t.storage.list_log() if f.name > f"{9:020d}.json"]
-    newer = [f"{10:020d}.checkpoint.parquet", *(f"{v:020d}.json" for v in (10, 11, 12)), "_last_checkpoint"]
+    commits = [f"{v:020d}.{ext}" for v in (10, 11, 12) for ext in ("crc", "json")]  # (with checksums)
+    newer = [f"{10:020d}.checkpoint.parquet", *commits, "_last_checkpoint"]
     assert [f.name for f in after] == newer
-    assert after == full and returned == [5]
+    assert after == full and returned == [8]
 
 
 @pytest.mark.parametrize("store", ["s3"])  # s3fs behaviour
@@ -190,8 +192,8 @@ def test_a_commit_written_after_a_full_listing_is_readable(
     other = {**options, "skip_instance_cache": True}  # another process's s3fs: our cache is not told
     Table.open(s3_uri, storage_options=other).write(rows([5], "p0"))  # version 2
     new = t.storage.list_log(f"{1:020d}.json")
-    assert [f.name for f in new] == [f"{2:020d}.json"]
-    assert b'"add"' in t.storage.read(f"{LOG_DIR}/{new[0].name}")
+    assert [f.name for f in new] == [f"{2:020d}.crc", f"{2:020d}.json"]
+    assert b'"add"' in t.storage.read(f"{LOG_DIR}/{new[1].name}")
     assert t.snapshot().version == 2
 
 
