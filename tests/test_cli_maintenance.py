@@ -511,7 +511,8 @@ def test_health_human(overwritten: Path) -> None:
     assert re.search(r"version checksum\s*│\s*agrees with the log\s*│", out)
     (overwritten / "_delta_log" / f"{4:020d}.crc").write_text('{"numFiles": 1}')
     out = run_human("health", str(overwritten))
-    assert "DISAGREES with the log: 00000000000000000004.crc: not a version checksum: required" in out.replace("\n", "")
+    flat = out.replace("\n", "")
+    assert "DISAGREES with the log: 00000000000000000004.crc: not a version checksum: required" in flat
 
 
 # ----------------------------------------------------------------------------- common behaviour
