@@ -162,16 +162,33 @@ def _corrupt(path: Path, **fields: Any) -> None:
 
 
 def test_a_wrong_checksum_is_detected_and_not_built_upon(tmp_path: Path) -> None:
+    """Another writer's `.crc` that contradicts the snapshot (its count, and it does not name the
+    commit's txnId) is reported by health and not built upon by the next commit."""
     t = Table.create(str(tmp_path / "t"), schema=SCHEMA)
     t.write(rows([1, 2]))
     crc1 = tmp_path / "t" / LOG_DIR / f"{1:020d}.crc"
-    _corrupt(crc1, numFiles=41, tableSizeBytes=7)
+    _corrupt(crc1, numFiles=41, tableSizeBytes=7, txnId="another-writer")
     problems = t.health().checksum_problems
     assert problems is not None and len(problems) == 2
     assert problems[0].startswith(f"{1:020d}.crc: tableSizeBytes: the checksum says 7, the log says ")
     assert problems[1] == f"{1:020d}.crc: numFiles: the checksum says 41, the log says 1"
     t.write(rows([3]))  # the next commit computes from its snapshot, not from the bad file
     assert checksum_problems(t.snapshot()) == []
+    assert t.health().checksum_problems == []
+
+
+def test_incremental_checksums_are_anchored_at_checkpoint_versions(tmp_path: Path) -> None:
+    """A `.crc` naming its own commit is trusted as the next one's base (counting a million live files
+    each commit would cost more than the commit); at a checkpoint version the checksum is computed
+    from the snapshot, so a wrong count lives one interval at most, reported by health meanwhile."""
+    t = Table.create(str(tmp_path / "t"), schema=SCHEMA, properties={"delta.checkpointInterval": "3"})
+    t.write(rows([1, 2]))
+    _corrupt(tmp_path / "t" / LOG_DIR / f"{1:020d}.crc", numFiles=41)  # (txnId kept)
+    t.write(rows([3]))  # version 2: built on version 1's file
+    assert t.health().checksum_problems == [f"{2:020d}.crc: numFiles: the checksum says 42, the log says 2"]
+    t.write(rows([4]))  # version 3, a checkpoint version: from the snapshot
+    assert t.health().checksum_problems == []
+    t.write(rows([5]))
     assert t.health().checksum_problems == []
 
 

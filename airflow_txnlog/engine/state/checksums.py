@@ -43,7 +43,7 @@ from airflow_txnlog.engine.log.checksum import (
     parse_checksum,
 )
 from airflow_txnlog.engine.log.latest_checksum import latest_checksum
-from airflow_txnlog.engine.log.replay import key_paths
+from airflow_txnlog.engine.log.replay import LogState, file_key
 from airflow_txnlog.engine.state.snapshot import Snapshot
 from airflow_txnlog.engine.storage import Storage
 
@@ -98,18 +98,32 @@ class CommitChanges:
 
 
 def commit_is_countable(snapshot: Snapshot, changes: CommitChanges) -> bool:
-    """True when the commit's adds are new files and its removes live ones, on top of `snapshot`."""
+    """True when the commit's adds are new files and its removes live ones, on top of `snapshot`
+    (by reconciliation key: path and deletion vector)."""
     if not changes.adds and not changes.removes:
         return True
-    removed = {r.path for r in changes.removes}
-    probe = pa.array(sorted({a.path for a in changes.adds} | removed), pa.string())
-    keys = snapshot.file_keys()
-    # One pass over the live keys against the commit's few paths (never a set of the live ones);
-    # a key of a file with a deletion vector carries the vector's id after the path.
-    paths = key_paths(keys) if snapshot.state.deletion_vectors() else keys
-    live_hits = set(paths.filter(pc.is_in(paths, value_set=probe)).to_pylist()) if len(paths) else set()
-    re_added = {a.path for a in changes.adds} & live_hits - removed
-    return not re_added and removed <= live_hits and len(removed) == len(changes.removes)
+    added = {file_key(a.path, a.deletion_vector) for a in changes.adds}
+    removed = {file_key(r.path, r.deletion_vector) for r in changes.removes}
+    if len(removed) != len(changes.removes):
+        return False
+    live = _live_among(snapshot.state, added | removed)
+    return not added & live and removed <= live
+
+
+def _live_among(state: LogState, keys: set[str]) -> set[str]:
+    """Which of `keys` are live files of `state`: one pass of the checkpoint's keys against these few
+    (never a set of a million live keys), then the commits after it, which decide for what they hold."""
+    live: set[str] = set()
+    base = state.base_add_keys
+    if base is not None and len(base):
+        probe = pa.array(sorted(keys), pa.string()).cast(base.type)
+        hits = pc.is_in(base, value_set=probe)
+        if pc.any(hits).as_py():
+            live.update(base.filter(hits).to_pylist())
+    for key in keys & state.tail.keys():
+        is_add, _ = state.tail[key]
+        (live.add if is_add else live.discard)(key)
+    return live
 
 
 def advanced(base: VersionChecksum, changes: CommitChanges) -> VersionChecksum | None:

@@ -3,11 +3,16 @@
 After a commit lands at version v the transaction asks for the checksum of v, derived incrementally
 (`engine.state.checksums.advanced`) from a base that describes v-1 exactly:
 
-1. v-1's own `.crc` when it exists, parses and agrees with the transaction's snapshot of v-1 on the
-   file count, metadata and protocol (one small read; no work proportional to the table);
+1. v-1's own `.crc` when it exists, parses and agrees with the transaction's snapshot of v-1
+   (`agrees`: metadata, protocol, and its commit's txnId or the file count; one small read);
 2. else, when the transaction read v-1 itself (no commit landed in between), its snapshot's state
    (`checksum_of`: sizes, histogram, txns, domains of the loaded files);
 3. for version 0 (a table's creation), the empty table.
+
+At checkpoint versions (multiples of `delta.checkpointInterval`) base 2 is used even when base 1
+agrees: a chain of incremental checksums is anchored to the replayed state there (the checkpoint
+about to be written costs far more), so a count another writer got wrong lives for at most one
+interval; validation (table health, checkpoints) reports it meanwhile.
 
 The commit must be countable on top of the transaction's snapshot (`commit_is_countable`: its
 removes name live files, its adds new paths); when another writer's commits landed in between, base 1
@@ -22,6 +27,7 @@ from __future__ import annotations
 
 import logging
 
+from airflow_txnlog.engine import properties as props
 from airflow_txnlog.engine.log import checksum as crc_file
 from airflow_txnlog.engine.log.checksum import FileSizeHistogram, VersionChecksum
 from airflow_txnlog.engine.state.checksums import CommitChanges, advanced, checksum_of, commit_is_countable
@@ -61,23 +67,27 @@ def _base(
     previous = crc_file.read_checksum(storage, version - 1)
     if snapshot.version != version - 1:  # other commits landed since the read: their checksum only
         return previous
-    if previous is not None and agrees(previous, snapshot):
+    anchor = version % props.checkpoint_interval(snapshot.metadata.configuration) == 0
+    if previous is not None and not anchor and agrees(previous, snapshot):
         return previous
     return checksum_of(snapshot)
 
 
 def agrees(crc: VersionChecksum, snapshot: Snapshot) -> bool:
-    """The cheap part of validation (file count, metadata, protocol): a `.crc` another writer left
-    that contradicts the snapshot we hold is not built upon (a wrong base would carry its error on)."""
+    """The cheap part of validation: a `.crc` another writer left that contradicts the snapshot we hold
+    is not built upon (a wrong base would carry its error on). Metadata and protocol must be equal,
+    and the file count too unless the file names the version's own commit (its `txnId`, as Delta's
+    writers record it) — counting the live files of a million-file snapshot costs more than the rest
+    of a commit."""
     state = snapshot.state
-    return (crc.num_files, crc.metadata, crc.protocol) == (
-        state.num_files(),
-        snapshot.metadata,
-        snapshot.protocol,
-    )
+    if (crc.metadata, crc.protocol) != (snapshot.metadata, snapshot.protocol):
+        return False
+    own = state.commit_infos.get(snapshot.version, {}).get("txnId")
+    return (crc.txn_id is not None and crc.txn_id == own) or crc.num_files == state.num_files()
 
 
 def _empty(changes: CommitChanges) -> VersionChecksum | None:
+    """The checksum before version 0: no files; version 0 brings the metadata and protocol."""
     if changes.metadata is None or changes.protocol is None:
         return None
     return VersionChecksum(
