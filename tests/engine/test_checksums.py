@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -317,3 +319,22 @@ def test_delta_rs_appends_next_to_our_checksums(tmp_path: Path) -> None:
     assert crc is not None and mismatches(crc, checksum_of(fresh.snapshot())) == [] and crc.num_files == 3
     assert sorted(deltalake.DeltaTable(t.uri).to_pyarrow_table().column("id").to_pylist()) == [1, 2, 3, 999]
     assert checksum_key(0) == f"{LOG_DIR}/{0:020d}.crc"
+
+
+def test_a_commit_with_its_checksum_does_not_import_pandas(tmp_path: Path) -> None:
+    """pyarrow imports pandas on its first conversion of Python objects (0.2 s of a fresh process's
+    first commit); the checksum step builds its Arrow input from buffers instead."""
+    t = Table.create(str(tmp_path / "t"), schema=SCHEMA, properties={"delta.checkpointInterval": "100"})
+    t.write(rows([1, 2]))
+    script = (
+        "import sys, time\n"
+        "from airflow_txnlog.engine import AddFile, Table\n"
+        f"t = Table.open({t.uri!r})\n"
+        "txn = t.transaction()\n"
+        "txn.add(AddFile('part=a/x.parquet', {'part': 'a'}, 10, int(time.time() * 1000)))\n"
+        "print(txn.commit(), 'pandas' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["2", "False"]
+    crc = read_checksum(t.storage, 2)
+    assert crc is not None and crc.num_files == 2 and mismatches(crc, checksum_of(t.snapshot())) == []

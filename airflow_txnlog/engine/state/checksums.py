@@ -116,7 +116,7 @@ def _live_among(state: LogState, keys: set[str]) -> set[str]:
     live: set[str] = set()
     base = state.base_add_keys
     if base is not None and len(base):
-        probe = pa.array(sorted(keys), pa.string()).cast(base.type)
+        probe = _string_array(sorted(keys)).cast(base.type)
         hits = pc.is_in(base, value_set=probe)
         if pc.any(hits).as_py():
             live.update(base.filter(hits).to_pylist())
@@ -124,6 +124,15 @@ def _live_among(state: LogState, keys: set[str]) -> set[str]:
         is_add, _ = state.tail[key]
         (live.add if is_add else live.discard)(key)
     return live
+
+
+def _string_array(values: list[str]) -> pa.Array:
+    """A string array built from its buffers: `pa.array` of Python objects first imports pandas
+    (pyarrow looks for pandas types), 0.2 s that a commit in a fresh process would otherwise pay."""
+    data = [v.encode() for v in values]
+    offsets = np.cumsum([0, *map(len, data)], dtype=np.int64).astype(np.int32)
+    buffers = [None, pa.py_buffer(offsets.tobytes()), pa.py_buffer(b"".join(data))]
+    return pa.Array.from_buffers(pa.string(), len(data), buffers)
 
 
 def advanced(base: VersionChecksum, changes: CommitChanges) -> VersionChecksum | None:
