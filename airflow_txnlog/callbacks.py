@@ -171,7 +171,7 @@ def _log_release_foreign(current: Release, owner: str) -> None:
         current.sequence,
     )
     for uri, released in current.versions.items():
-        table = Table.open(uri, storage_options=current.table_storage_options)
+        table = Table.open(uri, storage_options=current.table_storage_options, lazy=True)  # (the log only)
         for info in table.history(limit=max(0, table.latest_version() - released)):
             if info["version"] > released and (info.get("tags") or {}).get("owner") != owner:
                 writer = describe_writer(info)

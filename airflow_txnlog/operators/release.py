@@ -129,7 +129,8 @@ def moved_tables(current: Release) -> dict[str, tuple[int, int]]:
 
     out: dict[str, tuple[int, int]] = {}
     for uri, version in current.versions.items():
-        latest = Table.open(uri, storage_options=current.table_storage_options).latest_version()
+        table = Table.open(uri, storage_options=current.table_storage_options, lazy=True)  # (lists only)
+        latest = table.latest_version()
         if latest != version:
             out[uri] = (version, latest)
     return out
