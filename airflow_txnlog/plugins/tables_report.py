@@ -84,7 +84,8 @@ def run_link(who: dict[str, str] | None) -> str | None:
 
 
 def badges(health: TableHealth, interval: int, now_ms: int, savepoint_expiries: list[int]) -> list[str]:
-    """Short health warnings: small files, tombstones to vacuum, checkpoint lag, savepoint expiry."""
+    """Short health warnings: small files, tombstones to vacuum, checkpoint lag, savepoint expiry, a
+    version checksum (`.crc`) that contradicts the log."""
     out = []
     if health.num_files >= 10 and health.small_files * 2 > health.num_files:
         out.append(f"small files: {health.small_files} of {health.num_files}")
@@ -94,6 +95,8 @@ def badges(health: TableHealth, interval: int, now_ms: int, savepoint_expiries: 
         out.append(f"checkpoint lag: {health.commits_since_checkpoint} commits")
     if health.expired_savepoints:
         out.append(f"expired savepoints: {len(health.expired_savepoints)}")
+    if health.checksum_problems:
+        out.append(f"version checksum disagrees with the log: {health.checksum_problems[0]}")
     soon = [e for e in savepoint_expiries if now_ms <= e <= now_ms + NEAR_EXPIRY_MS]
     if soon:
         out.append(f"savepoints expiring within a day: {len(soon)}")

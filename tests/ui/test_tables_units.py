@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 import os
@@ -97,6 +98,7 @@ def test_badges_name_each_problem() -> None:
         expired_savepoints=["a"],
         oldest_log_version=0,
         oldest_restorable_version=0,
+        checksum_problems=["00000000000000000030.crc: numFiles: the checksum says 21, the log says 20"],
     )
     got = badges(health, 10, now_ms=1_000, savepoint_expiries=[1_000 + 3600_000, 1_000 + 10 * 86400_000])
     assert [b.split(":")[0] for b in got] == [
@@ -104,8 +106,12 @@ def test_badges_name_each_problem() -> None:
         "tombstones",
         "checkpoint lag",
         "expired savepoints",
+        "version checksum disagrees with the log",
         "savepoints expiring within a day",
     ]
+    assert "the checksum says 21, the log says 20" in got[4]
+    agreeing = dataclasses.replace(health, checksum_problems=[])
+    assert not any("checksum" in b for b in badges(agreeing, 10, now_ms=1_000, savepoint_expiries=[]))
 
 
 def test_the_view_can_be_turned_off() -> None:
