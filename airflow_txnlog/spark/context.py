@@ -12,10 +12,17 @@ version of it), shared by the reading, writing and DML rooms.
 Both are plain values built on the driver from an engine snapshot; nothing here runs a Spark job.
 (They lived in `read/scan.py`, which `read/row_ids.py` needs the context from while scan imports
 row_ids: here, below both, there is no import circle.)
+
+`empty_df` (the table's columns, no rows: what a DML's SQL is analysed over before any job) is kept
+per session and columns: `createDataFrame([], schema)` ships an empty Python RDD to the JVM, 10-25 ms
+on 2 cores, which a selective DELETE paid on every call (docs/benchmarks.md, D1). A DataFrame is an
+immutable plan, so one frame serves every later analysis; the SQL is still analysed each time.
 """
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -93,7 +100,31 @@ class TableContext:
         return decode_spark_path(reported)
 
     def empty_df(self, extra: Iterable[StructField] = ()) -> DataFrame:
-        return self.spark.createDataFrame([], StructType([*to_spark_schema(self.schema).fields, *extra]))
+        """No rows, the table's columns (then `extra`): one frame per session and columns."""
+        return empty_frame(self.spark, StructType([*to_spark_schema(self.schema).fields, *extra]))
+
+
+_FRAMES_KEPT = 32  # (sessions x column sets: a bound, so a long-lived process never grows without end)
+_frames: OrderedDict[tuple[int, str], DataFrame] = OrderedDict()
+_frames_lock = threading.Lock()  # (DML from several threads, and the SQL checks' helper thread)
+
+
+def empty_frame(spark: SparkSession, schema: StructType) -> DataFrame:
+    """An empty DataFrame of `schema` in `spark`, built once and then reused (least recently used
+    frames dropped beyond `_FRAMES_KEPT`). A kept frame holds its session, so the session's id
+    cannot be reused while the key is kept; the identity check guards anyway."""
+    key = (id(spark), schema.json())
+    with _frames_lock:
+        kept = _frames.get(key)
+        if kept is not None and kept.sparkSession is spark:
+            _frames.move_to_end(key)
+            return kept
+    frame = spark.createDataFrame([], schema)
+    with _frames_lock:
+        _frames[key] = frame
+        while len(_frames) > _FRAMES_KEPT:
+            _frames.popitem(last=False)
+    return frame
 
 
 @dataclass(frozen=True)

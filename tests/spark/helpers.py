@@ -34,6 +34,12 @@ def deltalake_rows(path: Path | str) -> list[dict[str, Any]]:
     return _sorted(DeltaTable(str(path)).to_pyarrow_table())
 
 
+def deltalake_scan_rows(path: Path | str) -> list[dict[str, Any]]:
+    """Rows as delta-rs's own scan reads them: it applies deletion vectors (`to_pyarrow_table`
+    refuses a table that has them)."""
+    return _sorted(pa.table(DeltaTable(str(path)).scan().read_all()))
+
+
 def spark_rows(df: Any) -> list[dict[str, Any]]:
     return _sorted(df.toArrow())
 

@@ -3,10 +3,16 @@ and then equal to delta-rs's DELETE on an identical copy; Spark runs otherwise."
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
 import pytest
 from deltalake import DeltaTable
+from pyspark.sql.types import LongType, StructField
 
-from airflow_txnlog.spark import SparkTable
+from airflow_txnlog.engine import PredicateError, Table
+from airflow_txnlog.spark import SparkTable, conditions
 from airflow_txnlog.spark.dml import delete, delete_local
 from airflow_txnlog.spark.read import planning
 from tests.spark.helpers import assert_same_as_deltalake
@@ -86,3 +92,73 @@ def test_a_number_against_a_string_column_is_neither_pruned_nor_filtered_by_the_
     assert parse_predicate("name > '10'", SCHEMA).columns == {"name"}
     plan = planning.classify("name > 10", type("Ctx", (), {"schema": SCHEMA, "partition_columns": ()})())  # type: ignore[arg-type]
     assert plan.case is planning.Case.DATA and plan.parsed is None  # no pruning, no in-process lever
+
+
+# --------------------------------------------------------------- Spark's check of the predicate
+# It runs on a helper thread while the engine plans (spark.conditions.check_condition_meanwhile);
+# the in-process lever waits for it before writing anything, and a pass is remembered only for the
+# engine's SQL, keyed by the settings that change Spark's answer.
+
+
+@pytest.fixture
+def case_sensitive(spark) -> Iterator[None]:
+    old = spark.conf.get("spark.sql.caseSensitive")
+    spark.conf.set("spark.sql.caseSensitive", "true")
+    try:
+        yield
+    finally:
+        spark.conf.set("spark.sql.caseSensitive", old)
+
+
+def _files(path: Path) -> set[Path]:
+    return {p for p in path.rglob("*") if p.is_file()}
+
+
+def test_what_spark_refuses_fails_before_the_lever_writes(spark, pair, monkeypatch, case_sensitive) -> None:
+    """The engine resolves `ID` to `id` (Spark's default); a case-sensitive session does not: the
+    check's error is raised, and the lever, which found matches, wrote and committed nothing."""
+    ours, _ = pair(False)
+    before, version = _files(ours), Table.open(str(ours)).snapshot().version
+    monkeypatch.setattr(delete, "matched_files", _no_spark_job)
+    with pytest.raises(PredicateError, match="unknown column `ID` in the DELETE predicate"):
+        SparkTable(spark, str(ours)).delete("ID < 5")
+    assert _files(ours) == before and Table.open(str(ours)).snapshot().version == version
+
+
+def test_a_remembered_pass_holds_only_under_its_settings(spark, pair) -> None:
+    ours, other = pair(False)
+    predicate = "ID < 7 AND id >= 0"  # (a text no other test checks)
+    assert SparkTable(spark, str(ours)).delete(predicate).metrics["numDeletedRows"] == 7
+    spark.conf.set("spark.sql.caseSensitive", "true")
+    try:
+        with pytest.raises(PredicateError, match="unknown column `ID`"):
+            SparkTable(spark, str(other)).delete(predicate)
+    finally:
+        spark.conf.set("spark.sql.caseSensitive", "false")
+
+
+def test_passes_are_remembered_for_the_engines_sql_only(spark, copy_table, monkeypatch) -> None:
+    analysed: list[str] = []
+    real = conditions.check_condition
+
+    def counted(rows: Any, sql: str | None, what: str, columns: str | None = None) -> None:
+        analysed.append(str(sql))
+        real(rows, sql, what, columns)
+
+    monkeypatch.setattr(conditions, "check_condition", counted)
+    parsed, unparsed = "id >= 11 AND id < 14", "levenshtein(name, 'name-011') < 1 AND id < 100"
+    for i in range(2):
+        for predicate in (parsed, unparsed):
+            SparkTable(spark, str(copy_table(False, f"t{i}{len(predicate)}"))).delete(predicate)
+    assert analysed.count(parsed) == 1  # the engine parses it: the second DELETE reuses the pass
+    assert analysed.count(unparsed) == 2  # (a function the engine lacks: Spark's answer may change)
+
+
+def test_the_empty_frame_is_built_once_per_session_and_columns(spark, pair) -> None:
+    ours, _ = pair(False)
+    table = SparkTable(spark, str(ours))
+    ctx = table._handle.context(table.table.snapshot())
+    assert ctx.empty_df() is ctx.empty_df()
+    extra = StructField("x", LongType())
+    assert ctx.empty_df([extra]) is ctx.empty_df([extra]) is not ctx.empty_df()
+    assert ctx.empty_df([extra]).columns == [*ctx.schema.names, "x"]

@@ -14,7 +14,14 @@
                                both passes run in-process on the driver, no Spark job
                                (`delete_local`). With
                                `delta.enableDeletionVectors=true` the matching rows are marked in a
-                               deletion vector instead (`spark.features.deletion_vectors`): no rewrite.
+                               deletion vector instead (`spark.features.deletion_vectors`): no rewrite;
+                               candidates of at most `delete_local.DV_MAX_BYTES` are read on the
+                               driver (no Spark job), others in ONE Spark job that collects the
+                               matching rows' positions (their counts are its list lengths).
+
+Spark's analyser checks the predicate (`conditions.check_condition`) on a helper thread while the
+engine classifies and prunes; every path waits for it before its first Spark job, file write or
+commit, so a predicate Spark refuses fails as before, having changed nothing.
 
 Metrics are Delta's: numRemovedFiles, numAddedFiles, numDeletedRows (when known: the stats of the
 removed files in the metadata-only cases), numCopiedRows, numRemovedBytes, numAddedBytes,
@@ -27,9 +34,11 @@ import functools
 import json
 import time
 
-from airflow_txnlog.engine import AddCDCFile, AddFile, Transaction
+from pyspark.sql import Column
+
+from airflow_txnlog.engine import AddCDCFile, AddFile, Transaction, schema_to_json
 from airflow_txnlog.spark._arguments import sql_text
-from airflow_txnlog.spark.conditions import check_condition
+from airflow_txnlog.spark.conditions import PendingCheck, check_condition, check_condition_meanwhile
 from airflow_txnlog.spark.context import TableContext, TableHandle
 from airflow_txnlog.spark.dml import delete_local
 from airflow_txnlog.spark.dml._dml import dml_result, elapsed_ms, file_metrics, output_rows
@@ -61,12 +70,26 @@ def delete(h: TableHandle, predicate: str | None) -> DmlResult:
 def _delete(h: TableHandle, txn: Transaction, predicate: str | None) -> DmlResult:
     start = time.monotonic()
     ctx = h.context(txn.snapshot)
-    check_condition(ctx.empty_df(), predicate, "DELETE predicate")  # before any job
-    plan = classify(predicate, ctx)
-    candidates = read_candidates(txn, plan)
-    if plan.case is Case.DATA:
-        return _delete_rows(h, txn, ctx, candidates, plan=plan, start=start)
-    return _delete_files(h, txn, candidates, start)
+    plan, checked = _classified(h, ctx, predicate)
+    with checked:
+        candidates = read_candidates(txn, plan)
+        if plan.case is Case.DATA:
+            return _delete_rows(h, txn, ctx, candidates, plan=plan, start=start, checked=checked)
+        checked.wait()
+        return _delete_files(h, txn, candidates, start)
+
+
+def _classified(h: TableHandle, ctx: TableContext, predicate: str | None) -> tuple[Plan, PendingCheck]:
+    """The engine's plan of `predicate`, and Spark's check of it started on the helper thread (its
+    pass remembered when the engine parsed the predicate: then it is the engine's SQL)."""
+    try:
+        plan = classify(predicate, ctx)
+    except Exception:
+        check_condition(ctx.empty_df(), predicate, "DELETE predicate")  # (Spark's error first, as before)
+        raise
+    known = None if plan.parsed is None else schema_to_json(ctx.schema)
+    what = "DELETE predicate"
+    return plan, check_condition_meanwhile(h.spark, ctx.empty_df, predicate, what, columns_key=known)
 
 
 def _delete_files(h: TableHandle, txn: Transaction, files: list[AddFile], start: float) -> DmlResult:
@@ -104,12 +127,55 @@ def _delete_in_process(
     *,
     plan: Plan,
     start: float,
+    checked: PendingCheck,
 ) -> DmlResult:
     assert plan.parsed is not None
-    counts, touched, adds = delete_local.delete_in_process(ctx, h.table, candidates, plan.parsed)
+    counts, touched, adds = delete_local.delete_in_process(
+        ctx, h.table, candidates, plan.parsed, before_writing=checked.wait
+    )
     metrics = _row_metrics(sum(counts.values()), touched, adds, marked=0, scan_ms=0, start=start)
     scanned = tuple(f.path for f in candidates)
     return dml_result("DELETE", h, txn, removes=touched, adds=adds, metrics=metrics, scanned=scanned)
+
+
+def _mark_in_process(
+    h: TableHandle,
+    txn: Transaction,
+    ctx: TableContext,
+    candidates: list[AddFile],
+    *,
+    plan: Plan,
+    start: float,
+    checked: PendingCheck,
+) -> DmlResult:
+    """Deletion vectors found and written on the driver (`delete_local.marks_apply`)."""
+    assert plan.parsed is not None
+    found = deletion_vectors.positions_in_process(ctx, h.table, candidates, plan.parsed)
+    scan_ms = elapsed_ms(start)
+    checked.wait()  # (before the DV file is written)
+    touched = [f for f in candidates if f.path in found]
+    marked = deletion_vectors.marked(ctx, h.table, touched, found) if touched else []
+    deleted = sum(len(rows) for rows in found.values())
+    metrics = _row_metrics(deleted, touched, [], marked=len(marked), scan_ms=scan_ms, start=start)
+    scanned = tuple(f.path for f in candidates)
+    return dml_result(
+        "DELETE", h, txn, removes=touched, adds=marked, metrics=metrics, scanned=scanned, preserved=True
+    )
+
+
+def _spark_matches(
+    ctx: TableContext, candidates: list[AddFile], condition: Column
+) -> tuple[dict[str, int], list[AddFile], dict[str, list[int]]]:
+    """({file URI: matching rows}, the files holding matches, {path: positions} of those that take a
+    deletion vector): one Spark job, positions and counts at once where DVs are written."""
+    if not deletion_vectors.enabled(ctx):
+        counts = matched_files(ctx, candidates, condition)
+        return counts, select_files(candidates, ctx, counts), {}
+    with_dv, other = deletion_vectors.split(candidates)
+    found = deletion_vectors.positions(ctx, with_dv, condition)
+    counts = matched_files(ctx, other, condition) if other else {}  # (no numRecords: rewritten)
+    counts.update({ctx.uri(f): len(found[f.path]) for f in with_dv if f.path in found})
+    return counts, select_files(candidates, ctx, counts), found
 
 
 def _delete_rows(
@@ -120,22 +186,24 @@ def _delete_rows(
     *,
     plan: Plan,
     start: float,
+    checked: PendingCheck,
 ) -> DmlResult:
+    if delete_local.marks_apply(ctx, plan.parsed, candidates):
+        return _mark_in_process(h, txn, ctx, candidates, plan=plan, start=start, checked=checked)
     if plan.parsed is not None and delete_local.applies(ctx, plan.parsed, candidates):
-        return _delete_in_process(h, txn, ctx, candidates, plan=plan, start=start)
+        return _delete_in_process(h, txn, ctx, candidates, plan=plan, start=start, checked=checked)
+    checked.wait()  # before the first Spark job
     condition = is_true(plan.predicate)
-    counts = matched_files(ctx, candidates, condition)
-    touched = select_files(candidates, ctx, counts)
+    counts, touched, found = _spark_matches(ctx, candidates, condition)
     scan_ms = elapsed_ms(start)
     scanned = tuple(f.path for f in candidates)
-    marked: list[AddFile] = []  # the touched files again, with deletion vectors
-    rewrite = touched
-    if touched and deletion_vectors.enabled(ctx):
-        with_dv, rewrite = deletion_vectors.split(touched)
-        found = deletion_vectors.positions(ctx, with_dv, condition)
-        marked = deletion_vectors.marked(ctx, h.table, with_dv, found)
-    kept = scan(ctx, rewrite, row_ids=True).filter(~condition)  # (row ids kept, with row tracking)
-    adds = write_files(ctx, h.table, kept, what="DELETE") if rewrite else []
+    with_dv = [f for f in touched if f.path in found]
+    rewrite = [f for f in touched if f.path not in found]
+    marked = deletion_vectors.marked(ctx, h.table, with_dv, found) if with_dv else []
+    adds: list[AddFile] = []
+    if rewrite:
+        kept = scan(ctx, rewrite, row_ids=True).filter(~condition)  # (row ids kept, with row tracking)
+        adds = write_files(ctx, h.table, kept, what="DELETE")
     cdc: list[AddCDCFile] = []
     if touched and change_data.enabled(ctx):
         deleted = change_data.tagged(scan(ctx, touched).filter(condition), ctx, "delete")
