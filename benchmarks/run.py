@@ -1,4 +1,4 @@
-# ruff: noqa: PLC0415, RUF001
+# ruff: noqa: RUF001
 """Benchmarks of airflow_txnlog's engine against delta-rs on the same synthetic tables, in one run.
 
 Run from the repository root::
@@ -24,7 +24,7 @@ from pathlib import Path
 if __package__ in (None, ""):  # `python benchmarks/run.py`
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks import million
+from benchmarks import million, million_report
 from benchmarks.runner import ENGINES, PYCACHE, REPO_ROOT, Measurement, Runner, log, machine_info
 
 FLAT_FACTOR = 1.5  # P3 counts as flat if ours@large <= FLAT_FACTOR * ours@small + FLAT_SLACK_S
@@ -226,8 +226,16 @@ def render(r: Runner, rows: list[Row], info: dict[str, str], elapsed: float) -> 
         "(otherwise every further commit pays conflict resolution against all commits since the open); "
         "the P3c rows add that refresh time back for comparison.",
     ]
-    if r.notes:
-        lines += ["", "## Checks", ""] + [f"- {n}" for n in r.notes]
+    notes = list(r.notes)
+    growth = {e: r.results[("P4", e)].growth_kb for e in ENGINES if ("P4", e) in r.results}
+    if all(growth.get(e) for e in ENGINES):
+        d, o = (statistics.median(growth[e]) / 1024 for e in ENGINES)
+        notes.append(
+            f"P4 peak RSS growth during the checkpoint call (medians): delta-rs {d:.0f} MB, ours {o:.0f} MB "
+            f"({o / d:.2f}×; the peak is reset just before the call, see benchmarks/README.md, S7)."
+        )
+    if notes:
+        lines += ["", "## Checks", ""] + [f"- {n}" for n in notes]
     for (key, engine), m in sorted(r.results.items()):
         if m.ok and m.counts and len(set(m.counts)) != 1:
             lines.append(f"- {key} {engine}: inconsistent file counts {sorted(set(m.counts))}")
@@ -300,7 +308,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--commits", type=int, help="timed commits per P3 process (default 15; quick 8)")
     ap.add_argument(
         "--only",
-        default="P1,P2,P3,P4,S1,S2,S3,S4,S4L,S5,S1S,S2S,S3S,S4S,S4SL",
+        default="P1,P2,P3,P4,S1,S2,S3,S4,S4L,S5,S6,S7,S1S,S2S,S3S,S4S,S4SL,S6S,S7S",
         help="comma-separated subset, e.g. P1,P3 or S1,S2",
     )
     ap.add_argument(
@@ -345,13 +353,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return a
 
 
-def _other_sections(path: Path) -> str:
-    """Sections other benchmarks own (`<!-- name:start -->` ... `<!-- name:end -->`), kept on rewrite."""
-    import re
-
+def _after_p_report(path: Path) -> str:
+    """Everything the report file holds after the P report: from the first section another benchmark
+    owns (`<!-- name:start -->`) to the end, the notes written between those sections included (a P
+    run rewrites only the P report at the top)."""
     text = path.read_text() if path.exists() else ""
-    pattern = r"<!-- ([\w-]+):start -->.*?<!-- \1:end -->"
-    return "".join("\n" + m.group(0) + "\n" for m in re.finditer(pattern, text, flags=re.S))
+    at = text.find("\n<!-- ")
+    return "" if at < 0 else "\n" + text[at + 1 :]
 
 
 def load_average() -> str:
@@ -406,7 +414,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     if rows:
         print_table(rows, flatness(runner))
-    for r in million.rows(runner):
+    for r in million_report.rows(runner):
         ratio = f"{r['ratio']:.2f}x" if r["ratio"] is not None else "-"
         print(
             f"{r['label']}: delta-rs {r['d']}, ours {r['o']}, {ratio} "
@@ -420,10 +428,10 @@ def main(argv: list[str] | None = None) -> int:
         if p_rows:  # a run of S rows alone leaves the P report as it is
             info = {**machine_info(), "load average": load}
             report = render(runner, rows, info, time.perf_counter() - started)
-            args.output.write_text(report + _other_sections(args.output))
-        if million.rows(runner):
+            args.output.write_text(report + _after_p_report(args.output))
+        if million_report.rows(runner):
             command = "python -m benchmarks.run " + " ".join(argv if argv is not None else sys.argv[1:])
-            million.write_section(args.output, million.section(runner, load, command.strip()))
+            million_report.write_section(args.output, million_report.section(runner, load, command.strip()))
         print(f"\nwrote {args.output}")
     return 0
 

@@ -50,6 +50,9 @@ class Measurement:
     rss_kb: list[int] = field(default_factory=list)  # peak RSS of each measured process (S rows)
     again: list[float] = field(default_factory=list)  # S4: the same query a second time
     apis: list[str] = field(default_factory=list)  # the API a worker measured (S2: add_actions or files)
+    growth_kb: list[int] = field(default_factory=list)  # peak RSS growth during a checkpoint call (P4, S6)
+    checks: list[dict[str, Any]] = field(default_factory=list)  # S6: delta-rs reading our checkpoint
+    written: list[tuple[int, int]] = field(default_factory=list)  # checkpoint files and bytes written
 
     @property
     def ok(self) -> bool:
@@ -100,6 +103,12 @@ def record(m: Measurement, result: dict[str, Any]) -> None:
         m.counts.append(result["count"])
     if "max_rss_kb" in result:
         m.rss_kb.append(result["max_rss_kb"])
+    if "rss_growth_kb" in result:
+        m.growth_kb.append(result["rss_growth_kb"])
+    if "deltars_reads" in result:
+        m.checks.append(result["deltars_reads"])
+    if "bytes" in result:
+        m.written.append((len(result.get("files", [])), result["bytes"]))
     if "again_seconds" in result:
         m.again.append(result["again_seconds"])
     if "api" in result and result["api"] not in m.apis:

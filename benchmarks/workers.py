@@ -199,60 +199,123 @@ def task_commit(spec: dict[str, Any], prof: _Profiler) -> dict[str, Any]:
     return result
 
 
-# ------------------------------------------------------------------------------------------------- P4
-def task_checkpoint(spec: dict[str, Any], prof: _Profiler) -> dict[str, Any]:
-    """Open the table and load its state (timed separately), then write a checkpoint (timed).
+# ------------------------------------------------------------------------------------------- P4, S6
+def _status_kb(field: str) -> int | None:
+    """A `/proc/self/status` figure in KiB (VmRSS, VmHWM), None where there is none (not Linux)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return None
 
-    With ``warm_path``, first open + checkpoint a private copy of that tiny table (see task_list).
-    """
-    path = spec["path"]
-    if spec["engine"] == "deltars":
+
+def _reset_peak_rss() -> bool:
+    """Reset this process's peak RSS (VmHWM) to its current RSS (Linux >= 4.0: clear_refs 5)."""
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+    except OSError:
+        return False
+    return True
+
+
+def _linked_copy(table: str, scratch: str) -> str:
+    """A private copy of a table's log made of hard links (instant, no bytes copied): the engines
+    write their checkpoint and `_last_checkpoint` as new files, so the cached table is untouched."""
+    root = Path(tempfile.mkdtemp(prefix="cp-", dir=scratch))
+    (root / "_delta_log").mkdir()
+    for f in (Path(table) / "_delta_log").iterdir():
+        if f.is_file():
+            (root / "_delta_log" / f.name).hardlink_to(f)
+    return str(root)
+
+
+def _deltars_reads_checkpoint(path: str, version: int) -> dict[str, Any]:
+    """Open `path` with delta-rs from the checkpoint of `version` alone (the commits up to it and
+    older checkpoints removed first): its version and live file count."""
+    from deltalake import DeltaTable
+
+    log = Path(path) / "_delta_log"
+    for f in log.iterdir():
+        head = f.name.split(".", 1)[0]
+        if (head.isdigit() and int(head) < version) or f.name == f"{version:020d}.json":
+            f.unlink()
+    dt = DeltaTable(path)
+    return {"version": dt.version(), "files": len(dt.file_uris())}
+
+
+def _checkpoint_ops(
+    engine: str,
+) -> tuple[Callable[[str], Any], Callable[[Any], Callable[[], None]], Callable[[Any], int]]:
+    """(open + load the state, the checkpoint call of a loaded table, its version) for an engine."""
+    if engine == "deltars":
         from deltalake import DeltaTable
 
-        def load(p: str) -> Any:
-            return DeltaTable(p)
+        return DeltaTable, lambda t: t.create_checkpoint, lambda t: t.version()
+    from airflow_txnlog.engine import Table
 
-        def checkpoint(t: Any) -> Callable[[], None]:
-            return t.create_checkpoint  # type: ignore[no-any-return]
+    def load(p: str) -> Any:
+        t = Table.open(p)
+        t.snapshot()
+        return t
 
-        def version_of(t: Any) -> int:
-            return t.version()  # type: ignore[no-any-return]
+    return load, lambda t: t.checkpoint, lambda t: t.latest_version()
 
-    else:
-        from airflow_txnlog.engine import Table
 
-        def load(p: str) -> Any:
-            t = Table.open(p)
-            t.snapshot()
-            return t
+def task_checkpoint(spec: dict[str, Any], prof: _Profiler) -> dict[str, Any]:
+    """Open the table and load its state (timed separately), then write a checkpoint (timed), and
+    the peak RSS growth during that call: the process's peak RSS is reset just before it
+    (`_reset_peak_rss`) and read after it, less the RSS just before it.
 
-        def checkpoint(t: Any) -> Callable[[], None]:
-            return t.checkpoint  # type: ignore[no-any-return]
-
-        def version_of(t: Any) -> int:
-            return t.latest_version()  # type: ignore[no-any-return]
-
+    With ``warm_path``, first open + checkpoint a private copy of that tiny table (see task_list).
+    With ``scratch`` (S6), the table is a hard-linked private copy of ``path`` made there (removed
+    after), and our engine's checkpoint is then opened with delta-rs from that checkpoint alone.
+    """
+    load, checkpoint, version_of = _checkpoint_ops(spec["engine"])
     if spec.get("warm_path"):
         with tempfile.TemporaryDirectory() as tmp:
             copy = Path(tmp) / "warm"
             shutil.copytree(spec["warm_path"], copy)
             checkpoint(load(str(copy)))()
-    open_s, t = _timed(_Profiler(None), lambda: load(path))
-    seconds, _ = _timed(prof, checkpoint(t))
-    version = version_of(t)
-    log = Path(path) / "_delta_log"
-    checkpoints = sorted(p.name for p in log.glob(f"{version:020d}.checkpoint*.parquet"))
-    if not checkpoints or not (log / "_last_checkpoint").exists():
-        raise RuntimeError(f"no checkpoint / _last_checkpoint for version {version} in {log}")
-    size = sum((log / c).stat().st_size for c in checkpoints)
-    return {"seconds": [seconds], "open_seconds": open_s, "files": checkpoints, "bytes": size}
+    path = _linked_copy(spec["path"], spec["scratch"]) if spec.get("scratch") else spec["path"]
+    try:
+        open_s, t = _timed(_Profiler(None), lambda: load(path))
+        peak_before = _status_kb("VmHWM")
+        reset = _reset_peak_rss()
+        rss_before = _status_kb("VmRSS")
+        seconds, _ = _timed(prof, checkpoint(t))
+        peak = _status_kb("VmHWM")
+        version = version_of(t)
+        log = Path(path) / "_delta_log"
+        checkpoints = sorted(p.name for p in log.glob(f"{version:020d}.checkpoint*.parquet"))
+        if not checkpoints or not (log / "_last_checkpoint").exists():
+            raise RuntimeError(f"no checkpoint / _last_checkpoint for version {version} in {log}")
+        size = sum((log / c).stat().st_size for c in checkpoints)
+        result: dict[str, Any] = {
+            "seconds": [seconds],
+            "open_seconds": open_s,
+            "files": checkpoints,
+            "bytes": size,
+        }
+        if reset and peak is not None and rss_before is not None:
+            result["rss_growth_kb"] = peak - rss_before
+            result["max_rss_kb"] = max(peak, peak_before or 0)
+        if spec.get("scratch") and spec["engine"] == "ours":
+            result["deltars_reads"] = _deltars_reads_checkpoint(path, version)
+        return result
+    finally:
+        if spec.get("scratch"):
+            shutil.rmtree(path, ignore_errors=True)
 
 
 # ---------------------------------------------------------------------------------- S1..S5 (issue 11)
 def _max_rss_kb() -> int:
+    """This process's peak RSS in KiB: `VmHWM` where there is one (Linux), else `ru_maxrss`, which
+    after a fork + exec also counts the parent's memory at the fork (the harness's, when it is big)."""
     import resource
 
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
+    return _status_kb("VmHWM") or resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
 
 def _big_ops(engine: str, spec: dict[str, Any]) -> tuple[Callable[[str], Any], str]:

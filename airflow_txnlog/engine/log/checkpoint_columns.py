@@ -21,16 +21,30 @@ Invariants:
   own nulls intact: a leaf's definition levels carry its parents'). Data skipping reads the stats of
   the predicate's columns this way, a few percent of `stats_parsed`'s bytes. A part where none of
   the paths exists gives the whole field.
+- A big field can also be streamed instead of read whole: `derive` turns it into something small
+  batch by batch (the JSON stats into parsed stats), `iter_read` gives the rows batch by batch (a
+  checkpoint written from this one). `ordered_map` runs the work on each batch on worker threads
+  while the next batch is decoded, results in the rows' order. Neither keeps what it read, except
+  `derive` for a `KeepField` (a snapshot's file table): the field is then kept as `read` would keep
+  it, but compressed batch by batch (zstd: JSON stats shrink ~6x), so that `take` (a few `AddFile`s)
+  restores only the batches it needs and a whole `read` restores it once, to keep it plain.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
-from collections.abc import Callable, Iterable, Sequence
+import threading
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import TypeVar
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.ipc
 import pyarrow.parquet as pq
 
 from airflow_txnlog.engine.errors import LogCorruptedError
@@ -51,12 +65,28 @@ def _valid_rows(table: pa.Table, column: str) -> pa.StructArray:
 # it is needed rarely (the few `AddFile`s whose JSON is not rendered from the struct), so it is read
 # each time rather than kept. Without `stats_parsed` it is the only source of stats: kept.
 UNCACHED_WITH_STRUCT = frozenset({"stats"})
-_BATCH_ROWS = 65_536  # rows decoded at a time by `derive`
+_BATCH_ROWS = 32_768  # rows decoded at a time by `derive` (at most)
+_MIN_BATCH_ROWS = 4_096  # (and at least, unless a part is smaller)
+WORKERS = max(1, min(4, pa.cpu_count()))  # threads of `ordered_map` (derive, checkpoint writes)
+WAITING = 1  # items per worker `ordered_map` lets wait beside the running ones
 # Column chunks are streamed through a buffer of this size, without pre-buffering (pyarrow's defaults
 # read a whole chunk at once: the stats text of a million-file checkpoint written as one row group is
 # ~200 MB of bytes in memory before a batch is decoded).
 _READ_BUFFER = 8 << 20
 _T = TypeVar("_T")
+_I = TypeVar("_I")
+
+
+@dataclass(frozen=True)
+class KeepField:
+    """A function for `CheckpointColumns.derive` whose input field is kept too, as `read` would
+    keep it: the JSON stats of a checkpoint without `stats_parsed` parsed for a snapshot's file
+    table, whose `AddFile`s need the text later."""
+
+    fn: Callable[[pa.Array], pa.Array]
+
+    def __call__(self, arr: pa.Array) -> pa.Array:
+        return self.fn(arr)
 
 
 class CheckpointColumns:
@@ -68,6 +98,7 @@ class CheckpointColumns:
         self._schemas: list[pa.Schema] = []
         self._loaded = False
         self._cache: dict[tuple[str, str], pa.Array] = {}
+        self._packed: dict[tuple[str, str], list[tuple[pa.Buffer, int]]] = {}  # kept by `derive`
 
     def _read(self, path: str, columns: Callable[[pa.Schema], list[str]]) -> tuple[pa.Schema, pa.Table]:
         """(the file's schema, the columns `columns(schema)` names), in one open of the file."""
@@ -75,10 +106,24 @@ class CheckpointColumns:
 
     def _guarded(self, path: str, use: Callable[[pq.ParquetFile], _T]) -> _T:
         """`use` applied to the part file at `path`; a missing or broken file is a LogCorruptedError."""
+        with self._errors(path), self._storage.open_input(path) as fh:
+            # (ParquetFile.read, not read_table, which would import pandas)
+            return use(pq.ParquetFile(fh, buffer_size=_READ_BUFFER, pre_buffer=False))
+
+    def _part_batches(self, path: str, columns: list[str], rows: int | None) -> Iterator[pa.RecordBatch]:
+        """The `columns` of the part file at `path`, `rows` rows at a time (errors as `_guarded`);
+        None: batches of at most `_BATCH_ROWS` rows, and at least `2 * WORKERS` of them per part
+        when it has more than `_MIN_BATCH_ROWS` rows, so that a smaller table keeps every worker busy."""
+        with self._errors(path), self._storage.open_input(path) as fh:
+            f = pq.ParquetFile(fh, buffer_size=_READ_BUFFER, pre_buffer=False)
+            if rows is None:
+                rows = max(_MIN_BATCH_ROWS, min(_BATCH_ROWS, -(-f.metadata.num_rows // (2 * WORKERS))))
+            yield from f.iter_batches(batch_size=rows, columns=columns)
+
+    @contextlib.contextmanager
+    def _errors(self, path: str) -> Iterator[None]:
         try:
-            with self._storage.open_input(path) as fh:
-                # (ParquetFile.read, not read_table, which would import pandas)
-                return use(pq.ParquetFile(fh, buffer_size=_READ_BUFFER, pre_buffer=False))
+            yield
         except FileNotFoundError as exc:
             if self._loaded:  # it was there when the snapshot loaded
                 raise LogCorruptedError(
@@ -118,27 +163,64 @@ class CheckpointColumns:
 
     def derive(self, column: str, name: str, fn: Callable[[pa.Array], pa.Array]) -> pa.Array:
         """`fn` over field `name` of `column`'s rows (the rows and order of `read`), read batch by
-        batch and not kept: a big field (`add.stats` text) becomes a small result without all of it
-        in memory at once. A kept copy of the field is used when there is one."""
+        batch: a big field (`add.stats` text) becomes a small result without all of it in memory at
+        once. `fn` runs on worker threads while the next batches are decoded (`ordered_map`: it must
+        be thread-safe). The field is not kept, unless `fn` is a `KeepField` and `read` would keep it:
+        then each batch is kept compressed (zstd, by the same workers; ~1/6 of the JSON stats text),
+        for `take` to pick rows from and a later `read` to restore. A kept copy is used if there is one."""
         kept = self._cache.get((column, name))
         if kept is not None:
             return fn(kept)
         types = [s.field(column).type.field(name).type for s in self._schemas if _has(s, column, name)]
         t = _unified(types) if types else pa.string()  # (no part has it: its rows all null)
-        out: list[pa.Array] = []
+        keep = isinstance(fn, KeepField) and self._keeps(column, name) and (column, name) not in self._packed
+
+        def batches() -> Iterator[pa.Array]:
+            for path, schema in zip(self._paths, self._schemas, strict=True):
+                if column in schema.names:
+                    wanted = [f"{column}.{name}"] if _has(schema, column, name) else [f"{column}.path"]
+                    for batch in self._part_batches(path, wanted, None):
+                        yield _child(_valid(batch.column(column)), name, t)
+
+        def work(piece: pa.Array) -> tuple[pa.Array, tuple[pa.Buffer, int] | None]:
+            return fn(piece), (_packed(piece), len(piece)) if keep else None
+
+        results = list(ordered_map(work, batches()))
+        if keep:
+            self._packed[(column, name)] = [p for _, p in results if p is not None]
+        out = [r for r, _ in results]
+        return _concat(out) if out else fn(pa.array([], type=t))
+
+    def _keeps(self, column: str, name: str) -> bool:
+        """Does `read` keep this field (see UNCACHED_WITH_STRUCT)?"""
+        return name not in UNCACHED_WITH_STRUCT or STATS_PARSED not in self.field_names(column)
+
+    def iter_read(
+        self, column: str, fields: Sequence[str], rows: int = _BATCH_ROWS
+    ) -> Iterator[pa.StructArray]:
+        """The rows of `read(column, fields)` (whole fields only), about `rows` at a time: kept fields
+        sliced from memory, the others decoded batch by batch from the files and not kept, so a
+        field bigger than memory allows can be streamed (a checkpoint written from this one)."""
+        known = self.field_names(column)
+        names = [n for n in fields if n in known] or ["path"]
+        kept = {n: self._cache[(column, n)] for n in names if (column, n) in self._cache}
+        types = {
+            n: _unified(s.field(column).type.field(n).type for s in self._schemas if _has(s, column, n))
+            for n in names
+            if n not in kept
+        }
+        done = 0
         for path, schema in zip(self._paths, self._schemas, strict=True):
             if column not in schema.names:
                 continue
-            wanted = [f"{column}.{name}"] if _has(schema, column, name) else [f"{column}.path"]
-
-            def batches(f: pq.ParquetFile, wanted: list[str] = wanted) -> list[pa.Array]:
-                return [
-                    fn(_child(_valid(batch.column(column)), name, t))
-                    for batch in f.iter_batches(batch_size=_BATCH_ROWS, columns=wanted)
+            wanted = [f"{column}.{n}" for n in types if _has(schema, column, n)] or [f"{column}.path"]
+            for batch in self._part_batches(path, wanted, rows):
+                got = _valid(batch.column(column))
+                children = [
+                    kept[n].slice(done, len(got)) if n in kept else _child(got, n, types[n]) for n in names
                 ]
-
-            out += self._guarded(path, batches)
-        return _concat(out) if out else fn(pa.array([], type=t))
+                done += len(got)
+                yield pa.StructArray.from_arrays(children, names=names)
 
     def field_names(self, column: str) -> list[str]:
         """Fields of `column` in any part, first-seen order."""
@@ -160,6 +242,9 @@ class CheckpointColumns:
             if rest and top in known and top not in names:
                 partial.setdefault(top, []).append(rest)
         names = names or ([] if partial else ["path"])
+        for n in names:
+            if (column, n) in self._packed:
+                self._cache[(column, n)] = _concat([_unpacked(b) for b, _ in self._packed.pop((column, n))])
         missing = [n for n in names if (column, n) not in self._cache]
         fetched = self._fetch(column, missing) if missing else {}
         children = [self._cache.get((column, n), fetched.get(n)) for n in names]
@@ -167,6 +252,23 @@ class CheckpointColumns:
             names.append(top)
             whole = self._cache.get((column, top))
             children.append(whole if whole is not None else self._fetch_paths(column, top, paths))
+        return pa.StructArray.from_arrays(children, names=names)
+
+    def take(self, column: str, fields: Sequence[str], rows: pa.Array) -> pa.StructArray:
+        """The rows at positions `rows` (ascending, of `read`'s rows) with `fields` (whole fields;
+        unknown names left out): as `read(...).take(rows)`, but a field `derive` kept compressed
+        is restored only in the batches that hold those rows."""
+        known = self.field_names(column)
+        names = [n for n in fields if n in known] or ["path"]
+        read = [n for n in names if (column, n) not in self._packed]
+        whole = self.read(column, read) if read else None
+        children = []
+        for n in names:
+            if n in read:
+                assert whole is not None
+                children.append(whole.field(read.index(n)).take(rows))
+            else:
+                children.append(_take_packed(self._packed[(column, n)], rows))
         return pa.StructArray.from_arrays(children, names=names)
 
     def _fetch_paths(self, column: str, top: str, paths: list[str]) -> pa.Array:
@@ -198,7 +300,7 @@ class CheckpointColumns:
             t = _unified(s.field(column).type.field(n).type for s in self._schemas if _has(s, column, n))
             parts = [_child(rows, n, t) for rows in per_part]
             out[n] = _concat(parts) if parts else pa.array([], type=t)
-            if n not in UNCACHED_WITH_STRUCT or STATS_PARSED not in self.field_names(column):
+            if self._keeps(column, n):
                 self._cache[(column, n)] = out[n]
         return out
 
@@ -214,6 +316,68 @@ def _valid(arr: pa.Array) -> pa.Array:
     if last - first + 1 == len(where):
         return arr.slice(first, len(where))
     return arr.take(where)
+
+
+def _packed(piece: pa.Array) -> pa.Buffer:
+    """A batch of a field as a zstd-compressed Arrow IPC stream (offsets and validity included)."""
+    sink = pa.BufferOutputStream()
+    options = pa.ipc.IpcWriteOptions(compression="zstd")
+    with pa.ipc.new_stream(sink, pa.schema([("v", piece.type)]), options=options) as writer:
+        writer.write_batch(pa.record_batch([piece], names=["v"]))
+    return sink.getvalue()
+
+
+def _unpacked(packed: pa.Buffer) -> pa.Array:
+    table = pa.ipc.open_stream(packed).read_all()
+    return table.column(0).chunk(0) if table.column(0).num_chunks == 1 else table.column(0).combine_chunks()
+
+
+def _take_packed(packed: list[tuple[pa.Buffer, int]], rows: pa.Array) -> pa.Array:
+    """`take(rows)` (ascending) of the field kept as `packed` batches, restoring only the batches
+    holding those rows."""
+    starts = np.cumsum([0] + [n for _, n in packed])
+    at = rows.to_numpy(zero_copy_only=False)
+    which = np.searchsorted(starts, at, side="right") - 1
+    out = [
+        _unpacked(packed[i][0]).take(pa.array(at[which == i] - starts[i], pa.int64()))
+        for i in np.unique(which)
+    ]
+    t = pa.ipc.open_stream(packed[0][0]).schema.field(0).type if packed else pa.string()
+    return pa.concat_arrays(out) if out else pa.array([], type=t)
+
+
+def ordered_map(fn: Callable[[_I], _T], items: Iterable[_I], workers: int = WORKERS) -> Iterator[_T]:
+    """`fn` of each item on `workers` threads, yielded in the items' order. Items are drawn (here
+    decoded from a file) while earlier ones are worked on, at most `WAITING` per worker waiting, so memory
+    holds a few items at a time; pyarrow's kernels and readers release the GIL, so the work runs in
+    parallel. `fn` must be thread-safe; its first error is raised here."""
+    pool = _pool(workers)
+    pending: deque[Future[_T]] = deque()
+    try:
+        for item in items:
+            pending.append(pool.submit(fn, item))
+            while len(pending) > WAITING * workers:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
+    finally:
+        for future in pending:  # (abandoned or failed: what has not started will not)
+            future.cancel()
+
+
+_POOLS: dict[int, ThreadPoolExecutor] = {}
+_POOLS_LOCK = threading.Lock()
+
+
+def _pool(workers: int) -> ThreadPoolExecutor:
+    """A pool of `workers` threads kept for the process: its threads' allocator caches stay warm (a
+    fresh thread's first allocations each fault in new pages), and none is started per call. Its
+    tasks never wait for other tasks of a pool, so sharing it cannot deadlock."""
+    with _POOLS_LOCK:
+        pool = _POOLS.get(workers)
+        if pool is None:
+            pool = _POOLS[workers] = ThreadPoolExecutor(workers, thread_name_prefix="txnlog-batches")
+        return pool
 
 
 def _fixed(columns: list[str], schema: pa.Schema) -> list[str]:

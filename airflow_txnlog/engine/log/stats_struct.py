@@ -11,16 +11,23 @@
   own type, nullCount with long leaves, tightBounds; partition columns, arrays and maps are left out,
   and the columns follow `delta.dataSkippingStatsColumns` or `dataSkippingNumIndexedCols`.
 - `parse_stats` builds that struct from the JSON strings in bulk with Arrow's JSON reader, falling
-  back row by row (dropping only values that do not fit) when the bulk read refuses a line.
+  back row by row (dropping only values that do not fit) when the bulk read refuses a line. The
+  reader gets the strings' own values buffer, no copy (`_document`), when its objects can only be the
+  lines, one each: every line starts with `{` and ends with `}` (JSON whitespace around them is
+  trimmed first, a copy), none holds a `}` followed before any quote by a `{` (two objects), and the
+  reader finds exactly as many objects as lines (an object spread over two lines makes one less).
+  Anything else is parsed line by line: a line can never take another line's stats.
 """
 
 from __future__ import annotations
 
 import decimal
 import math
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import numpy as np
 import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -34,9 +41,9 @@ from airflow_txnlog.engine.schema import is_variant, schema_from_json
 
 
 def may_contain(strings: pa.Array, *needles: bytes) -> bool:
-    """False only if no value of a string array contains any of `needles`: one copy and a scan per
-    needle (memcpy and memchr speed) of the values buffer, the whole of it (bytes outside a slice
-    can only make this say True)."""
+    """False only if no value of a string array contains any of `needles`: a scan per needle of the
+    values buffer in place (no copy), the whole of it (bytes outside a slice can only make this say
+    True)."""
     if len(strings) == 0:
         return False
     if not (pa.types.is_string(strings.type) or pa.types.is_large_string(strings.type)):
@@ -44,8 +51,8 @@ def may_contain(strings: pa.Array, *needles: bytes) -> bool:
     data = strings.buffers()[2]
     if data is None:
         return False
-    raw = data.to_pybytes()
-    return any(needle in raw for needle in needles)
+    view = memoryview(data)  # (`re` searches any buffer; `bytes.find` would need a copy)
+    return any(re.search(re.escape(needle), view) is not None for needle in needles)
 
 
 def field_names(t: pa.StructType) -> set[str]:
@@ -186,37 +193,75 @@ def _json_readable(t: pa.DataType) -> pa.DataType:
     return pa.string() if pa.types.is_date(t) else t
 
 
-def _ndjson(lines: pa.Array) -> pa.Buffer:
-    """The lines as one newline-delimited buffer, built in Arrow (no Python string per line): each
-    line gets a "\n" appended; the values buffer of that fresh array is then the whole document.
-    (64-bit offsets only when the document could pass 2 GiB: the cast is a full copy.)"""
-    data = lines.buffers()[2]
-    wide = data is not None and data.size + len(lines) >= 2**31 - 1
-    t = pa.large_string() if wide else pa.string()
-    joined = pc.binary_join_element_wise(
-        lines.cast(t) if wide else lines, pa.scalar("", t), pa.scalar("\n", t)
-    )
-    offsets = pa.Array.from_buffers(
-        pa.int64() if wide else pa.int32(), len(joined) + 1, [None, joined.buffers()[1]], offset=joined.offset
-    )
-    first, last = offsets[0].as_py(), offsets[-1].as_py()
-    return joined.buffers()[2].slice(first, last - first)
+# Between two top-level objects Arrow's JSON reader accepts only whitespace, so a line that holds
+# two objects has a `}` followed, before any quote, by a `{`.
+_TWO_OBJECTS = r'\}[^"]*\{'
+
+
+def _document(lines: pa.Array) -> pa.Buffer | None:
+    """The values buffer of `lines` as one JSON document, without a copy, when the objects Arrow's
+    reader finds there can only be the non-null lines, one each, in order; None otherwise.
+
+    Conditions: null lines hold no bytes, every other line starts with `{` and ends with `}`, and
+    none matches `_TWO_OBJECTS`. Then an object can start only at the start of a line (anywhere
+    else it follows a `}` and whitespace of the same line), so k lines give at most k objects; with
+    exactly k (the caller checks the count) every line starts one, and it must end at the end of
+    its line (a `}` after it, before the next object, would be a syntax error)."""
+    n, data = len(lines), lines.buffers()[2]
+    if n == lines.null_count or data is None or lines.type != pa.string():
+        return None
+    offsets = np.frombuffer(lines.buffers()[1], np.int32, n + 1, lines.offset * 4)
+    starts, ends = offsets[:-1], offsets[1:]
+    if lines.null_count:
+        valid = lines.is_valid().to_numpy(zero_copy_only=False)
+        if (ends[~valid] != starts[~valid]).any():
+            return None
+        starts, ends = starts[valid], ends[valid]
+    raw = np.frombuffer(data, np.uint8)
+    if not (ends > starts).all() or (raw[starts] != ord("{")).any() or (raw[ends - 1] != ord("}")).any():
+        return None
+    if pc.any(pc.match_substring_regex(lines, _TWO_OBJECTS)).as_py():
+        return None
+    return data.slice(int(offsets[0]), int(offsets[-1] - offsets[0]))
+
+
+def _scattered(parsed: pa.StructArray, lines: pa.Array) -> pa.StructArray:
+    """`parsed` (one row per non-null line) spread over the lines: null where the line is."""
+    if not lines.null_count:
+        return parsed
+    valid = lines.is_valid().to_numpy(zero_copy_only=False)
+    return parsed.take(pa.array(np.cumsum(valid) - 1, pa.int64(), mask=~valid))
 
 
 def _parse_bulk(lines: pa.Array, target: pa.StructType) -> pa.StructArray:
+    """Arrow's JSON reader over the lines' own buffer (`_document`; lines with JSON whitespace
+    around their object are trimmed first, a copy); ArrowInvalid when the objects cannot be shown
+    to be the lines, one each (the caller then parses line by line)."""
+    if lines.null_count == len(lines):
+        return pa.nulls(len(lines), target)
+    doc = _document(lines)
+    if doc is None:
+        lines = pc.utf8_trim(lines, characters=" \t\n\r")  # (JSON's whitespace, no other)
+        doc = _document(lines)
+    if doc is None:
+        raise pa.ArrowInvalid("stats lines that are not one JSON object each")
     raw = _json_readable(target)
     longest = pc.max(pc.binary_length(lines)).as_py() or 0
+    block = max(16 << 20, 2 * longest + 2)  # (fewer chunks to join)
     table = pj.read_json(
-        pa.BufferReader(_ndjson(lines)),
-        read_options=pj.ReadOptions(block_size=max(16 << 20, 2 * longest + 2)),  # (fewer chunks to join)
+        pa.BufferReader(doc),
+        # (one block is parsed by one thread: the calling one, not a task it waits for)
+        read_options=pj.ReadOptions(block_size=block, use_threads=True),
         parse_options=pj.ParseOptions(
-            explicit_schema=pa.schema(list(raw)), unexpected_field_behavior="ignore"
+            explicit_schema=pa.schema(list(raw)),
+            unexpected_field_behavior="ignore",
+            newlines_in_values=True,  # (objects found by parsing: no newline separates the lines)
         ),
     )
-    if table.num_rows != len(lines):
+    if table.num_rows != len(lines) - lines.null_count:
         raise pa.ArrowInvalid(f"{table.num_rows} stats objects parsed from {len(lines)} lines")
     children = [c.combine_chunks() if c.num_chunks != 1 else c.chunk(0) for c in table.columns]
-    return conform_struct(pa.StructArray.from_arrays(children, fields=list(raw)), target)
+    return conform_struct(_scattered(pa.StructArray.from_arrays(children, fields=list(raw)), lines), target)
 
 
 def _leaf(value: Any, t: pa.DataType) -> Any:
@@ -254,13 +299,12 @@ def _parse_rows(lines: list[str], target: pa.StructType) -> pa.StructArray:
 
 def parse_stats(stats: pa.Array, target: pa.StructType) -> pa.StructArray:
     """`stats_parsed` of type `target` for a column of stats JSON strings (null where the JSON is)."""
-    missing = pc.is_null(stats)
-    lines = pc.fill_null(stats.cast(pa.string()), "{}")
+    text = stats.cast(pa.string())
     try:
-        parsed = _parse_bulk(lines, target)
+        parsed = _parse_bulk(text, target)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
-        parsed = _parse_rows(lines.to_pylist(), target)
-    mask = pc.or_(missing, pc.is_null(parsed))  # (a row whose JSON is unreadable has no stats either)
+        parsed = _parse_rows(pc.fill_null(text, "{}").to_pylist(), target)
+    mask = pc.or_(pc.is_null(text), pc.is_null(parsed))  # (a row whose JSON is unreadable has no stats)
     return pa.StructArray.from_arrays(parsed.flatten(), fields=list(target), mask=mask)
 
 

@@ -12,7 +12,12 @@ C++ converter). Columns, one row per live file, base rows first then tail adds (
 The stats columns follow `stats_struct.stats_parsed_type(metadata)` (each column's own type; the
 columns the table's stats settings index). A row's stats come from the checkpoint's `stats_parsed`
 where the writer left it (read as its JSON rendering says: non-finite floats dropped, timestamps
-floored to ms), else from its JSON `stats`, parsed in bulk (`stats_struct.parse_stats_exact`).
+floored to ms), else from its JSON `stats`, parsed in bulk (`stats_struct.parse_stats_exact`). A
+checkpoint without `stats_parsed` has its JSON stats read and parsed batch by batch on worker threads
+(`LogState.live_base_add_derived`; the text kept compressed, `KeepField`, for the `AddFile`s a later
+`files()` makes), started before the other fields are read, so the parse, the bulk of the work, runs
+beside everything else. The table is two chunks, the checkpoint's rows then the tail's adds: the
+checkpoint's columns are used as read, never copied to append the tail.
 Partition values are typed per distinct value with `schema.parse_partition_value` (hive null,
 dates, timestamps, binary as UTF-8 as everywhere else), then spread to the rows with `take`: a table
 has few distinct partition values, so this is the only Python work per value, never per file.
@@ -22,6 +27,7 @@ The one per-file Python step is decoding the rare percent-encoded path (`urllib.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 from urllib.parse import unquote
 
@@ -43,6 +49,7 @@ from airflow_txnlog.engine.log.actions import (
     Metadata,
     decode_path,
 )
+from airflow_txnlog.engine.log.checkpoint_columns import KeepField
 from airflow_txnlog.engine.log.replay import STR_MAP, LogState
 from airflow_txnlog.engine.log.stats_struct import (
     add_stats_json,
@@ -70,11 +77,11 @@ Derived = Callable[[str, Callable[[pa.Array], pa.Array]], pa.Array | None]  # Lo
 _STATS_PARTS = (("null_count", "nullCount"), ("min", "minValues"), ("max", "maxValues"))
 
 
-def _core(base: pa.StructArray | None, tail: list[dict[str, Any]]) -> pa.StructArray:
-    parts = [] if base is None else [conform_struct(base, _CORE)]
+def _core(base: pa.StructArray | None, tail: list[dict[str, Any]]) -> tuple[pa.StructArray, pa.StructArray]:
+    """(the checkpoint's rows, the tail's adds) in `_CORE`: kept apart, so the checkpoint's columns
+    are used as read (no copy); the file table is the two parts' tables, chunk after chunk."""
     # (missing keys become nulls, extra keys are ignored: pyarrow converts the dicts in C++)
-    parts.append(pa.array(tail, type=_CORE))
-    return pa.concat_arrays(parts) if len(parts) > 1 else parts[0]
+    return conform_struct(base, _CORE), pa.array(tail, type=_CORE)
 
 
 def _decoded(paths: pa.Array) -> pa.Array:
@@ -87,12 +94,12 @@ def _decoded(paths: pa.Array) -> pa.Array:
     return pc.replace_with_mask(paths, encoded, pa.array(fixed, pa.string()))
 
 
-def _as_json_says(arr: pa.Array) -> pa.Array:
+def as_json_says(arr: pa.Array) -> pa.Array:
     """A `stats_parsed` leaf as its JSON rendering (`stats_struct.struct_json`) says it: infinite or
     NaN floats dropped, timestamps floored to milliseconds, so both forms of stats bound alike."""
     t = arr.type
     if pa.types.is_struct(t):
-        children = [_as_json_says(c) for c in arr.flatten()]
+        children = [as_json_says(c) for c in arr.flatten()]
         return pa.StructArray.from_arrays(children, fields=list(t), mask=pc.invert(arr.is_valid()))
     if pa.types.is_floating(t):
         return pc.if_else(pc.is_finite(arr), arr, pa.nulls(1, t)[0])
@@ -101,14 +108,29 @@ def _as_json_says(arr: pa.Array) -> pa.Array:
     return arr
 
 
-def _parsed_base(base: pa.StructArray | None, target: pa.StructType) -> pa.StructArray | None:
-    """The checkpoint's `stats_parsed` in `target`, None where absent or of a type we cannot cast."""
+def parsed_base(
+    base: pa.StructArray | None, target: pa.StructType, *, complete: bool = False
+) -> pa.StructArray | None:
+    """The checkpoint's `stats_parsed` in `target`, None where absent or of a type we cannot cast
+    (and, with `complete`, where it lacks a leaf of `target`: a writer that collected fewer stats)."""
     if base is None or STATS_PARSED not in field_names(base.type):
         return None
+    if complete and not _covers(base.type.field(STATS_PARSED).type, target):
+        return None
     try:
-        return _as_json_says(conform_struct(base.field(STATS_PARSED), target))
+        return as_json_says(conform_struct(base.field(STATS_PARSED), target))
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
         return None  # a writer's struct we cannot cast: its JSON stats are used instead
+
+
+def _covers(t: pa.DataType, target: pa.DataType) -> bool:
+    """Does `t` have every (nested) field of the struct type `target`?"""
+    if not pa.types.is_struct(target):
+        return True
+    if not pa.types.is_struct(t):
+        return False
+    names = field_names(t)
+    return all(f.name in names and _covers(t.field(f.name).type, f.type) for f in target)
 
 
 NUM_RECORDS_ONLY = pa.struct([pa.field("numRecords", pa.int64())])
@@ -131,27 +153,39 @@ def _parse(text: pa.Array, target: pa.StructType) -> pa.StructArray:
     return pa.StructArray.from_arrays([fast], fields=list(NUM_RECORDS_ONLY))
 
 
+def _text_parsed(derived: Derived, target: pa.StructType) -> pa.Array | None:
+    """The live checkpoint rows' JSON stats parsed into `target`, batch by batch (`derived`: read
+    while earlier batches are parsed on worker threads). The text is kept as a read of it would
+    keep it (`AddFile`s need it), except for numRecords alone (the planner's summary: never kept)."""
+
+    def parse(text: pa.Array) -> pa.Array:
+        return _parse(text.cast(pa.string()), target)
+
+    return derived("stats", parse if target == NUM_RECORDS_ONLY else KeepField(parse))
+
+
 def _stats(
-    core: pa.StructArray,
     base: pa.StructArray | None,
+    tail_text: pa.Array,
     base_rows: BaseRows,
     target: pa.StructType,
     derived: Derived | None = None,
-) -> pa.StructArray:
-    """Typed stats per row: the checkpoint's `stats_parsed` where present, else the JSON parsed in bulk.
-    The checkpoint's JSON `stats` column is read only when some row has no `stats_parsed`; for
-    numRecords alone through `derived` (batch by batch, not kept) when the checkpoint has no
-    `stats_parsed` at all."""
+    *,
+    early: Future[pa.Array | None] | None = None,
+) -> tuple[pa.StructArray, pa.StructArray]:
+    """Typed stats of (the checkpoint's rows, the tail's adds): the checkpoint's `stats_parsed` where
+    present, else the JSON parsed in bulk. The checkpoint's JSON `stats` column is read only when
+    some row has no `stats_parsed`; through `derived` (`_text_parsed`, or its result `early` when
+    the caller started it) when the checkpoint has no `stats_parsed` at all."""
     n_base = 0 if base is None else len(base)
-    tail_text = core.field("stats").slice(n_base)
-    parsed = _parsed_base(base, target)
+    tail = _parse(tail_text, target)
+    parsed = parsed_base(base, target)
     if parsed is not None and parsed.null_count == 0:
-        return pa.concat_arrays([parsed, _parse(tail_text, target)])
-    if parsed is None and n_base and target == NUM_RECORDS_ONLY and derived is not None:
-        counts = derived("stats", lambda text: _parse(text.cast(pa.string()), target).field(0))
-        if counts is not None and len(counts) == n_base:
-            tail = _parse(tail_text, target).field(0)
-            return pa.StructArray.from_arrays([pa.concat_arrays([counts, tail])], fields=list(target))
+        return parsed, tail
+    if parsed is None and n_base and derived is not None:
+        from_text = early.result() if early is not None else _text_parsed(derived, target)
+        if from_text is not None and len(from_text) == n_base:
+            return from_text, tail
     base_text = pa.nulls(n_base, pa.string())
     if n_base:
         rows = base_rows(["stats"])
@@ -159,11 +193,8 @@ def _stats(
             base_text = rows.field("stats").cast(pa.string())
     if parsed is not None:
         base_text = pc.if_else(parsed.is_valid(), pa.nulls(1, pa.string())[0], base_text)
-    from_json = _parse(pa.concat_arrays([base_text, tail_text]), target)
-    if parsed is None:
-        return from_json
-    parsed = pa.concat_arrays([parsed, pa.nulls(len(tail_text), target)])
-    return pc.if_else(parsed.is_valid(), parsed, from_json)
+    from_json = _parse(base_text, target)
+    return (from_json if parsed is None else pc.if_else(parsed.is_valid(), parsed, from_json)), tail
 
 
 def _flatten(arr: pa.StructArray, prefix: str) -> list[tuple[str, pa.Array]]:
@@ -194,6 +225,36 @@ def _only(target: pa.StructType, columns: frozenset[str]) -> pa.StructType:
     return pa.struct(fields)
 
 
+def _fields(
+    metadata: Metadata, target: pa.StructType, columns: frozenset[str] | None, with_files: bool
+) -> list[str]:
+    """The checkpoint add fields a `file_table` reads (dotted: only those stats leaves)."""
+    if columns is None:
+        return [*_CORE.names[:-1], STATS_PARSED]
+    # (no paths unless `with_files`: a pruning mask needs only the stats leaves)
+    fields = [f"{STATS_PARSED}.{leaf}" for leaf in _leaf_paths(target)]
+    if with_files:
+        fields += [n for n in _CORE.names if n != "stats"]
+    elif columns & set(metadata.partition_columns):
+        fields.append(PARTITION_VALUES)
+    return fields
+
+
+def _stats_types(
+    metadata: Metadata, columns: frozenset[str] | None, names: Names | None, with_files: bool
+) -> tuple[pa.StructType, pa.StructType]:
+    """(the stats struct as the log names its columns, the same in logical names) for a file table."""
+    meta = physical_metadata(metadata) if names is not None else None
+    logical = stats_parsed_type(metadata)
+    target = stats_parsed_type(meta) if meta is not None else logical
+    if columns is not None:
+        physical_cols = frozenset(names.physical_of(c) for c in columns) if names is not None else columns
+        target, logical = _only(target, physical_cols), _only(logical, columns)
+        if with_files and not columns:  # the files alone: only numRecords of their stats
+            target = logical = NUM_RECORDS_ONLY
+    return target, logical
+
+
 def file_table(
     base_rows: BaseRows,
     tail: list[dict[str, Any]],
@@ -203,6 +264,7 @@ def file_table(
     names: Names | None = None,
     with_files: bool = False,
     derived: Derived | None = None,
+    json_only: bool = False,
 ) -> pa.Table:
     """The live files as one table (see the module doc); `partitionValues` still raw strings.
 
@@ -211,44 +273,55 @@ def file_table(
         partition column): the narrow table data skipping needs; the other columns are null.
     :param names: column mapping: the log's stats and partition values use physical names; they are
         read as such and the table comes out in logical names.
+    :param derived: a field of the checkpoint rows turned into something smaller batch by batch
+        (`LogState.live_base_add_derived`): the JSON stats parsed without keeping their text.
+    :param json_only: the checkpoint has no `stats_parsed`: its JSON stats are parsed (`derived`, on
+        other threads) while the other fields are read and assembled here.
     """
-    meta = physical_metadata(metadata) if names is not None else None
-    logical = stats_parsed_type(metadata)
-    target = stats_parsed_type(meta) if meta is not None else logical
-    if columns is None:
-        fields = [*_CORE.names[:-1], STATS_PARSED]
-    else:
-        physical_cols = frozenset(names.physical_of(c) for c in columns) if names is not None else columns
-        target, logical = _only(target, physical_cols), _only(logical, columns)
-        if with_files and not columns:  # the files alone: only numRecords of their stats
-            target = logical = NUM_RECORDS_ONLY
-        # (no paths unless `with_files`: a pruning mask needs only the stats leaves)
-        fields = [f"{STATS_PARSED}.{leaf}" for leaf in _leaf_paths(target)]
-        if with_files:
-            fields += [n for n in _CORE.names if n != "stats"]
-        elif columns & set(metadata.partition_columns):
-            fields.append(PARTITION_VALUES)
-    base = base_rows(fields)
-    core = _core(base, tail)
-    stats = logical_view(_stats(core, base, base_rows, target, derived), logical)
-    by_name = dict(
-        zip([logical.field(i).name for i in range(logical.num_fields)], stats.flatten(), strict=True)
-    )
-    cols: list[tuple[str, pa.Array]] = [
+    target, logical = _stats_types(metadata, columns, names, with_files)
+    with ThreadPoolExecutor(1) as pool:
+        early = pool.submit(_text_parsed, derived, target) if json_only and derived is not None else None
+        base = base_rows(_fields(metadata, target, columns, with_files))
+        parts = _core(base, tail)
+        files = [_file_columns(core) for core in parts]
+        stats = _stats(base, parts[1].field("stats"), base_rows, target, derived, early=early)
+    renames = {names.physical_of(c): c for c in metadata.partition_columns} if names is not None else None
+    tables = [
+        _part_table(cols, logical_view(st, logical), core.field(PARTITION_VALUES), renames)
+        for cols, st, core in zip(files, stats, parts, strict=True)
+    ]
+    return pa.concat_tables(tables)  # (zero-copy: each column two chunks)
+
+
+def _file_columns(core: pa.StructArray) -> list[tuple[str, pa.Array]]:
+    """The file columns of a file table part (see the module doc), before its stats."""
+    return [
         ("path", _decoded(core.field("path"))),
         ("size_bytes", pc.fill_null(core.field("size"), 0)),
         ("modification_time", pc.fill_null(core.field("modificationTime"), 0)),
         ("data_change", pc.fill_null(core.field("dataChange"), True)),
-        ("num_records", by_name["numRecords"]),
     ]
+
+
+def _part_table(
+    cols: list[tuple[str, pa.Array]], stats: pa.StructArray, values: pa.Array, renames: dict[str, str] | None
+) -> pa.Table:
+    """A file table part: its file columns, its stats flattened, its raw partition values."""
+    by_name = dict(zip(stats.type.names, stats.flatten(), strict=True))
+    cols = [*cols, ("num_records", by_name["numRecords"])]
     for prefix, key in _STATS_PARTS:
         if key in by_name:
             cols.extend(_flatten(by_name[key], prefix))
-    values = core.field(PARTITION_VALUES)
-    if names is not None:
-        values = rename_map_keys(values, {names.physical_of(c): c for c in metadata.partition_columns})
+    if renames is not None:
+        values = rename_map_keys(values, renames)
     cols.append((PARTITION_VALUES, values))
     return pa.table(dict(cols))
+
+
+def json_stats_only(state: LogState) -> bool:
+    """Is the state's checkpoint without `stats_parsed` (its stats JSON text only)? (`file_table`'s
+    `json_only`.)"""
+    return state.source is not None and STATS_PARSED not in state.source.field_names(ADD)
 
 
 def raw_partition(table: pa.Table, column: str) -> pa.Array:
@@ -266,7 +339,8 @@ def partition_lookup(values: pa.Array, column: str) -> pa.Array:
     if len(values) == 0:
         return pa.array([], pa.string())
     if values.offset == 0 and values.null_count == 0 and len(values.keys) >= len(values):
-        hits = np.flatnonzero(pc.equal(values.keys, column).to_numpy(zero_copy_only=False))
+        key = pa.array([column], pa.string())[0]  # (a scalar made so: pa.scalar would import pandas)
+        hits = np.flatnonzero(pc.equal(values.keys, key).to_numpy(zero_copy_only=False))
         if len(hits) == len(values):
             offsets = values.offsets.to_numpy()
             rows = np.searchsorted(offsets, hits, side="right") - 1
@@ -359,6 +433,12 @@ def _base_rows_for(state: LogState, picked: list[int], n_base: int) -> pa.Struct
         rows = rows.take(pa.array(picked, pa.int64()))
         if rows.field(STATS_PARSED).null_count == 0:
             return rows
+    if state.source is not None and len(picked) * 2 <= n_base:  # (rows of the checkpoint's own order)
+        mask = state._live_add_mask  # (LogState's reconciliation: None when no later commit replaced one)
+        at = pa.array(picked, pa.int64())
+        if mask is not None:
+            at = pa.array(np.flatnonzero(mask.to_numpy(zero_copy_only=False))[picked], pa.int64())
+        return state.source.take(ADD, names, at)
     rows = state.live_base_adds()
     assert rows is not None
     return rows if picked == list(range(n_base)) else rows.take(pa.array(picked, pa.int64()))

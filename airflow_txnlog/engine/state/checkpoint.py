@@ -1,6 +1,7 @@
 """Checkpoints: read them into a `LogState`, write a state as a Delta checkpoint and then the hint file.
 
-Write path (classic checkpoint, optionally split into parts):
+Write path (classic checkpoint, optionally split into parts; memory holds a few batches of rows
+and a row group per part, never the whole checkpoint):
 1. refuse (`UnsupportedFeatureError`) a table whose protocol has a writer feature outside
    `CHECKPOINT_WRITER_FEATURES` (engine.features.table_features): such a feature may keep state in
    actions or fields this writer does not know, and a checkpoint without them loses that state for
@@ -15,16 +16,23 @@ Write path (classic checkpoint, optionally split into parts):
    `add.stats_parsed` is a typed struct built from the table schema and, for a partitioned table,
    `add.partitionValues_parsed` holds the partition values in their column types). A file whose stats
    another writer left only in `stats_parsed` gets its JSON rendered from that struct first, so stats
-   never fall out of a checkpoint; the struct is parsed from the JSON in bulk by Arrow's JSON reader;
+   never fall out of a checkpoint. The struct is taken from the previous checkpoint's own
+   `stats_parsed` where a row has it beside its JSON and it has every field of the table's struct
+   (read as data skipping reads it, `add_actions.as_json_says`), else parsed from the JSON in bulk
+   by Arrow's JSON reader; `partitionValues_parsed` is decided for all files at once (a value not of
+   its column's type drops the column) before any row is written;
 4. on a table with `v2Checkpoint`: a UUID-named V2 checkpoint, its file actions in a sidecar
-   (`checkpoint_v2.write`, never multi-part). Otherwise:
-   write `%020d.checkpoint.parquet`, or, with more than `part_size` rows, the parts
-   `%020d.checkpoint.%010d.%010d.parquet`. Parts are clustered as the protocol requires, by Spark's
-   hash partitioning of the file path: part = pmod(murmur3_32(path, seed 42), parts) + 1, with Spark's
-   variant of murmur3 (trailing bytes mixed one by one); a non-file action has no path and lands where
-   Spark puts a null key, part pmod(42, parts) + 1. So every action of a path is in one part, and two
-   writers that race to write the same parts write the same content into each. Each file is written
-   whole (temp + rename, or one object put);
+   (`checkpoint_v2.write`, built whole, never multi-part). Otherwise the rows are streamed: the
+   live adds are read `BATCH_ROWS` at a time (the previous checkpoint's columns batch by batch,
+   never all at once; in-memory rows sliced), converted on worker threads while the next batch is
+   read (`ordered_map`, order kept), and handed to `checkpoint_parts.PartWriters`, which writes
+   `%020d.checkpoint.parquet`, or, with more than `part_size` rows, the parts
+   `%020d.checkpoint.%010d.%010d.parquet`, in row groups. Parts are clustered as the protocol
+   requires, by Spark's hash partitioning of the file path: part = pmod(murmur3_32(path, seed 42),
+   parts) + 1, with Spark's variant of murmur3 (trailing bytes mixed one by one); a non-file action
+   has no path and lands where Spark puts a null key, part pmod(42, parts) + 1. So every action of
+   a path is in one part, and two writers that race to write the same parts write the same rows
+   into each. A part appears whole (temp + rename, or one object put), after every part is done;
 5. only then overwrite `_last_checkpoint` with {version, size, parts?, sizeInBytes, numOfAddFiles,
    v2Checkpoint?}.
 A crash between 4 and 5 leaves a stale hint, which readers tolerate; a crash during 4 leaves an
@@ -41,9 +49,10 @@ objects. `add_stats_json` gives the JSON stats of checkpoint add rows, rendering
 from __future__ import annotations
 
 import io
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -64,11 +73,10 @@ from airflow_txnlog.engine.log.actions import (
     TXN,
     Metadata,
 )
-from airflow_txnlog.engine.log.checkpoint_columns import CheckpointColumns
-from airflow_txnlog.engine.log.log_paths import LAST_CHECKPOINT, checkpoint_name
+from airflow_txnlog.engine.log.checkpoint_columns import CheckpointColumns, ordered_map
+from airflow_txnlog.engine.log.log_paths import LAST_CHECKPOINT
 from airflow_txnlog.engine.log.log_reader import read_last_checkpoint
 from airflow_txnlog.engine.log.replay import ADD_TYPE, DV_TYPE, REMOVE_TYPE, STR_MAP, LogState, struct_keys
-from airflow_txnlog.engine.log.spark_hash import part_numbers
 from airflow_txnlog.engine.log.stats_struct import (
     add_stats_json,
     conform_struct,
@@ -77,34 +85,16 @@ from airflow_txnlog.engine.log.stats_struct import (
 )
 from airflow_txnlog.engine.properties import TableProperties
 from airflow_txnlog.engine.schema import schema_from_json
-from airflow_txnlog.engine.state.add_actions import partition_lookup, typed_partition
+from airflow_txnlog.engine.state.add_actions import parsed_base, partition_lookup, typed_partition
+from airflow_txnlog.engine.state.checkpoint_parts import PartWriters, checkpoint_schema, column_table
 from airflow_txnlog.engine.storage import LOG_DIR, Storage
 
-METADATA_TYPE = pa.struct(
-    [
-        ("id", pa.string()),
-        ("name", pa.string()),
-        ("description", pa.string()),
-        ("format", pa.struct([("provider", pa.string()), ("options", STR_MAP)])),
-        ("schemaString", pa.string()),
-        ("partitionColumns", pa.list_(pa.string())),
-        ("configuration", STR_MAP),
-        ("createdTime", pa.int64()),
-    ]
-)
-PROTOCOL_TYPE = pa.struct(
-    [
-        ("minReaderVersion", pa.int32()),
-        ("minWriterVersion", pa.int32()),
-        ("readerFeatures", pa.list_(pa.string())),
-        ("writerFeatures", pa.list_(pa.string())),
-    ]
-)
-TXN_TYPE = pa.struct([("appId", pa.string()), ("version", pa.int64()), ("lastUpdated", pa.int64())])
-DOMAIN_METADATA_TYPE = pa.struct(
-    [("domain", pa.string()), ("configuration", pa.string()), ("removed", pa.bool_())]
-)
 DEFAULT_PART_SIZE = 1_000_000
+BATCH_ROWS = 32_768  # add rows converted (stats parsed) at a time when a checkpoint is written
+_NO_TEXT = pa.nulls(1, pa.string())[0]
+Split = Callable[
+    [str, pa.Array], list[pa.Table]
+]  # one action's rows -> each part's rows (`PartWriters.split`)
 
 
 # ----------------------------------------------------------------------------- read
@@ -231,49 +221,170 @@ def _tail_removes_array(removes: list[dict[str, Any]]) -> pa.StructArray:
     return pa.StructArray.from_arrays(cols, fields=list(REMOVE_TYPE))
 
 
-def _adds_array(state: LogState) -> pa.StructArray:
-    """Every live add in ADD_TYPE, with JSON stats rendered from `stats_parsed` where that is all there is."""
-    raw = state.live_base_adds()
-    base = conform_struct(raw, ADD_TYPE)
-    if raw is not None and len(base):
-        flat = base.flatten()
-        # Checkpointed adds carry dataChange=false, as Spark writes them.
-        flat[ADD_TYPE.get_field_index("dataChange")] = pa.repeat(False, len(base))
-        flat[ADD_TYPE.get_field_index("stats")] = add_stats_json(raw)
-        base = pa.StructArray.from_arrays(flat, fields=list(ADD_TYPE))
-    return pa.concat_arrays([base, _tail_adds_array(state.tail_adds())])
-
-
-def _partition_values_parsed(adds: pa.StructArray, metadata: Metadata) -> pa.StructArray:
-    """`add.partitionValues_parsed`: each partition column's values in the column's type."""
+def _partition_values_parsed(values: pa.Array, metadata: Metadata) -> pa.StructArray | None:
+    """`add.partitionValues_parsed` for the `partitionValues` maps `values`: each partition column's
+    values in the column's type; None when a value is not of its type (another writer's: readers
+    have the strings in `partitionValues`, the checkpoint still helps)."""
     schema = schema_from_json(metadata.schema_string)
-    values = adds.field("partitionValues")
     parts = [schema.field(c) for c in metadata.partition_columns]
-    cols = [typed_partition(partition_lookup(values, f.name), f.type) for f in parts]
+    try:
+        cols = [typed_partition(partition_lookup(values, f.name), f.type) for f in parts]
+    except (pa.ArrowException, ValueError, TxnLogError):
+        return None
     return pa.StructArray.from_arrays(cols, fields=parts)
 
 
-def _with_stats_format(
-    adds: pa.StructArray, *, as_json: bool, parsed_type: pa.StructType | None, metadata: Metadata
+@dataclass(frozen=True)
+class _Plan:
+    """What the checkpoint of a state holds, decided before any row is written: the stats formats,
+    `partitionValues_parsed` of every live add (base rows, then tail: decided for all files at once,
+    a value not of its type drops the column), the tombstones kept, the schema."""
+
+    state: LogState
+    as_json: bool
+    parsed_type: pa.StructType | None
+    values_parsed: pa.StructArray | None
+    removes: pa.StructArray
+    schema: pa.Schema
+
+    @property
+    def num_adds(self) -> int:
+        return self.state.num_files()
+
+    @property
+    def num_rows(self) -> int:
+        return sum(len(rows) for rows in _small_rows(self.state).values()) + self.num_adds + len(self.removes)
+
+
+def _all_partition_values(state: LogState) -> pa.Array:
+    base = conform_struct(
+        state.live_base_adds(["partitionValues"]), pa.struct([("partitionValues", STR_MAP)])
+    )
+    tail = _map_array([d.get("partitionValues") or {} for d in state.tail_adds()])
+    return pa.concat_arrays([base.field(0), tail])
+
+
+def _plan(
+    state: LogState, min_tombstone_ts: int, stats_as_json: bool | None, stats_as_struct: bool | None
+) -> _Plan:
+    state.require_complete()
+    assert state.protocol is not None and state.metadata is not None
+    require_checkpoint_supported(state.protocol, "write a checkpoint")
+    table = TableProperties(state.metadata.configuration)  # (`delta.checkpoint.writeStatsAs*`, default true)
+    as_json = table.write_stats_as_json if stats_as_json is None else stats_as_json
+    as_struct = table.write_stats_as_struct if stats_as_struct is None else stats_as_struct
+    # stats_parsed and partitionValues_parsed use the names in the files: physical ones under
+    # column mapping, as the JSON stats and partitionValues do
+    meta = column_mapping.physical_metadata(state.metadata) or state.metadata
+    parsed_type = stats_parsed_type(meta) if as_struct else None
+    values_parsed = None
+    if parsed_type is not None and meta.partition_columns:
+        values_parsed = _partition_values_parsed(_all_partition_values(state), meta)
+    add_fields = list(ADD_TYPE)
+    if values_parsed is not None:
+        add_fields.append(pa.field(PARTITION_VALUES_PARSED, values_parsed.type))
+    if parsed_type is not None:
+        add_fields.append(pa.field(STATS_PARSED, parsed_type))
+    removes = pa.concat_arrays(
+        [conform_struct(state.live_base_removes(), REMOVE_TYPE), _tail_removes_array(state.tail_removes())]
+    )
+    if len(removes):
+        ts = pc.fill_null(removes.field("deletionTimestamp"), 0)
+        removes = removes.filter(pc.greater(ts, min_tombstone_ts))
+    return _Plan(
+        state, as_json, parsed_type, values_parsed, removes, checkpoint_schema(pa.struct(add_fields))
+    )
+
+
+def _add_rows(
+    plan: _Plan,
+    adds: pa.StructArray,
+    values_parsed: pa.StructArray | None,
+    parsed: pa.StructArray | None = None,
 ) -> pa.StructArray:
-    """`adds` with `stats` kept or nulled, and `stats_parsed` (plus `partitionValues_parsed` for a
-    partitioned table) appended when asked for."""
+    """Add rows in ADD_TYPE as the checkpoint writes them: `stats` kept or nulled, and
+    `partitionValues_parsed` / `stats_parsed` appended as the plan says, `stats_parsed` from
+    `parsed` where given, else parsed from the JSON stats (thread-safe: no state)."""
     fields, children = list(ADD_TYPE), adds.flatten()
     stats_at = ADD_TYPE.get_field_index("stats")
-    if parsed_type is not None:
-        if metadata.partition_columns:
-            try:
-                parsed = _partition_values_parsed(adds, metadata)
-            except (pa.ArrowException, ValueError, TxnLogError):  # a value not of its type (another writer's)
-                parsed = None  # readers have the strings in `partitionValues`; the checkpoint still helps
-            if parsed is not None:
-                fields.append(pa.field(PARTITION_VALUES_PARSED, parsed.type))
-                children.append(parsed)
-        fields.append(pa.field(STATS_PARSED, parsed_type))
-        children.append(parse_stats(children[stats_at], parsed_type))
-    if not as_json:
+    if plan.parsed_type is not None:
+        if values_parsed is not None:
+            fields.append(pa.field(PARTITION_VALUES_PARSED, values_parsed.type))
+            children.append(values_parsed)
+        fields.append(pa.field(STATS_PARSED, plan.parsed_type))
+        children.append(parsed if parsed is not None else parse_stats(children[stats_at], plan.parsed_type))
+    if not plan.as_json:
         children[stats_at] = pa.nulls(len(adds), pa.string())
     return pa.StructArray.from_arrays(children, fields=fields)
+
+
+def _kept_stats(target: pa.StructType, raw: pa.StructArray, text: pa.Array) -> pa.StructArray | None:
+    """`stats_parsed` of checkpoint rows that carry both forms: their own struct where it has every
+    field of `target`, read as its JSON says it (`add_actions.as_json_says`, as data skipping reads
+    it), instead of parsing the JSON again; the other rows' `text` (JSON rendered from a lone
+    struct, or a row without struct) parsed. None when the struct cannot serve."""
+    kept = parsed_base(raw, target, complete=True)
+    if kept is None or raw.type.get_field_index("stats") < 0:
+        return None
+    use = pc.and_(kept.is_valid(), raw.field("stats").is_valid())
+    if pc.all(use).as_py():
+        return kept
+    if not pc.any(use).as_py():
+        return None
+    return pc.if_else(use, kept, parse_stats(pc.if_else(use, _NO_TEXT, text), target))
+
+
+def _base_add_rows(plan: _Plan, raw: pa.StructArray, values_parsed: pa.StructArray | None) -> pa.StructArray:
+    """`_add_rows` of checkpoint (base) add rows read with any writer's fields: checkpointed adds
+    carry dataChange=false, as Spark writes them, and JSON stats rendered from `stats_parsed` where
+    that is all a row has; a complete `stats_parsed` is kept rather than parsed again."""
+    base = conform_struct(raw, ADD_TYPE)
+    flat = base.flatten()
+    flat[ADD_TYPE.get_field_index("dataChange")] = pa.repeat(False, len(base))
+    text = flat[ADD_TYPE.get_field_index("stats")] = add_stats_json(raw)
+    parsed = _kept_stats(plan.parsed_type, raw, text) if plan.parsed_type is not None else None
+    return _add_rows(plan, pa.StructArray.from_arrays(flat, fields=list(ADD_TYPE)), values_parsed, parsed)
+
+
+def _base_batches(state: LogState) -> Iterator[pa.StructArray]:
+    """The live base add rows with every field a checkpoint keeps (and `stats_parsed`, to render
+    missing JSON stats), `BATCH_ROWS` at a time: a checkpoint's rows read from its files batch by
+    batch and not kept, in-memory rows (a bulk replay's) sliced."""
+    if state.base_adds is None:
+        return
+    mask = state._live_add_mask  # (LogState's reconciliation: None when no later commit replaced a row)
+    if state.source is not None:
+        fields = [n for n in ADD_TYPE.names if n != "dataChange"] + [STATS_PARSED]  # (written false)
+        batches: Iterable[pa.StructArray] = state.source.iter_read(ADD, fields, BATCH_ROWS)
+    else:
+        rows = state.base_adds
+        batches = (rows.slice(i, BATCH_ROWS) for i in range(0, len(rows), BATCH_ROWS))
+    done = 0
+    for batch in batches:
+        live = batch if mask is None else batch.filter(mask.slice(done, len(batch)))
+        done += len(batch)
+        yield live
+
+
+def _add_tables(plan: _Plan, split: Split) -> Iterator[list[pa.Table]]:
+    """The add rows, batch by batch, each converted and split into parts on worker threads while
+    the next batch is read."""
+    done = 0
+
+    def work(batch: pa.StructArray, start: int) -> list[pa.Table]:
+        values = plan.values_parsed.slice(start, len(batch)) if plan.values_parsed is not None else None
+        return split(ADD, _base_add_rows(plan, batch, values))
+
+    def items() -> Iterator[tuple[pa.StructArray, int]]:
+        nonlocal done
+        for batch in _base_batches(plan.state):
+            yield batch, done
+            done += len(batch)
+
+    yield from ordered_map(lambda item: work(*item), items())
+    tail = _tail_adds_array(plan.state.tail_adds())
+    values = plan.values_parsed.slice(done) if plan.values_parsed is not None else None
+    yield split(ADD, _add_rows(plan, tail, values))
 
 
 def _small_rows(state: LogState) -> dict[str, list[dict[str, Any]]]:
@@ -291,9 +402,21 @@ def _small_rows(state: LogState) -> dict[str, list[dict[str, Any]]]:
     }
 
 
-def _column_table(schema: pa.Schema, column: str, arr: pa.Array) -> pa.Table:
-    cols = [arr if f.name == column else pa.nulls(len(arr), f.type) for f in schema]
-    return pa.Table.from_arrays(cols, schema=schema)
+def _whole(plan: _Plan) -> pa.Table:
+    """The checkpoint's rows as one table."""
+    return pa.concat_tables(
+        t for (t,) in _tables(plan, lambda column, arr: [column_table(plan.schema, column, arr)])
+    )
+
+
+def _tables(plan: _Plan, split: Split) -> Iterator[list[pa.Table]]:
+    """The checkpoint's rows in order (protocol, metaData, txns, domains, adds, tombstones), each
+    batch of one action's rows as `split` divides them into parts."""
+    for column, rows in _small_rows(plan.state).items():
+        if rows:
+            yield split(column, pa.array(rows, type=plan.schema.field(column).type))
+    yield from _add_tables(plan, split)
+    yield split(REMOVE, plan.removes)
 
 
 def checkpoint_table(
@@ -303,97 +426,47 @@ def checkpoint_table(
     stats_as_json: bool | None = None,
     stats_as_struct: bool | None = None,
 ) -> tuple[pa.Table, int]:
-    """The checkpoint rows of a state, and the number of add rows.
+    """The checkpoint rows of a state as one table, and the number of add rows (the rows
+    `write_checkpoint` streams; for savepoint manifests and V2 checkpoints).
 
     :param stats_as_json, stats_as_struct: the stats format; None follows the table's
         `delta.checkpoint.writeStatsAsJson` / `writeStatsAsStruct`.
     """
-    state.require_complete()
-    assert state.protocol is not None and state.metadata is not None
-    require_checkpoint_supported(state.protocol, "write a checkpoint")
-    conf = state.metadata.configuration
-    table = TableProperties(conf)  # (`delta.checkpoint.writeStatsAs*`, default true)
-    as_json = table.write_stats_as_json if stats_as_json is None else stats_as_json
-    as_struct = table.write_stats_as_struct if stats_as_struct is None else stats_as_struct
-    # stats_parsed and partitionValues_parsed use the names in the files: physical ones under
-    # column mapping, as the JSON stats and partitionValues do
-    meta = column_mapping.physical_metadata(state.metadata) or state.metadata
-    parsed_type = stats_parsed_type(meta) if as_struct else None
-    adds = _with_stats_format(_adds_array(state), as_json=as_json, parsed_type=parsed_type, metadata=meta)
-    removes = pa.concat_arrays(
-        [conform_struct(state.live_base_removes(), REMOVE_TYPE), _tail_removes_array(state.tail_removes())]
-    )
-    if len(removes):
-        ts = pc.fill_null(removes.field("deletionTimestamp"), 0)
-        removes = removes.filter(pc.greater(ts, min_tombstone_ts))
-    schema = pa.schema(
-        [
-            (TXN, TXN_TYPE),
-            (ADD, adds.type),
-            (REMOVE, REMOVE_TYPE),
-            (METADATA, METADATA_TYPE),
-            (PROTOCOL, PROTOCOL_TYPE),
-            (DOMAIN_METADATA, DOMAIN_METADATA_TYPE),
-        ]
-    )
-    tables = [
-        _column_table(schema, col, pa.array(rows, type=schema.field(col).type))
-        for col, rows in _small_rows(state).items()
-        if rows
-    ]
-    tables += [_column_table(schema, ADD, adds), _column_table(schema, REMOVE, removes)]
-    return pa.concat_tables(tables), len(adds)
+    plan = _plan(state, min_tombstone_ts, stats_as_json, stats_as_struct)
+    return _whole(plan), plan.num_adds
 
 
 # ----------------------------------------------------------------------------- write: parts
-def _split(table: pa.Table, parts: int) -> list[pa.Table]:
-    """The rows of each part, in part order (a part may be empty: it is written all the same)."""
-    if parts == 1:
-        return [table]
-    paths = pc.coalesce(pc.struct_field(table[ADD], "path"), pc.struct_field(table[REMOVE], "path"))
-    numbers = part_numbers(paths.combine_chunks(), parts)
-    ordered = table.take(pa.array(np.argsort(numbers, kind="stable")))
-    counts = np.bincount(numbers, minlength=parts + 1)[1:].tolist()
-    starts = np.concatenate([[0], np.cumsum(counts)]).tolist()
-    return [ordered.slice(starts[i], counts[i]) for i in range(parts)]
-
-
 def parquet_bytes(table: pa.Table) -> bytes:
     buf = io.BytesIO()
     pq.write_table(table, buf, compression="snappy")
     return buf.getvalue()
 
 
-def _write_classic(
-    storage: Storage, version: int, table: pa.Table, num_adds: int, part_size: int
-) -> dict[str, Any]:
-    n_parts = max(1, -(-table.num_rows // max(1, part_size)))
-    total = 0
-    for i, chunk in enumerate(_split(table, n_parts)):
-        data = parquet_bytes(chunk)
-        name = checkpoint_name(version, i + 1, n_parts) if n_parts > 1 else checkpoint_name(version)
-        storage.write(f"{LOG_DIR}/{name}", data)
-        total += len(data)
-    hint: dict[str, Any] = {"version": version, "size": table.num_rows}
-    if n_parts > 1:
-        hint["parts"] = n_parts
-    hint.update({"sizeInBytes": total, "numOfAddFiles": num_adds})
-    return hint
-
-
 def write_checkpoint(
     storage: Storage, state: LogState, *, min_tombstone_ts: int, part_size: int = DEFAULT_PART_SIZE
 ) -> dict[str, Any]:
-    """Write the checkpoint of `state` and then `_last_checkpoint`; returns the hint written."""
-    table, num_adds = checkpoint_table(state, min_tombstone_ts=min_tombstone_ts)
+    """Write the checkpoint of `state` and then `_last_checkpoint`; returns the hint written. A
+    classic checkpoint is streamed (`checkpoint_parts`), a V2 one built whole."""
+    plan = _plan(state, min_tombstone_ts, None, None)
     if state.protocol is not None and "v2Checkpoint" in (state.protocol.writer_features or ()):
+        table = _whole(plan)
         v2 = checkpoint_v2.write(storage, state.version, table)
         size = sum(s["sizeInBytes"] for s in v2["sidecarFiles"]) + v2["sizeInBytes"]
         rows = table.num_rows + 1 + len(v2["sidecarFiles"])  # + checkpointMetadata + sidecar actions
-        hint = {"version": state.version, "size": rows, "sizeInBytes": size, "numOfAddFiles": num_adds}
+        hint = {"version": state.version, "size": rows, "sizeInBytes": size, "numOfAddFiles": plan.num_adds}
         hint["v2Checkpoint"] = v2
     else:
-        hint = _write_classic(storage, state.version, table, num_adds, part_size)
+        num_rows = plan.num_rows
+        n_parts = max(1, -(-num_rows // max(1, part_size)))
+        with PartWriters(storage, state.version, n_parts, plan.schema) as parts:
+            for pieces in _tables(plan, parts.split):
+                parts.add(pieces)
+            sizes = parts.publish()
+        hint = {"version": state.version, "size": num_rows}
+        if n_parts > 1:
+            hint["parts"] = n_parts
+        hint.update({"sizeInBytes": sum(sizes), "numOfAddFiles": plan.num_adds})
     current = read_last_checkpoint(storage)
     if current is None or current.version <= state.version:  # the hint never moves backwards
         storage.write(f"{LOG_DIR}/{LAST_CHECKPOINT}", orjson.dumps(hint))

@@ -58,7 +58,12 @@ from airflow_txnlog.engine.schema import parse_partition_value, schema_from_json
 from airflow_txnlog.engine.sql.generated_pruning import derive
 from airflow_txnlog.engine.sql.literals import stats_value
 from airflow_txnlog.engine.sql.predicates import Predicate, Range, parse_predicate
-from airflow_txnlog.engine.state.add_actions import add_actions_table, file_table, select_adds
+from airflow_txnlog.engine.state.add_actions import (
+    add_actions_table,
+    file_table,
+    json_stats_only,
+    select_adds,
+)
 from airflow_txnlog.engine.state.checkpoint import read_checkpoint
 from airflow_txnlog.engine.state.scan import read_files
 from airflow_txnlog.engine.state.skipping import may_match_mask
@@ -189,7 +194,12 @@ class Snapshot:
     def _file_table(self) -> pa.Table:
         """The live files as Arrow (`add_actions.file_table`), built once per snapshot."""
         return file_table(
-            self._state.live_base_adds, self._state.tail_adds(), self.metadata, names=self.column_names
+            self._state.live_base_adds,
+            self._state.tail_adds(),
+            self.metadata,
+            names=self.column_names,
+            derived=self._state.live_base_add_derived,
+            json_only=json_stats_only(self._state),
         )
 
     @cached_property
@@ -245,6 +255,8 @@ class Snapshot:
                     self.metadata,
                     columns=pred.columns,
                     names=self.column_names,
+                    derived=self._state.live_base_add_derived,
+                    json_only=json_stats_only(self._state),
                 )
                 self._pruning_tables[pred.columns] = files
         inexact = pred.columns & self._inexact_stats

@@ -174,3 +174,80 @@ def test_a_partition_value_of_another_type_does_not_block_checkpoints(tmp_path: 
     assert add_type.get_field_index("stats_parsed") >= 0
     assert add_type.get_field_index("partitionValues_parsed") < 0  # left out, the strings carry them
     assert len(Table.open(str(root)).snapshot().file_paths()) == 2
+
+
+def test_iter_read_gives_the_rows_of_read_in_batches_without_keeping_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Streamed rows (a checkpoint written from this one) are `read`'s rows, batch by batch, across
+    parts and with fields one part lacks; kept fields come from memory, the others are not kept."""
+    root = tmp_path / "t"
+    _table(root, part_size=4)
+    source = Table.open(str(root)).snapshot().state.source
+    assert source is not None
+    fields = ["path", "size", "stats", "partitionValues", "stats_parsed", "no_such_field"]
+    whole = source.read("add", fields)
+    source._cache.clear()  # (what load kept is used when present; here nothing is)
+    batches = list(source.iter_read("add", fields, rows=2))
+    assert len(batches) > len(source._paths) and max(len(b) for b in batches) <= 2
+    assert pa.concat_arrays(batches).equals(whole)
+    assert not source._cache  # nothing kept
+    read = _spy_on_reads(monkeypatch)
+    assert pa.concat_arrays(list(source.iter_read("add", ["size"], rows=3))).equals(
+        source.read("add", ["size"])
+    )
+    assert read == ["add.size"] * len(source._paths)  # (iter_read's own reads are not `_read`s)
+
+
+def test_ordered_map_keeps_the_order_bounds_what_waits_and_raises_the_first_error() -> None:
+    drawn: list[int] = []
+
+    def items(n: int) -> Any:
+        for i in range(n):
+            drawn.append(i)
+            yield i
+
+    results = checkpoint_columns.ordered_map(lambda i: i * i, items(50), workers=2)
+    first = next(results)
+    assert first == 0 and len(drawn) <= 2 + checkpoint_columns.WAITING * 2
+    assert [first, *results] == [i * i for i in range(50)]
+
+    def fails_at_7(i: int) -> int:
+        if i == 7:
+            raise ValueError("seven")
+        return i
+
+    with pytest.raises(ValueError, match="seven"):
+        list(checkpoint_columns.ordered_map(fails_at_7, range(20), workers=3))
+
+
+def test_a_kept_derived_field_is_kept_compressed_and_read_back_exactly(tmp_path: Path) -> None:
+    """`derive` with a `KeepField` keeps the field (as `read` would: JSON stats beside no struct)
+    compressed batch by batch: `take` restores only the batches it needs, `read` the whole field,
+    both equal to a plain read."""
+    schema = pa.schema([("id", pa.int64()), ("p", pa.string())])
+    conf = {"delta.checkpoint.writeStatsAsStruct": "false"}
+    t = Table.create(
+        str(tmp_path / "t"), schema=schema, partition_by=["p"], properties=conf, checkpoint_part_size=4
+    )
+    for i in range(9):
+        t.write(pa.table({"id": [i, i * 7], "p": [f"v{i % 2}"] * 2}, schema=schema))
+    t.checkpoint()
+
+    def source() -> checkpoint_columns.CheckpointColumns:
+        columns = Table.open(t.uri).snapshot().state.source
+        assert columns is not None and "stats_parsed" not in columns.field_names("add")
+        return columns
+
+    expected = source().read("add", ["stats"]).field(0)
+    kept = source()
+    lengths = kept.derive("add", "stats", checkpoint_columns.KeepField(pc.utf8_length))
+    assert lengths.equals(pc.utf8_length(expected))
+    assert ("add", "stats") in kept._packed and ("add", "stats") not in kept._cache
+    rows = pa.array([0, 3, len(expected) - 1])
+    assert kept.take("add", ["stats", "path"], rows).field("stats").equals(expected.take(rows))
+    assert kept.read("add", ["stats"]).field(0).equals(expected)  # restored whole, then kept plain
+    assert ("add", "stats") not in kept._packed and ("add", "stats") in kept._cache
+    plain = source()
+    plain.derive("add", "stats", pc.utf8_length)  # a plain function: nothing kept
+    assert ("add", "stats") not in plain._packed and ("add", "stats") not in plain._cache

@@ -79,11 +79,11 @@ def test_not_null_fields_under_null_structs_are_fine_and_named_when_violated(tmp
 
 
 def test_bulk_stats_parse_reads_sliced_and_non_ascii_columns_like_whole_ones() -> None:
-    from airflow_txnlog.engine.log.stats_struct import _ndjson, parse_stats  # noqa: PLC0415
+    from airflow_txnlog.engine.log.stats_struct import _document, parse_stats  # noqa: PLC0415
 
     target = pa.struct([("numRecords", pa.int64()), ("minValues", pa.struct([("s", pa.string())]))])
     texts = ['{"numRecords": 1, "minValues": {"s": "é"}}', None, '{"numRecords": 3}', '{"numRecords": 4}']
     whole = pa.array(["{}", *texts])
     assert parse_stats(whole.slice(1), target).to_pylist() == parse_stats(pa.array(texts), target).to_pylist()
     assert parse_stats(pa.array(texts), target).to_pylist()[0] == {"numRecords": 1, "minValues": {"s": "é"}}
-    assert _ndjson(pa.array(["a", "é"]).slice(1)).to_pybytes() == "é\n".encode()
+    assert _document(pa.array(["{a}", '{"é"}']).slice(1)).to_pybytes() == '{"é"}'.encode()

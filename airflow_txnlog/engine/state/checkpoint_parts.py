@@ -1,0 +1,294 @@
+"""The part files of a classic checkpoint (its schema: `checkpoint_schema`), written as streams of
+row groups in bounded memory.
+
+`PartWriters(storage, version, parts, schema)` takes a checkpoint's rows table by table (a batch of
+add actions at a time) and sends each row to its part: with one part every row; with more, the part
+the protocol requires, Spark's hash partitioning of the file path (`spark_hash.part_numbers`: a row
+without a path, protocol / metaData / txn / domainMetadata, lands where Spark puts a null key,
+pmod(42, parts) + 1). Inside a part the rows keep the order they came in. Each part is written by its
+own thread (pyarrow's `ParquetWriter`, snappy; dictionary encoding only where values repeat), which
+buffers about `ROW_GROUP_ROWS` rows and writes them as row groups of at most that many, so memory
+holds a row group per part and the batches in flight, never the whole checkpoint.
+
+Where the bytes go: on a local filesystem (`LocalStorage`) each part streams into a temporary file
+under `_delta_log/.tmp/`, named `.<final name>.<uuid hex>.tmp` as `LocalStorage.write` names its
+own, which is fsynced and renamed over the final name when `publish` runs; elsewhere (object
+stores) a part's bytes collect in memory and go out in one `Storage.write` (one object put), since
+`Storage` has no streamed upload. Invariants:
+- nothing is published before every part is complete, and parts are published in part order (a
+  crash in between leaves an incomplete multi-part set, which readers ignore);
+- a failure (or leaving the `with` block without `publish`) removes the temporary files;
+- an empty part is still written, with the schema and no rows.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import queue
+import threading
+import uuid
+from collections.abc import Iterator
+from types import TracebackType
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from airflow_txnlog.engine.log.actions import (
+    ADD,
+    DOMAIN_METADATA,
+    METADATA,
+    PROTOCOL,
+    REMOVE,
+    STATS_PARSED,
+    TXN,
+)
+from airflow_txnlog.engine.log.log_paths import checkpoint_name
+from airflow_txnlog.engine.log.replay import REMOVE_TYPE, STR_MAP
+from airflow_txnlog.engine.log.spark_hash import part_numbers
+from airflow_txnlog.engine.storage import LOG_DIR, LocalStorage, Storage
+
+ROW_GROUP_ROWS = 65_536  # rows a part buffers before writing them as a row group
+_QUEUED = 2  # tables waiting for a part's writer thread
+# Fields whose values are (nearly) unique per file: written plain, as dictionary encoding of them
+# costs time and bytes (it is tried, and given up, in every row group). All others (partition
+# values, flags, tags, the small actions) keep pyarrow's dictionary encoding.
+_PLAIN = (
+    f"{ADD}.path",
+    f"{ADD}.stats",
+    f"{ADD}.size",
+    f"{ADD}.modificationTime",
+    f"{ADD}.deletionVector",
+    f"{ADD}.baseRowId",
+    f"{ADD}.defaultRowCommitVersion",
+    f"{ADD}.{STATS_PARSED}",
+    f"{REMOVE}.path",
+    f"{REMOVE}.deletionTimestamp",
+    f"{REMOVE}.size",
+    f"{REMOVE}.deletionVector",
+    f"{REMOVE}.baseRowId",
+    f"{REMOVE}.defaultRowCommitVersion",
+)
+
+
+def _leaves(t: pa.DataType, path: str) -> Iterator[str]:
+    """Parquet column paths of the leaves of a field of type `t` at `path` (pyarrow's naming)."""
+    if pa.types.is_struct(t):
+        for f in t:
+            yield from _leaves(f.type, f"{path}.{f.name}")
+    elif pa.types.is_map(t):
+        yield from _leaves(t.key_type, f"{path}.key_value.key")
+        yield from _leaves(t.item_type, f"{path}.key_value.value")
+    elif pa.types.is_list(t) or pa.types.is_large_list(t):
+        yield from _leaves(t.value_type, f"{path}.list.element")
+    else:
+        yield path
+
+
+def dictionary_columns(schema: pa.Schema) -> list[str]:
+    """The leaf columns of a checkpoint schema written with dictionary encoding (see `_PLAIN`)."""
+    leaves = (leaf for f in schema for leaf in _leaves(f.type, f.name))
+    return [leaf for leaf in leaves if not any(leaf == p or leaf.startswith(p + ".") for p in _PLAIN)]
+
+
+METADATA_TYPE = pa.struct(
+    [
+        ("id", pa.string()),
+        ("name", pa.string()),
+        ("description", pa.string()),
+        ("format", pa.struct([("provider", pa.string()), ("options", STR_MAP)])),
+        ("schemaString", pa.string()),
+        ("partitionColumns", pa.list_(pa.string())),
+        ("configuration", STR_MAP),
+        ("createdTime", pa.int64()),
+    ]
+)
+PROTOCOL_TYPE = pa.struct(
+    [
+        ("minReaderVersion", pa.int32()),
+        ("minWriterVersion", pa.int32()),
+        ("readerFeatures", pa.list_(pa.string())),
+        ("writerFeatures", pa.list_(pa.string())),
+    ]
+)
+TXN_TYPE = pa.struct([("appId", pa.string()), ("version", pa.int64()), ("lastUpdated", pa.int64())])
+DOMAIN_METADATA_TYPE = pa.struct(
+    [("domain", pa.string()), ("configuration", pa.string()), ("removed", pa.bool_())]
+)
+
+
+def checkpoint_schema(add_type: pa.StructType) -> pa.Schema:
+    """A classic checkpoint's columns, one per action (the `add` struct as the writer decided it)."""
+    return pa.schema(
+        [
+            (TXN, TXN_TYPE),
+            (ADD, add_type),
+            (REMOVE, REMOVE_TYPE),
+            (METADATA, METADATA_TYPE),
+            (PROTOCOL, PROTOCOL_TYPE),
+            (DOMAIN_METADATA, DOMAIN_METADATA_TYPE),
+        ]
+    )
+
+
+def column_table(schema: pa.Schema, column: str, arr: pa.Array) -> pa.Table:
+    """Checkpoint rows of one action: `arr` in its column, nulls in every other."""
+    cols = [arr if f.name == column else pa.nulls(len(arr), f.type) for f in schema]
+    return pa.Table.from_arrays(cols, schema=schema)
+
+
+class _Part:
+    """One part file being written by its own thread: the writer, the sink, the rows not yet in a
+    row group. The thread takes tables from a queue; an error is kept and raised by `finish`."""
+
+    def __init__(self, storage: Storage, key: str, schema: pa.Schema) -> None:
+        self.key = key
+        self.temp: str | None = None
+        self.memory: io.BytesIO | None = None
+        sink: str | io.BytesIO
+        if isinstance(storage, LocalStorage):
+            folder = os.path.join(storage.fs_root, LOG_DIR, ".tmp")
+            os.makedirs(folder, exist_ok=True)
+            sink = self.temp = os.path.join(folder, f".{os.path.basename(key)}.{uuid.uuid4().hex}.tmp")
+        else:
+            sink = self.memory = io.BytesIO()
+        self.writer = pq.ParquetWriter(
+            sink, schema, compression="snappy", use_dictionary=dictionary_columns(schema)
+        )
+        self.queue: queue.Queue[pa.Table | None] = queue.Queue(_QUEUED)
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, name=f"checkpoint {key}", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        pending: list[pa.Table] = []
+        rows = 0
+        while (table := self.queue.get()) is not None:
+            if self.error is not None:
+                continue  # (failed: drain the queue, so that the producer never blocks)
+            pending.append(table)
+            rows += table.num_rows
+            if rows >= ROW_GROUP_ROWS:
+                pending, rows = self._flush(pending), 0
+        if self.error is None:
+            self._flush(pending)
+            self._close()
+
+    def _flush(self, pending: list[pa.Table]) -> list[pa.Table]:
+        try:
+            if pending:
+                self.writer.write_table(pa.concat_tables(pending), row_group_size=ROW_GROUP_ROWS)
+        except BaseException as exc:  # (kept: `finish` raises it in the caller's thread)
+            self.error = exc
+        return []
+
+    def _close(self) -> None:
+        try:
+            self.writer.close()
+        except BaseException as exc:  # (as in `_flush`)
+            self.error = exc
+
+    def add(self, table: pa.Table) -> None:
+        if self.error is not None:
+            raise self.error
+        if table.num_rows:
+            self.queue.put(table)
+
+    def finish(self) -> int:
+        """Write what is left and close the file (fsynced when local); its size in bytes."""
+        self.queue.put(None)
+        self.thread.join()
+        if self.error is not None:
+            raise self.error
+        if self.memory is not None:
+            return len(self.memory.getbuffer())
+        assert self.temp is not None
+        fd = os.open(self.temp, os.O_RDWR)
+        try:
+            os.fsync(fd)
+            return os.fstat(fd).st_size
+        finally:
+            os.close(fd)
+
+    def publish(self, storage: Storage) -> None:
+        if self.memory is not None:
+            storage.write(self.key, self.memory.getvalue())
+            return
+        assert self.temp is not None
+        final = storage.full_path(self.key)
+        os.makedirs(os.path.dirname(final), exist_ok=True)
+        os.replace(self.temp, final)
+        self.temp = None
+
+    def discard(self) -> None:
+        if self.thread.is_alive():
+            self.error = self.error or RuntimeError("checkpoint part abandoned")
+            self.queue.put(None)
+            self.thread.join()
+        self.memory = None
+        if self.temp is not None:
+            with contextlib.suppress(OSError, pa.ArrowException):  # (already failing: keep that error)
+                self.writer.close()
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.temp)
+            self.temp = None
+
+
+class PartWriters:
+    """The `parts` part files of the checkpoint of `version` (see the module docstring)."""
+
+    def __init__(self, storage: Storage, version: int, parts: int, schema: pa.Schema) -> None:
+        self._storage = storage
+        self._schema = schema
+        self._count = parts
+        keys = [checkpoint_name(version, i + 1, parts) for i in range(parts)] if parts > 1 else None
+        self._parts: list[_Part] = []
+        try:
+            for key in keys or [checkpoint_name(version)]:
+                self._parts.append(_Part(storage, f"{LOG_DIR}/{key}", schema))
+        except BaseException:
+            self._discard()
+            raise
+
+    def __enter__(self) -> PartWriters:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self._discard()  # (after `publish` nothing is left to discard)
+
+    def split(self, column: str, arr: pa.Array) -> list[pa.Table]:
+        """Rows of one action (`arr`, the values of `column`) as each part's rows of the checkpoint
+        table, in order; a pure function of the rows, safe to call from any thread."""
+        if self._count == 1:
+            return [column_table(self._schema, column, arr)]
+        if column in (ADD, REMOVE) and len(arr):
+            numbers = pa.array(part_numbers(arr.field("path"), self._count))
+            pieces = [
+                arr.filter(pc.equal(numbers, pa.array([i], pa.int64())[0])) for i in range(1, self._count + 1)
+            ]
+        else:  # (no path: where Spark puts a null key)
+            home = part_numbers(pa.nulls(1, pa.string()), self._count)[0]
+            pieces = [arr if i == home else arr.slice(0, 0) for i in range(1, self._count + 1)]
+        return [column_table(self._schema, column, piece) for piece in pieces]
+
+    def add(self, pieces: list[pa.Table]) -> None:
+        """Append each part's rows (`split`'s result) to that part."""
+        for part, rows in zip(self._parts, pieces, strict=True):
+            part.add(rows)
+
+    def publish(self) -> list[int]:
+        """Finish every part, then put them in place in part order; the parts' sizes in bytes."""
+        sizes = [part.finish() for part in self._parts]
+        for part in self._parts:
+            part.publish(self._storage)
+        self._parts = []
+        return sizes
+
+    def _discard(self) -> None:
+        for part in self._parts:
+            part.discard()
+        self._parts = []
