@@ -93,11 +93,12 @@ def test_cleanup_log_operator_says_why_nothing_was_removed(
     TxnLogCleanupLogOperator(task_id="c", table_uri=str(table), retention_hours=48).execute(CONTEXT)
     assert "older than the log retention (48 hours)" in capsys.readouterr().out
     out = TxnLogCleanupLogOperator(task_id="c", table_uri=str(table), retention_hours=0).execute(CONTEXT)
-    assert (out["num_files"], out["checkpoint_version"], out["dry_run"]) == (3, 3, True)
-    assert "log cleanup would remove 3 file(s) below checkpoint 3" in capsys.readouterr().out
+    # commits 0..2 and the version checksum beside each
+    assert (out["num_files"], out["checkpoint_version"], out["dry_run"]) == (6, 3, True)
+    assert "log cleanup would remove 6 file(s) below checkpoint 3" in capsys.readouterr().out
     assert (table / LOG_DIR / f"{0:020d}.json").exists()
     out = TxnLogCleanupLogOperator(
         task_id="c", table_uri=str(table), retention_hours=0, dry_run=False
     ).execute(CONTEXT)
-    assert (out["num_files"], out["checkpoint_version"]) == (3, 3)  # commits 0-2 below checkpoint 3
-    assert "log cleanup removed 3 file(s) below checkpoint 3" in capsys.readouterr().out
+    assert (out["num_files"], out["checkpoint_version"]) == (6, 3)  # commits 0-2 (+ .crc) below 3
+    assert "log cleanup removed 6 file(s) below checkpoint 3" in capsys.readouterr().out

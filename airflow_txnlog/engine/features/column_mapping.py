@@ -111,6 +111,8 @@ def rename_map_keys(values: pa.MapArray, renames: Mapping[str, str]) -> pa.MapAr
     """A string map (`partitionValues`) with its keys renamed (keys not in `renames` kept)."""
     if len(values) == 0 or not renames:
         return values
+    if values.offset:  # (a slice: from_arrays takes no null bitmap with sliced offsets; copy it)
+        values = pa.concat_arrays([values])
     old = pa.array(list(renames), pa.string())
     new = pa.array(list(renames.values()), pa.string())
     keys = values.keys.cast(pa.string())

@@ -18,7 +18,7 @@ unclustered_fraction 0.1 of a clustered table's bytes unclustered       txnlog.m
 rewrite_memory_bytes 256 MiB of input files a Z-order / clustering      txnlog.maintenance.rewriteMemoryBytes
                      group may sort in memory; a larger group is
                      sorted externally (engine.maintenance.external_sort)
-log_compaction_commits  5 commits after the newest checkpoint,      txnlog.maintenance.logCompactionCommits
+log_compaction_commits  20 commits after the newest checkpoint,      txnlog.maintenance.logCompactionCommits
                      before the latest, that no log compaction covers
                      (engine.maintenance.log_compaction); 0: never
 
@@ -60,7 +60,7 @@ class PlanSettings:
     full_vacuum_days: float = 30.0
     unclustered_fraction: float = 0.1
     rewrite_memory_bytes: int = DEFAULT_REWRITE_MEMORY
-    log_compaction_commits: int = 5
+    log_compaction_commits: int = 20
     vacuum_retention_ms: int = props.DEFAULT_DELETED_FILE_RETENTION_MS
     log_retention_ms: int = props.DEFAULT_LOG_RETENTION_MS
 
