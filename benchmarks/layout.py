@@ -36,6 +36,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from benchmarks.doc_sections import replace_section
+
 START, END = "<!-- layout:start -->", "<!-- layout:end -->"
 DOC = Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md"
 LO_A, HI_A, LO_B, HI_B = 100_000, 199_999, 300_000, 399_999
@@ -163,17 +165,6 @@ def report(doc: dict[str, Any], command: str) -> str:
     return "\n".join(lines)
 
 
-def write_section(text: str) -> None:
-    doc = DOC.read_text()
-    block = f"{START}\n{text}\n{END}"
-    if START in doc:
-        head, rest = doc.split(START, 1)
-        doc = head + block + rest.split(END, 1)[1]
-    else:
-        doc = doc.rstrip() + "\n\n## Z-order and clustering (issue 28)\n\n" + block + "\n"
-    DOC.write_text(doc)
-
-
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="2M rows, 40 files")
@@ -192,7 +183,8 @@ def main(argv: list[str] | None = None) -> None:
     print(text)
     print(json.dumps(doc, indent=1))
     if args.write:
-        write_section(text)
+        block = f"{START}\n{text}\n{END}"
+        replace_section(DOC, START, END, block, heading="## Z-order and clustering (issue 28)")
     if args.workdir is None:
         shutil.rmtree(work, ignore_errors=True)
 

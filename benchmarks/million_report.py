@@ -8,7 +8,6 @@ between ``<!-- million-files:start -->`` and ``<!-- million-files:end -->`` (the
 from __future__ import annotations
 
 import statistics
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from benchmarks.million import (
@@ -311,14 +310,3 @@ def _checks(runner: Runner) -> list[str]:
             "and the log is never a candidate."
         )
     return out
-
-
-def write_section(path: Path, text: str) -> None:
-    """Replace (or append) this section of `path`, leaving everything else as it is."""
-    doc = path.read_text() if path.exists() else ""
-    if START in doc and END in doc:
-        head, rest = doc.split(START, 1)
-        doc = head + text + rest.split(END, 1)[1].lstrip("\n")
-    else:
-        doc = doc.rstrip("\n") + "\n\n" + text
-    path.write_text(doc)

@@ -25,6 +25,7 @@ if __package__ in (None, ""):  # `python benchmarks/run.py`
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks import million, million_report
+from benchmarks.doc_sections import replace_section
 from benchmarks.runner import ENGINES, PYCACHE, REPO_ROOT, Measurement, Runner, log, machine_info
 
 FLAT_FACTOR = 1.5  # P3 counts as flat if ours@large <= FLAT_FACTOR * ours@small + FLAT_SLACK_S
@@ -431,7 +432,12 @@ def main(argv: list[str] | None = None) -> int:
             args.output.write_text(report + _after_p_report(args.output))
         if million_report.rows(runner):
             command = "python -m benchmarks.run " + " ".join(argv if argv is not None else sys.argv[1:])
-            million_report.write_section(args.output, million_report.section(runner, load, command.strip()))
+            replace_section(
+                args.output,
+                million_report.START,
+                million_report.END,
+                million_report.section(runner, load, command.strip()),
+            )
         print(f"\nwrote {args.output}")
     return 0
 

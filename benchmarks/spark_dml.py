@@ -52,6 +52,7 @@ if str(ROOT) not in sys.path:
 from airflow_txnlog.engine import Table  # noqa: E402
 from airflow_txnlog.spark import SparkTable  # noqa: E402
 from airflow_txnlog.spark.dml import delete_local  # noqa: E402
+from benchmarks.doc_sections import replace_section  # noqa: E402
 
 START, END = "<!-- spark-dml:start -->", "<!-- spark-dml:end -->"
 TARGET_RATIO = 1.5
@@ -358,18 +359,6 @@ def report(args: argparse.Namespace, results: dict[str, Any], build_s: float) ->
     return "\n".join(lines) + "\n"
 
 
-def write_section(path: Path, section: str) -> None:
-    """Replace our delimited section of `path` (or append it), leaving everything else as it was."""
-    text = path.read_text() if path.exists() else ""
-    if START in text and END in text:
-        head, rest = text.split(START, 1)
-        tail = rest.split(END, 1)[1].lstrip("\n")
-        new = head + section + ("\n" + tail if tail else "")
-    else:
-        new = text + ("\n" if text and not text.endswith("\n\n") else "") + section
-    path.write_text(new)
-
-
 def _load() -> str:
     try:
         return "/".join(f"{x:.1f}" for x in os.getloadavg())
@@ -418,7 +407,7 @@ def main(argv: list[str] | None = None) -> int:
         section = report(args, results, build_s)
         print(section)
         if not args.no_write:
-            write_section(args.output, section)
+            replace_section(args.output, START, END, section)
             print(f"wrote the spark-dml section of {args.output}")
     finally:
         spark.stop()

@@ -42,6 +42,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from benchmarks.doc_sections import replace_section
+
 START, END = "<!-- spark-maintenance:start -->", "<!-- spark-maintenance:end -->"
 DOC = Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md"
 COLUMNS = ("w", "x", "y", "z")
@@ -217,16 +219,6 @@ def report(args: argparse.Namespace, data_bytes: int, bins: int, runs: dict[str,
     return "\n".join(lines)
 
 
-def write_doc(section: str) -> None:
-    text = DOC.read_text()
-    if START in text:
-        head, rest = text.split(START, 1)
-        text = head + section + rest.split(END, 1)[1]
-    else:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    DOC.write_text(text)
-
-
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--files", type=int, default=68)
@@ -264,7 +256,7 @@ def main(argv: list[str] | None = None) -> None:
         section = report(args, data_bytes, len(action["bins"]), runs, differ)
         print(section)
         if args.write and not args.quick:
-            write_doc(section)
+            replace_section(DOC, START, END, section)
     finally:
         if args.workdir is None:
             shutil.rmtree(root, ignore_errors=True)

@@ -35,6 +35,7 @@ from typing import Any
 import pyarrow as pa
 
 from benchmarks import generate as gen
+from benchmarks.doc_sections import replace_section
 
 REPO = Path(__file__).resolve().parents[1]
 DOC = REPO / "docs" / "benchmarks.md"
@@ -150,16 +151,6 @@ def report(args: argparse.Namespace, data: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def write_section(text: str) -> None:
-    doc = DOC.read_text()
-    if START in doc:
-        head, rest = doc.split(START, 1)
-        doc = head + text + rest.split(END, 1)[1]
-    else:
-        doc = doc.rstrip("\n") + "\n\n## Table summary from version checksums (issue 43)\n\n" + text + "\n"
-    DOC.write_text(doc)
-
-
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--source", default="/tmp/planbench2/m2-1000000", help="a generated table (log only)")
@@ -173,7 +164,8 @@ def main(argv: list[str] | None = None) -> int:
     text = report(args, run(args))
     print(text)
     if args.write:
-        write_section(text)
+        title = "## Table summary from version checksums (issue 43)"
+        replace_section(DOC, START, END, text, heading=title)
     return 0
 
 
