@@ -29,7 +29,6 @@ from typing import Any
 
 import orjson
 
-from airflow_txnlog.engine.errors import VersionAlreadyExistsError
 from airflow_txnlog.engine.log.actions import METADATA, PROTOCOL, DomainMetadata, Metadata, Protocol, Txn
 from airflow_txnlog.engine.storage import LOG_DIR, Storage
 
@@ -234,6 +233,6 @@ def write_checksum(storage: Storage, version: int, crc: VersionChecksum) -> bool
     """Write the checksum of `version` unless one exists (then False: existing ones are never replaced)."""
     try:
         storage.put_if_absent(checksum_key(version), crc.to_bytes())
-    except (FileExistsError, VersionAlreadyExistsError):
+    except FileExistsError:  # (the storage contract's answer for an existing key)
         return False
     return True

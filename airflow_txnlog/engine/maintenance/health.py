@@ -108,7 +108,7 @@ def table_health(table: MaintenanceTable, *, small_file_bytes: int | None = None
         files_with_deletion_vectors=len(dvs),
         deleted_rows=deleted,
         deleted_row_share=_share(snap.add_actions(), deleted) if dvs else 0.0,
-        checksum_problems=checksum_problems(snap),
+        checksum_problems=checksum_problems(snap, sizes=sizes, dvs=dvs),  # (not counted again)
     )
 
 

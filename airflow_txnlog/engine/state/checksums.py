@@ -63,11 +63,14 @@ def histogram_of(sizes: pa.Array, boundaries: tuple[int, ...] = DEFAULT_BIN_BOUN
     return FileSizeHistogram(boundaries, tuple(int(c) for c in counts), tuple(int(t) for t in totals))
 
 
-def checksum_of(snapshot: Snapshot) -> VersionChecksum:
-    """The checksum of `snapshot`'s version, from its state."""
+def checksum_of(
+    snapshot: Snapshot, *, sizes: pa.Array | None = None, dvs: list[dict[str, Any]] | None = None
+) -> VersionChecksum:
+    """The checksum of `snapshot`'s version, from its state (`sizes`: its `file_sizes()`, `dvs`: its
+    state's `deletion_vectors()`, when the caller has them already)."""
     state = snapshot.state
-    sizes = snapshot.file_sizes()
-    dvs = state.deletion_vectors()
+    sizes = snapshot.file_sizes() if sizes is None else sizes
+    dvs = state.deletion_vectors() if dvs is None else dvs
     ict = snapshot.timestamp if props.in_commit_timestamps(snapshot.metadata.configuration) else None
     return VersionChecksum(
         table_size_bytes=int(pc.sum(sizes).as_py() or 0),
@@ -292,9 +295,12 @@ def table_summary(storage: Storage, snapshot: Callable[[], Snapshot]) -> TableSu
     )
 
 
-def checksum_problems(snapshot: Snapshot) -> list[str] | None:
+def checksum_problems(
+    snapshot: Snapshot, *, sizes: pa.Array | None = None, dvs: list[dict[str, Any]] | None = None
+) -> list[str] | None:
     """Validate the `.crc` file of `snapshot`'s version against its replayed state: None when there is
-    none, else what is wrong with it ([] when it agrees field by field)."""
+    none, else what is wrong with it ([] when it agrees field by field). `sizes`, `dvs`: as
+    `checksum_of` takes them."""
     name = checksum_name(snapshot.version)
     try:
         data = snapshot.storage.read(checksum_key(snapshot.version))
@@ -304,4 +310,5 @@ def checksum_problems(snapshot: Snapshot) -> list[str] | None:
         recorded = parse_checksum(data)
     except ValueError as exc:
         return [f"{name}: {exc}"]
-    return [f"{name}: {problem}" for problem in mismatches(recorded, checksum_of(snapshot))]
+    actual = checksum_of(snapshot, sizes=sizes, dvs=dvs)
+    return [f"{name}: {problem}" for problem in mismatches(recorded, actual)]

@@ -64,13 +64,12 @@ def _base(
         return _empty(changes)
     if not commit_is_countable(snapshot, changes):
         return None
-    previous = crc_file.read_checksum(storage, version - 1)
     if snapshot.version != version - 1:  # other commits landed since the read: their checksum only
-        return previous
-    anchor = version % props.checkpoint_interval(snapshot.metadata.configuration) == 0
-    if previous is not None and not anchor and agrees(previous, snapshot):
-        return previous
-    return checksum_of(snapshot)
+        return crc_file.read_checksum(storage, version - 1)
+    if version % props.checkpoint_interval(snapshot.metadata.configuration) == 0:  # an anchor
+        return checksum_of(snapshot)
+    previous = crc_file.read_checksum(storage, version - 1)
+    return previous if previous is not None and agrees(previous, snapshot) else checksum_of(snapshot)
 
 
 def agrees(crc: VersionChecksum, snapshot: Snapshot) -> bool:
