@@ -102,7 +102,8 @@ class Table:
     """A Delta table at a URI: local path, `file://`, `s3://`, `gs://`, `abfss://`, `memory://`.
 
     :param storage: the storage backend (use `Table.open` / `Table.create` instead of building one).
-    :param checkpoint_part_size: actions per checkpoint file; bigger checkpoints are split in parts.
+    :param checkpoint_part_size: actions per checkpoint file, bigger checkpoints split in parts (deprecated
+        by the protocol; default None: one file, as Delta on Spark writes).
     :param max_commit_attempts: attempts before a commit gives up on a busy table.
     :param max_commit_bytes: a commit whose JSON is larger raises `CommitTooLargeError` before anything
         is written (default 256 MiB; None: no limit).
@@ -112,11 +113,11 @@ class Table:
         self,
         storage: Storage,
         *,
-        checkpoint_part_size: int = DEFAULT_PART_SIZE,
+        checkpoint_part_size: int | None = DEFAULT_PART_SIZE,
         max_commit_attempts: int = DEFAULT_MAX_ATTEMPTS,
         max_commit_bytes: int | None = DEFAULT_MAX_COMMIT_BYTES,
     ) -> None:
-        number("checkpoint_part_size", checkpoint_part_size, minimum=1, integer=True)
+        number("checkpoint_part_size", checkpoint_part_size, minimum=1, integer=True, none_means="one file")
         number("max_commit_attempts", max_commit_attempts, minimum=1, integer=True)
         number("max_commit_bytes", max_commit_bytes, minimum=1, integer=True, none_means="no limit")
         self._storage = storage

@@ -26,7 +26,7 @@ and a row group per part, never the whole checkpoint):
    live adds are read `BATCH_ROWS` at a time (the previous checkpoint's columns batch by batch,
    never all at once; in-memory rows sliced), converted on worker threads while the next batch is
    read (`ordered_map`, order kept), and handed to `checkpoint_parts.PartWriters`, which writes
-   `%020d.checkpoint.parquet`, or, with more than `part_size` rows, the parts
+   `%020d.checkpoint.parquet`, or, when asked for a `part_size` and with more rows, the parts
    `%020d.checkpoint.%010d.%010d.parquet`, in row groups. Parts are clustered as the protocol
    requires, by Spark's hash partitioning of the file path: part = pmod(murmur3_32(path, seed 42),
    parts) + 1, with Spark's variant of murmur3 (trailing bytes mixed one by one); a non-file action
@@ -89,7 +89,10 @@ from airflow_txnlog.engine.state.add_actions import parsed_base, partition_looku
 from airflow_txnlog.engine.state.checkpoint_parts import PartWriters, checkpoint_schema, column_table
 from airflow_txnlog.engine.storage import LOG_DIR, Storage
 
-DEFAULT_PART_SIZE = 1_000_000
+# None: one classic checkpoint file however many actions (Delta on Spark's default: its
+# `checkpoint.partSize` is unset unless asked for). PROTOCOL.md deprecates multi-part checkpoints
+# ("writers should avoid creating them"); the streamed writer's memory does not grow with the rows.
+DEFAULT_PART_SIZE: int | None = None
 BATCH_ROWS = 32_768  # add rows converted (stats parsed) at a time when a checkpoint is written
 _NO_TEXT = pa.nulls(1, pa.string())[0]
 Split = Callable[
@@ -444,7 +447,7 @@ def parquet_bytes(table: pa.Table) -> bytes:
 
 
 def write_checkpoint(
-    storage: Storage, state: LogState, *, min_tombstone_ts: int, part_size: int = DEFAULT_PART_SIZE
+    storage: Storage, state: LogState, *, min_tombstone_ts: int, part_size: int | None = DEFAULT_PART_SIZE
 ) -> dict[str, Any]:
     """Write the checkpoint of `state` and then `_last_checkpoint`; returns the hint written. A
     classic checkpoint is streamed (`checkpoint_parts`), a V2 one built whole."""
@@ -458,7 +461,7 @@ def write_checkpoint(
         hint["v2Checkpoint"] = v2
     else:
         num_rows = plan.num_rows
-        n_parts = max(1, -(-num_rows // max(1, part_size)))
+        n_parts = 1 if part_size is None else max(1, -(-num_rows // max(1, part_size)))
         with PartWriters(storage, state.version, n_parts, plan.schema) as parts:
             for pieces in _tables(plan, parts.split):
                 parts.add(pieces)

@@ -6,6 +6,7 @@ previous checkpoint equal to parsing the JSON stats it sits beside."""
 from __future__ import annotations
 
 import glob
+import json
 import os
 from pathlib import Path
 
@@ -152,3 +153,18 @@ def test_stats_parsed_carried_over_equals_the_json_it_sits_beside(tmp_path: Path
     adds = adds.filter(adds.is_valid())
     struct = adds.field("stats_parsed")
     assert struct.equals(parse_stats(adds.field("stats"), struct.type))
+
+
+def test_checkpoints_are_one_classic_file_unless_parts_are_asked_for(tmp_path: Path) -> None:
+    """PROTOCOL.md deprecates multi-part checkpoints and Delta on Spark leaves `checkpoint.partSize`
+    unset: by default a checkpoint is one file however many actions it holds (here 23 adds, a
+    protocol, a metadata: well over the part size of 10 asked for on the other handle)."""
+    root = tmp_path / "t"
+    _table(root).checkpoint(23)
+    assert Table.open(str(root)).checkpoint_part_size is None
+    assert [os.path.basename(f) for f in _parts(root, 23)] == [f"{23:020d}.checkpoint.parquet"]
+    Table.open(str(root), checkpoint_part_size=10).checkpoint(23)  # (asked: three parts beside it)
+    assert len(_parts(root, 23)) == 4
+    Table.open(str(root), checkpoint_part_size=None).checkpoint(23)
+    hint = json.loads((root / "_delta_log" / "_last_checkpoint").read_text())
+    assert hint["version"] == 23 and "parts" not in hint
