@@ -49,7 +49,10 @@ WHY = {
     "S2": "delta-rs's checkpoint here has no `stats_parsed`, so `add_actions()` parses the 1M stats JSON "
     "strings (195 MB) with `pyarrow.json`: 1.27 s of CPU, ~0.65 s on the 2 cores at best, about half "
     "of our wall time and the floor we found (Polars' `str.json_decode` takes ~4.2 s on the same "
-    "strings, an Arrow-kernel template decoder ~1.3 s of CPU); delta-rs decodes them in Rust. It "
+    "strings, an Arrow-kernel template decoder ~1.3 s of CPU; DuckDB's `json_transform` ~0.6 s of CPU, "
+    "but it casts leniently, `true` to 1 and `1.5` to 2 for a BIGINT bound, even in its strict form, "
+    "so stats bounds would differ from the log's and data skipping could drop matching files: not "
+    "used); delta-rs decodes them in Rust. It "
     "runs on 2 worker threads beside everything else, so the ratio rises with the machine's load "
     '(our worker uses 2 cores, delta-rs\'s 1). See "Where the time goes" below; on the same log '
     "checkpointed with `stats_parsed` (Delta's default) the target is met: row S2S.",
@@ -68,13 +71,15 @@ WHY = {
     "S6": "the table sets no stats format, so ours also writes `stats_parsed` (Delta's default) and, "
     "the old checkpoint having none, parses the 1M JSON stats for it (~1.3 s of CPU) which delta-rs, "
     "writing JSON stats only, never does; on the like-for-like table (S6S) both write the same.",
-    "S7": "the in-flight batches (a few of 32,768 adds, each with its stats text, parsed stats and "
-    "the copy split into parts) and a row group of 65,536 rows buffered per part.",
+    "S7": "the in-flight batches (a few of 32,768 adds, each with its stats text and parsed stats) "
+    "and a row group of 65,536 rows buffered by the writer.",
     "S7S": "as S7.",
-    "S6S": "encoding and snappy-compressing ~500 MB of columns (~0.9 s of CPU, in one thread per "
-    "part), reading the old checkpoint's columns (~0.35 s), splitting the rows into the 2 parts "
-    "(1,000,002 rows over the 1,000,000-row part size: Spark's path hash and a copy, ~0.3 s) and, in "
-    "this VM, zeroing fresh pages (~28% of the CPU samples); on 2 cores that is ~1.1 s at best.",
+    "S6S": "encoding and snappy-compressing the 1M rows into one parquet file: pyarrow's writer "
+    "encodes a file's row groups on one thread, 0.88-0.94 s for this checkpoint however it is "
+    "configured (no compression 0.69 s, but a 2.7x bigger file); reading the old checkpoint's "
+    "columns (~0.35 s) runs beside it. Two parts would write on two threads, but PROTOCOL.md "
+    "deprecates multi-part checkpoints and splitting costs ~0.3 s of CPU (Spark's path hash and a "
+    "copy), so the checkpoint is one file, as Delta on Spark writes by default.",
 }
 
 # Where the time goes, as profiled (cProfile and stage timers, `perf` for the native side) on the
@@ -98,8 +103,9 @@ PROFILE = [
     "**S6/S6S before issue 43**: 10.25 s and 1.79 GB of RSS growth for S6 (the whole checkpoint "
     "materialized as one Arrow table, then each part serialized whole). **Now** streamed: batches "
     "of 32,768 adds read from the old checkpoint, converted on 2 worker threads (stats parsed, or the "
-    "old `stats_parsed` kept where it sits beside the JSON), split by part, each part written in row "
-    "groups of 65,536 rows by its own thread; a row group per part and a few batches in memory.",
+    "old `stats_parsed` kept where it sits beside the JSON), written in row groups of 65,536 rows by a "
+    "writer thread (one file, unless a `checkpoint_part_size` asks for parts, then a thread per "
+    "part); a row group and a few batches in memory.",
 ]
 
 
