@@ -114,18 +114,23 @@ def test_marks_in_process_equal_sparks_marks_and_deltalake(
 def test_rows_a_dv_already_deletes_are_neither_counted_nor_evaluated(spark, three, monkeypatch) -> None:
     """The second DELETE reads files whose DVs delete the multiples of 7, id 0 among them: 35 matches
     again and must not count twice, and `100 / id` must not be evaluated on id 0 (an ANSI division
-    by zero). (Spark's DV path is left out: its filter is pushed below the anti join that drops
-    deleted rows, so it fails on id 0 -- reported, spark/read/scan.py.)"""
-    local, _, theirs = three(False)
+    by zero), neither on the driver nor in Spark's DV path (whose scan once let the filter be pushed
+    below the anti join that drops deleted rows: spark/read/scan.py `_barrier`); nor by a read."""
+    local, spark_path, theirs = three(False)
     first, second = "id % 7 = 0", "100 / id > 1000 OR id % 5 = 0"
     DeltaTable(str(theirs)).delete(first)
     theirs_second = DeltaTable(str(theirs)).delete(second)
+    _on_spark(spark, spark_path, first)
+    on_spark = _on_spark(spark, spark_path, second)
+    read = SparkTable(spark, str(spark_path)).to_df().filter("100 / id > 10").count()  # ids 1..9 live
+    assert read == len([i for i in range(1, 10) if i % 7 and i % 5])
     _in_process(monkeypatch)
     SparkTable(spark, str(local)).delete(first)
     result = SparkTable(spark, str(local)).delete(second)
-    _same(local, None, theirs)
-    assert result.metrics["numDeletedRows"] == theirs_second["num_deleted_rows"]
-    assert result.metrics["numDeletedRows"] == len([i for i in range(1, 2400) if i % 5 == 0 and i % 7])
+    _same(local, spark_path, theirs)
+    expected = len([i for i in range(1, 2400) if i % 5 == 0 and i % 7])
+    assert result.metrics["numDeletedRows"] == theirs_second["num_deleted_rows"] == expected
+    assert on_spark.metrics["numDeletedRows"] == expected
 
 
 def test_a_second_delete_grows_the_dvs_as_sparks_path_does(spark, three, monkeypatch) -> None:

@@ -12,7 +12,8 @@ reports URI form: `%` -> `%25`, space -> `%20`); a row whose file is not found i
 inside the job instead of being dropped. Columns a file lacks (added later by schema evolution) read
 as NULL. Rows a file's deletion vector deletes are dropped by a broadcast anti join on (file,
 `_metadata.row_index`) with the deleted positions, read on the driver from the log's DV
-descriptors (`Snapshot.deleted_rows`). `_txnlog_file` carries `_metadata.file_path` as Spark
+descriptors (`Snapshot.deleted_rows`), under a filter no predicate is pushed through (`_barrier`), so a
+caller's filter never sees a deleted row. `_txnlog_file` carries `_metadata.file_path` as Spark
 reports it; `file_key()` maps it back to the table-relative path on the driver.
 """
 
@@ -99,6 +100,15 @@ def _deleted_table(ctx: TableContext, files: Sequence[AddFile]) -> DataFrame | N
     return ctx.spark.createDataFrame(table)
 
 
+def _barrier(df: DataFrame) -> DataFrame:
+    """`df` behind a filter Spark's optimizer cannot move a predicate through (its condition is not
+    deterministic, though always true: a partition id is never negative). Without it a caller's
+    filter on data columns is pushed below the anti join that drops the rows deletion vectors
+    delete, and evaluated on those rows too: `100 / id` raised an ANSI division by zero for a
+    deleted `id = 0` row. Delta on Spark evaluates its own deleted-row filter first."""
+    return df.filter(F.spark_partition_id() >= 0)
+
+
 def scan(
     ctx: TableContext,
     files: Sequence[AddFile],
@@ -134,7 +144,7 @@ def scan(
     if hidden:  # (before any join too: the row's physical position comes from the file's metadata)
         df = with_row_ids(ctx, df, files, key=_KEY_COL, hidden=hidden)
     if deleted is not None:  # deletion vectors: drop the rows at their (file, position)
-        df = df.join(F.broadcast(deleted), on=[_KEY_COL, _DELETED_COL], how="left_anti")
+        df = _barrier(df.join(F.broadcast(deleted), on=[_KEY_COL, _DELETED_COL], how="left_anti"))
     if ctx.partition_columns:
         df = df.join(F.broadcast(_partition_table(ctx, files)), on=_KEY_COL, how="left")
         missing = F.concat(F.lit(checked("file not in the table: ")), F.col(_KEY_COL))
