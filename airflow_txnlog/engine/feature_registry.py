@@ -116,6 +116,8 @@ IN_COMMIT_TIMESTAMP = Feature("inCommitTimestamp", switch=(IN_COMMIT_TIMESTAMPS_
 DOMAIN_METADATA = Feature("domainMetadata", condition=f"{_FEATURE_KEY}, or a transaction's first domain")
 CLUSTERING = Feature("clustering", condition="cluster_by", requires=(DOMAIN_METADATA.name,))
 ROW_TRACKING = Feature("rowTracking", switch=(ROW_TRACKING_KEY, "true"), requires=(DOMAIN_METADATA.name,))
+# Delta 4's DROP FEATURE adds it; log cleanup and checkpoints honour it (features.checkpoint_protection).
+CHECKPOINT_PROTECTION = Feature("checkpointProtection", condition="Delta 4's DROP FEATURE")
 # Known, and not written: column defaults are not applied (the checkpoints still carry such a table);
 # `liquid` is Databricks' preview of clustering, never in the protocol (such tables are read).
 ALLOW_COLUMN_DEFAULTS = Feature("allowColumnDefaults", condition="DEFAULT column values", writes=False)
@@ -125,7 +127,7 @@ FEATURES: tuple[Feature, ...] = (
     APPEND_ONLY, INVARIANTS, CHECK_CONSTRAINTS, CHANGE_DATA_FEED, GENERATED_COLUMNS, COLUMN_MAPPING,
     IDENTITY_COLUMNS, TIMESTAMP_NTZ, DELETION_VECTORS, TYPE_WIDENING, TYPE_WIDENING_PREVIEW,
     V2_CHECKPOINT, VACUUM_PROTOCOL_CHECK, VARIANT_TYPE, VARIANT_TYPE_PREVIEW, IN_COMMIT_TIMESTAMP,
-    DOMAIN_METADATA, CLUSTERING, ROW_TRACKING, ALLOW_COLUMN_DEFAULTS, LIQUID,
+    DOMAIN_METADATA, CLUSTERING, ROW_TRACKING, CHECKPOINT_PROTECTION, ALLOW_COLUMN_DEFAULTS, LIQUID,
 )  # fmt: skip
 BY_NAME = {f.name: f for f in FEATURES}
 

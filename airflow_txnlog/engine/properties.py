@@ -49,6 +49,7 @@ CHECKPOINT_INTERVAL = "delta.checkpointInterval"
 DELETED_FILE_RETENTION = "delta.deletedFileRetentionDuration"
 LOG_RETENTION = "delta.logRetentionDuration"
 ICT_ENABLEMENT_VERSION = "delta.inCommitTimestampEnablementVersion"
+CHECKPOINT_PROTECTION_VERSION = "delta.requireCheckpointProtectionBeforeVersion"
 ICT_ENABLEMENT_TIMESTAMP = "delta.inCommitTimestampEnablementTimestamp"
 NUM_INDEXED_COLS = "delta.dataSkippingNumIndexedCols"
 STATS_COLUMNS = "delta.dataSkippingStatsColumns"
@@ -317,6 +318,7 @@ _BOOLEANS = (
 )  # fmt: skip
 # Keys the engine writes itself: a user setting one would state something untrue.
 MANAGED = {
+    CHECKPOINT_PROTECTION_VERSION: "set by Delta's DROP FEATURE with the checkpointProtection feature",
     MAX_COLUMN_ID: "set by the engine as columns get ids (column mapping)",
     ICT_ENABLEMENT_VERSION: f"set by the engine in the commit that turns {IN_COMMIT_TIMESTAMPS} on",
     ICT_ENABLEMENT_TIMESTAMP: f"set by the engine in the commit that turns {IN_COMMIT_TIMESTAMPS} on",
@@ -354,7 +356,6 @@ NOT_HONORED: dict[str, tuple[str, str | None]] = {
     "delta.coordinatedCommits.tableConf-preview": ("coordinated commits", None),
     "delta.redirectReaderWriter-preview": ("table redirects", None),
     "delta.redirectWriterOnly-preview": ("table redirects", None),
-    "delta.requireCheckpointProtectionBeforeVersion": ("the checkpointProtection feature", None),
     "delta.enableMaterializePartitionColumnsFeature": ("materialized partition columns", "false"),
     "delta.writePartitionColumnsToParquet": ("partition columns in data files", "false"),
 }

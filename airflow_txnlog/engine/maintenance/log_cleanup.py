@@ -7,6 +7,11 @@ older than the cutoff, since commit times increase).
 Versions >= C stay reconstructable from C. Files are deleted oldest first, so a crash midway leaves a
 contiguous log.
 
+checkpointProtection (Delta 4's DROP FEATURE, engine.features.checkpoint_protection): with V =
+`delta.requireCheckpointProtectionBeforeVersion`, nothing is deleted until C >= V, so that all
+history below V goes in one cleanup, and then commits, checksums and compactions go before the
+checkpoints (a crash midway leaves every checkpoint, as the feature requires).
+
 Cleanup refuses (`UnsupportedFeatureError`) a table with a writer feature this engine's checkpoints
 cannot carry (`engine.features.table_features.require_checkpoint_supported`): the checkpoint it
 would keep might be a lossy one, and deleting the commits below it would make the loss permanent.
@@ -35,6 +40,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from airflow_txnlog.engine.errors import RetentionTooShortError
+from airflow_txnlog.engine.features.checkpoint_protection import (
+    cleanup_allowed,
+    deletion_waves,
+    protected_before,
+)
 from airflow_txnlog.engine.features.table_features import require_checkpoint_supported
 from airflow_txnlog.engine.log import checkpoint_v2
 from airflow_txnlog.engine.log.log_paths import parse_name
@@ -145,24 +155,25 @@ def _cleanup_versions(
     stamps = monotonic_timestamps(listing.commits)
     old_enough = [v for v in listing.checkpoints if v in stamps and stamps[v] <= cutoff]
     cp = _newest_at_or_below(old_enough, min([snap.version, *protected_versions(storage)]))
-    if cp is None:
+    protected = protected_before(snap.protocol, snap.metadata)
+    if cp is None or not cleanup_allowed(protected, cp):  # (checkpointProtection: all below V or nothing)
         return CleanupResult([], dry_run, None, min(listing.commits, default=None))
-    doomed: list[tuple[int, str]] = []
+    marked: list[tuple[int, str, bool]] = []
     for f in files:
         parsed = parse_name(f.name)  # a log compaction's version is its last one
         if parsed is not None and parsed.version < cp:
-            doomed.append((parsed.version, f.name))
-    doomed.sort()
+            marked.append((parsed.version, f.name, parsed.kind in ("checkpoint", "v2checkpoint")))
+    waves = deletion_waves(protected, marked)
     # A publish of an old version may have started since: its marker holds the log back too.
     again = _newest_at_or_below(old_enough, min([snap.version, *protected_versions(storage)]))
     if again != cp:
-        doomed = [(v, n) for v, n in doomed if again is not None and v < again]
+        waves = [[(v, n) for v, n in wave if again is not None and v < again] for wave in waves]
         cp = again
-    if cp is None:
+    if cp is None or not cleanup_allowed(protected, cp):
         return CleanupResult([], dry_run, None, min(listing.commits, default=None))
-    if not dry_run:
-        storage.delete_many([f"{LOG_DIR}/{name}" for _, name in doomed])  # (oldest first, batch by batch)
-    return CleanupResult([n for _, n in doomed], dry_run, cp, cp)
+    for wave in [] if dry_run else waves:  # (oldest first, batch by batch; checkpoints last if protected)
+        storage.delete_many([f"{LOG_DIR}/{name}" for _, name in wave])
+    return CleanupResult([n for wave in waves for _, n in wave], dry_run, cp, cp)
 
 
 def _newest_at_or_below(checkpoints: list[int], ceiling: int) -> int | None:

@@ -100,7 +100,7 @@ def test_the_derived_sets_are_the_ones_the_engine_had() -> None:
     reader_writer |= {"timestampNtz", "columnMapping", "vacuumProtocolCheck"}
     readers = reader_writer | {"variantType", "variantType-preview"}
     writers = readers | set(LEGACY_WRITERS) | {"inCommitTimestamp", "domainMetadata", "clustering"}
-    writers |= {"rowTracking"}
+    writers |= {"rowTracking", "checkpointProtection"}
     assert readers == table_features.SUPPORTED_READER_FEATURES
     assert writers == table_features.SUPPORTED_WRITER_FEATURES
     assert writers | {"allowColumnDefaults"} == table_features.CHECKPOINT_WRITER_FEATURES
