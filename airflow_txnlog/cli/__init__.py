@@ -109,6 +109,7 @@ app.command("rename-column")(schema.rename_column)
 app.command("drop-columns")(schema.drop_columns)
 app.command("add-constraint")(schema.add_constraint)
 app.command("drop-constraint")(schema.drop_constraint)
+app.command("drop-feature")(schema.drop_feature)
 
 
 def main() -> None:

@@ -1,5 +1,5 @@
 """Schema and property commands: `set-properties`, `unset-properties`, `rename-column`, `drop-columns`,
-`add-constraint`, `drop-constraint`.
+`add-constraint`, `drop-constraint`, `drop-feature`.
 
 `txnlog set-properties TABLE delta.columnMapping.mode=name` turns column mapping on (no file is
 rewritten); then `rename-column TABLE old new` and `drop-columns TABLE a b` change only the schema.
@@ -10,6 +10,7 @@ it (`--json`: {"version": N}; `drop-constraint --if-exists` of a missing one: {"
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Annotated
 
 import typer
@@ -117,3 +118,29 @@ def drop_constraint(
         except ConstraintNotFoundError as exc:  # its Help names the engine's if_exists=True
             raise exc.worded_for("--if-exists") from None
     _done("drop-constraint", version, as_json)
+
+
+def drop_feature(
+    ctx: typer.Context,
+    uri: UriArg,
+    feature: Annotated[
+        str, typer.Argument(help="The table feature, e.g. inCommitTimestamp or deletionVectors.")
+    ],
+    truncate_history: Annotated[
+        bool,
+        typer.Option(
+            "--truncate-history", help="checkpointProtection only: clean up its protected history first."
+        ),
+    ] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Drop a table feature from the protocol, as Delta 4's DROP FEATURE (docs/maintenance.md)."""
+    with engine_errors():
+        res = open_table(ctx, uri).drop_feature(feature, truncate_history=truncate_history)
+    if as_json:
+        emit_json(dataclasses.asdict(res))
+        return
+    protected = "; history below it protected (checkpointProtection)" if res.protected_before else ""
+    console().print(
+        f"drop-feature {feature}: committed versions {res.commits}, the drop at {res.version}{protected}"
+    )

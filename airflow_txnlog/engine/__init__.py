@@ -174,6 +174,7 @@ if TYPE_CHECKING:  # the public names (`X as X`: re-exported), loaded on first u
     )
     from airflow_txnlog.engine.log.checksum import FileSizeHistogram as FileSizeHistogram
     from airflow_txnlog.engine.log.checksum import VersionChecksum as VersionChecksum
+    from airflow_txnlog.engine.maintenance.drop_feature import DropResult as DropResult
     from airflow_txnlog.engine.maintenance.health import TableHealth as TableHealth
     from airflow_txnlog.engine.maintenance.layout import LayoutPlan as LayoutPlan
     from airflow_txnlog.engine.maintenance.layout import LayoutResult as LayoutResult

@@ -26,6 +26,8 @@ if TYPE_CHECKING:  # the names below load on first use (engine._doors)
     from airflow_txnlog.engine.features.constraints import rules as row_rules
     from airflow_txnlog.engine.features.constraints import violation_error as row_rule_violation
     from airflow_txnlog.engine.features.deletion_vectors import write_dv_file as write_deletion_vectors
+    from airflow_txnlog.engine.features.feature_drop import is_known as is_known_feature
+    from airflow_txnlog.engine.features.feature_drop import supported_features
     from airflow_txnlog.engine.features.generated import enforced as generated_columns
     from airflow_txnlog.engine.features.generated import expression_columns, rewrite_columns
     from airflow_txnlog.engine.features.identity import Identity
@@ -107,6 +109,7 @@ __all__ = [  # (for now also listed here: mypy and ruff read a static __all__; s
     "identity",
     "identity_columns",
     "indexed_leaves",
+    "is_known_feature",
     "job_provenance",
     "json_bounds",
     "layout_bits",
@@ -131,6 +134,7 @@ __all__ = [  # (for now also listed here: mypy and ruff read a static __all__; s
     "stats_columns",
     "stats_json",
     "storage_for",
+    "supported_features",
     "target_file_size",
     "type_text",
     "uses_variant",

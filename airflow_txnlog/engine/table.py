@@ -51,6 +51,7 @@ from airflow_txnlog.engine.maintenance import restore as restore_mod
 from airflow_txnlog.engine.maintenance import vacuum as vacuum_mod
 from airflow_txnlog.engine.maintenance.compaction import compact
 from airflow_txnlog.engine.maintenance.compaction_plan import Decision, action_dict
+from airflow_txnlog.engine.maintenance.drop_feature import DropResult, drop_feature
 from airflow_txnlog.engine.maintenance.health import TableHealth, table_health
 from airflow_txnlog.engine.maintenance.layout import LayoutResult, optimize_layout, run_cluster_action
 from airflow_txnlog.engine.maintenance.log_cleanup import CleanupResult
@@ -540,16 +541,19 @@ class Table:
         )
 
     def compact_log(self, *, first: int | None = None, last: int | None = None) -> LogCompactionResult:
-        """Write a log compaction file of commits `first`..`last` (engine.maintenance.log_compaction;
-        default: the commits after the newest checkpoint but the latest)."""
+        """A log compaction of commits `first`..`last` (default: past the checkpoint, but the latest)."""
         self._committed("compact the log")
         return compact_log(self, first=first, last=last)
 
     def summary(self) -> TableSummary:
-        """Protocol, metadata, file count and size of the latest version: from its version checksum
-        (`.crc`) when it has a valid one, without reading a checkpoint (open the table `lazy=True`
-        to load nothing else), else from the snapshot (engine.state.checksums)."""
+        """Protocol, metadata, file count and size of the latest version: from its valid `.crc` without
+        reading a checkpoint (open `lazy=True`), else from the snapshot (engine.state.checksums)."""
         return table_summary(self._storage, self._refresh)
+
+    def drop_feature(self, feature: str, *, truncate_history: bool = False) -> DropResult:
+        """Delta 4's DROP FEATURE (engine.maintenance.drop_feature): the protocol without `feature`."""
+        self._committed("drop a feature")
+        return drop_feature(self, feature, truncate_history=truncate_history)
 
     def health(self, *, small_file_bytes: int | None = None) -> TableHealth:
         """Small files, checkpoint lag, tombstones, restorable versions (engine.maintenance.health)."""

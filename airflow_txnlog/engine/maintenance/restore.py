@@ -3,7 +3,9 @@
 Plan (Delta's RESTORE semantics), comparing files by (path, deletion-vector id):
 - re-add every file of the target that is not live now (dataChange=true, original stats kept);
 - remove every live file that the target does not have (dataChange=true, extended metadata);
-- restore the target's metaData (same table id); keep the current protocol (never downgrade).
+- restore the target's metaData (same table id); keep the current protocol (never downgrade), with
+  the target's features added when it had some the table dropped since (drop_feature; Delta's RESTORE
+  brings them back too, and keeps checkpointProtection).
 Safety, all checked before anything is written:
 - every file to re-add must exist, else `RestoreFilesMissingError` listing them;
 - "foreign" commits since the target (data or metadata changes not tagged with the caller's
@@ -51,6 +53,7 @@ from airflow_txnlog.engine.errors import (
 )
 from airflow_txnlog.engine.features import identity
 from airflow_txnlog.engine.features.deletion_vectors import dv_file_paths
+from airflow_txnlog.engine.features.table_features import implied_features, upgraded
 from airflow_txnlog.engine.log.actions import ADD, METADATA, REMOVE, AddFile, Metadata
 from airflow_txnlog.engine.log.log_reader import list_after, read_commits
 from airflow_txnlog.engine.log.replay import LogState, positions_not_in
@@ -315,6 +318,10 @@ def _commit(txn: Transaction, target: RestoreTarget, p: _Plan, foreign: list[int
     txn.existing_rows_checked()
     if p.metadata is not None:
         txn.update_metadata(p.metadata)
+    if (wanted := target.state.protocol) is not None:  # (a feature dropped since comes back, as in Delta)
+        now_protocol = txn.snapshot.protocol
+        if (grown := upgraded(now_protocol, *implied_features(wanted), {})) != now_protocol:
+            txn.update_protocol(grown)
     txn.set_app_transaction(target.app_id, target.version)
     extra: dict[str, Any] = {"discardedVersions": foreign} if foreign else {}
     if owner is not None:

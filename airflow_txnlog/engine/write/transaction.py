@@ -46,6 +46,7 @@ from airflow_txnlog.engine.errors import (
     VersionAlreadyExistsError,
 )
 from airflow_txnlog.engine.features import constraints, domain_metadata, generated, identity, row_tracking
+from airflow_txnlog.engine.features.feature_drop import check_protocol_change
 from airflow_txnlog.engine.features.table_features import (
     check_write_supported,
     implied_features,
@@ -233,15 +234,11 @@ class Transaction:
         if needed:  # (a deferred create too: its version 0 carries `self._protocol` then)
             self._protocol = upgraded(current, needed, needed, {})
 
-    def update_protocol(self, protocol: Protocol) -> None:
+    def update_protocol(self, protocol: Protocol, *, dropping: str | None = None) -> None:
+        """Commit `protocol`: never lower than the read one, but for DROP FEATURE `dropping`."""
         if self._domains:  # (a domain staged before: its feature stays in whatever protocol follows)
             protocol = with_writer_feature(protocol, domain_metadata.FEATURE)
-        cur = self.snapshot.protocol
-        if (protocol.min_reader_version, protocol.min_writer_version) < (
-            cur.min_reader_version,
-            cur.min_writer_version,
-        ):
-            raise InvalidArgumentError("a protocol is never downgraded")
+        check_protocol_change(self.snapshot.protocol, protocol, dropping)
         self._protocol = protocol
 
     def record_identity_marks(self, marks: Mapping[str, int]) -> None:

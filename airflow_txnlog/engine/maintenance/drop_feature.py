@@ -1,0 +1,208 @@
+"""`Table.drop_feature`: Delta 4's DROP FEATURE, its fast drop (AlterTableDropFeatureDeltaCommand),
+for the features engine.features.feature_drop allows.
+
+    1. checks, nothing written when one fails: the feature is in the protocol and droppable
+       (`feature_drop.check_droppable`), and the table's state allows it (checkConstraints: no CHECK
+       constraint left; Delta refuses the same);
+    2. the commits that remove the feature's traces:
+         inCommitTimestamp  delta.enableInCommitTimestamps=false, its enablement provenance removed
+                            (operation UNSET TBLPROPERTIES)
+         deletionVectors    delta.enableDeletionVectors=false, then every file with a deletion
+                            vector rewritten without one (the planner's purge, each file alone),
+                            then tombstones for the DV files older versions still use (below)
+         domainMetadata     one commit removing every domain left (DOMAIN METADATA CLEANUP)
+    3. a protected drop (a reader-writer feature): three barrier steps, each an empty commit
+       ("Empty Commit") and a checkpoint, so that a reader that does not know the feature finds a
+       checkpoint past it before falling back to older ones (Delta: snapshot loading retries + 1);
+    4. the DROP FEATURE commit ({"featureName", "truncateHistory": false}): the protocol without the
+       feature (`feature_drop.without`) and the metadata; when protected, with `checkpointProtection`
+       and `delta.requireCheckpointProtectionBeforeVersion` = this commit's own version. It must not
+       lose a race (a commit in between would move its version): it is then rebuilt on the new
+       snapshot, at most `ATTEMPTS` times;
+    5. a protected drop: a checkpoint at that version.
+Older versions keep the old protocol (time travel to them needs the feature); log cleanup honours
+checkpointProtection (engine.features.checkpoint_protection).
+
+checkpointProtection itself goes only with `truncate_history=True`, as in Delta: the log is cleaned
+with a 24-hour retention (`delta.dropFeatureTruncateHistory.retentionDuration`); when a commit below V
+is still there (younger than that, or held by a publication), it is refused ("wait"); else V is removed
+and the feature dropped in one commit.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from typing import Any, Protocol
+
+from airflow_txnlog.engine import properties as props
+from airflow_txnlog.engine.errors import (
+    CommitConflictError,
+    CommitRetriesExceededError,
+    InvalidArgumentError,
+    UnsupportedFeatureError,
+)
+from airflow_txnlog.engine.features import checkpoint_protection, constraints, feature_drop
+from airflow_txnlog.engine.features.deletion_vectors import DeletionVector
+from airflow_txnlog.engine.log.actions import DomainMetadata, RemoveFile
+from airflow_txnlog.engine.log.log_paths import parse_name
+from airflow_txnlog.engine.maintenance import compaction
+from airflow_txnlog.engine.maintenance.log_cleanup import CleanupResult
+from airflow_txnlog.engine.maintenance.maintenance_table import MaintenanceTable
+from airflow_txnlog.engine.state.snapshot import Snapshot
+
+BARRIER_CHECKPOINTS = 3
+ATTEMPTS = 3
+TRUNCATE_RETENTION_HOURS = 24.0  # Delta's delta.dropFeatureTruncateHistory.retentionDuration default
+
+
+class DropTable(MaintenanceTable, Protocol):
+    def checkpoint(self, version: int | None = None) -> None: ...
+
+    def cleanup_log(self, *, retention_hours: float | None = None, dry_run: bool = True) -> CleanupResult: ...
+
+
+@dataclasses.dataclass(frozen=True)
+class DropResult:
+    feature: str
+    version: int  # the DROP FEATURE commit
+    protected_before: int | None  # V, when the drop protects history
+    commits: list[int]  # every version this drop committed, in order
+
+
+def drop_feature(table: DropTable, feature: str, *, truncate_history: bool = False) -> DropResult:
+    """Drop `feature` from the table's protocol (see the module doc)."""
+    snap = table.snapshot()
+    feature_drop.check_droppable(snap.protocol, feature)
+    if feature == checkpoint_protection.FEATURE:
+        if not truncate_history:
+            raise InvalidArgumentError(
+                "drop_feature: checkpointProtection is dropped only with truncate_history=True (as in "
+                "Delta): its protected history must be cleaned up first. Nothing was written"
+            )
+        return _drop_protection(table)
+    if truncate_history:
+        raise InvalidArgumentError(
+            f"drop_feature: truncate_history applies to checkpointProtection only, not {feature!r}"
+        )
+    _check_state(snap, feature)
+    commits = _remove_traces(table, feature)
+    protect = feature_drop.protects_history(feature)
+    for _ in range(BARRIER_CHECKPOINTS if protect else 0):
+        commits.append(table.transaction("Empty Commit", {}).commit())
+        table.checkpoint()
+    version = _drop_commit(table, feature, protect=protect)
+    if protect:
+        table.checkpoint(version)
+    return DropResult(feature, version, version if protect else None, [*commits, version])
+
+
+def _check_state(snap: Snapshot, feature: str) -> None:
+    if feature == "checkConstraints" and (names := sorted(constraints.constraints(snap.metadata))):
+        raise InvalidArgumentError(
+            f"drop_feature: the table has CHECK constraints {names}; nothing was written. "
+            "Help: drop_constraint each of them first"
+        )
+
+
+def _remove_traces(table: DropTable, feature: str) -> list[int]:
+    """The pre-downgrade commits of `feature` (the module doc's step 2); their versions."""
+    snap, done = table.snapshot(), []
+    conf = dict(snap.metadata.configuration)
+    if feature == "inCommitTimestamp":
+        keys = [props.IN_COMMIT_TIMESTAMPS, props.ICT_ENABLEMENT_VERSION, props.ICT_ENABLEMENT_TIMESTAMP]
+        if conf.get(keys[0], "false").lower() != "false" or any(k in conf for k in keys[1:]):
+            done.append(_set_conf(table, snap, {k: v for k, v in conf.items() if k not in keys[1:]}, keys[0]))
+    elif feature == "deletionVectors":
+        if conf.get(props.ENABLE_DELETION_VECTORS, "false").lower() != "false":
+            done.append(_set_conf(table, snap, conf, props.ENABLE_DELETION_VECTORS))
+        marked = [f.path for f in table.snapshot().files() if f.deletion_vector]
+        if marked:
+            action = {"kind": "purge_deletion_vectors", "partition": None, "files": marked}
+            purged = compaction.compact(table, action, dry_run=False)
+            done += [purged.version] if purged.version is not None else []
+        if latest := [f for f in table.snapshot().files() if f.deletion_vector]:  # (a writer's, since)
+            raise CommitConflictError(
+                f"drop_feature: {latest[0].path} has a deletion vector again", winning_version=-1
+            )
+        done.append(_dv_tombstones(table))
+    elif feature == "domainMetadata" and (domains := snap.domain_metadata()):
+        txn = table.transaction("DOMAIN METADATA CLEANUP", {"domainMetadataRemovedCount": len(domains)})
+        for name, config in domains.items():
+            txn.stage_domain(DomainMetadata(name, config, removed=True))
+        done.append(txn.commit())
+    return done
+
+
+def _dv_tombstones(table: DropTable) -> int:
+    """Delta's "Deletion Vector Tombstones" commit (always made, even empty): a tombstone for each
+    deletion vector file that tombstones within the retention still name, so that a vacuum that does
+    not know deletion vectors keeps those files as long as time travel to the versions that use them
+    (instead of deleting them as files nothing references)."""
+    snap = table.snapshot()
+    cutoff = int(time.time() * 1000) - props.deleted_file_retention_ms(snap.metadata.configuration)
+    removed = {t.path for t in snap.tombstones()}
+    paths: set[str] = set()
+    for t in snap.tombstones():
+        if t.deletion_vector and (t.deletion_timestamp or 0) >= cutoff:
+            path = DeletionVector.from_wire(t.deletion_vector).relative_path()
+            paths.update([path] if path is not None and path not in removed else [])
+    txn = table.transaction("Deletion Vector Tombstones", {"count": len(paths)})
+    now = int(time.time() * 1000)
+    for path in sorted(paths):
+        txn.remove(RemoveFile(path, deletion_timestamp=now, data_change=False), data_change=False)
+    return txn.commit()
+
+
+def _set_conf(table: DropTable, snap: Snapshot, conf: dict[str, str], off: str) -> int:
+    """Commit the configuration `conf` with property `off` set to false (Delta: UNSET TBLPROPERTIES)."""
+    txn = table.transaction("UNSET TBLPROPERTIES", {"properties": json.dumps([off]), "ifExists": "true"})
+    txn.update_metadata(dataclasses.replace(snap.metadata, configuration={**conf, off: "false"}))
+    return txn.commit()
+
+
+def _drop_commit(table: DropTable, feature: str, *, protect: bool) -> int:
+    """The DROP FEATURE commit (step 4), rebuilt on the latest snapshot when it loses a race."""
+    for attempt in range(ATTEMPTS):
+        snap = table.snapshot()
+        feature_drop.check_droppable(snap.protocol, feature)  # (a rival may have changed the table)
+        _check_state(snap, feature)
+        conf: dict[str, Any] = dict(snap.metadata.configuration)
+        if protect:
+            conf[props.CHECKPOINT_PROTECTION_VERSION] = str(snap.version + 1)
+        txn = table.transaction("DROP FEATURE", {"featureName": feature, "truncateHistory": "false"})
+        txn.max_attempts = 1  # (no rebase: V names this very version)
+        txn.update_metadata(dataclasses.replace(snap.metadata, configuration=conf))
+        txn.update_protocol(feature_drop.without(snap.protocol, feature, protect=protect), dropping=feature)
+        try:
+            return txn.commit()
+        except (CommitRetriesExceededError, CommitConflictError):
+            if attempt == ATTEMPTS - 1:
+                raise
+    raise AssertionError("unreachable")
+
+
+def _drop_protection(table: DropTable) -> DropResult:
+    """checkpointProtection with its history truncated (the module doc's last paragraph)."""
+    snap = table.snapshot()
+    protected = checkpoint_protection.protected_before(snap.protocol, snap.metadata)
+    if protected:
+        table.cleanup_log(retention_hours=TRUNCATE_RETENTION_HOURS, dry_run=False)
+        names = [parse_name(f.name) for f in table.storage.list_log()]
+        if any(p is not None and p.kind == "commit" and p.version < protected for p in names):
+            raise UnsupportedFeatureError(
+                f"drop_feature: commits below version {protected} ({props.CHECKPOINT_PROTECTION_VERSION}) "
+                f"are still in the log, younger than {TRUNCATE_RETENTION_HOURS:g} hours or held by a "
+                "publication; nothing was dropped. Help: run it again once they are older",
+                feature=checkpoint_protection.FEATURE,
+            )
+    snap = table.snapshot()
+    conf = {k: v for k, v in snap.metadata.configuration.items() if k != props.CHECKPOINT_PROTECTION_VERSION}
+    parameters = {"featureName": checkpoint_protection.FEATURE, "truncateHistory": "true"}
+    txn = table.transaction("DROP FEATURE", parameters)
+    txn.update_metadata(dataclasses.replace(snap.metadata, configuration=conf))
+    protocol = feature_drop.without(snap.protocol, checkpoint_protection.FEATURE, protect=False)
+    txn.update_protocol(protocol, dropping=checkpoint_protection.FEATURE)
+    version = txn.commit()
+    return DropResult(checkpoint_protection.FEATURE, version, None, [version])

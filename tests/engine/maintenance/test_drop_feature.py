@@ -1,0 +1,255 @@
+"""`Table.drop_feature`, Delta 4's DROP FEATURE (fast drop): the protocol algebra on Delta's own
+examples, each droppable feature on a real table (delta-rs then writes it where the feature was the
+reason it could not), the barrier checkpoints and checkpointProtection of a reader-writer feature on
+the Spark-written deletion-vector reference table, refusals that write nothing, and dropping
+checkpointProtection by truncating history."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from deltalake import DeltaTable, write_deltalake
+
+from airflow_txnlog.engine import InvalidArgumentError, Table, UnsupportedFeatureError
+from airflow_txnlog.engine.features.deletion_vectors import DeletionVector
+from airflow_txnlog.engine.features.feature_drop import without
+from airflow_txnlog.engine.log.actions import Protocol
+from tests.cli_support import run, run_json
+
+GOLDEN_DV = Path(__file__).parents[2] / "compat" / "golden" / "dv-partitioned-with-checkpoint"
+SCHEMA = pa.schema([("id", pa.int64())])
+V_KEY = "delta.requireCheckpointProtectionBeforeVersion"
+BASE = ("appendOnly", "invariants")
+ROW_TRACKING = {"delta.enableRowTracking": "true"}
+
+
+@pytest.mark.parametrize(
+    ("before", "feature", "protect", "after"),
+    [
+        (Protocol(1, 7, None, (*BASE, "checkConstraints", "inCommitTimestamp")), "inCommitTimestamp", False,
+         Protocol(1, 3)),
+        (Protocol(3, 7, ("deletionVectors",), (*BASE, "deletionVectors")), "deletionVectors", True,
+         Protocol(1, 7, None, ("appendOnly", "checkpointProtection", "invariants"))),
+        (Protocol(1, 3), "checkConstraints", False, Protocol(1, 2)),
+        (Protocol(1, 7, None, ("checkpointProtection",)), "checkpointProtection", False, Protocol(1, 1)),
+        (Protocol(3, 7, ("deletionVectors", "v2Checkpoint"), (*BASE, "deletionVectors", "v2Checkpoint")),
+         "deletionVectors", True,
+         Protocol(3, 7, ("v2Checkpoint",), (*sorted((*BASE, "checkpointProtection")), "v2Checkpoint"))),
+    ],
+)  # fmt: skip
+def test_the_protocol_left_is_deltas(before: Protocol, feature: str, protect: bool, after: Protocol) -> None:
+    """Delta's TableFeatureSupport examples: denormalize, remove (add checkpointProtection), normalize."""
+    assert without(before, feature, protect=protect) == after
+
+
+def _rows(root: Path) -> list[int]:
+    return sorted(Table.open(str(root)).snapshot().to_arrow().column("id").to_pylist())
+
+
+def _delta_rs_appends(root: Path, value: int) -> bool:
+    try:
+        write_deltalake(str(root), pa.table({"id": [value]}, schema=SCHEMA), mode="append")
+    except Exception as exc:
+        assert "Unsupported table features" in str(exc) or "feature" in str(exc).lower(), exc
+        return False
+    return True
+
+
+def _operations(t: Table, n: int) -> list[str]:
+    return [h["operation"] for h in reversed(t.history(limit=n))]
+
+
+def test_in_commit_timestamps_dropped_lets_delta_rs_write(tmp_path: Path) -> None:
+    root = tmp_path / "t"
+    t = Table.create(str(root), schema=SCHEMA, properties={"delta.enableInCommitTimestamps": "true"})
+    t.write(pa.table({"id": [1]}, schema=SCHEMA))
+    assert not _delta_rs_appends(root, 2)  # delta-rs 1.6: InCommitTimestamp unsupported
+    result = t.drop_feature("inCommitTimestamp")
+    snap = Table.open(str(root)).snapshot()
+    assert "inCommitTimestamp" not in (snap.protocol.writer_features or ())
+    assert snap.metadata.configuration.get("delta.enableInCommitTimestamps") == "false"
+    assert not any(k.startswith("delta.inCommitTimestampEnablement") for k in snap.metadata.configuration)
+    assert result.protected_before is None and V_KEY not in snap.metadata.configuration  # (writer-only)
+    assert _operations(t, 2) == ["UNSET TBLPROPERTIES", "DROP FEATURE"]
+    assert _delta_rs_appends(root, 2)
+    assert _rows(root) == [1, 2] == sorted(DeltaTable(str(root)).to_pyarrow_table().column("id").to_pylist())
+
+
+def test_domain_metadata_dropped_removes_the_domains(tmp_path: Path) -> None:
+    root = tmp_path / "t"
+    t = Table.create(str(root), schema=SCHEMA)
+    txn = t.transaction("SET DOMAIN")
+    txn.set_domain_metadata("my.app", '{"x": 1}')
+    txn.commit()
+    assert "domainMetadata" in (Table.open(str(root)).snapshot().protocol.writer_features or ())
+    t.drop_feature("domainMetadata")
+    snap = Table.open(str(root)).snapshot()
+    assert snap.domain_metadata() == {} and snap.protocol == Protocol(1, 2)
+    assert _operations(t, 2) == ["DOMAIN METADATA CLEANUP", "DROP FEATURE"]
+    assert _delta_rs_appends(root, 1)
+
+
+def test_check_constraints_are_dropped_only_when_none_is_left(tmp_path: Path) -> None:
+    root = tmp_path / "t"
+    t = Table.create(str(root), schema=SCHEMA)
+    t.add_constraint("positive", "id > 0")
+    before = t.latest_version()
+    with pytest.raises(InvalidArgumentError, match="positive"):
+        t.drop_feature("checkConstraints")
+    assert t.latest_version() == before
+    t.drop_constraint("positive")
+    t.drop_feature("checkConstraints")
+    assert Table.open(str(root)).snapshot().protocol == Protocol(1, 2)
+
+
+def _dv_copy(tmp_path: Path) -> Path:
+    root = tmp_path / "dv"
+    shutil.copytree(GOLDEN_DV, root, ignore=shutil.ignore_patterns("*.crc"))
+    return root
+
+
+def _col1(root: Path, version: int | None = None) -> list[int]:
+    snap = Table.open(str(root)).snapshot(version=version)
+    return sorted(snap.to_arrow(columns=["col1"]).column("col1").to_pylist())
+
+
+def test_deletion_vectors_dropped_purges_them_behind_barrier_checkpoints(tmp_path: Path) -> None:
+    """The Spark-written DV table: every DV purged (same rows), three empty commits each with a
+    checkpoint, then DROP FEATURE with checkpointProtection and V = its own version, checkpointed;
+    delta-rs reads the same rows; the version before the drop still reads through its DVs."""
+    root = _dv_copy(tmp_path)
+    t = Table.open(str(root))
+    start, rows = t.latest_version(), _col1(root)
+    live_dvs = {
+        DeletionVector.from_wire(f.deletion_vector).relative_path()
+        for f in t.snapshot().files()
+        if f.deletion_vector
+    }
+    assert live_dvs
+    result = t.drop_feature("deletionVectors")
+    tombstones = [v for v in result.commits if _operation(root, v) == "Deletion Vector Tombstones"]
+    assert len(tombstones) == 1  # (after the purge: the purged files' DV files, for old versions)
+    assert _removed_paths(root, tombstones[0]) == live_dvs
+    assert live_dvs <= {Path(p).name for p in _all_files(root)}  # (nothing deleted them)
+    snap = Table.open(str(root)).snapshot()
+    assert not any(f.deletion_vector for f in snap.files()) and _col1(root) == rows
+    assert snap.protocol == Protocol(1, 7, None, ("checkpointProtection",))  # (Spark listed only DVs)
+    assert snap.metadata.configuration[V_KEY] == str(result.version) == str(snap.version)
+    assert snap.metadata.configuration["delta.enableDeletionVectors"] == "false"
+    barrier = result.commits[-4:-1]
+    assert _operations(t, 4) == ["Empty Commit"] * 3 + ["DROP FEATURE"]
+    log = root / "_delta_log"
+    for v in [*barrier, result.version]:
+        assert (log / f"{v:020d}.checkpoint.parquet").exists()
+    assert sorted(DeltaTable(str(root)).to_pyarrow_table().column("col1").to_pylist()) == rows
+    assert _col1(root, start) == rows  # (time travel before the drop: the DVs still apply)
+    assert not _delta_rs_appends_dv(root)  # checkpointProtection: delta-rs 1.6 does not write it
+
+
+def _commit(root: Path, version: int) -> list[dict[str, Any]]:
+    text = (root / "_delta_log" / f"{version:020d}.json").read_text()
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def _operation(root: Path, version: int) -> str:
+    return next(a["commitInfo"]["operation"] for a in _commit(root, version) if "commitInfo" in a)
+
+
+def _removed_paths(root: Path, version: int) -> set[str]:
+    return {a["remove"]["path"] for a in _commit(root, version) if "remove" in a}
+
+
+def _all_files(root: Path) -> list[str]:
+    return [str(p) for p in root.rglob("*") if p.is_file()]
+
+
+def _delta_rs_appends_dv(root: Path) -> bool:
+    dt = DeltaTable(str(root))
+    batch = dt.to_pyarrow_table().slice(0, 1)
+    try:
+        write_deltalake(str(root), batch, mode="append")
+    except Exception as exc:
+        assert "checkpointProtection" in str(exc), exc
+        return False
+    return True
+
+
+def test_checkpoint_protection_goes_with_its_history(tmp_path: Path) -> None:
+    """After the DV drop: dropping checkpointProtection needs truncate_history, and is refused (nothing
+    written) while commits below V are younger than 24 hours; once they are old it cleans them up,
+    unsets V and leaves a legacy protocol that delta-rs writes again."""
+    root = _dv_copy(tmp_path)
+    t = Table.open(str(root))
+    v = t.drop_feature("deletionVectors").version
+    with pytest.raises(InvalidArgumentError, match="truncate_history"):
+        t.drop_feature("checkpointProtection")
+    latest = t.latest_version()
+    with pytest.raises(UnsupportedFeatureError, match="still in the log"):
+        t.drop_feature("checkpointProtection", truncate_history=True)
+    assert t.latest_version() == latest
+    old = time.time() - 2 * 86400
+    for name in os.listdir(root / "_delta_log"):
+        os.utime(root / "_delta_log" / name, (old, old))
+    result = Table.open(str(root)).drop_feature("checkpointProtection", truncate_history=True)
+    snap = Table.open(str(root)).snapshot()
+    assert snap.protocol == Protocol(1, 1) and V_KEY not in snap.metadata.configuration
+    assert not [n for n in os.listdir(root / "_delta_log") if n.endswith(".json") and int(n[:20]) < v]
+    assert result.version == snap.version
+    assert _delta_rs_appends_dv(root)
+
+
+@pytest.mark.parametrize(
+    ("properties", "feature", "error", "match"),
+    [
+        ({}, "appendOnly", UnsupportedFeatureError, "Delta cannot drop it either"),
+        (ROW_TRACKING, "rowTracking", UnsupportedFeatureError, "cannot drop 'rowTracking' yet"),
+        (ROW_TRACKING, "domainMetadata", InvalidArgumentError, "needed by 'rowTracking'"),
+        ({}, "deletionVectors", InvalidArgumentError, "does not have feature"),
+        ({}, "delta.appendOnly", InvalidArgumentError, "table property"),
+        ({}, "noSuchFeature", InvalidArgumentError, "does not have feature"),
+    ],
+)  # fmt: skip
+def test_refusals_write_nothing(
+    tmp_path: Path, properties: dict[str, str], feature: str, error: type[Exception], match: str
+) -> None:
+    root = tmp_path / "t"
+    t = Table.create(str(root), schema=SCHEMA, properties=properties)
+    before = sorted(os.listdir(root / "_delta_log"))
+    with pytest.raises(error, match=match):
+        t.drop_feature(feature)
+    assert sorted(os.listdir(root / "_delta_log")) == before
+
+
+def test_the_cli_drops_a_feature(tmp_path: Path) -> None:
+    root = tmp_path / "t"
+    Table.create(str(root), schema=SCHEMA, properties={"delta.enableInCommitTimestamps": "true"})
+    done = run_json("drop-feature", str(root), "inCommitTimestamp")
+    assert done["feature"] == "inCommitTimestamp" and done["commits"] == [1, 2] and done["version"] == 2
+    refused = run("drop-feature", str(root), "inCommitTimestamp")
+    assert refused.exit_code == 1 and "does not have feature" in refused.stderr
+    assert "Traceback" not in refused.stderr
+    assert Table.open(str(root)).latest_version() == 2
+
+
+def test_a_restore_to_before_the_drop_brings_the_feature_back(tmp_path: Path) -> None:
+    """A savepoint taken before the drop still restores: the files come back with their deletion
+    vectors and the protocol with deletionVectors again (checkpointProtection kept), as Delta's
+    RESTORE does; delta-rs reads the same rows."""
+    root = _dv_copy(tmp_path)
+    t = Table.open(str(root))
+    rows = _col1(root)
+    t.create_savepoint("before")
+    t.drop_feature("deletionVectors")
+    t.restore(savepoint="before")
+    snap = Table.open(str(root)).snapshot()
+    assert {"deletionVectors", "checkpointProtection"} <= set(snap.protocol.writer_features or ())
+    assert any(f.deletion_vector for f in snap.files()) and _col1(root) == rows
+    theirs = pa.table(DeltaTable(str(root)).scan().read_all())  # (delta-rs's scan applies DVs)
+    assert sorted(theirs.column("col1").to_pylist()) == rows
