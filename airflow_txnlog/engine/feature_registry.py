@@ -118,9 +118,11 @@ CLUSTERING = Feature("clustering", condition="cluster_by", requires=(DOMAIN_META
 ROW_TRACKING = Feature("rowTracking", switch=(ROW_TRACKING_KEY, "true"), requires=(DOMAIN_METADATA.name,))
 # Delta 4's DROP FEATURE adds it; log cleanup and checkpoints honour it (features.checkpoint_protection).
 CHECKPOINT_PROTECTION = Feature("checkpointProtection", condition="Delta 4's DROP FEATURE")
-# Known, and not written: column defaults are not applied (the checkpoints still carry such a table);
+# Column defaults: every write fills them (engine.features.column_defaults);
 # `liquid` is Databricks' preview of clustering, never in the protocol (such tables are read).
-ALLOW_COLUMN_DEFAULTS = Feature("allowColumnDefaults", condition="DEFAULT column values", writes=False)
+ALLOW_COLUMN_DEFAULTS = Feature(
+    "allowColumnDefaults", condition="a column default (set_column_default, or CURRENT_DEFAULT at create)"
+)
 LIQUID = Feature("liquid", condition="Databricks' clustering preview", writes=False, checkpoints=False)
 
 FEATURES: tuple[Feature, ...] = (

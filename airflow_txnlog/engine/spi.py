@@ -15,7 +15,14 @@ from typing import TYPE_CHECKING
 from airflow_txnlog.engine._doors import door
 
 if TYPE_CHECKING:  # the names below load on first use (engine._doors)
-    from airflow_txnlog.engine.features import clustering, constraints, generated, identity, row_tracking
+    from airflow_txnlog.engine.features import (
+        clustering,
+        column_defaults,
+        constraints,
+        generated,
+        identity,
+        row_tracking,
+    )
     from airflow_txnlog.engine.features.char_varchar import spark_rewrites as char_varchar_rewrites
     from airflow_txnlog.engine.features.column_mapping import Names as ColumnNames
     from airflow_txnlog.engine.features.column_mapping import with_new_fields, without_mapping
@@ -98,6 +105,7 @@ __all__ = [  # (for now also listed here: mypy and ruff read a static __all__; s
     "check_row_rules",
     "check_variant_values",
     "clustering",
+    "column_defaults",
     "commit_name",
     "compile_row_rules",
     "conform_rows",

@@ -501,6 +501,11 @@ class Table:
         self._committed("add a constraint")
         return alter_table.add_constraint(self.transaction, name, expression, check=check)
 
+    def set_column_default(self, column: str, expression: str | None) -> int | None:
+        """ALTER COLUMN SET DEFAULT `expression` / DROP DEFAULT (None) (engine.features.column_defaults)."""
+        self._committed("set a column default")
+        return alter_table.set_column_default(self.transaction, column, expression)
+
     def drop_constraint(self, name: str, *, if_exists: bool = False) -> int | None:
         """ALTER TABLE DROP CONSTRAINT; the new version (None: absent and `if_exists`)."""
         self._committed("drop a constraint")

@@ -36,6 +36,7 @@ from airflow_txnlog.engine.spi import (
     ColumnNames,
     Identity,
     RowRule,
+    column_defaults,
     generated_columns,
     identity_columns,
     row_rules,
@@ -68,6 +69,9 @@ class TableContext:
     rules: tuple[RowRule, ...] = ()
     generated: Mapping[str, str] = field(default_factory=dict)
     identities: tuple[Identity, ...] = ()  # identity columns (`spark.features.identity` numbers them)
+    defaults: Mapping[str, str] = field(
+        default_factory=dict
+    )  # column defaults (engine.features.column_defaults)
 
     @classmethod
     def of(
@@ -85,6 +89,7 @@ class TableContext:
             tuple(row_rules(snapshot.metadata, snapshot.protocol)),
             generated_columns(snapshot.metadata, snapshot.protocol),
             tuple(identity_columns(snapshot.metadata)),
+            column_defaults.enforced(snapshot.metadata, snapshot.protocol),
         )
 
     def physical(self, column: str) -> str:

@@ -26,6 +26,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import DataType, StructField, StructType
 
 from airflow_txnlog.engine import SchemaMismatchError, schema_from_json, schema_to_json
+from airflow_txnlog.engine.spi import column_defaults
 from airflow_txnlog.spark.errors import checked
 
 
@@ -66,6 +67,7 @@ def conform(
     *,
     merge_schema: bool = False,
     generated: Mapping[str, str] | None = None,
+    defaults: Mapping[str, str] | None = None,
     keep: Sequence[str] = (),
 ) -> tuple[DataFrame, pa.Schema | None]:
     """`df` projected onto the table's columns (see the module docstring), and the evolved schema
@@ -84,6 +86,11 @@ def conform(
         )
     target = _evolve(schema, extra) if extra else schema
     spark_schema = to_spark_schema(target)
+    for column, text in (defaults or {}).items():  # (the engine's value, as every writer fills it)
+        if column.lower() not in by_lower:
+            value = column_defaults.value(text, schema.field(column), schema).as_py()
+            df = df.withColumn(column, F.lit(value).cast(spark_type(schema, column)))
+            by_lower[column.lower()] = df.schema[column]
     for column, expression in (generated or {}).items():  # what the data lacks, Spark computes
         if column.lower() not in by_lower:
             df = df.withColumn(column, F.expr(expression).cast(spark_type(schema, column)))

@@ -29,7 +29,7 @@ MAX_LINES = 500
 # Modules allowed past MAX_LINES, each with its own limit and the reason: cohesion comes first.
 LONGER_MODULES = {
     "airflow_txnlog/engine/table.py": (
-        660,
+        680,
         "one concept, the entry point: `Table`'s methods check arguments and delegate to the rooms; "
         "split, it was a mixin that had to fake the rest of the class (NotImplementedError, cast)",
     ),

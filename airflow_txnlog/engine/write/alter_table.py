@@ -44,9 +44,11 @@ from airflow_txnlog.engine.errors import (
 )
 from airflow_txnlog.engine.features import (
     clustering,
+    column_defaults,
     column_mapping,
     constraints,
     generated,
+    identity,
     row_tracking,
     table_features,
 )
@@ -265,6 +267,45 @@ def unset_properties(begin: Begin, keys: Sequence[str], *, if_exists: bool = Fal
     merged = {k: v for k, v in conf.items() if k not in present}
     _check_configuration(snap, snap.metadata, merged, "unset_properties")
     txn.update_metadata(dataclasses.replace(snap.metadata, configuration=merged))
+    return txn.commit()
+
+
+def set_column_default(begin: Begin, column: str, expression: str | None) -> int | None:
+    """ALTER TABLE ALTER COLUMN `column` SET DEFAULT `expression` (DROP DEFAULT when None): one
+    metadata commit, the protocol gaining allowColumnDefaults (engine.features.column_defaults) with
+    the first default; the expression is evaluated now (refused if the engine cannot, or its value
+    does not fit the column). None when there is no default to drop."""
+    txn = begin("CHANGE COLUMN", {"column": json.dumps(column), "default": json.dumps(expression)})
+    snap = txn.snapshot
+    tree = json.loads(snap.metadata.schema_string)
+    fields = tree.get("fields", [])
+    found = [f for f in fields if isinstance(column, str) and str(f.get("name")).lower() == column.lower()]
+    if not found:
+        raise InvalidArgumentError(
+            f"set_column_default: no top-level column {column!r} in {snap.schema.names}"
+        )
+    field, name = found[0], str(found[0].get("name"))
+    meta = dict(field.get("metadata") or {})
+    if expression is None and column_defaults.KEY not in meta:
+        return None
+    if expression is not None:
+        computed = {
+            *generated.of_schema(snap.schema),
+            *(i.column for i in identity.of_metadata(snap.metadata)),
+        }
+        if name in computed:
+            raise InvalidArgumentError(f"set_column_default: {name!r} is a generated or identity column")
+        column_defaults.value(expression, snap.schema.field(name), snap.schema)
+        meta[column_defaults.KEY] = expression.strip()
+        if (
+            grown := table_features.with_writer_feature(snap.protocol, column_defaults.FEATURE)
+        ) != snap.protocol:
+            txn.update_protocol(grown)
+    else:
+        meta.pop(column_defaults.KEY)
+    field["metadata"] = meta
+    schema_string = json.dumps(tree, separators=(",", ":"))
+    txn.update_metadata(dataclasses.replace(snap.metadata, schema_string=schema_string))
     return txn.commit()
 
 

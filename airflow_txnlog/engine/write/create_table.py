@@ -43,6 +43,7 @@ from airflow_txnlog.engine.errors import (
 from airflow_txnlog.engine.features import (
     char_varchar,
     clustering,
+    column_defaults,
     column_mapping,
     constraints,
     generated,
@@ -323,6 +324,10 @@ def _with_rules(protocol: Protocol, schema: pa.Schema, conf: Mapping[str, str]) 
         protocol = table_features.with_writer_feature(protocol, registry.IDENTITY_COLUMNS.name)
     if generated.of_schema(schema):
         protocol = table_features.with_writer_feature(protocol, registry.GENERATED_COLUMNS.name)
+    column_defaults.refuse_nested(metadata.schema_string)
+    for column, expression in column_defaults.of_schema(schema).items():  # (each must evaluate: refused now)
+        column_defaults.value(expression, schema.field(column), schema)
+        protocol = table_features.with_writer_feature(protocol, column_defaults.FEATURE)
     for rule in constraints.rules(metadata, protocol):
         if rule.kind == constraints.GENERATED:
             continue

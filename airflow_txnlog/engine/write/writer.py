@@ -53,6 +53,7 @@ from airflow_txnlog.engine.errors import (
 )
 from airflow_txnlog.engine.features import (
     char_varchar,
+    column_defaults,
     column_mapping,
     constraints,
     generated,
@@ -369,10 +370,16 @@ def _write_one(
     )
 
 
-def conform_rows(data: pa.Table, schema: pa.Schema, generated_columns: Mapping[str, str]) -> pa.Table:
+def conform_rows(
+    data: pa.Table,
+    schema: pa.Schema,
+    generated_columns: Mapping[str, str],
+    defaults: Mapping[str, str] | None = None,
+) -> pa.Table:
     """`conform_to_schema`, with the generated columns (column -> expression, as
-    `engine.features.generated.enforced` gives them) the data lacks computed from their expressions."""
-    return prepare_rows(data, schema, generated_columns, [])[0]
+    `engine.features.generated.enforced` gives them) the data lacks computed from their expressions,
+    and the defaulted ones (`engine.features.column_defaults.enforced`) it lacks filled."""
+    return prepare_rows(data, schema, generated_columns, [], defaults)[0]
 
 
 def prepare_rows(
@@ -380,17 +387,21 @@ def prepare_rows(
     schema: pa.Schema,
     generated_columns: Mapping[str, str],
     identities: list[identity.Identity],
+    defaults: Mapping[str, str] | None = None,
 ) -> tuple[pa.Table, dict[str, int]]:
-    """(`data` conformed, CHAR / VARCHAR values trimmed and padded, identity values generated, then
-    generated columns computed; the identity columns' new high-water marks)."""
+    """(`data` conformed, the defaulted columns it lacks filled with their defaults, CHAR / VARCHAR
+    values trimmed and padded, identity values generated, then generated columns computed; the
+    identity columns' new high-water marks)."""
     if isinstance(data, pa.RecordBatch):  # (a batch is rows like a table's: numbered and filled too)
         data = pa.Table.from_batches([data])
     if not isinstance(data, pa.Table):
         return conform_to_schema(data, schema), {}  # (refused, saying what it takes)
     missing = generated.missing(generated_columns, data.column_names)
+    absent = column_defaults.missing(defaults or {}, data.column_names)
     ids = [i.column for i in identities]
     identity.refuse_generated(identities, generated_columns)
-    conformed = conform_to_schema(data, generated.relaxed(schema, missing + ids))
+    conformed = conform_to_schema(data, generated.relaxed(schema, missing + ids + absent))
+    conformed = column_defaults.fill(conformed, schema, defaults or {}, absent)
     conformed = char_varchar.enforce(conformed, schema)
     conformed, marks = identity.fill(conformed, identities, schema)
     return generated.fill(conformed, schema, generated_columns, missing), marks
@@ -441,7 +452,8 @@ def write(
     rules = constraints.compile_rules(constraints.rules(snap.metadata, snap.protocol), snap.schema)
     identities = identity.of_metadata(snap.metadata)
     computed = generated.enforced(snap.metadata, snap.protocol)
-    conformed, marks = prepare_rows(data, snap.schema, computed, identities)
+    defaults = column_defaults.enforced(snap.metadata, snap.protocol)
+    conformed, marks = prepare_rows(data, snap.schema, computed, identities, defaults)
     variant.check(conformed)  # (the caller's bytes; Spark's VariantType values skip this path)
     constraints.check_rows(rules, conformed)
     txn.record_identity_marks(marks)

@@ -91,16 +91,26 @@ def _assignments(ctx: TableContext, spec: MergeSpec, clause: Clause) -> dict[str
     target = spec.target_alias
     keep = None if clause.kind == "insert" else (lambda c: f"`{target}`.`{c}`")
     if clause.assignments is not None:
-        return assigned(ctx, resolve_columns(ctx, clause.assignments, f"merge {clause.kind}"), keep=keep)
+        sets = resolve_columns(ctx, clause.assignments, f"merge {clause.kind}")
+        return assigned(ctx, _with_defaults(ctx, clause, sets), keep=keep)
     source_cols = {c.lower(): c for c in spec.source.columns}
-    # (a source may leave generated and identity columns out, as in Delta)
+    # (a source may leave generated and identity columns out, as in Delta, and an insert defaulted ones)
     computed = {*ctx.generated, *(i.column for i in ctx.identities)}
+    computed |= set(ctx.defaults) if clause.kind == "insert" else set()
     missing = [n for n in ctx.schema.names if n.lower() not in source_cols and n not in computed]
     if missing:
         raise InvalidArgumentError(f"merge {clause.kind} *: the source lacks target columns {missing}")
     alias = spec.source_alias
     sets = {n: f"`{alias}`.`{source_cols[n.lower()]}`" for n in ctx.schema.names if n.lower() in source_cols}
-    return assigned(ctx, sets, keep=keep)
+    return assigned(ctx, _with_defaults(ctx, clause, sets), keep=keep)
+
+
+def _with_defaults(ctx: TableContext, clause: Clause, sets: dict[str, str]) -> dict[str, str]:
+    """An insert clause's values plus, for each defaulted column it does not set, the default
+    (engine.features.column_defaults: a constant Spark SQL expression, checked when declared)."""
+    if clause.kind != "insert":
+        return sets
+    return {**{c: f"({text})" for c, text in ctx.defaults.items() if c not in sets}, **sets}
 
 
 def _check_sql(ctx: TableContext, spec: MergeSpec, clauses: Sequence[Clause]) -> None:

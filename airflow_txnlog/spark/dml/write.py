@@ -196,7 +196,9 @@ def _write(h: TableHandle, rows: _Rows, r: _Request) -> WriteResult:
 def _write_on(h: TableHandle, t: Transaction, rows: _Rows, r: _Request) -> WriteResult:
     ctx = h.context(t.snapshot)
     df, marks = rows.numbered(ctx)
-    conformed, evolved = conform(df, t.snapshot.schema, merge_schema=r.merge_schema, generated=ctx.generated)
+    conformed, evolved = conform(
+        df, t.snapshot.schema, merge_schema=r.merge_schema, generated=ctx.generated, defaults=ctx.defaults
+    )
     if evolved is not None:  # (new columns of a column-mapped table get ids and physical names)
         meta = with_new_fields(t.snapshot.metadata, evolved)
         t.update_metadata(meta)

@@ -57,6 +57,7 @@ from airflow_txnlog.engine.spi import (
     RowRule,
     check_row_rules,
     check_variant_values,
+    column_defaults,
     compile_row_rules,
     conform_rows,
     generated_columns,
@@ -92,6 +93,7 @@ class Plan:
     # evaluator (a files-only write has none: SparkTable checked them with Spark, `spark.features.rules`)
     rules: tuple[RowRule, ...] = ()
     generated: Mapping[str, str] = field(default_factory=dict)  # columns the rows may lack: computed
+    defaults: Mapping[str, str] = field(default_factory=dict)  # columns the rows may lack: their defaults
     check_variants: bool = False  # variant bytes that did not come from Spark's VariantType: validated
     one_file: bool = False  # each task's rows as exactly one file (a rewrite's: spark.source.one_file)
 
@@ -113,7 +115,11 @@ def _variants_unchecked(table: pa.Schema, incoming: pa.Schema) -> bool:
 
 
 def _evolved(
-    current: pa.Schema, incoming: pa.Schema, options: WriteOptions, generated: Mapping[str, str]
+    current: pa.Schema,
+    incoming: pa.Schema,
+    options: WriteOptions,
+    generated: Mapping[str, str],
+    defaults: Mapping[str, str],
 ) -> tuple[pa.Schema, dict[str, str]]:
     """(the table schema after the write, DataFrame column -> table column renames)."""
     by_lower = {n.lower(): n for n in current.names}
@@ -129,7 +135,9 @@ def _evolved(
     # (new columns come as plain nullable columns: a rule on one would not hold for the rows already there)
     target = pa.schema(list(current) + [f.with_nullable(True).remove_metadata() for f in extra])
     probe = incoming.empty_table().rename_columns([renames.get(n, n) for n in incoming.names])
-    conform_rows(probe, target, generated)  # a type or NOT NULL mismatch fails here, before any task
+    conform_rows(
+        probe, target, generated, defaults
+    )  # a type or NOT NULL mismatch fails here, before any task
     return target, renames
 
 
@@ -211,7 +219,8 @@ class TxnlogWriter(DataSourceArrowWriter):
             self.metadata = dataclasses.replace(snap.metadata, schema_string=schema_to_json(incoming))
         else:
             generated = generated_columns(snap.metadata, snap.protocol)
-            schema, renames = _evolved(snap.schema, incoming, self.options, generated)
+            defaults = column_defaults.enforced(snap.metadata, snap.protocol)
+            schema, renames = _evolved(snap.schema, incoming, self.options, generated, defaults)
             if schema != snap.schema:
                 self.metadata = with_new_fields(snap.metadata, schema)
                 schema = schema_from_json(self.metadata.schema_string)
@@ -230,6 +239,7 @@ class TxnlogWriter(DataSourceArrowWriter):
             self.options.path, self.options.storage_options or None, schema, parts,
             dict(snap.properties), names, renames, self.options.replace_where, self.options.max_rows,
             rules=rules, generated=computed, check_variants=_variants_unchecked(schema, incoming),
+            defaults=column_defaults.enforced(self.metadata or snap.metadata, snap.protocol),
         )  # fmt: skip
 
     def _check_replace_where(self, schema: pa.Schema, parts: Sequence[str]) -> None:
@@ -358,7 +368,7 @@ def prepared(
     data = pa.Table.from_batches(batches)
     if plan.renames:
         data = data.rename_columns([plan.renames.get(n, n) for n in data.column_names])
-    data = conform_rows(data, plan.schema, plan.generated)  # (generated columns the rows lack are computed)
+    data = conform_rows(data, plan.schema, plan.generated, plan.defaults)  # (what the rows lack: computed)
     if plan.check_variants:
         check_variant_values(data)
     check_row_rules(rules, data)
