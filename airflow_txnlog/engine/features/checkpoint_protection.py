@@ -27,7 +27,7 @@ from airflow_txnlog.engine.log.actions import Metadata, Protocol
 from airflow_txnlog.engine.properties import CHECKPOINT_PROTECTION_VERSION
 
 FEATURE = registry.CHECKPOINT_PROTECTION.name
-_EVERYTHING = sys.maxsize
+EVERYTHING = sys.maxsize  # (V when the property is not a whole number: all history protected)
 
 
 def protected_before(protocol: Protocol, metadata: Metadata) -> int:
@@ -40,7 +40,7 @@ def protected_before(protocol: Protocol, metadata: Metadata) -> int:
     try:
         return max(0, int(str(raw).strip()))
     except ValueError:
-        return _EVERYTHING
+        return EVERYTHING
 
 
 def cleanup_allowed(protected: int, cleanup_checkpoint: int) -> bool:

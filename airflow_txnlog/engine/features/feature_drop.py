@@ -103,17 +103,25 @@ def without(protocol: Protocol, feature: str, *, protect: bool) -> Protocol:
 
 
 def check_protocol_change(current: Protocol, new: Protocol, dropping: str | None) -> None:
-    """InvalidArgumentError unless a commit may change `current` to `new`: never to lower versions,
-    but for a DROP FEATURE of `dropping`, to exactly `current`'s features less that one, plus at
-    most checkpointProtection (Delta's `canDowngradeTo`)."""
+    """InvalidArgumentError unless a commit may change `current` to `new`: it never loses a feature
+    (Delta's `canUpgradeTo`; a legacy protocol may take its table-features form and back), but for a
+    DROP FEATURE of `dropping`, which loses exactly that one and may gain only checkpointProtection
+    (Delta's `canDowngradeTo`)."""
+    old, got = supported_features(current), supported_features(new)
     if dropping is None:
-        old_versions = (current.min_reader_version, current.min_writer_version)
-        if (new.min_reader_version, new.min_writer_version) < old_versions:
-            raise InvalidArgumentError("a protocol is never downgraded")
+        if not old <= got:
+            raise InvalidArgumentError(f"a protocol is never downgraded (it would lose {sorted(old - got)})")
         return
-    protection = {checkpoint_protection.FEATURE}
-    if supported_features(new) - protection != supported_features(current) - {dropping} - protection:
+    if old - got != {dropping} or got - old - {checkpoint_protection.FEATURE}:
         raise InvalidArgumentError(f"a DROP FEATURE of {dropping!r} may remove that feature only; got {new}")
+
+
+def canonical(feature: str) -> str:
+    """A feature name as Delta spells it (Delta matches DROP FEATURE names case-insensitively)."""
+    if not isinstance(feature, str):
+        return feature  # (check_droppable says what is wrong with it)
+    known = {n.lower(): n for n in (*registry.BY_NAME, *DROPPABLE, *NEVER, *NOT_YET)}
+    return known.get(feature.strip().lower(), feature)
 
 
 def normalized(readers: set[str], writers: set[str]) -> Protocol:

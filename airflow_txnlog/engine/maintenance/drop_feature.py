@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import time
 from typing import Any, Protocol
 
@@ -41,6 +42,7 @@ from airflow_txnlog.engine.errors import (
     CommitConflictError,
     CommitRetriesExceededError,
     InvalidArgumentError,
+    TxnLogError,
     UnsupportedFeatureError,
 )
 from airflow_txnlog.engine.features import checkpoint_protection, constraints, feature_drop
@@ -51,7 +53,9 @@ from airflow_txnlog.engine.maintenance import compaction
 from airflow_txnlog.engine.maintenance.log_cleanup import CleanupResult
 from airflow_txnlog.engine.maintenance.maintenance_table import MaintenanceTable
 from airflow_txnlog.engine.state.snapshot import Snapshot
+from airflow_txnlog.engine.validate import flag
 
+log = logging.getLogger(__name__)
 BARRIER_CHECKPOINTS = 3
 ATTEMPTS = 3
 TRUNCATE_RETENTION_HOURS = 24.0  # Delta's delta.dropFeatureTruncateHistory.retentionDuration default
@@ -73,7 +77,9 @@ class DropResult:
 
 def drop_feature(table: DropTable, feature: str, *, truncate_history: bool = False) -> DropResult:
     """Drop `feature` from the table's protocol (see the module doc)."""
+    flag("truncate_history", truncate_history)
     snap = table.snapshot()
+    feature = feature_drop.canonical(feature)
     feature_drop.check_droppable(snap.protocol, feature)
     if feature == checkpoint_protection.FEATURE:
         if not truncate_history:
@@ -94,7 +100,10 @@ def drop_feature(table: DropTable, feature: str, *, truncate_history: bool = Fal
         table.checkpoint()
     version = _drop_commit(table, feature, protect=protect)
     if protect:
-        table.checkpoint(version)
+        try:
+            table.checkpoint(version)
+        except (TxnLogError, OSError) as exc:  # (committed: Delta ignores it too; the next one will do)
+            log.warning("drop_feature: the checkpoint of version %s failed after the drop: %s", version, exc)
     return DropResult(feature, version, version if protect else None, [*commits, version])
 
 
@@ -106,6 +115,24 @@ def _check_state(snap: Snapshot, feature: str) -> None:
         )
 
 
+def _traces_left(snap: Snapshot, feature: str) -> str | None:
+    """What of `feature` is still in `snap` after its pre-downgrade commits (a rival writer's since:
+    Delta's validateDropInvariants), None when nothing is."""
+    conf = snap.metadata.configuration
+    if feature == "deletionVectors":
+        if conf.get(props.ENABLE_DELETION_VECTORS, "false").lower() != "false":
+            return f"{props.ENABLE_DELETION_VECTORS} is on"
+        marked = next((f.path for f in snap.files() if f.deletion_vector), None)
+        return f"{marked} has a deletion vector" if marked else None
+    if feature == "inCommitTimestamp":
+        keys = (props.ICT_ENABLEMENT_VERSION, props.ICT_ENABLEMENT_TIMESTAMP)
+        on = conf.get(props.IN_COMMIT_TIMESTAMPS, "false").lower() != "false" or any(k in conf for k in keys)
+        return "in-commit timestamps are on" if on else None
+    if feature == "domainMetadata" and (domains := snap.domain_metadata()):
+        return f"domain {sorted(domains)[0]!r} is set"
+    return None
+
+
 def _remove_traces(table: DropTable, feature: str) -> list[int]:
     """The pre-downgrade commits of `feature` (the module doc's step 2); their versions."""
     snap, done = table.snapshot(), []
@@ -113,22 +140,21 @@ def _remove_traces(table: DropTable, feature: str) -> list[int]:
     if feature == "inCommitTimestamp":
         keys = [props.IN_COMMIT_TIMESTAMPS, props.ICT_ENABLEMENT_VERSION, props.ICT_ENABLEMENT_TIMESTAMP]
         if conf.get(keys[0], "false").lower() != "false" or any(k in conf for k in keys[1:]):
-            done.append(_set_conf(table, snap, {k: v for k, v in conf.items() if k not in keys[1:]}, keys[0]))
+            kept = {k: v for k, v in conf.items() if k not in keys[1:]}
+            done.append(_set_conf(table, snap, {**kept, keys[0]: "false"}, keys[0]))
     elif feature == "deletionVectors":
-        if conf.get(props.ENABLE_DELETION_VECTORS, "false").lower() != "false":
+        if props.ENABLE_DELETION_VECTORS in conf:  # (Delta: UNSET TBLPROPERTIES ... IF EXISTS)
+            conf.pop(props.ENABLE_DELETION_VECTORS)
             done.append(_set_conf(table, snap, conf, props.ENABLE_DELETION_VECTORS))
         marked = [f.path for f in table.snapshot().files() if f.deletion_vector]
         if marked:
             action = {"kind": "purge_deletion_vectors", "partition": None, "files": marked}
             purged = compaction.compact(table, action, dry_run=False)
             done += [purged.version] if purged.version is not None else []
-        if latest := [f for f in table.snapshot().files() if f.deletion_vector]:  # (a writer's, since)
-            raise CommitConflictError(
-                f"drop_feature: {latest[0].path} has a deletion vector again", winning_version=-1
-            )
         done.append(_dv_tombstones(table))
     elif feature == "domainMetadata" and (domains := snap.domain_metadata()):
-        txn = table.transaction("DOMAIN METADATA CLEANUP", {"domainMetadataRemovedCount": len(domains)})
+        count = {"domainMetadataRemovedCount": len(domains)}
+        txn = table.transaction("DOMAIN METADATA CLEANUP", count, snapshot=snap)
         for name, config in domains.items():
             txn.stage_domain(DomainMetadata(name, config, removed=True))
         done.append(txn.commit())
@@ -145,10 +171,11 @@ def _dv_tombstones(table: DropTable) -> int:
     removed = {t.path for t in snap.tombstones()}
     paths: set[str] = set()
     for t in snap.tombstones():
-        if t.deletion_vector and (t.deletion_timestamp or 0) >= cutoff:
-            path = DeletionVector.from_wire(t.deletion_vector).relative_path()
+        dv = DeletionVector.from_wire(t.deletion_vector) if t.deletion_vector else None
+        if dv is not None and dv.storage_type == "u" and (t.deletion_timestamp or 0) >= cutoff:
+            path = dv.relative_path()  # (absolute 'p' paths are left out, as Delta leaves them)
             paths.update([path] if path is not None and path not in removed else [])
-    txn = table.transaction("Deletion Vector Tombstones", {"count": len(paths)})
+    txn = table.transaction("Deletion Vector Tombstones", {"count": len(paths)}, snapshot=snap)
     now = int(time.time() * 1000)
     for path in sorted(paths):
         txn.remove(RemoveFile(path, deletion_timestamp=now, data_change=False), data_change=False)
@@ -156,9 +183,10 @@ def _dv_tombstones(table: DropTable) -> int:
 
 
 def _set_conf(table: DropTable, snap: Snapshot, conf: dict[str, str], off: str) -> int:
-    """Commit the configuration `conf` with property `off` set to false (Delta: UNSET TBLPROPERTIES)."""
-    txn = table.transaction("UNSET TBLPROPERTIES", {"properties": json.dumps([off]), "ifExists": "true"})
-    txn.update_metadata(dataclasses.replace(snap.metadata, configuration={**conf, off: "false"}))
+    """Commit the configuration `conf` (property `off` turned off) on `snap` (Delta: UNSET TBLPROPERTIES)."""
+    parameters = {"properties": json.dumps([off]), "ifExists": "true"}
+    txn = table.transaction("UNSET TBLPROPERTIES", parameters, snapshot=snap)
+    txn.update_metadata(dataclasses.replace(snap.metadata, configuration=conf))
     return txn.commit()
 
 
@@ -168,10 +196,17 @@ def _drop_commit(table: DropTable, feature: str, *, protect: bool) -> int:
         snap = table.snapshot()
         feature_drop.check_droppable(snap.protocol, feature)  # (a rival may have changed the table)
         _check_state(snap, feature)
+        if (left := _traces_left(snap, feature)) is not None:
+            raise CommitConflictError(
+                f"drop_feature: another writer brought {feature} back ({left}); the protocol still has "
+                "it. Help: run drop_feature again",
+                winning_version=snap.version,
+            )
         conf: dict[str, Any] = dict(snap.metadata.configuration)
         if protect:
             conf[props.CHECKPOINT_PROTECTION_VERSION] = str(snap.version + 1)
-        txn = table.transaction("DROP FEATURE", {"featureName": feature, "truncateHistory": "false"})
+        parameters = {"featureName": feature, "truncateHistory": "false"}
+        txn = table.transaction("DROP FEATURE", parameters, snapshot=snap)  # (a rival commit: a conflict)
         txn.max_attempts = 1  # (no rebase: V names this very version)
         txn.update_metadata(dataclasses.replace(snap.metadata, configuration=conf))
         txn.update_protocol(feature_drop.without(snap.protocol, feature, protect=protect), dropping=feature)
@@ -183,24 +218,38 @@ def _drop_commit(table: DropTable, feature: str, *, protect: bool) -> int:
     raise AssertionError("unreachable")
 
 
+def _protected(snap: Snapshot) -> int:
+    """V of `snap`; InvalidArgumentError when it is not a whole number (no cleanup could honour it)."""
+    protected = checkpoint_protection.protected_before(snap.protocol, snap.metadata)
+    if protected == checkpoint_protection.EVERYTHING:
+        raise InvalidArgumentError(
+            f"drop_feature: {props.CHECKPOINT_PROTECTION_VERSION} is not a whole number "
+            f"({snap.metadata.configuration.get(props.CHECKPOINT_PROTECTION_VERSION)!r}); nothing was written"
+        )
+    return protected
+
+
 def _drop_protection(table: DropTable) -> DropResult:
     """checkpointProtection with its history truncated (the module doc's last paragraph)."""
-    snap = table.snapshot()
-    protected = checkpoint_protection.protected_before(snap.protocol, snap.metadata)
+    protected = _protected(table.snapshot())
     if protected:
         table.cleanup_log(retention_hours=TRUNCATE_RETENTION_HOURS, dry_run=False)
-        names = [parse_name(f.name) for f in table.storage.list_log()]
-        if any(p is not None and p.kind == "commit" and p.version < protected for p in names):
-            raise UnsupportedFeatureError(
-                f"drop_feature: commits below version {protected} ({props.CHECKPOINT_PROTECTION_VERSION}) "
-                f"are still in the log, younger than {TRUNCATE_RETENTION_HOURS:g} hours or held by a "
-                "publication; nothing was dropped. Help: run it again once they are older",
-                feature=checkpoint_protection.FEATURE,
-            )
-    snap = table.snapshot()
+    snap = table.snapshot()  # (the commit is built on this one: a rival commit after it conflicts)
+    if _protected(snap) != protected:
+        raise CommitConflictError(
+            "drop_feature: another writer moved the protected version", winning_version=snap.version
+        )
+    names = [parse_name(f.name) for f in table.storage.list_log()]
+    if any(p is not None and p.kind == "commit" and p.version < protected for p in names):
+        raise UnsupportedFeatureError(
+            f"drop_feature: commits below version {protected} ({props.CHECKPOINT_PROTECTION_VERSION}) "
+            f"are still in the log, younger than {TRUNCATE_RETENTION_HOURS:g} hours or held by a "
+            "publication; nothing was dropped. Help: run it again once they are older",
+            feature=checkpoint_protection.FEATURE,
+        )
     conf = {k: v for k, v in snap.metadata.configuration.items() if k != props.CHECKPOINT_PROTECTION_VERSION}
     parameters = {"featureName": checkpoint_protection.FEATURE, "truncateHistory": "true"}
-    txn = table.transaction("DROP FEATURE", parameters)
+    txn = table.transaction("DROP FEATURE", parameters, snapshot=snap)
     txn.update_metadata(dataclasses.replace(snap.metadata, configuration=conf))
     protocol = feature_drop.without(snap.protocol, checkpoint_protection.FEATURE, protect=False)
     txn.update_protocol(protocol, dropping=checkpoint_protection.FEATURE)

@@ -5,7 +5,8 @@ Plan (Delta's RESTORE semantics), comparing files by (path, deletion-vector id):
 - remove every live file that the target does not have (dataChange=true, extended metadata);
 - restore the target's metaData (same table id); keep the current protocol (never downgrade), with
   the target's features added when it had some the table dropped since (drop_feature; Delta's RESTORE
-  brings them back too, and keeps checkpointProtection).
+  brings them back too, `feature_drop.normalized` as Delta's protocol merge), and the table's
+  checkpointProtection version kept when higher than the target's (Delta lets it go: we keep it).
 Safety, all checked before anything is written:
 - every file to re-add must exist, else `RestoreFilesMissingError` listing them;
 - "foreign" commits since the target (data or metadata changes not tagged with the caller's
@@ -52,8 +53,10 @@ from airflow_txnlog.engine.errors import (
     VersionNotFoundError,
 )
 from airflow_txnlog.engine.features import identity
+from airflow_txnlog.engine.features.checkpoint_protection import protected_before
 from airflow_txnlog.engine.features.deletion_vectors import dv_file_paths
-from airflow_txnlog.engine.features.table_features import implied_features, upgraded
+from airflow_txnlog.engine.features.feature_drop import normalized
+from airflow_txnlog.engine.features.table_features import implied_features
 from airflow_txnlog.engine.log.actions import ADD, METADATA, REMOVE, AddFile, Metadata
 from airflow_txnlog.engine.log.log_reader import list_after, read_commits
 from airflow_txnlog.engine.log.replay import LogState, positions_not_in
@@ -67,6 +70,7 @@ from airflow_txnlog.engine.maintenance.savepoints import (
     read_manifest,
     savepoints_for_message,
 )
+from airflow_txnlog.engine.properties import CHECKPOINT_PROTECTION_VERSION
 from airflow_txnlog.engine.state.add_actions import select_adds
 from airflow_txnlog.engine.state.snapshot import Snapshot
 from airflow_txnlog.engine.storage import Storage
@@ -304,6 +308,17 @@ def check_safe(
         )
 
 
+def _keeping_protection(snap: Snapshot, metadata: Metadata) -> Metadata:
+    """The target's metadata, keeping the table's checkpointProtection version when it is higher
+    than the target's (a restore to before a DROP FEATURE must not lift the protection)."""
+    key = CHECKPOINT_PROTECTION_VERSION
+    now = protected_before(snap.protocol, snap.metadata)
+    if now == 0 or now <= protected_before(snap.protocol, metadata):
+        return metadata
+    conf = {**metadata.configuration, key: snap.metadata.configuration[key]}
+    return dataclasses.replace(metadata, configuration=conf)
+
+
 def _commit(txn: Transaction, target: RestoreTarget, p: _Plan, foreign: list[int], owner: str | None) -> int:
     # `txn` reads the snapshot the plan was made from: a transaction on a newer snapshot would not
     # conflict with a file added in between, and the plan would silently keep it.
@@ -317,11 +332,12 @@ def _commit(txn: Transaction, target: RestoreTarget, p: _Plan, foreign: list[int
     txn.rows_checked()
     txn.existing_rows_checked()
     if p.metadata is not None:
-        txn.update_metadata(p.metadata)
+        txn.update_metadata(_keeping_protection(txn.snapshot, p.metadata))
     if (wanted := target.state.protocol) is not None:  # (a feature dropped since comes back, as in Delta)
-        now_protocol = txn.snapshot.protocol
-        if (grown := upgraded(now_protocol, *implied_features(wanted), {})) != now_protocol:
-            txn.update_protocol(grown)
+        now_readers, now_writers = implied_features(txn.snapshot.protocol)
+        readers, writers = implied_features(wanted)
+        if not (readers <= now_readers and writers <= now_writers):
+            txn.update_protocol(normalized(now_readers | readers, now_writers | writers))
     txn.set_app_transaction(target.app_id, target.version)
     extra: dict[str, Any] = {"discardedVersions": foreign} if foreign else {}
     if owner is not None:

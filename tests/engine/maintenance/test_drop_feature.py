@@ -17,10 +17,12 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
-from airflow_txnlog.engine import InvalidArgumentError, Table, UnsupportedFeatureError
+from airflow_txnlog.engine import CommitConflictError, InvalidArgumentError, Table, UnsupportedFeatureError
+from airflow_txnlog.engine.features import feature_drop
 from airflow_txnlog.engine.features.deletion_vectors import DeletionVector
-from airflow_txnlog.engine.features.feature_drop import without
+from airflow_txnlog.engine.features.feature_drop import check_protocol_change, without
 from airflow_txnlog.engine.log.actions import Protocol
+from airflow_txnlog.engine.maintenance import drop_feature as drop_mod
 from tests.cli_support import run, run_json
 
 GOLDEN_DV = Path(__file__).parents[2] / "compat" / "golden" / "dv-partitioned-with-checkpoint"
@@ -142,7 +144,7 @@ def test_deletion_vectors_dropped_purges_them_behind_barrier_checkpoints(tmp_pat
     assert not any(f.deletion_vector for f in snap.files()) and _col1(root) == rows
     assert snap.protocol == Protocol(1, 7, None, ("checkpointProtection",))  # (Spark listed only DVs)
     assert snap.metadata.configuration[V_KEY] == str(result.version) == str(snap.version)
-    assert snap.metadata.configuration["delta.enableDeletionVectors"] == "false"
+    assert "delta.enableDeletionVectors" not in snap.metadata.configuration  # (unset, as Delta does)
     barrier = result.commits[-4:-1]
     assert _operations(t, 4) == ["Empty Commit"] * 3 + ["DROP FEATURE"]
     log = root / "_delta_log"
@@ -246,10 +248,104 @@ def test_a_restore_to_before_the_drop_brings_the_feature_back(tmp_path: Path) ->
     t = Table.open(str(root))
     rows = _col1(root)
     t.create_savepoint("before")
-    t.drop_feature("deletionVectors")
+    dropped = t.drop_feature("deletionVectors")
     t.restore(savepoint="before")
     snap = Table.open(str(root)).snapshot()
     assert {"deletionVectors", "checkpointProtection"} <= set(snap.protocol.writer_features or ())
+    assert snap.protocol.reader_features == ("deletionVectors",)
+    assert snap.metadata.configuration[V_KEY] == str(dropped.version)  # (the protection is not lifted)
     assert any(f.deletion_vector for f in snap.files()) and _col1(root) == rows
     theirs = pa.table(DeltaTable(str(root)).scan().read_all())  # (delta-rs's scan applies DVs)
     assert sorted(theirs.column("col1").to_pylist()) == rows
+
+
+def test_a_restore_after_a_drop_gives_deltas_merged_protocol(tmp_path: Path) -> None:
+    """(1, 3) less checkConstraints is (1, 2); a restore to the (1, 3) version is (1, 3) again (Delta's
+    protocol merge, normalized), not a table-features form of it."""
+    root = tmp_path / "t"
+    t = Table.create(str(root), schema=SCHEMA)
+    t.add_constraint("positive", "id > 0")
+    t.write(pa.table({"id": [1]}, schema=SCHEMA))
+    t.create_savepoint("constrained")
+    t.drop_constraint("positive")
+    t.drop_feature("checkConstraints")
+    assert t.snapshot().protocol == Protocol(1, 2)
+    t.restore(savepoint="constrained")
+    assert Table.open(str(root)).snapshot().protocol == Protocol(1, 3)
+
+
+def _rival_once(monkeypatch: pytest.MonkeyPatch, owner: Any, name: str, rival: Any) -> None:
+    """Replace `owner.name` by a wrapper that runs `rival()` (another writer's commit) on its first call."""
+    real, calls = getattr(owner, name), []
+
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        out = real(*args, **kwargs)
+        if not calls:
+            calls.append(1)
+            rival()
+        return out
+
+    monkeypatch.setattr(owner, name, wrapped)
+
+
+def test_a_writer_bringing_deletion_vectors_back_during_the_barrier_fails_the_drop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = _dv_copy(tmp_path)
+    rival = lambda: Table.open(str(root)).set_properties({"delta.enableDeletionVectors": "true"})  # noqa: E731
+    _rival_once(monkeypatch, Table, "checkpoint", rival)
+    with pytest.raises(CommitConflictError, match="brought deletionVectors back"):
+        Table.open(str(root)).drop_feature("deletionVectors")
+    assert "deletionVectors" in (Table.open(str(root)).snapshot().protocol.writer_features or ())
+
+
+def test_a_writer_turning_in_commit_timestamps_on_again_fails_the_drop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "t"
+    Table.create(str(root), schema=SCHEMA, properties={"delta.enableInCommitTimestamps": "true"})
+    rival = lambda: Table.open(str(root)).set_properties({"delta.enableInCommitTimestamps": "true"})  # noqa: E731
+    _rival_once(monkeypatch, drop_mod, "_set_conf", rival)
+    with pytest.raises(CommitConflictError, match="in-commit timestamps are on"):
+        Table.open(str(root)).drop_feature("inCommitTimestamp")
+    assert "inCommitTimestamp" in (Table.open(str(root)).snapshot().protocol.writer_features or ())
+
+
+def test_a_commit_between_reading_and_dropping_is_kept_and_v_is_the_drops_own_version(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = _dv_copy(tmp_path)
+    retention = {"delta.logRetentionDuration": "interval 60 days"}
+    _rival_once(monkeypatch, feature_drop, "without", lambda: Table.open(str(root)).set_properties(retention))
+    result = Table.open(str(root)).drop_feature("deletionVectors")
+    snap = Table.open(str(root)).snapshot()
+    assert snap.metadata.configuration["delta.logRetentionDuration"] == "interval 60 days"
+    assert snap.metadata.configuration[V_KEY] == str(result.version) == str(snap.version)
+
+
+def test_truncate_history_must_be_a_bool_and_names_are_matched_as_delta_matches_them(tmp_path: Path) -> None:
+    root = tmp_path / "t"
+    t = Table.create(str(root), schema=SCHEMA, properties={"delta.enableInCommitTimestamps": "true"})
+    with pytest.raises(InvalidArgumentError, match="truncate_history"):
+        t.drop_feature("inCommitTimestamp", truncate_history="false")  # type: ignore[arg-type]
+    assert t.latest_version() == 0
+    assert t.drop_feature("INCOMMITTIMESTAMP").feature == "inCommitTimestamp"
+
+
+@pytest.mark.parametrize(
+    ("current", "new", "dropping"),
+    [
+        (Protocol(1, 7, None, (*BASE, "checkpointProtection", "inCommitTimestamp")), Protocol(1, 2),
+         "inCommitTimestamp"),  # (checkpointProtection lost too)
+        (Protocol(1, 2), Protocol(1, 7, None, (*BASE, "checkpointProtection")), "deletionVectors"),
+        (Protocol(3, 7, ("deletionVectors",), (*BASE, "deletionVectors")), Protocol(3, 7, (), BASE), None),
+    ],
+)  # fmt: skip
+def test_a_commit_may_not_lose_more_than_the_feature_it_drops(
+    current: Protocol, new: Protocol, dropping: str | None
+) -> None:
+    with pytest.raises(InvalidArgumentError):
+        check_protocol_change(current, new, dropping)
+    check_protocol_change(
+        Protocol(1, 7, None, ("appendOnly", "checkConstraints", "invariants")), Protocol(1, 3), None
+    )
