@@ -16,7 +16,7 @@ Protected drops (`protects_history`): reader-writer features, whose readers must
 checkpoint past the drop; writer-only features drop with one commit. Delta cannot drop appendOnly,
 invariants, changeDataFeed, generatedColumns, identityColumns, timestampNtz, variantType,
 icebergCompat*, clustering or allowColumnDefaults (`NEVER`), nor checkpointProtection except by
-truncating history. `NOT_YET` are droppable in Delta by rewriting data files or row ids, or (v2Checkpoint)
+truncating history. `NOT_YET` are droppable in Delta by rewriting data files, or (v2Checkpoint)
 by switching to classic checkpoints while the feature is still listed, which this engine does not do yet.
 """
 
@@ -29,7 +29,7 @@ from airflow_txnlog.engine.features.table_features import implied_features
 from airflow_txnlog.engine.log.actions import Protocol
 
 DROPPABLE = frozenset(
-    {"deletionVectors", "vacuumProtocolCheck", "inCommitTimestamp", "checkConstraints"}
+    {"deletionVectors", "vacuumProtocolCheck", "inCommitTimestamp", "checkConstraints", "rowTracking"}
     | {"domainMetadata", checkpoint_protection.FEATURE}
 )
 NEVER = frozenset(
@@ -37,7 +37,7 @@ NEVER = frozenset(
     | {"variantType", "variantType-preview", "icebergCompatV1", "icebergCompatV2", "icebergCompatV3"}
     | {"clustering", "allowColumnDefaults", "liquid"}
 )
-NOT_YET = frozenset({"typeWidening", "typeWidening-preview", "columnMapping", "rowTracking", "v2Checkpoint"})
+NOT_YET = frozenset({"typeWidening", "typeWidening-preview", "columnMapping", "v2Checkpoint"})
 # feature -> the features that need it in the protocol (Delta's reverse `requiredFeatures`)
 _NEEDED_BY = {"domainMetadata": ("rowTracking", "clustering"), "columnMapping": ("icebergCompatV2",)}
 

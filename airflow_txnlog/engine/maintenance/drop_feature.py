@@ -10,6 +10,10 @@ for the features engine.features.feature_drop allows.
          deletionVectors    delta.enableDeletionVectors=false, then every file with a deletion
                             vector rewritten without one (the planner's purge, each file alone),
                             then tombstones for the DV files older versions still use (below)
+         rowTracking        delta.enableRowTracking=false and delta.rowTrackingSuspended=true, then
+                            every file re-added without row ids (ROW TRACKING UNBACKFILL, batches);
+                            the drop commit removes those properties and the delta.rowTracking domain
+                            (domainMetadata stays in the protocol)
          domainMetadata     one commit removing every domain left (DOMAIN METADATA CLEANUP)
     3. a protected drop (a reader-writer feature): three barrier steps, each an empty commit
        ("Empty Commit") and a checkpoint, so that a reader that does not know the feature finds a
@@ -45,9 +49,9 @@ from airflow_txnlog.engine.errors import (
     TxnLogError,
     UnsupportedFeatureError,
 )
-from airflow_txnlog.engine.features import checkpoint_protection, constraints, feature_drop
+from airflow_txnlog.engine.features import checkpoint_protection, constraints, feature_drop, row_tracking
 from airflow_txnlog.engine.features.deletion_vectors import DeletionVector
-from airflow_txnlog.engine.log.actions import DomainMetadata, RemoveFile
+from airflow_txnlog.engine.log.actions import AddFile, DomainMetadata, RemoveFile
 from airflow_txnlog.engine.log.log_paths import parse_name
 from airflow_txnlog.engine.maintenance import compaction
 from airflow_txnlog.engine.maintenance.log_cleanup import CleanupResult
@@ -57,6 +61,14 @@ from airflow_txnlog.engine.validate import flag
 
 log = logging.getLogger(__name__)
 BARRIER_CHECKPOINTS = 3
+UNBACKFILL_BATCH = 10_000  # files re-added without row ids per commit
+# properties the DROP FEATURE commit itself removes (Delta's tablePropertiesToRemoveAtDowngradeCommit)
+_UNSET = {
+    "rowTracking": (
+        props.ENABLE_ROW_TRACKING, props.ROW_TRACKING_SUSPENDED, props.ROW_ID_COLUMN_KEY,
+        props.COMMIT_VERSION_COLUMN_KEY,
+    )
+}  # fmt: skip
 ATTEMPTS = 3
 TRUNCATE_RETENTION_HOURS = 24.0  # Delta's delta.dropFeatureTruncateHistory.retentionDuration default
 
@@ -130,6 +142,11 @@ def _traces_left(snap: Snapshot, feature: str) -> str | None:
         return "in-commit timestamps are on" if on else None
     if feature == "domainMetadata" and (domains := snap.domain_metadata()):
         return f"domain {sorted(domains)[0]!r} is set"
+    if feature == "rowTracking":
+        if row_tracking.enabled(conf) or conf.get(row_tracking.SUSPENDED, "false").lower() != "true":
+            return "row tracking is on"
+        numbered = next((f.path for f in snap.files() if _row_fields(f)), None)
+        return f"{numbered} has row ids" if numbered else None
     return None
 
 
@@ -152,6 +169,8 @@ def _remove_traces(table: DropTable, feature: str) -> list[int]:
             purged = compaction.compact(table, action, dry_run=False)
             done += [purged.version] if purged.version is not None else []
         done.append(_dv_tombstones(table))
+    elif feature == "rowTracking":
+        done += _unbackfill(table, snap)
     elif feature == "domainMetadata" and (domains := snap.domain_metadata()):
         count = {"domainMetadataRemovedCount": len(domains)}
         txn = table.transaction("DOMAIN METADATA CLEANUP", count, snapshot=snap)
@@ -159,6 +178,29 @@ def _remove_traces(table: DropTable, feature: str) -> list[int]:
             txn.stage_domain(DomainMetadata(name, config, removed=True))
         done.append(txn.commit())
     return done
+
+
+def _unbackfill(table: DropTable, snap: Snapshot) -> list[int]:
+    """Row tracking turned off and suspended (no commit assigns ids any more), then every file that
+    carries row ids re-added without them, `UNBACKFILL_BATCH` files a commit, dataChange=false
+    (Delta's RowTrackingUnBackfillCommand)."""
+    done = []
+    conf = dict(snap.metadata.configuration)
+    if conf.get(row_tracking.SUSPENDED, "false").lower() != "true" or row_tracking.enabled(conf):
+        conf.update({row_tracking.ENABLED: "false", row_tracking.SUSPENDED: "true"})
+        done.append(_set_conf(table, snap, conf, row_tracking.ENABLED))
+    while numbered := [f for f in table.snapshot().files() if _row_fields(f)][:UNBACKFILL_BATCH]:
+        txn = table.transaction("ROW TRACKING UNBACKFILL", {"batchId": len(done)})
+        for f in numbered:
+            txn.add(
+                dataclasses.replace(f, base_row_id=None, default_row_commit_version=None, data_change=False)
+            )
+        done.append(txn.commit())
+    return done
+
+
+def _row_fields(f: AddFile) -> bool:
+    return f.base_row_id is not None or f.default_row_commit_version is not None
 
 
 def _dv_tombstones(table: DropTable) -> int:
@@ -202,13 +244,17 @@ def _drop_commit(table: DropTable, feature: str, *, protect: bool) -> int:
                 "it. Help: run drop_feature again",
                 winning_version=snap.version,
             )
-        conf: dict[str, Any] = dict(snap.metadata.configuration)
+        conf: dict[str, Any] = {
+            k: v for k, v in snap.metadata.configuration.items() if k not in _UNSET.get(feature, ())
+        }
         if protect:
             conf[props.CHECKPOINT_PROTECTION_VERSION] = str(snap.version + 1)
         parameters = {"featureName": feature, "truncateHistory": "false"}
         txn = table.transaction("DROP FEATURE", parameters, snapshot=snap)  # (a rival commit: a conflict)
         txn.max_attempts = 1  # (no rebase: V names this very version)
         txn.update_metadata(dataclasses.replace(snap.metadata, configuration=conf))
+        if feature == "rowTracking" and row_tracking.DOMAIN in (domains := snap.domain_metadata()):
+            txn.stage_domain(DomainMetadata(row_tracking.DOMAIN, domains[row_tracking.DOMAIN], removed=True))
         txn.update_protocol(feature_drop.without(snap.protocol, feature, protect=protect), dropping=feature)
         try:
             return txn.commit()

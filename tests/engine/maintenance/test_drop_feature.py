@@ -30,6 +30,7 @@ SCHEMA = pa.schema([("id", pa.int64())])
 V_KEY = "delta.requireCheckpointProtectionBeforeVersion"
 BASE = ("appendOnly", "invariants")
 ROW_TRACKING = {"delta.enableRowTracking": "true"}
+WIDENING = {"delta.enableTypeWidening": "true"}
 
 
 @pytest.mark.parametrize(
@@ -91,6 +92,7 @@ def test_domain_metadata_dropped_removes_the_domains(tmp_path: Path) -> None:
     txn.set_domain_metadata("my.app", '{"x": 1}')
     txn.commit()
     assert "domainMetadata" in (Table.open(str(root)).snapshot().protocol.writer_features or ())
+    assert not _delta_rs_appends(root, 1)  # (delta-rs 1.6: DomainMetadata unsupported)
     t.drop_feature("domainMetadata")
     snap = Table.open(str(root)).snapshot()
     assert snap.domain_metadata() == {} and snap.protocol == Protocol(1, 2)
@@ -211,7 +213,7 @@ def test_checkpoint_protection_goes_with_its_history(tmp_path: Path) -> None:
     ("properties", "feature", "error", "match"),
     [
         ({}, "appendOnly", UnsupportedFeatureError, "Delta cannot drop it either"),
-        (ROW_TRACKING, "rowTracking", UnsupportedFeatureError, "cannot drop 'rowTracking' yet"),
+        (WIDENING, "typeWidening", UnsupportedFeatureError, "cannot drop 'typeWidening' yet"),
         (ROW_TRACKING, "domainMetadata", InvalidArgumentError, "needed by 'rowTracking'"),
         ({}, "deletionVectors", InvalidArgumentError, "does not have feature"),
         ({}, "delta.appendOnly", InvalidArgumentError, "table property"),
@@ -349,3 +351,36 @@ def test_a_commit_may_not_lose_more_than_the_feature_it_drops(
     check_protocol_change(
         Protocol(1, 7, None, ("appendOnly", "checkConstraints", "invariants")), Protocol(1, 3), None
     )
+
+
+def test_row_tracking_then_domain_metadata_dropped_lets_delta_rs_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Row tracking off and suspended, every file re-added without row ids (in batches: 2 files a
+    commit here), then the drop commit without its properties and its domain. domainMetadata stays
+    (as in Delta), and delta-rs 1.6 writes neither; once it is dropped too, delta-rs writes."""
+    monkeypatch.setattr(drop_mod, "UNBACKFILL_BATCH", 2)
+    root = tmp_path / "t"
+    t = Table.create(str(root), schema=SCHEMA, properties=ROW_TRACKING)
+    for i in range(3):
+        t.write(pa.table({"id": [i]}, schema=SCHEMA))
+    assert all(f.base_row_id is not None for f in t.snapshot().files())
+    assert not _delta_rs_appends(root, 9)
+    result = t.drop_feature("rowTracking")
+    snap = Table.open(str(root)).snapshot()
+    assert "rowTracking" not in (snap.protocol.writer_features or ())
+    assert "domainMetadata" in (snap.protocol.writer_features or ())
+    assert "delta.rowTracking" not in snap.domain_metadata()
+    assert not any(
+        k.startswith("delta.rowTracking") or k == "delta.enableRowTracking"
+        for k in snap.metadata.configuration
+    )
+    assert not any(
+        f.base_row_id is not None or f.default_row_commit_version is not None for f in snap.files()
+    )
+    assert [_operation(root, v) for v in result.commits].count("ROW TRACKING UNBACKFILL") == 2
+    assert _rows(root) == [0, 1, 2]
+    assert not _delta_rs_appends(root, 9)  # (DomainMetadata)
+    t.drop_feature("domainMetadata")
+    assert _delta_rs_appends(root, 9)
+    assert _rows(root) == [0, 1, 2, 9]
