@@ -61,3 +61,18 @@ def test_merge_inserts_fill_the_defaults(spark, table) -> None:
     star = spark.createDataFrame([(8,)], "id long")
     st.merge(star, "t.id = s.id").when_not_matched_insert_all().execute()
     assert _rows(path) == [(1, 5, "none"), (6, 42, "none"), (8, 42, "none")]
+
+
+def test_the_default_keyword_in_update_and_merge(spark, table) -> None:
+    """`DEFAULT` as a value is the column's default, or NULL for a column without one (as in Spark)."""
+    st, path = table
+    st.write(spark.createDataFrame([(2, 5, "x")], "id long, n long, s string"))
+    st.update("id = 2", set={"n": "DEFAULT", "s": "default"})
+    source = spark.createDataFrame([(1,), (3,)], "id long")
+    (
+        st.merge(source, "t.id = s.id")
+        .when_matched_update(set={"s": "'seen'", "n": "DEFAULT"})
+        .when_not_matched_insert(values={"id": "s.id", "n": "DEFAULT", "s": "DEFAULT"})
+        .execute()
+    )
+    assert _rows(path) == [(1, 42, "seen"), (2, 42, "none"), (3, 42, "none")]

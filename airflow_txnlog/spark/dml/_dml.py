@@ -8,6 +8,7 @@ Each of them plans from a transaction's snapshot, rewrites files with Spark and 
 
 Metrics use Delta's names. `file_metrics` gives the file / byte counts every DML reports; each
 operation adds its own row counts and timings. `resolve_columns` maps user-given SET / VALUES keys
+(a value `DEFAULT` is the column's default, engine.features.column_defaults, or NULL without one)
 onto the table's spelling of each column (case-insensitively, as Spark SQL does), so UPDATE and
 MERGE name a missing column the same way.
 """
@@ -92,5 +93,11 @@ def resolve_columns(ctx: TableContext, assignments: Mapping[str, str], what: str
             raise InvalidArgumentError(
                 f"{what}: column {column!r} is set twice (names match case-insensitively)"
             )
-        out[column] = sql
+        out[column] = _default_keyword(ctx, column) if sql.strip().upper() == "DEFAULT" else sql
     return out
+
+
+def _default_keyword(ctx: TableContext, column: str) -> str:
+    """SQL's `DEFAULT` as a value: the column's default (allowColumnDefaults), else NULL (as Spark)."""
+    text = ctx.defaults.get(column)
+    return f"({text})" if text is not None else "NULL"
