@@ -33,6 +33,7 @@ if TYPE_CHECKING:  # the names below load on first use (engine._doors)
     from airflow_txnlog.engine.features.constraints import rules as row_rules
     from airflow_txnlog.engine.features.constraints import violation_error as row_rule_violation
     from airflow_txnlog.engine.features.deletion_vectors import write_dv_file as write_deletion_vectors
+    from airflow_txnlog.engine.features.feature_drop import canonical as canonical_feature
     from airflow_txnlog.engine.features.feature_drop import is_known as is_known_feature
     from airflow_txnlog.engine.features.feature_drop import supported_features
     from airflow_txnlog.engine.features.generated import enforced as generated_columns
@@ -99,6 +100,7 @@ __all__ = [  # (for now also listed here: mypy and ruff read a static __all__; s
     "RowRule",
     "Storage",
     "TableProperties",
+    "canonical_feature",
     "change_data_feed",
     "char_varchar_rewrites",
     "check_choice",

@@ -2,8 +2,9 @@
 docs/maintenance.md "Dropping a table feature").
 
 Safe to retry: a feature the table's protocol no longer has was dropped already (by this task's
-earlier try, or someone else), and the task commits nothing; a name that is not a Delta table feature
-fails the task. Returns {"feature", "version": the DROP FEATURE commit or None, "commits": [...],
+earlier try, or someone else), and the task commits nothing; a name the table does not have and the
+engine does not know as a Delta table feature (a typo) fails the task. Names match
+case-insensitively. Returns {"feature", "version": the DROP FEATURE commit or None, "commits": [...],
 "protected_before": V or None}. No data changes: no asset event unless `emit_asset_event=True`.
 """
 
@@ -15,7 +16,7 @@ from typing import Any
 from airflow.sdk import Context
 
 from airflow_txnlog.arguments import invalid
-from airflow_txnlog.engine.spi import is_known_feature, supported_features
+from airflow_txnlog.engine.spi import canonical_feature, is_known_feature, supported_features
 from airflow_txnlog.operators._base import TxnLogBaseOperator
 
 
@@ -39,14 +40,15 @@ class TxnLogDropFeatureOperator(TxnLogBaseOperator):
         self.truncate_history = truncate_history
 
     def execute(self, context: Context) -> dict[str, Any]:
-        feature = self.feature.strip()
-        if not is_known_feature(feature):
-            raise invalid(
-                f"{feature!r} is not a Delta table feature (e.g. inCommitTimestamp, deletionVectors)"
-            )
+        feature = canonical_feature(self.feature.strip())
         table = self.table()
         snap = table.snapshot()
         if feature not in supported_features(snap.protocol):
+            if not is_known_feature(feature):
+                raise invalid(
+                    f"{feature!r} is neither a feature of {self.table_uri} nor a Delta table feature this "
+                    "engine knows (e.g. inCommitTimestamp, deletionVectors)"
+                )
             self.lineage_read_version = snap.version
             self.log.info("%s has no feature %s (dropped already): nothing to do", self.table_uri, feature)
             self.emit(context, None, "DROP FEATURE")

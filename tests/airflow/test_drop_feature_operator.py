@@ -37,7 +37,7 @@ def test_drops_the_feature_and_a_retry_commits_nothing(ict_table: str) -> None:
 
 def test_a_name_that_is_no_feature_fails_before_the_table_is_touched(ict_table: str) -> None:
     op = TxnLogDropFeatureOperator(task_id="d", table_uri=ict_table, feature="inCommitTimestamps")
-    with pytest.raises(InvalidArgumentError, match="not a Delta table feature"):
+    with pytest.raises(InvalidArgumentError, match="nor a Delta table feature this engine knows"):
         op.execute(CONTEXT)
     assert Table.open(ict_table).latest_version() == 0
 

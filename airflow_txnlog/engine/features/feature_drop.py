@@ -80,8 +80,9 @@ def check_droppable(protocol: Protocol, feature: str) -> None:
             feature=feature,
         )
     if feature in NOT_YET or feature not in DROPPABLE:
+        known = "cannot drop" if is_known(feature) else "does not know the feature"
         raise UnsupportedFeatureError(
-            f"drop_feature: this engine cannot drop {feature!r} yet; nothing was written. "
+            f"drop_feature: this engine {known} {feature!r} yet; nothing was written. "
             "Help: drop it with Delta on Spark (ALTER TABLE ... DROP FEATURE)",
             feature=feature,
         )
