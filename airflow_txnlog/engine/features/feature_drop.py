@@ -30,14 +30,14 @@ from airflow_txnlog.engine.log.actions import Protocol
 
 DROPPABLE = frozenset(
     {"deletionVectors", "vacuumProtocolCheck", "inCommitTimestamp", "checkConstraints", "rowTracking"}
-    | {"domainMetadata", checkpoint_protection.FEATURE}
+    | {"domainMetadata", "typeWidening", "typeWidening-preview", checkpoint_protection.FEATURE}
 )
 NEVER = frozenset(
     {"appendOnly", "invariants", "changeDataFeed", "generatedColumns", "identityColumns", "timestampNtz"}
     | {"variantType", "variantType-preview", "icebergCompatV1", "icebergCompatV2", "icebergCompatV3"}
     | {"clustering", "allowColumnDefaults", "liquid"}
 )
-NOT_YET = frozenset({"typeWidening", "typeWidening-preview", "columnMapping", "v2Checkpoint"})
+NOT_YET = frozenset({"columnMapping", "v2Checkpoint"})
 # feature -> the features that need it in the protocol (Delta's reverse `requiredFeatures`)
 _NEEDED_BY = {"domainMetadata": ("rowTracking", "clustering"), "columnMapping": ("icebergCompatV2",)}
 

@@ -14,6 +14,8 @@ for the features engine.features.feature_drop allows.
                             every file re-added without row ids (ROW TRACKING UNBACKFILL, batches);
                             the drop commit removes those properties and the delta.rowTracking domain
                             (domainMetadata stays in the protocol)
+         typeWidening       delta.enableTypeWidening unset, the files written before a type change
+                            (their parquet types differ) rewritten, then delta.typeChanges removed
          domainMetadata     one commit removing every domain left (DOMAIN METADATA CLEANUP)
     3. a protected drop (a reader-writer feature): three barrier steps, each an empty commit
        ("Empty Commit") and a checkpoint, so that a reader that does not know the feature finds a
@@ -41,6 +43,8 @@ import logging
 import time
 from typing import Any, Protocol
 
+import pyarrow as pa
+
 from airflow_txnlog.engine import properties as props
 from airflow_txnlog.engine.errors import (
     CommitConflictError,
@@ -49,19 +53,27 @@ from airflow_txnlog.engine.errors import (
     TxnLogError,
     UnsupportedFeatureError,
 )
-from airflow_txnlog.engine.features import checkpoint_protection, constraints, feature_drop, row_tracking
+from airflow_txnlog.engine.features import (
+    checkpoint_protection,
+    constraints,
+    feature_drop,
+    row_tracking,
+    type_widening,
+)
 from airflow_txnlog.engine.features.deletion_vectors import DeletionVector
 from airflow_txnlog.engine.log.actions import AddFile, DomainMetadata, RemoveFile
 from airflow_txnlog.engine.log.log_paths import parse_name
 from airflow_txnlog.engine.maintenance import compaction
 from airflow_txnlog.engine.maintenance.log_cleanup import CleanupResult
 from airflow_txnlog.engine.maintenance.maintenance_table import MaintenanceTable
+from airflow_txnlog.engine.state.scan import file_schema
 from airflow_txnlog.engine.state.snapshot import Snapshot
 from airflow_txnlog.engine.validate import flag
 
 log = logging.getLogger(__name__)
 BARRIER_CHECKPOINTS = 3
 UNBACKFILL_BATCH = 10_000  # files re-added without row ids per commit
+_WIDENING = ("typeWidening", "typeWidening-preview")
 # properties the DROP FEATURE commit itself removes (Delta's tablePropertiesToRemoveAtDowngradeCommit)
 _UNSET = {
     "rowTracking": (
@@ -142,6 +154,9 @@ def _traces_left(snap: Snapshot, feature: str) -> str | None:
         return "in-commit timestamps are on" if on else None
     if feature == "domainMetadata" and (domains := snap.domain_metadata()):
         return f"domain {sorted(domains)[0]!r} is set"
+    if feature in _WIDENING:
+        on = conf.get(props.ENABLE_TYPE_WIDENING, "false").lower() != "false"
+        return "type widening is on" if on or type_widening.type_changes(snap.schema) else None
     if feature == "rowTracking":
         if row_tracking.enabled(conf) or conf.get(row_tracking.SUSPENDED, "false").lower() != "true":
             return "row tracking is on"
@@ -171,6 +186,8 @@ def _remove_traces(table: DropTable, feature: str) -> list[int]:
         done.append(_dv_tombstones(table))
     elif feature == "rowTracking":
         done += _unbackfill(table, snap)
+    elif feature in _WIDENING:
+        done += _rewrite_widened(table, snap)
     elif feature == "domainMetadata" and (domains := snap.domain_metadata()):
         count = {"domainMetadataRemovedCount": len(domains)}
         txn = table.transaction("DOMAIN METADATA CLEANUP", count, snapshot=snap)
@@ -178,6 +195,51 @@ def _remove_traces(table: DropTable, feature: str) -> list[int]:
             txn.stage_domain(DomainMetadata(name, config, removed=True))
         done.append(txn.commit())
     return done
+
+
+def _rewrite_widened(table: DropTable, snap: Snapshot) -> list[int]:
+    """delta.enableTypeWidening unset; every file whose parquet types differ from the table's for a
+    column with a recorded type change (written before the change) rewritten alone in the table's
+    types; then the `delta.typeChanges` records removed from the schema (Delta: REORG ... APPLY
+    (REWRITE_TYPE_WIDENING), then a metadata commit its history names DROP FEATURE too)."""
+    done, conf = [], dict(snap.metadata.configuration)
+    if props.ENABLE_TYPE_WIDENING in conf:
+        conf.pop(props.ENABLE_TYPE_WIDENING)
+        done.append(_set_conf(table, snap, conf, props.ENABLE_TYPE_WIDENING))
+    snap = table.snapshot()
+    changed = {path[0] for path, _ in type_widening.type_changes(snap.schema)}
+    physical = snap.column_names.physical if snap.column_names is not None else snap.schema
+    want = {p.name: p.type for f, p in zip(snap.schema, physical, strict=True) if f.name in changed}
+    old = [f.path for f in snap.files() if _types_differ(file_schema(table.storage, f), want)]
+    if old:
+        purged = compaction.compact(table, {"kind": "purge_deletion_vectors", "files": old}, dry_run=False)
+        done += [purged.version] if purged.version is not None else []
+    snap = table.snapshot()
+    if changed:
+        tree = json.loads(snap.metadata.schema_string)
+        _strip(tree, type_widening.TYPE_CHANGES)
+        txn = table.transaction("DROP FEATURE", {"columns": json.dumps(sorted(changed))}, snapshot=snap)
+        schema_string = json.dumps(tree, separators=(",", ":"))
+        txn.update_metadata(dataclasses.replace(snap.metadata, schema_string=schema_string))
+        done.append(txn.commit())
+    return done
+
+
+def _types_differ(got: pa.Schema, want: dict[str, pa.DataType]) -> bool:
+    return any(n in got.names and got.field(n).type != t for n, t in want.items())
+
+
+def _strip(node: object, key: str) -> None:
+    """Remove `key` from every `metadata` object of a schema JSON tree, nested fields too."""
+    if isinstance(node, dict):
+        meta = node.get("metadata")
+        if isinstance(meta, dict):
+            meta.pop(key, None)
+        for value in node.values():
+            _strip(value, key)
+    elif isinstance(node, list):
+        for value in node:
+            _strip(value, key)
 
 
 def _unbackfill(table: DropTable, snap: Snapshot) -> list[int]:

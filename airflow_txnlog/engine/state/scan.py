@@ -62,6 +62,11 @@ def _open(storage: Storage, add: AddFile) -> pq.ParquetFile:
         raise LogCorruptedError(f"data file {add.path!r} is unreadable: {exc}") from exc
 
 
+def file_schema(storage: Storage, add: AddFile) -> pa.Schema:
+    """The Arrow schema of a data file's parquet footer (only the footer is read)."""
+    return _open(storage, add).schema_arrow
+
+
 def read_file(
     storage: Storage,
     add: AddFile,

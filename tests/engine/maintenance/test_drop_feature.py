@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
@@ -30,7 +31,7 @@ SCHEMA = pa.schema([("id", pa.int64())])
 V_KEY = "delta.requireCheckpointProtectionBeforeVersion"
 BASE = ("appendOnly", "invariants")
 ROW_TRACKING = {"delta.enableRowTracking": "true"}
-WIDENING = {"delta.enableTypeWidening": "true"}
+V2_CHECKPOINTS = {"delta.checkpointPolicy": "v2"}
 
 
 @pytest.mark.parametrize(
@@ -213,7 +214,7 @@ def test_checkpoint_protection_goes_with_its_history(tmp_path: Path) -> None:
     ("properties", "feature", "error", "match"),
     [
         ({}, "appendOnly", UnsupportedFeatureError, "Delta cannot drop it either"),
-        (WIDENING, "typeWidening", UnsupportedFeatureError, "cannot drop 'typeWidening' yet"),
+        (V2_CHECKPOINTS, "v2Checkpoint", UnsupportedFeatureError, "cannot drop 'v2Checkpoint' yet"),
         (ROW_TRACKING, "domainMetadata", InvalidArgumentError, "needed by 'rowTracking'"),
         ({}, "deletionVectors", InvalidArgumentError, "does not have feature"),
         ({}, "delta.appendOnly", InvalidArgumentError, "table property"),
@@ -384,3 +385,37 @@ def test_row_tracking_then_domain_metadata_dropped_lets_delta_rs_write(
     t.drop_feature("domainMetadata")
     assert _delta_rs_appends(root, 9)
     assert _rows(root) == [0, 1, 2, 9]
+
+
+def test_type_widening_dropped_rewrites_the_files_written_before_the_change(tmp_path: Path) -> None:
+    """A table whose `id` went from INT to BIGINT as Delta 4 records it (by hand: the protocol with
+    typeWidening, the schema's delta.typeChanges): the INT files are rewritten as BIGINT, the
+    records and the property go, then the protected drop; the rows stay, delta-rs reads them."""
+    root = tmp_path / "t"
+    t = Table.create(str(root), schema=pa.schema([("id", pa.int32())]))
+    t.write(pa.table({"id": pa.array([1, 2], pa.int32())}))
+    snap = t.snapshot()
+    tree = json.loads(snap.metadata.schema_string)
+    tree["fields"][0]["type"] = "long"
+    tree["fields"][0]["metadata"] = {"delta.typeChanges": [{"fromType": "integer", "toType": "long"}]}
+    meta = snap.metadata.to_wire()["metaData"] | {"schemaString": json.dumps(tree)}
+    meta["configuration"] = {"delta.enableTypeWidening": "true"}
+    protocol = {"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": ["typeWidening"]}
+    protocol["writerFeatures"] = [*BASE, "typeWidening"]
+    widen = [{"commitInfo": {"operation": "CHANGE COLUMN"}}, {"protocol": protocol}, {"metaData": meta}]
+    (root / "_delta_log" / f"{2:020d}.json").write_text("\n".join(json.dumps(a) for a in widen) + "\n")
+    Table.open(str(root)).write(pa.table({"id": pa.array([3], pa.int64())}))
+    assert _rows(root) == [1, 2, 3]
+    result = Table.open(str(root)).drop_feature("typeWidening")
+    snap = Table.open(str(root)).snapshot()
+    assert (
+        "typeWidening" not in (snap.protocol.writer_features or ()) and snap.protocol.reader_features is None
+    )
+    assert "delta.typeChanges" not in snap.metadata.schema_string and snap.metadata.configuration.get(V_KEY)
+    assert "delta.enableTypeWidening" not in snap.metadata.configuration
+    footers = [pq.read_schema(root / f.path).field("id").type for f in snap.files()]
+    assert footers == [pa.int64()] * len(footers) and len(footers) == 2
+    assert (
+        _rows(root) == [1, 2, 3] == sorted(DeltaTable(str(root)).to_pyarrow_table().column("id").to_pylist())
+    )
+    assert result.protected_before == result.version
