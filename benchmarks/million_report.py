@@ -32,6 +32,12 @@ def _fmt_s(x: float | None) -> str:
     return f"{x * 1000:.1f} ms" if x < 1 else f"{x:.2f} s"
 
 
+def _median_line(out: list[str], label: str, samples: list[float] | None) -> None:
+    """Append "- label <median>" when there are samples."""
+    if samples:
+        out.append(f"- {label} " + _fmt_s(statistics.median(samples)))
+
+
 def _fmt_rss(kb: float | None) -> str:
     if kb is None:
         return "—"
@@ -282,26 +288,16 @@ def _checks(runner: Runner) -> list[str]:
         m4 = res.get((key, "ours"))
         if m4 is None or not m4.ok:
             continue
-        if m4.open_seconds:
-            out.append(
-                f"- {key}: open + load before the timed call (untimed) "
-                + _fmt_s(statistics.median(m4.open_seconds))
-            )
-        if m4.again:
-            out.append(
-                f"- {key}: the same query a second time on the same snapshot "
-                + _fmt_s(statistics.median(m4.again))
-            )
+        _median_line(out, f"{key}: open + load before the timed call (untimed)", m4.open_seconds)
+        _median_line(out, f"{key}: the same query a second time on the same snapshot", m4.again)
     for key in ("S6", "S6S"):
         for engine in ("deltars", "ours"):
             m = res.get((key, engine))
             if m is None or not m.ok:
                 continue
-            if m.open_seconds:
-                out.append(
-                    f"- {key} {engine}: open + load before the timed checkpoint (untimed) "
-                    + _fmt_s(statistics.median(m.open_seconds))
-                )
+            _median_line(
+                out, f"{key} {engine}: open + load before the timed checkpoint (untimed)", m.open_seconds
+            )
             if m.written:
                 parts, size = m.written[0]
                 out.append(f"- {key} {engine}: checkpoint written as {parts} file(s), {size / 1e6:,.0f} MB")

@@ -16,7 +16,6 @@ from typing import Any
 from airflow.sdk import Context
 
 from airflow_txnlog.arguments import invalid
-from airflow_txnlog.engine.spi import canonical_feature, is_known_feature, supported_features
 from airflow_txnlog.operators._base import TxnLogBaseOperator
 
 
@@ -40,6 +39,13 @@ class TxnLogDropFeatureOperator(TxnLogBaseOperator):
         self.truncate_history = truncate_history
 
     def execute(self, context: Context) -> dict[str, Any]:
+        # (here, not at module level: DAG parsing must not import pyarrow)
+        from airflow_txnlog.engine.spi import (  # noqa: PLC0415
+            canonical_feature,
+            is_known_feature,
+            supported_features,
+        )
+
         feature = canonical_feature(self.feature.strip())
         table = self.table()
         snap = table.snapshot()

@@ -67,14 +67,14 @@ def refuse_nested(schema_string: str) -> None:
 
 
 def _nested_defaults(fields: list[dict[str, object]], prefix: str) -> list[str]:
+    """Paths of the fields below the top level (inside structs) that declare a default."""
     found = []
     for f in fields:
-        name = f"{prefix}{f.get('name')}"
-        t = f.get("type")
+        t, name = f.get("type"), f"{prefix}{f.get('name')}"
         inner = t.get("fields") if isinstance(t, dict) and t.get("type") == "struct" else None
         if isinstance(inner, list):
-            found += [p for p in _nested_defaults(inner, f"{name}.") if p]
             found += [f"{name}.{c.get('name')}" for c in inner if KEY in (c.get("metadata") or {})]
+            found += _nested_defaults(inner, f"{name}.")
     return found
 
 

@@ -211,7 +211,7 @@ def _rewrite_widened(table: DropTable, snap: Snapshot) -> list[int]:
     physical = snap.column_names.physical if snap.column_names is not None else snap.schema
     want = {p.name: p.type for f, p in zip(snap.schema, physical, strict=True) if f.name in changed}
     old = [f.path for f in snap.files() if _types_differ(file_schema(table.storage, f), want)]
-    if old:
+    if old:  # (the purge action rewrites each file alone, in the table's types: what REORG does here)
         purged = compaction.compact(table, {"kind": "purge_deletion_vectors", "files": old}, dry_run=False)
         done += [purged.version] if purged.version is not None else []
     snap = table.snapshot()
@@ -272,9 +272,10 @@ def _dv_tombstones(table: DropTable) -> int:
     (instead of deleting them as files nothing references)."""
     snap = table.snapshot()
     cutoff = int(time.time() * 1000) - props.deleted_file_retention_ms(snap.metadata.configuration)
-    removed = {t.path for t in snap.tombstones()}
+    tombstones = snap.tombstones()
+    removed = {t.path for t in tombstones}
     paths: set[str] = set()
-    for t in snap.tombstones():
+    for t in tombstones:
         dv = DeletionVector.from_wire(t.deletion_vector) if t.deletion_vector else None
         if dv is not None and dv.storage_type == "u" and (t.deletion_timestamp or 0) >= cutoff:
             path = dv.relative_path()  # (absolute 'p' paths are left out, as Delta leaves them)

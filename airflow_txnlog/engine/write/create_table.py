@@ -325,8 +325,9 @@ def _with_rules(protocol: Protocol, schema: pa.Schema, conf: Mapping[str, str]) 
     if generated.of_schema(schema):
         protocol = table_features.with_writer_feature(protocol, registry.GENERATED_COLUMNS.name)
     column_defaults.refuse_nested(metadata.schema_string)
-    for column, expression in column_defaults.of_schema(schema).items():  # (each must evaluate: refused now)
-        column_defaults.value(expression, schema.field(column), schema)
+    if defaults := column_defaults.of_schema(schema):
+        for column, expression in defaults.items():  # (each must evaluate: refused now)
+            column_defaults.value(expression, schema.field(column), schema)
         protocol = table_features.with_writer_feature(protocol, column_defaults.FEATURE)
     for rule in constraints.rules(metadata, protocol):
         if rule.kind == constraints.GENERATED:
