@@ -43,6 +43,7 @@ DELETION_VECTORS_KEY = "delta.enableDeletionVectors"
 TYPE_WIDENING_KEY = "delta.enableTypeWidening"
 CHECKPOINT_POLICY_KEY = "delta.checkpointPolicy"
 ROW_TRACKING_KEY = "delta.enableRowTracking"
+ICEBERG_COMPAT_V2_KEY = "delta.enableIcebergCompatV2"
 # The field metadata keys that mark a column using a feature (a prefix ends in `.`).
 INVARIANTS_KEY = "delta.invariants"
 GENERATION_KEY = "delta.generationExpression"
@@ -123,13 +124,18 @@ CHECKPOINT_PROTECTION = Feature("checkpointProtection", condition="Delta 4's DRO
 ALLOW_COLUMN_DEFAULTS = Feature(
     "allowColumnDefaults", condition="a column default (set_column_default, or CURRENT_DEFAULT at create)"
 )
+# IcebergCompatV2: data files Iceberg reads as they are (engine.features.iceberg_compat), UniForm's base.
+ICEBERG_COMPAT_V2 = Feature(
+    "icebergCompatV2", switch=(ICEBERG_COMPAT_V2_KEY, "true"), requires=(COLUMN_MAPPING.name,)
+)
 LIQUID = Feature("liquid", condition="Databricks' clustering preview", writes=False, checkpoints=False)
 
 FEATURES: tuple[Feature, ...] = (
     APPEND_ONLY, INVARIANTS, CHECK_CONSTRAINTS, CHANGE_DATA_FEED, GENERATED_COLUMNS, COLUMN_MAPPING,
     IDENTITY_COLUMNS, TIMESTAMP_NTZ, DELETION_VECTORS, TYPE_WIDENING, TYPE_WIDENING_PREVIEW,
     V2_CHECKPOINT, VACUUM_PROTOCOL_CHECK, VARIANT_TYPE, VARIANT_TYPE_PREVIEW, IN_COMMIT_TIMESTAMP,
-    DOMAIN_METADATA, CLUSTERING, ROW_TRACKING, CHECKPOINT_PROTECTION, ALLOW_COLUMN_DEFAULTS, LIQUID,
+    DOMAIN_METADATA, CLUSTERING, ROW_TRACKING, CHECKPOINT_PROTECTION, ALLOW_COLUMN_DEFAULTS,
+    ICEBERG_COMPAT_V2, LIQUID,
 )  # fmt: skip
 BY_NAME = {f.name: f for f in FEATURES}
 

@@ -42,6 +42,8 @@ APPEND_ONLY = registry.APPEND_ONLY_KEY
 CHANGE_DATA_FEED = registry.CHANGE_DATA_FEED_KEY
 IN_COMMIT_TIMESTAMPS = registry.IN_COMMIT_TIMESTAMPS_KEY
 ENABLE_DELETION_VECTORS = registry.DELETION_VECTORS_KEY
+ICEBERG_COMPAT_V2 = registry.ICEBERG_COMPAT_V2_KEY  # (engine.features.iceberg_compat)
+UNIFORM_FORMATS = "delta.universalFormat.enabledFormats"  # UniForm: "iceberg" (engine.uniform)
 ENABLE_TYPE_WIDENING = registry.TYPE_WIDENING_KEY
 CHECKPOINT_POLICY = registry.CHECKPOINT_POLICY_KEY
 ENABLE_ROW_TRACKING = registry.ROW_TRACKING_KEY
@@ -139,6 +141,7 @@ class TableProperties:
     in_commit_timestamps = _Flag(IN_COMMIT_TIMESTAMPS)
     deletion_vectors = _Flag(ENABLE_DELETION_VECTORS)  # writers may write deletion vectors
     row_tracking = _Flag(ENABLE_ROW_TRACKING)  # every live file has row ids (features.row_tracking)
+    iceberg_compat_v2 = _Flag(ICEBERG_COMPAT_V2)  # data files Iceberg reads (features.iceberg_compat)
     row_tracking_suspended = _Flag(ROW_TRACKING_SUSPENDED)
     write_stats_as_json = _Flag(WRITE_STATS_AS_JSON, default=True)  # checkpoints carry add.stats
     write_stats_as_struct = _Flag(WRITE_STATS_AS_STRUCT, default=True)  # ... and add.stats_parsed
@@ -310,11 +313,13 @@ HONORED = (
     CHANGE_DATA_FEED, NUM_INDEXED_COLS, STATS_COLUMNS, TARGET_FILE_SIZE, COLUMN_MAPPING_MODE,
     ENABLE_DELETION_VECTORS, ENABLE_TYPE_WIDENING, CHECKPOINT_POLICY, ENABLE_ROW_TRACKING,
     ROW_TRACKING_SUSPENDED, ROW_ID_COLUMN_KEY, COMMIT_VERSION_COLUMN_KEY, MIN_READER_VERSION,
-    MIN_WRITER_VERSION, WRITE_STATS_AS_JSON, WRITE_STATS_AS_STRUCT, ISOLATION_LEVEL,
+    MIN_WRITER_VERSION, WRITE_STATS_AS_JSON, WRITE_STATS_AS_STRUCT, ISOLATION_LEVEL, ICEBERG_COMPAT_V2,
+    UNIFORM_FORMATS,
 )  # fmt: skip
 _BOOLEANS = (
     APPEND_ONLY, IN_COMMIT_TIMESTAMPS, CHANGE_DATA_FEED, ENABLE_DELETION_VECTORS, ENABLE_TYPE_WIDENING,
     ENABLE_ROW_TRACKING, ROW_TRACKING_SUSPENDED, WRITE_STATS_AS_JSON, WRITE_STATS_AS_STRUCT,
+    ICEBERG_COMPAT_V2,
 )  # fmt: skip
 # Keys the engine writes itself: a user setting one would state something untrue.
 MANAGED = {
@@ -344,9 +349,7 @@ NOT_HONORED: dict[str, tuple[str, str | None]] = {
     "delta.setTransactionRetentionDuration": ("expiring idempotency ids (they are kept)", None),
     "delta.enableChangeDataCapture": ("the legacy spelling: use delta.enableChangeDataFeed", None),
     "delta.ignoreProtocolDefaults": ("session protocol defaults (the engine has none)", None),
-    "delta.universalFormat.enabledFormats": ("UniForm (Iceberg / Hudi metadata)", ""),
     "delta.enableIcebergCompatV1": ("the icebergCompatV1 feature", "false"),
-    "delta.enableIcebergCompatV2": ("the icebergCompatV2 feature", "false"),
     "delta.enableIcebergCompatV3": ("the icebergCompatV3 feature", "false"),
     "delta.universalFormat.iceberg.atomicConversion.supported": ("UniForm", "false"),
     "delta.castIcebergTimeType": ("UniForm", "false"),

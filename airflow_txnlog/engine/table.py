@@ -25,12 +25,13 @@ import datetime as dt
 import logging
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
 from airflow_txnlog._shown import shown
 from airflow_txnlog.engine import properties as props
+from airflow_txnlog.engine import uniform as uniform_metadata
 from airflow_txnlog.engine.errors import (
     ConcurrentTransactionError,
     InvalidArgumentError,
@@ -40,6 +41,7 @@ from airflow_txnlog.engine.errors import (
     UnsupportedFeatureError,
     VersionNotFoundError,
 )
+from airflow_txnlog.engine.features import iceberg_compat
 from airflow_txnlog.engine.features.constraints import constraints as table_constraints
 from airflow_txnlog.engine.features.identity import IdentityColumn
 from airflow_txnlog.engine.features.table_features import check_write_supported
@@ -91,6 +93,9 @@ from airflow_txnlog.engine.write.transaction import (
     Transaction,
 )
 from airflow_txnlog.engine.write.writer import write_parameters, write_retrying
+
+if TYPE_CHECKING:  # (pyiceberg is imported only when a table is UniForm)
+    from airflow_txnlog.engine.uniform.iceberg_sync import SyncResult
 
 log = logging.getLogger(__name__)
 
@@ -560,6 +565,12 @@ class Table:
         self._committed("drop a feature")
         return drop_feature(self, feature, truncate_history=truncate_history)
 
+    def uniform_sync(self) -> SyncResult:
+        """UniForm: the Iceberg metadata brought to the latest version (engine.uniform.iceberg_sync);
+        a no-op when it already is. Commits sync on their own; this catches up after a failure."""
+        self._committed("sync UniForm metadata")
+        return uniform_metadata.sync(self._storage, self._refresh())
+
     def health(self, *, small_file_bytes: int | None = None) -> TableHealth:
         """Small files, checkpoint lag, tombstones, restorable versions (engine.maintenance.health)."""
         self._committed("health")
@@ -655,11 +666,14 @@ class Table:
             if base is None or base.version >= version:
                 return
             interval = props.checkpoint_interval(base.metadata.configuration)
-            if version % interval != 0:
+            uniform = iceberg_compat.uniform_iceberg(base.metadata.configuration)
+            if version % interval != 0 and not uniform:
                 return
             snap = base.update(until=version)
             if version % props.checkpoint_interval(snap.metadata.configuration) == 0:
                 self._write_checkpoint(snap)
             self._latest = snap
+            if uniform:  # (the sync logs its own failure)
+                uniform_metadata.after_commit(self._storage, snap)
         except (TxnLogError, OSError, pa.ArrowException) as exc:
             log.warning("checkpoint after commit %s failed (the commit itself succeeded): %s", version, exc)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,6 +37,7 @@ MODE = props.COLUMN_MAPPING_MODE
 PHYSICAL_NAME = "delta.columnMapping.physicalName"
 FIELD_ID = "delta.columnMapping.id"
 MAX_COLUMN_ID = props.MAX_COLUMN_ID
+NESTED_IDS = "delta.columnMapping.nested.ids"
 PARQUET_FIELD_ID = b"PARQUET:field_id"  # pyarrow's metadata key for a parquet field id
 
 
@@ -248,22 +249,41 @@ class Names:
 
 def _with_ids(f: pa.Field, key: bytes) -> pa.Field:
     fid = _meta(f, FIELD_ID)
+    nested = _meta(f, NESTED_IDS)  # (icebergCompatV2: ids of list elements and map keys / values)
+    levels = nested if isinstance(nested, dict) else {}
     return pa.field(
-        f.name, _ids_type(f.type, key), f.nullable, {key: str(fid).encode()} if isinstance(fid, int) else None
+        f.name,
+        _ids_type(f.type, key, f.name, levels),
+        f.nullable,
+        {key: str(fid).encode()} if isinstance(fid, int) else None,
     )
 
 
-def _ids_type(t: pa.DataType, key: bytes) -> pa.DataType:
+def _level_ids(f: pa.Field, key: bytes, path: str, levels: Mapping[str, Any]) -> pa.Field:
+    fid = levels.get(path)
+    t = _ids_type(f.type, key, path, levels)
+    return pa.field(f.name, t, f.nullable, {key: str(fid).encode()} if isinstance(fid, int) else None)
+
+
+def _ids_type(
+    t: pa.DataType, key: bytes, path: str = "", levels: Mapping[str, Any] | None = None
+) -> pa.DataType:
+    """`t` with field ids on its struct fields (their own) and on its list / map levels (from the
+    enclosing field's nested ids, by `path`: `<physical name>.element`, `.key`, `.value`)."""
+    levels = levels or {}
     if is_variant(t):
         return t
     if pa.types.is_struct(t):
         return pa.struct([_with_ids(f, key) for f in t])
     if pa.types.is_list(t):
-        return pa.list_(_with_ids(t.value_field, key))
+        return pa.list_(_level_ids(t.value_field, key, f"{path}.element", levels))
     if pa.types.is_large_list(t):
-        return pa.large_list(_with_ids(t.value_field, key))
+        return pa.large_list(_level_ids(t.value_field, key, f"{path}.element", levels))
     if pa.types.is_map(t):
-        return pa.map_(_with_ids(t.key_field, key), _with_ids(t.item_field, key))
+        return pa.map_(
+            _level_ids(t.key_field, key, f"{path}.key", levels),
+            _level_ids(t.item_field, key, f"{path}.value", levels),
+        )
     return t
 
 
@@ -326,7 +346,7 @@ def mapped_schema(schema: pa.Schema, *, start: int = 0, fresh: bool = False) -> 
     return pa.schema(fields, metadata=schema.metadata), counter[0]
 
 
-def _children(t: pa.DataType) -> list[pa.Field]:
+def children(t: pa.DataType) -> list[pa.Field]:
     if is_variant(t):
         return []
     if pa.types.is_struct(t):
@@ -342,11 +362,11 @@ def _max_id(fields: list[pa.Field]) -> int:
     best = 0
     for f in fields:
         fid = _meta(f, FIELD_ID)
-        best = max(best, fid if isinstance(fid, int) else 0, _max_id(_children(f.type)))
+        best = max(best, fid if isinstance(fid, int) else 0, _max_id(children(f.type)))
     return best
 
 
-_MAPPING_KEYS = (FIELD_ID.encode(), PHYSICAL_NAME.encode(), b"delta.columnMapping.nested.ids")
+_MAPPING_KEYS = (FIELD_ID.encode(), PHYSICAL_NAME.encode(), NESTED_IDS.encode())
 
 
 def _unmapped_field(f: pa.Field) -> pa.Field:
@@ -386,7 +406,71 @@ def with_new_fields(metadata: Metadata, schema: pa.Schema) -> Metadata:
     schema = pa.schema(
         [f if f.name in current else _unmapped_field(f) for f in schema], metadata=schema.metadata
     )
-    start = max(start, _max_id(list(schema)))
+    start = max(start, _max_id(list(schema)), max_nested_id(schema))
     mapped, top = mapped_schema(schema, start=start, fresh=True)
+    if props.TableProperties(metadata.configuration).iceberg_compat_v2:  # (new lists / maps: their ids)
+        mapped, top = with_nested_ids(mapped, top)
     conf = {**metadata.configuration, MAX_COLUMN_ID: str(top)}
     return dataclasses.replace(metadata, schema_string=schema_to_json(mapped), configuration=conf)
+
+
+# ------------------------------------------------------------------ icebergCompatV2's nested ids
+def _nest(t: pa.DataType, path: str, ids: dict[str, int], counter: list[int]) -> pa.DataType:
+    """`t` with ids for its list / map levels in `ids` (paths from `path`), structs below numbered
+    on their own fields."""
+    if is_variant(t):
+        return t
+    if pa.types.is_struct(t):
+        return pa.struct([_with_nested(f, counter) for f in t])
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        inner = _level(t.value_field, f"{path}.element", ids, counter)
+        return pa.list_(inner) if pa.types.is_list(t) else pa.large_list(inner)
+    if pa.types.is_map(t):
+        key = _level(t.key_field, f"{path}.key", ids, counter)
+        return pa.map_(key, _level(t.item_field, f"{path}.value", ids, counter))
+    return t
+
+
+def _level(f: pa.Field, path: str, ids: dict[str, int], counter: list[int]) -> pa.Field:
+    if path not in ids:
+        counter[0] += 1
+        ids[path] = counter[0]
+    return f.with_type(_nest(f.type, path, ids, counter))
+
+
+def _nested_of(f: pa.Field) -> dict[str, int]:
+    raw = _meta(f, NESTED_IDS)
+    return {str(k): int(v) for k, v in raw.items()} if isinstance(raw, dict) else {}
+
+
+def _with_nested(f: pa.Field, counter: list[int]) -> pa.Field:
+    ids = _nested_of(f)
+    t = _nest(f.type, physical_name(f), ids, counter)
+    meta = {**(f.metadata or {}), NESTED_IDS.encode(): orjson.dumps(ids)}
+    return pa.field(f.name, t, f.nullable, meta)
+
+
+def with_nested_ids(schema: pa.Schema, start: int) -> tuple[pa.Schema, int]:
+    """A column-mapped schema with `delta.columnMapping.nested.ids` on every struct field (ids after
+    `start` for paths that have none), and the highest id given (or `start`): Delta's
+    `rewriteFieldIdsForIceberg`, which icebergCompatV2 needs. The object maps paths to ids; a path
+    starts with the field's physical name and adds `element`, `key` or `value` per list / map level
+    (`col-1.value.element`); a struct below a list or map starts its own paths at its own fields.
+    Ids share the columns' id space (`maxColumnId` counts them) and an id once given never changes."""
+    counter = [start]
+    fields = [_with_nested(f, counter) for f in schema]
+    return pa.schema(fields, metadata=schema.metadata), counter[0]
+
+
+def max_nested_id(schema: pa.Schema) -> int:
+    """The highest id in any field's nested ids (0 without any)."""
+    best = 0
+
+    def walk(fields: Iterable[pa.Field]) -> None:
+        nonlocal best
+        for f in fields:
+            best = max(best, *_nested_of(f).values(), 0)
+            walk(children(f.type))
+
+    walk(schema)
+    return best

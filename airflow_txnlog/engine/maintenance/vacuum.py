@@ -36,7 +36,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from airflow_txnlog.engine import properties as props
+from airflow_txnlog.engine import uniform
 from airflow_txnlog.engine.errors import InvalidArgumentError, RetentionTooShortError
+from airflow_txnlog.engine.features import iceberg_compat
 from airflow_txnlog.engine.features.deletion_vectors import dv_file_paths
 from airflow_txnlog.engine.log.log_segment import list_log
 from airflow_txnlog.engine.log.replay import key_paths
@@ -45,7 +47,7 @@ from airflow_txnlog.engine.maintenance.maintenance_table import MaintenanceTable
 from airflow_txnlog.engine.maintenance.publications import published_keys
 from airflow_txnlog.engine.maintenance.savepoints import protected_paths
 from airflow_txnlog.engine.maintenance.vacuum_log import vacuum_history
-from airflow_txnlog.engine.state.snapshot import Snapshot
+from airflow_txnlog.engine.state.snapshot import Snapshot, load_snapshot
 from airflow_txnlog.engine.storage import DELETE_BATCH, LocalStorage, Storage, has_scheme
 from airflow_txnlog.engine.validate import flag, number
 
@@ -189,15 +191,30 @@ def _needed(storage: Storage, snap: Snapshot, cutoff: int, now: int) -> tuple[se
     # shared by several files' DVs: kept while any of them is)
     dvs = snap.state.deletion_vectors() + snap.state.deletion_vectors(removed_after=cutoff)
     keep |= {_relative_key(storage, storage.resolve(p)) for p in dv_file_paths(dvs)}
-    needed = protected_paths(storage, now_ms=now) | published_keys(storage, snap)
+    needed = (
+        protected_paths(storage, now_ms=now) | published_keys(storage, snap) | _iceberg_live(storage, snap)
+    )
     keep |= {_relative_key(storage, storage.resolve(k) if has_scheme(k) else k) for k in needed}
     return keep, expired - keep
+
+
+def _iceberg_live(storage: Storage, snap: Snapshot) -> set[str]:
+    """The files of the Delta version UniForm's live Iceberg snapshot reflects, when it lags behind
+    the latest (a failed sync): an Iceberg reader still reads them."""
+    if not iceberg_compat.uniform_iceberg(snap.metadata.configuration):
+        return set()
+    version = uniform.reflected_version(storage)
+    if version is None or version < 0 or version >= snap.version:
+        return set()
+    return set(load_snapshot(storage, version).file_paths())
 
 
 def plan_vacuum(storage: Storage, snap: Snapshot, cutoff: int, now: int) -> dict[str, int]:
     """Relative path -> size of the files vacuum would delete."""
     keep, expired = _needed(storage, snap, cutoff, now)
     files = list_files(storage, set(snap.partition_columns), skip=keep)
+    if iceberg_compat.uniform_iceberg(snap.metadata.configuration):  # (UniForm's folder: Delta's rule)
+        files = {rel: f for rel, f in files.items() if not rel.startswith(iceberg_compat.METADATA_DIR + "/")}
     return {rel: size for rel, (size, mtime) in files.items() if rel in expired or mtime < cutoff}
 
 

@@ -48,6 +48,7 @@ from airflow_txnlog.engine.features import (
     column_mapping,
     constraints,
     generated,
+    iceberg_compat,
     identity,
     row_tracking,
     table_features,
@@ -195,6 +196,7 @@ def set_properties(begin: Begin, properties: Mapping[str, str]) -> int:
     # (delta.feature.* and the version keys change the protocol; Delta does not keep them)
     conf = {k: v for k, v in changes.items() if not table_features.changes_protocol_only(k)}
     metadata = snap.metadata
+    conf = _iceberg_compat_on(snap, conf)
     if props.COLUMN_MAPPING_MODE in conf:
         metadata, extra = table_features.enable_column_mapping(metadata, conf.pop(props.COLUMN_MAPPING_MODE))
         conf.update(extra)
@@ -210,8 +212,42 @@ def set_properties(begin: Begin, properties: Mapping[str, str]) -> int:
     row_tracking.check_names(metadata.configuration, changes, turning_on=turning_on)
     if turning_on:
         merged = _enable_row_tracking(txn, metadata, merged)
+    if props.TableProperties(merged).iceberg_compat_v2 and not iceberg_compat.enabled(metadata.configuration):
+        schema, top = column_mapping.with_nested_ids(
+            schema_from_json(metadata.schema_string), _max_id(merged)
+        )
+        merged[props.MAX_COLUMN_ID] = str(top)
+        metadata = dataclasses.replace(metadata, schema_string=schema_to_json(schema))
     txn.update_metadata(dataclasses.replace(metadata, configuration=merged))
     return txn.commit()
+
+
+def _max_id(conf: Mapping[str, str]) -> int:
+    return props.TableProperties(conf).max_column_id
+
+
+def _iceberg_compat_on(snap: Snapshot, conf: dict[str, str]) -> dict[str, str]:
+    """Turning icebergCompatV2 on: column mapping `name` when the table has none (as Delta's REORG
+    ... UPGRADE UNIFORM sets it); refused on a table with files, which Delta rewrites first (their
+    partition values and nested field ids): not done by this engine yet."""
+    if not props.TableProperties(conf).iceberg_compat_v2 or iceberg_compat.enabled(
+        snap.metadata.configuration
+    ):
+        return conf
+    if snap.num_files:
+        raise UnsupportedFeatureError(
+            f"{iceberg_compat.KEY}=true on a table with data files needs them rewritten (partition values "
+            "in the files, field ids for list and map levels: Delta's REORG ... UPGRADE UNIFORM), which "
+            "this engine does not do yet. Nothing was written. Help: create a new table with the property "
+            "(Table.create(..., properties={...})) and copy the rows into it",
+            feature=iceberg_compat.FEATURE,
+        )
+    if (
+        column_mapping.mode({**snap.metadata.configuration, **conf}) == "none"
+        and props.COLUMN_MAPPING_MODE not in conf
+    ):
+        return {**conf, props.COLUMN_MAPPING_MODE: "name"}
+    return conf
 
 
 def _check_configuration(snap: Snapshot, metadata: Metadata, merged: dict[str, str], what: str) -> None:

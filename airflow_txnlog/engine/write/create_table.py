@@ -47,6 +47,7 @@ from airflow_txnlog.engine.features import (
     column_mapping,
     constraints,
     generated,
+    iceberg_compat,
     identity,
     row_tracking,
     table_features,
@@ -185,6 +186,7 @@ def version_zero(
         description=description,
         created_time=now,
     )
+    iceberg_compat.check_commit(None, metadata, protocol, ())
     return [_commit_info(now, metadata, domains, schema), protocol, metadata, *domains]
 
 
@@ -213,6 +215,9 @@ def _checked_properties(properties: object) -> dict[str, str]:
     """The properties of a new table, in Delta's spelling and checked (engine.properties)."""
     conf = mapping("properties", properties, example="{'delta.appendOnly': 'true'}", str_values=True)
     conf = props.checked_changes(conf)
+    if props.TableProperties(conf).iceberg_compat_v2 and props.COLUMN_MAPPING_MODE not in conf:
+        conf[props.COLUMN_MAPPING_MODE] = "name"  # (Delta's CREATE sets it: icebergCompatV2 needs it)
+    iceberg_compat.check_configuration(conf)
     props.validate(conf)
     stats_columns(conf)  # malformed quoting in delta.dataSkippingStatsColumns: InvalidArgumentError
     return conf
@@ -227,6 +232,8 @@ def _named_columns(
     mapped = props.TableProperties(conf).column_mapping_mode != "none"
     if mapped:
         schema, top = column_mapping.mapped_schema(norm, fresh=True)
+        if props.TableProperties(conf).iceberg_compat_v2:
+            schema, top = column_mapping.with_nested_ids(schema, top)
         conf[props.MAX_COLUMN_ID] = str(top)
     if props.TableProperties(conf).row_tracking:
         taken = [*schema.names, *(column_mapping.physical_names(schema).values() if mapped else ())]

@@ -28,7 +28,7 @@ import pyarrow.parquet as pq
 
 from airflow_txnlog.engine import properties as props
 from airflow_txnlog.engine.errors import StorageError
-from airflow_txnlog.engine.features import column_mapping, variant
+from airflow_txnlog.engine.features import column_mapping, iceberg_compat, variant
 from airflow_txnlog.engine.log.actions import AddFile
 from airflow_txnlog.engine.log.stats import LeafPath, StatsAccumulator, stats_columns
 from airflow_txnlog.engine.schema import hive_escape
@@ -55,11 +55,13 @@ def write_streamed(
     chosen = stats_columns(conf)
     if names is not None and chosen is not None:
         chosen = [names.physical_path(p) for p in chosen]
+    iceberg = props.TableProperties(conf).iceberg_compat_v2  # (partition columns kept: no stats)
+    unseen = [*hidden, *files_parts] if iceberg else hidden
     try:  # (a piece's own failure, reading an input say, propagates as it is; the sink's are named)
-        with _FileSink(storage, rel, props.num_indexed_cols(conf), chosen, hidden) as sink:
+        with _FileSink(storage, rel, props.num_indexed_cols(conf), chosen, unseen) as sink:
             for piece in pieces:
                 body = names.to_files(piece) if names is not None else piece
-                sink.write(body.drop_columns(files_parts))
+                sink.write(body if iceberg else body.drop_columns(files_parts))
         stats = sink.stats()
         size = sink.stored(storage.fs.size, storage.full_path(rel)) if stats is not None else 0
     except BaseException:
@@ -71,6 +73,7 @@ def write_streamed(
     return AddFile(
         path=rel, partition_values=dict(partition_values), size=size,
         modification_time=int(time.time() * 1000), data_change=True, stats=stats,
+        tags=iceberg_compat.TAGS if iceberg else None,
     )  # fmt: skip
 
 

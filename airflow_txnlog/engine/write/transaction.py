@@ -46,6 +46,7 @@ from airflow_txnlog.engine.errors import (
     VersionAlreadyExistsError,
 )
 from airflow_txnlog.engine.features import constraints, domain_metadata, generated, identity, row_tracking
+from airflow_txnlog.engine.features import iceberg_compat as iceberg
 from airflow_txnlog.engine.features.feature_drop import check_protocol_change
 from airflow_txnlog.engine.features.table_features import (
     check_write_supported,
@@ -304,6 +305,8 @@ class Transaction:
         for add in self._adds.values():
             check_inside_root(add.path, self._storage.root)
         self._check_rules(metadata)
+        before = self.snapshot.metadata if self.read_version >= 0 else None
+        iceberg.check_commit(before, metadata, protocol, self._adds.values())
         both = set(self._adds) & set(self._removes)
         if both:
             raise InvalidArgumentError(f"file {sorted(both)[0]!r} is both added and removed in one commit")

@@ -30,6 +30,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime as dt
 import decimal
 import time
@@ -57,6 +58,7 @@ from airflow_txnlog.engine.features import (
     column_mapping,
     constraints,
     generated,
+    iceberg_compat,
     identity,
     variant,
 )
@@ -318,16 +320,18 @@ def write_data_files(
         for key, group in _partition_groups(data, parts)
     ]
     adds: list[AddFile] = []
+    # icebergCompatV2: partition values stay in the files too (given no stats: Delta's are per file)
+    iceberg = props.TableProperties(conf).iceberg_compat_v2 and not prefix
+    tags, unseen = (iceberg_compat.TAGS, [*hidden, *parts]) if iceberg else (None, hidden)
     try:
         for pvals, group in planned:
             folder = prefix + "".join(f"{c}={hive_escape(pvals[c])}/" for c in parts)
-            body = group.drop_columns(parts)
+            body = group if iceberg else group.drop_columns(parts)
             for offset in range(0, group.num_rows, max_rows_per_file):
                 chunk = body.slice(offset, max_rows_per_file)
                 rel = f"{folder}part-{len(adds):05d}-{uuid.uuid4()}-c000.snappy.parquet"
-                adds.append(
-                    _write_one(storage, rel, chunk, pvals, n_cols=n_cols, chosen=chosen, hidden=hidden)
-                )
+                add = _write_one(storage, rel, chunk, pvals, n_cols=n_cols, chosen=chosen, hidden=unseen)
+                adds.append(dataclasses.replace(add, tags=tags) if tags else add)
     except BaseException:
         delete_files(storage, adds)
         raise

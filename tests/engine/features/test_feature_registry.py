@@ -100,7 +100,7 @@ def test_the_derived_sets_are_the_ones_the_engine_had() -> None:
     reader_writer |= {"timestampNtz", "columnMapping", "vacuumProtocolCheck"}
     readers = reader_writer | {"variantType", "variantType-preview"}
     writers = readers | set(LEGACY_WRITERS) | {"inCommitTimestamp", "domainMetadata", "clustering"}
-    writers |= {"rowTracking", "checkpointProtection", "allowColumnDefaults"}
+    writers |= {"rowTracking", "checkpointProtection", "allowColumnDefaults", "icebergCompatV2"}
     assert readers == table_features.SUPPORTED_READER_FEATURES
     assert writers == table_features.SUPPORTED_WRITER_FEATURES
     assert writers == table_features.CHECKPOINT_WRITER_FEATURES
@@ -146,7 +146,9 @@ def test_feature_modules_and_property_switches_come_from_the_registry() -> None:
         "delta.checkpointPolicy": ("v2Checkpoint", True, "v2"),
         "delta.enableChangeDataFeed": ("changeDataFeed", False, "true"),
         "delta.enableRowTracking": ("rowTracking", False, "true"),
+        "delta.enableIcebergCompatV2": ("icebergCompatV2", False, "true"),
     }
+    assert registry.BY_NAME["icebergCompatV2"].requires == ("columnMapping",)
     conf = {"delta.enableRowTracking": "TRUE ", "delta.enableDeletionVectors": "true"}
     assert props.property_features(conf) == (
         {"deletionVectors"}, {"deletionVectors", "rowTracking", "domainMetadata"}

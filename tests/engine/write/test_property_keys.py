@@ -77,8 +77,6 @@ def test_one_key_twice_in_two_spellings_is_refused(table: Table) -> None:
         ("delta.autoOptimize.optimizeWrite", "true"),
         ("delta.randomizeFilePrefixes", "true"),
         ("delta.isolationLevel", "WriteSerializable"),
-        ("delta.enableIcebergCompatV2", "true"),
-        ("delta.universalFormat.enabledFormats", "iceberg"),
         ("delta.universalFormat.config.iceberg.x", "1"),
         ("delta.setTransactionRetentionDuration", "interval 7 days"),
         ("delta.enableExpiredLogCleanup", "false"),

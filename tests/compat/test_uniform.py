@@ -1,0 +1,337 @@
+"""UniForm: icebergCompatV2 tables whose Iceberg metadata pyiceberg and DuckDB read.
+
+Every check compares three readers of the same table at the same Delta version: delta-rs (the Delta
+log), pyiceberg's StaticTable and DuckDB's iceberg_scan (both on the Iceberg metadata only).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import glob
+import json
+import site
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import orjson
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from deltalake import DeltaTable
+from pyiceberg.table import StaticTable
+
+from airflow_txnlog.engine import InvalidArgumentError, Table, UnsupportedFeatureError
+from airflow_txnlog.engine.uniform import iceberg_sync
+
+pytestmark = pytest.mark.compat
+
+UNIFORM = {"delta.enableIcebergCompatV2": "true", "delta.universalFormat.enabledFormats": "iceberg"}
+SCHEMA = pa.schema(
+    [
+        ("id", pa.int64()),
+        ("region", pa.string()),
+        ("day", pa.date32()),
+        ("qty", pa.int16()),
+        ("tags", pa.list_(pa.string())),
+        ("attrs", pa.map_(pa.string(), pa.list_(pa.int32()))),
+        ("info", pa.struct([("a", pa.int32()), ("xs", pa.list_(pa.int64()))])),
+        ("at", pa.timestamp("us", tz="UTC")),
+    ]
+)
+
+
+def _rows(ids: range, region: str) -> pa.Table:
+    n = len(ids)
+    return pa.table(
+        {
+            "id": list(ids),
+            "region": [region] * n,
+            "day": [dt.date(2026, 11, 1 + i % 3) for i in ids],
+            "qty": [i % 7 for i in ids],
+            "tags": [[f"t{i}"] if i % 2 else [] for i in ids],
+            "attrs": [[("k", [i])] for i in ids],
+            "info": [{"a": i, "xs": [i, i + 1]} for i in ids],
+            "at": pa.array([i * 1_000_000 for i in ids], pa.timestamp("us", tz="UTC")),
+        },
+        schema=SCHEMA,
+    )
+
+
+def _normal(rows: list[dict[str, Any]]) -> list[str]:
+    """Rows as comparable text (maps as sorted pairs, whatever form a reader gives them)."""
+    out = []
+    for r in rows:
+        attrs = r["attrs"]
+        pairs = sorted(attrs.items()) if isinstance(attrs, dict) else sorted(attrs or [])
+        info = r["info"]
+        out.append(
+            repr(
+                (
+                    r["id"],
+                    r["region"],
+                    r["day"],
+                    r["qty"],
+                    list(r["tags"] or []),
+                    pairs,
+                    info,
+                    r["at"].timestamp(),
+                )
+            )
+        )
+    return sorted(out)
+
+
+def _delta_rows(path: Path, version: int) -> list[str]:
+    t = pa.table(DeltaTable(str(path), version=version).scan().read_all())
+    return _normal(t.select(SCHEMA.names).cast(SCHEMA).to_pylist())
+
+
+def _iceberg_meta(path: Path) -> tuple[str, int]:
+    hint = int((path / "metadata" / "version-hint.text").read_text())
+    location = path / "metadata" / f"v{hint}.metadata.json"
+    return str(location), int(json.loads(location.read_text())["properties"]["delta-version"])
+
+
+def _pyiceberg_rows(path: Path) -> list[str]:
+    location, _ = _iceberg_meta(path)
+    t = StaticTable.from_metadata(location).scan().to_arrow()
+    return _normal(t.select(SCHEMA.names).cast(SCHEMA).to_pylist())
+
+
+def _duckdb() -> duckdb.DuckDBPyConnection:
+    con = duckdb.connect(config={"allow_unsigned_extensions": "true"})
+    for name in ("avro", "iceberg"):  # the extension wheels (no download)
+        found = [
+            p
+            for s in site.getsitepackages()
+            for p in glob.glob(f"{s}/duckdb_extension_{name}/**/*.duckdb_extension", recursive=True)
+        ]
+        con.execute(f"LOAD '{found[0]}'")
+    return con
+
+
+def _duckdb_rows(path: Path) -> list[str]:
+    location, _ = _iceberg_meta(path)
+    t = _duckdb().execute(f"SELECT * FROM iceberg_scan('{location}')").fetch_arrow_table()
+    return _normal(t.select(SCHEMA.names).cast(SCHEMA).to_pylist())
+
+
+def _agree(path: Path) -> int:
+    """All three readers give the same rows at the Delta version the Iceberg metadata reflects."""
+    _, version = _iceberg_meta(path)
+    want = _delta_rows(path, version)
+    assert _pyiceberg_rows(path) == want
+    assert _duckdb_rows(path) == want
+    return len(want)
+
+
+def _uniform_table(path: Path) -> Table:
+    return Table.create(str(path), schema=SCHEMA, partition_by=["region"], properties=UNIFORM)
+
+
+def test_create_turns_on_icebergcompat_with_column_mapping_and_nested_ids(tmp_path: Path) -> None:
+    t = _uniform_table(tmp_path / "t")
+    snap = t.snapshot()
+    assert {"columnMapping", "icebergCompatV2"} <= set(snap.protocol.writer_features or ())
+    assert "columnMapping" in (snap.protocol.reader_features or ())
+    conf = snap.metadata.configuration
+    assert conf["delta.columnMapping.mode"] == "name"
+    fields = {f["name"]: f["metadata"] for f in json.loads(snap.metadata.schema_string)["fields"]}
+    attrs = fields["attrs"]
+    physical = attrs["delta.columnMapping.physicalName"]
+    nested = attrs["delta.columnMapping.nested.ids"]
+    assert set(nested) == {f"{physical}.key", f"{physical}.value", f"{physical}.value.element"}
+    ids = [m["delta.columnMapping.id"] for m in fields.values()] + [
+        v for m in fields.values() for v in m["delta.columnMapping.nested.ids"].values()
+    ]
+    assert len(set(ids)) == len(ids)  # one id space
+    assert int(conf["delta.columnMapping.maxColumnId"]) >= max(ids)
+    t.write(_rows(range(4), "eu"))
+    add = next(a for a in t.snapshot().files())
+    assert add.tags == {"ICEBERG_COMPAT_VERSION": "2"}
+    parquet = pq.ParquetFile(str(tmp_path / "t" / add.path)).schema_arrow
+    region = fields["region"]["delta.columnMapping.physicalName"]
+    assert region in parquet.names  # the partition column is in the file too
+    element = parquet.field(physical).type.item_field.type.value_field
+    assert element.metadata[b"PARQUET:field_id"] == str(nested[f"{physical}.value.element"]).encode()
+
+
+def test_appends_overwrite_optimize_and_restore_read_alike_in_delta_rs_pyiceberg_and_duckdb(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "t"
+    t = _uniform_table(path)
+    for i, region in enumerate(["eu", "us", "eu", "ap"]):
+        t.write(_rows(range(i * 10, i * 10 + 10), region))
+    assert _agree(path) == 40
+    assert (
+        json.loads((path / "metadata" / "v4.metadata.json").read_text())["properties"]["delta-version"] == "4"
+    )
+    t.write(_rows(range(100, 105), "us"), mode="overwrite")
+    assert _agree(path) == 5
+    t.write(_rows(range(200, 230), "eu"))
+    t.write(_rows(range(300, 330), "eu"))
+    before = t.latest_version()
+    t.optimize()
+    assert t.latest_version() == before + 1
+    assert _agree(path) == 65
+    t.restore(version=2)
+    assert _agree(path) == 20
+    assert t.uniform_sync().mode == "none"  # already at the latest version
+
+
+def test_a_commit_adding_files_writes_only_their_entries(tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    t = _uniform_table(path)
+    for i in range(3):
+        t.write(_rows(range(i * 5, i * 5 + 5), f"r{i}"))
+    location, _ = _iceberg_meta(path)
+    before = StaticTable.from_metadata(location).current_snapshot()
+    t.write(_rows(range(50, 52), "new"))
+    location, _ = _iceberg_meta(path)
+    after = StaticTable.from_metadata(location)
+    snap = after.current_snapshot()
+    assert snap is not None and before is not None and snap.parent_snapshot_id == before.snapshot_id
+    manifests = snap.manifests(after.io)
+    fresh = [m for m in manifests if m.added_snapshot_id == snap.snapshot_id]
+    assert [(m.added_files_count, m.existing_files_count) for m in fresh] == [(1, 0)]
+    assert snap.summary is not None and snap.summary.operation.value == "append"
+    assert _agree(path) == 17
+
+
+def test_vacuum_keeps_the_iceberg_metadata_and_the_files_its_live_snapshot_reads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "t"
+    t = _uniform_table(path)
+    t.write(_rows(range(10), "eu"))
+    t.set_properties({"delta.deletedFileRetentionDuration": "interval 0 hours"})
+
+    def failing(*_: object) -> None:
+        raise OSError("the store is down")
+
+    with monkeypatch.context() as m:  # a sync that fails: the Iceberg metadata lags behind
+        m.setattr(iceberg_sync, "sync", failing)
+        t.write(_rows(range(20, 30), "eu"), mode="overwrite")
+    assert _iceberg_meta(path)[1] == t.latest_version() - 1
+    # a dry run commits nothing (a real vacuum's own commits would sync): neither the Iceberg
+    # metadata nor the file the overwrite removed, which the lagging Iceberg snapshot still reads
+    assert t.vacuum(retention_hours=0, enforce_retention=False).files == []
+    assert _pyiceberg_rows(path) == _delta_rows(path, t.latest_version() - 1)
+    assert t.uniform_sync().mode == "incremental"
+    result = t.vacuum(retention_hours=0, enforce_retention=False, dry_run=False)
+    assert len(result.files) == 1 and not result.files[0].startswith("metadata/")
+    assert _agree(path) == 10
+
+
+@pytest.mark.parametrize(
+    ("properties", "error", "words"),
+    [
+        (
+            {"delta.universalFormat.enabledFormats": "iceberg"},
+            InvalidArgumentError,
+            "needs delta.enableIcebergCompatV2",
+        ),
+        ({**UNIFORM, "delta.columnMapping.mode": "none"}, InvalidArgumentError, "needs column mapping"),
+        (
+            {**UNIFORM, "delta.enableDeletionVectors": "true"},
+            InvalidArgumentError,
+            "delta.enableDeletionVectors",
+        ),
+        (
+            {**UNIFORM, "delta.universalFormat.enabledFormats": "iceberg,hudi"},
+            UnsupportedFeatureError,
+            "'hudi'",
+        ),
+    ],
+)
+def test_a_uniform_table_that_cannot_be_honored_is_refused_before_anything_is_written(
+    tmp_path: Path, properties: dict[str, str], error: type[Exception], words: str
+) -> None:
+    with pytest.raises(error, match=words):
+        Table.create(str(tmp_path / "t"), schema=SCHEMA, properties=properties)
+    assert not (tmp_path / "t" / "_delta_log").exists() or not list(
+        (tmp_path / "t" / "_delta_log").glob("*.json")
+    )
+
+
+def test_a_type_iceberg_cannot_read_is_refused(tmp_path: Path) -> None:
+    schema = pa.schema([("id", pa.int64()), ("t", pa.time64("us"))])
+    with pytest.raises((UnsupportedFeatureError, InvalidArgumentError)):
+        Table.create(str(tmp_path / "t"), schema=schema, properties=UNIFORM)
+    assert not list((tmp_path / "t").glob("_delta_log/*.json"))
+
+
+def _databricks_log(path: Path) -> None:
+    """Version 0 as Databricks writes a UniForm table (PROTOCOL.md's shape, built by hand): protocol
+    (2, 7) with columnMapping and icebergCompatV2, physical names, ids and nested ids."""
+
+    def meta(fid: int, phys: str, nested: dict[str, int] | None = None) -> dict[str, Any]:
+        m: dict[str, Any] = {"delta.columnMapping.id": fid, "delta.columnMapping.physicalName": phys}
+        m["delta.columnMapping.nested.ids"] = nested or {}
+        return m
+
+    schema = {
+        "type": "struct",
+        "fields": [
+            {"name": "id", "type": "long", "nullable": True, "metadata": meta(1, "col-1a")},
+            {"name": "region", "type": "string", "nullable": True, "metadata": meta(2, "col-2b")},
+            {"name": "tags", "type": {"type": "array", "elementType": "string", "containsNull": True},
+             "nullable": True, "metadata": meta(3, "col-3c", {"col-3c.element": 4})},
+        ],
+    }  # fmt: skip
+    conf = {
+        **UNIFORM,
+        "delta.columnMapping.mode": "name",
+        "delta.columnMapping.maxColumnId": "4",
+        "delta.universalFormat.iceberg.atomicConversion.supported": "false",
+    }
+    protocol = {
+        "minReaderVersion": 2,
+        "minWriterVersion": 7,
+        "writerFeatures": ["columnMapping", "icebergCompatV2"],
+    }
+    metadata = {
+        "id": "5f3e6a1c-0d2b-4c8e-9a7f-3b1d2e4f5a6b",
+        "format": {"provider": "parquet", "options": {}},
+        "schemaString": json.dumps(schema),
+        "partitionColumns": ["region"],
+        "configuration": conf,
+        "createdTime": 1764460800000,
+    }
+    actions = [
+        {"commitInfo": {"timestamp": 1764460800000, "operation": "CREATE TABLE", "operationParameters": {}}},
+        {"protocol": protocol},
+        {"metaData": metadata},
+    ]  # fmt: skip
+    (path / "_delta_log").mkdir(parents=True)
+    (path / "_delta_log" / "00000000000000000000.json").write_bytes(
+        b"\n".join(orjson.dumps(a) for a in actions)
+    )
+
+
+def test_a_databricks_style_uniform_table_is_written_and_stays_readable(tmp_path: Path) -> None:
+    path = tmp_path / "dbx"
+    _databricks_log(path)
+    t = Table.open(str(path))
+    schema = pa.schema([("id", pa.int64()), ("region", pa.string()), ("tags", pa.list_(pa.string()))])
+    t.write(
+        pa.table({"id": [1, 2, 3], "region": ["eu", "us", "eu"], "tags": [["a"], [], None]}, schema=schema)
+    )
+    t.write(pa.table({"id": [4], "region": ["ap"], "tags": [["b", "c"]]}, schema=schema))
+    add = next(a for a in t.snapshot().files() if a.partition_values["col-2b"] == "ap")
+    file_schema = pq.ParquetFile(str(path / add.path)).schema_arrow
+    assert file_schema.field("col-3c").type.value_field.metadata[b"PARQUET:field_id"] == b"4"
+    location, version = _iceberg_meta(path)
+    assert version == 2
+    want = sorted(
+        map(
+            repr,
+            pa.table(DeltaTable(str(path)).scan().read_all()).select(["id", "region", "tags"]).to_pylist(),
+        )
+    )
+    got = StaticTable.from_metadata(location).scan().to_arrow().select(["id", "region", "tags"]).to_pylist()
+    assert sorted(map(repr, got)) == want
+    duck = _duckdb().execute(f"SELECT id, region, tags FROM iceberg_scan('{location}')").fetch_arrow_table()
+    assert sorted(map(repr, duck.to_pylist())) == want
