@@ -31,7 +31,6 @@ import pyarrow as pa
 
 from airflow_txnlog._shown import shown
 from airflow_txnlog.engine import properties as props
-from airflow_txnlog.engine import uniform as uniform_metadata
 from airflow_txnlog.engine.errors import (
     ConcurrentTransactionError,
     InvalidArgumentError,
@@ -48,7 +47,7 @@ from airflow_txnlog.engine.features.table_features import check_write_supported
 from airflow_txnlog.engine.log.commit_files import CommitFiles, commit_files
 from airflow_txnlog.engine.log.log_reader import find_txn_commit, list_after, read_commits
 from airflow_txnlog.engine.log.log_segment import list_log, monotonic_timestamps
-from airflow_txnlog.engine.maintenance import log_cleanup, publications, savepoints
+from airflow_txnlog.engine.maintenance import log_cleanup, publications, savepoints, uniform
 from airflow_txnlog.engine.maintenance import restore as restore_mod
 from airflow_txnlog.engine.maintenance import vacuum as vacuum_mod
 from airflow_txnlog.engine.maintenance.compaction import compact
@@ -487,7 +486,7 @@ class Table:
         features they turn on, as Delta's ALTER TABLE SET TBLPROPERTIES (`engine.features.table_features`);
         returns the new version. A downgrade or a feature the engine cannot honor is refused."""
         self._committed("set properties")
-        return alter_table.set_properties(self.transaction, properties)
+        return uniform.set_properties(self, properties)  # (icebergCompatV2 may rewrite files)
 
     def unset_properties(self, keys: Sequence[str], *, if_exists: bool = False) -> int | None:
         """ALTER TABLE UNSET TBLPROPERTIES [IF EXISTS]: remove properties (say a typo another tool
@@ -569,7 +568,7 @@ class Table:
         """UniForm: the Iceberg metadata brought to the latest version (engine.uniform.iceberg_sync);
         a no-op when it already is. Commits sync on their own; this catches up after a failure."""
         self._committed("sync UniForm metadata")
-        return uniform_metadata.sync(self._storage, self._refresh())
+        return uniform.sync(self._storage, self._refresh())
 
     def health(self, *, small_file_bytes: int | None = None) -> TableHealth:
         """Small files, checkpoint lag, tombstones, restorable versions (engine.maintenance.health)."""
@@ -666,14 +665,12 @@ class Table:
             if base is None or base.version >= version:
                 return
             interval = props.checkpoint_interval(base.metadata.configuration)
-            uniform = iceberg_compat.uniform_iceberg(base.metadata.configuration)
-            if version % interval != 0 and not uniform:
+            if version % interval != 0 and not iceberg_compat.uniform_iceberg(base.metadata.configuration):
                 return
             snap = base.update(until=version)
             if version % props.checkpoint_interval(snap.metadata.configuration) == 0:
                 self._write_checkpoint(snap)
             self._latest = snap
-            if uniform:  # (the sync logs its own failure)
-                uniform_metadata.after_commit(self._storage, snap)
+            uniform.after_commit(self._storage, snap)  # (UniForm tables: logs its own failure)
         except (TxnLogError, OSError, pa.ArrowException) as exc:
             log.warning("checkpoint after commit %s failed (the commit itself succeeded): %s", version, exc)

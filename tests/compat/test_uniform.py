@@ -335,3 +335,67 @@ def test_a_databricks_style_uniform_table_is_written_and_stays_readable(tmp_path
     assert sorted(map(repr, got)) == want
     duck = _duckdb().execute(f"SELECT id, region, tags FROM iceberg_scan('{location}')").fetch_arrow_table()
     assert sorted(map(repr, duck.to_pylist())) == want
+
+
+def test_turning_uniform_on_for_a_table_with_files_rewrites_them_first(tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    t = Table.create(
+        str(path), schema=SCHEMA, partition_by=["region"], properties={"delta.enableDeletionVectors": "true"}
+    )
+    t.write(_rows(range(0, 10), "eu"))
+    t.write(_rows(range(10, 20), "us"))
+    before = t.latest_version()
+    version = t.set_properties(UNIFORM)
+    snap = t.snapshot()
+    conf = snap.metadata.configuration
+    assert conf["delta.columnMapping.mode"] == "name" and conf["delta.enableDeletionVectors"] == "false"
+    assert {"columnMapping", "icebergCompatV2"} <= set(snap.protocol.writer_features or ())
+    ops = [h["operation"] for h in t.history()[: version - before]]
+    assert ops == ["SET TBLPROPERTIES", "OPTIMIZE", "SET TBLPROPERTIES"]  # compat on, rewrite, UniForm on
+    assert all(f.tags == {"ICEBERG_COMPAT_VERSION": "2"} for f in snap.files())
+    region = json.loads(snap.metadata.schema_string)["fields"][1]["metadata"][
+        "delta.columnMapping.physicalName"
+    ]
+    assert all(region in pq.read_schema(str(path / f.path)).names for f in snap.files())
+    assert _agree(path) == 20
+    t.write(_rows(range(20, 25), "ap"))
+    assert _agree(path) == 25
+
+
+def test_small_manifests_are_merged_in_tiers_and_the_readers_still_agree(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(iceberg_sync, "MERGE_FANOUT", 3)
+    path = tmp_path / "t"
+    t = _uniform_table(path)
+    counts = []
+    for i in range(12):
+        t.write(_rows(range(i * 3, i * 3 + 3), "eu" if i % 2 else "us"))
+        location, _ = _iceberg_meta(path)
+        table = StaticTable.from_metadata(location)
+        snap = table.current_snapshot()
+        assert snap is not None
+        counts.append(len(snap.manifests(table.io)))
+    # 1-file manifests merge 3 at a time into 3-file ones, three of those into a 9-file one
+    assert max(counts) <= 2 * (3 - 1) + 1 and counts[-1] < 12
+    assert _agree(path) == 36
+
+
+def test_log_cleanup_deletes_the_iceberg_files_no_kept_snapshot_needs(tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    t = _uniform_table(path)
+    for i in range(iceberg_sync.MAX_SNAPSHOTS + 5):
+        t.write(_rows(range(i, i + 1), "eu"))
+    before = {p.name for p in (path / "metadata").iterdir()}
+    listed = t.cleanup_log(retention_hours=0, dry_run=True).iceberg_files
+    assert listed and set(listed) <= before
+    assert f"v{len(list((path / 'metadata').glob('v*.metadata.json')))}.metadata.json" not in listed
+    done = t.cleanup_log(retention_hours=0, dry_run=False)
+    assert sorted(done.iceberg_files) == sorted(listed)
+    assert {p.name for p in (path / "metadata").iterdir()} == before - set(listed)
+    location, _ = _iceberg_meta(path)
+    table = StaticTable.from_metadata(location)
+    assert len(table.metadata.snapshots) == iceberg_sync.MAX_SNAPSHOTS
+    for snap in table.metadata.snapshots:  # every kept snapshot still reads whole
+        assert sum(1 for _ in table.scan(snapshot_id=snap.snapshot_id).plan_files()) > 0
+    assert _agree(path) == iceberg_sync.MAX_SNAPSHOTS + 5

@@ -40,6 +40,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from airflow_txnlog.engine.errors import RetentionTooShortError
+from airflow_txnlog.engine.features import iceberg_compat
 from airflow_txnlog.engine.features.checkpoint_protection import (
     cleanup_allowed,
     deletion_waves,
@@ -68,6 +69,7 @@ class CleanupResult:
     oldest_version_kept: int | None
     temp_files: list[str] = field(default_factory=list)  # stale names inside _delta_log/.tmp/
     sidecar_files: list[str] = field(default_factory=list)  # names inside _delta_log/_sidecars/
+    iceberg_files: list[str] = field(default_factory=list)  # names inside metadata/ (UniForm)
 
 
 def cleanup_log(
@@ -100,7 +102,22 @@ def cleanup_log(
         result,
         temp_files=_cleanup_temp(storage, dry_run=dry_run),
         sidecar_files=_cleanup_sidecars(storage, kept, keep_ms=keep_ms, dry_run=dry_run),
+        iceberg_files=_cleanup_iceberg(storage, snap, keep_ms=keep_ms, dry_run=dry_run),
     )
+
+
+ICEBERG_GRACE_MS = 3_600_000  # an Iceberg file no metadata names is kept this long (a sync under way)
+
+
+def _cleanup_iceberg(storage: Storage, snap: Snapshot, *, keep_ms: int, dry_run: bool) -> list[str]:
+    """UniForm's Iceberg files the newest Iceberg metadata no longer needs (engine.uniform): its
+    expired snapshots' manifest lists and manifests, metadata files past its metadata log."""
+    if not iceberg_compat.uniform_iceberg(snap.metadata.configuration):
+        return []
+    from airflow_txnlog.engine.uniform import iceberg_expiry  # noqa: PLC0415 (pyiceberg: UniForm only)
+
+    cutoff = int(time.time() * 1000) - min(keep_ms, ICEBERG_GRACE_MS)
+    return iceberg_expiry.expired_files(storage, older_than_ms=cutoff, dry_run=dry_run)
 
 
 def _retention_ms(snap: Snapshot, retention_hours: float | None, enforce: bool) -> int:

@@ -36,7 +36,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from airflow_txnlog.engine import properties as props
-from airflow_txnlog.engine import uniform
 from airflow_txnlog.engine.errors import InvalidArgumentError, RetentionTooShortError
 from airflow_txnlog.engine.features import iceberg_compat
 from airflow_txnlog.engine.features.deletion_vectors import dv_file_paths
@@ -49,6 +48,7 @@ from airflow_txnlog.engine.maintenance.savepoints import protected_paths
 from airflow_txnlog.engine.maintenance.vacuum_log import vacuum_history
 from airflow_txnlog.engine.state.snapshot import Snapshot, load_snapshot
 from airflow_txnlog.engine.storage import DELETE_BATCH, LocalStorage, Storage, has_scheme
+from airflow_txnlog.engine.uniform import layout
 from airflow_txnlog.engine.validate import flag, number
 
 HOUR_MS = 3_600_000
@@ -203,7 +203,7 @@ def _iceberg_live(storage: Storage, snap: Snapshot) -> set[str]:
     the latest (a failed sync): an Iceberg reader still reads them."""
     if not iceberg_compat.uniform_iceberg(snap.metadata.configuration):
         return set()
-    version = uniform.reflected_version(storage)
+    version = layout.reflected_version(storage)
     if version is None or version < 0 or version >= snap.version:
         return set()
     return set(load_snapshot(storage, version).file_paths())

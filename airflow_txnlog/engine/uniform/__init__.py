@@ -1,34 +1,9 @@
-"""UniForm: Iceberg v2 metadata for a Delta table (engine.uniform.iceberg_sync has the algorithm).
+"""UniForm: Iceberg v2 metadata for a Delta table, so Iceberg engines read it.
 
-The package's own names import pyiceberg only when called, so a table that is not UniForm never
-loads it (it adds ~0.2 s to an import)."""
+What lives here: where the metadata lives (layout, no pyiceberg), the Iceberg view of the table's
+schema and files (iceberg_schema), pyiceberg's FileIO over the table's storage (iceberg_io), the
+sync that writes the metadata (iceberg_sync) and the deletion of what it no longer needs
+(iceberg_expiry). Only layout may be imported eagerly by the rooms above: the others load pyiceberg.
 
-from __future__ import annotations
-
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from airflow_txnlog.engine.state.snapshot import Snapshot
-    from airflow_txnlog.engine.storage import Storage
-    from airflow_txnlog.engine.uniform.iceberg_sync import SyncResult
-
-
-def sync(storage: Storage, snapshot: Snapshot) -> SyncResult:
-    """`iceberg_sync.sync`."""
-    from airflow_txnlog.engine.uniform import iceberg_sync  # noqa: PLC0415 (pyiceberg on demand)
-
-    return iceberg_sync.sync(storage, snapshot)
-
-
-def after_commit(storage: Storage, snapshot: Snapshot) -> SyncResult | None:
-    """`iceberg_sync.after_commit`."""
-    from airflow_txnlog.engine.uniform import iceberg_sync  # noqa: PLC0415 (pyiceberg on demand)
-
-    return iceberg_sync.after_commit(storage, snapshot)
-
-
-def reflected_version(storage: Storage) -> int | None:
-    """`iceberg_sync.reflected_version`."""
-    from airflow_txnlog.engine.uniform import iceberg_sync  # noqa: PLC0415 (pyiceberg on demand)
-
-    return iceberg_sync.reflected_version(storage)
+May import: state, features, log, storage, schema, properties, errors (and pyiceberg).
+"""

@@ -1,16 +1,6 @@
 """UniForm: Iceberg v2 metadata that mirrors a Delta table's latest version, written incrementally.
 
-Layout (under the table, as Delta's converter and Iceberg's Hadoop tables have it; no catalog needed):
-
-    metadata/v<N>.metadata.json      table metadata N (written once, put-if-absent: a concurrent sync
-                                     loses cleanly and leaves nothing half-made)
-    metadata/version-hint.text       N of the newest (a hint: readers given the folder use it; the
-                                     newest is also found by probing v<N+1>...)
-    metadata/snap-<id>-<uuid>.avro   one manifest list per Iceberg snapshot
-    metadata/<uuid>-m<k>.avro        manifests (pyiceberg's writers: Avro, deflate)
-
-The Delta version a metadata file reflects is its table property `delta-version` (with
-`delta-timestamp` and `base-delta-version`, as Delta records them). Data files are the Delta table's
+Layout, and which metadata is the newest: engine.uniform.layout. Data files are the Delta table's
 own parquet files, never copied.
 
 `sync(storage, snapshot)` brings the metadata to `snapshot` (the table's latest version):
@@ -24,12 +14,18 @@ own parquet files, never copied.
    entries, a manifest list and a metadata file, whatever the table's size;
 3. else a full conversion: every live file of `snapshot` in manifests of MANIFEST_ENTRIES entries.
 
-Then: when a snapshot would list more than MERGE_AFTER manifests, those under SMALL_MANIFEST entries
-are merged into one (Iceberg's own manifest merging: the list stays short, each entry is rewritten
-O(log) times); a new schema is added when the Delta schema changed (same field ids);
+Then: small manifests are merged in tiers (`_merged`: MERGE_FANOUT manifests of one order of
+magnitude become one of the next, so the list stays short and an entry is rewritten at most
+log10(MERGE_LIMIT) times); a new schema is added when the Delta schema changed (same field ids);
 snapshots older than the Delta log retention (and the deleted-file retention: vacuum may remove
-their files) are expired from the metadata, and at most MAX_SNAPSHOTS are kept; the metadata log
-keeps the last MAX_METADATA_LOG files. Old Iceberg files are left for `expire_files`.
+their files) are expired from the metadata, and at most MAX_SNAPSHOTS are kept (Iceberg time travel
+reaches back that far; the Delta log is the table's history); the metadata log keeps the last
+MAX_METADATA_LOG files. Iceberg files no kept metadata needs are deleted by log cleanup
+(engine.uniform.iceberg_expiry).
+
+Cost of a commit's sync: the process keeps the newest metadata and its manifests (`_LAST`), so an
+incremental sync reads the new commits by name (no listing), checks that no newer metadata exists,
+and writes a manifest, a manifest list, the metadata file and the hint.
 
 Invariants: metadata N+1 is written after every file it names; it always reflects exactly one Delta
 version, whose live files are its live data files; a failure leaves the previous metadata newest.
@@ -37,6 +33,7 @@ version, whose live files are its live data files; a failure leaves the previous
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import logging
 import time
@@ -46,6 +43,7 @@ from typing import Final
 
 import pyarrow as pa
 from pyiceberg.manifest import (
+    UNASSIGNED_SEQ,
     ManifestEntry,
     ManifestEntryStatus,
     ManifestFile,
@@ -69,22 +67,29 @@ from airflow_txnlog.engine import properties as props
 from airflow_txnlog.engine.errors import InvalidArgumentError, TxnLogError
 from airflow_txnlog.engine.features import iceberg_compat
 from airflow_txnlog.engine.log.actions import AddFile, RemoveFile
-from airflow_txnlog.engine.log.log_reader import list_after, read_commits
+from airflow_txnlog.engine.log.log_paths import commit_name
+from airflow_txnlog.engine.log.log_reader import parse_commit
 from airflow_txnlog.engine.schema import schema_from_json
 from airflow_txnlog.engine.state.snapshot import Snapshot
-from airflow_txnlog.engine.storage import Storage
+from airflow_txnlog.engine.storage import LOG_DIR, Storage
 from airflow_txnlog.engine.uniform import iceberg_schema
 from airflow_txnlog.engine.uniform.iceberg_io import StorageIO
+from airflow_txnlog.engine.uniform.layout import (
+    BASE_DELTA_VERSION,
+    DELTA_TIMESTAMP,
+    DELTA_VERSION,
+    HINT,
+    METADATA_DIR,
+    metadata_key,
+    newest_number,
+)
 
 log = logging.getLogger(__name__)
 
-METADATA_DIR = iceberg_compat.METADATA_DIR
-HINT = f"{METADATA_DIR}/version-hint.text"
-DELTA_VERSION, DELTA_TIMESTAMP, BASE_DELTA_VERSION = "delta-version", "delta-timestamp", "base-delta-version"
 MAX_PENDING = 100
 MANIFEST_ENTRIES = 50_000
-MERGE_AFTER, SMALL_MANIFEST = 100, 10_000
-MAX_SNAPSHOTS, MAX_METADATA_LOG = 100, 100
+MERGE_FANOUT, MERGE_LIMIT = 10, 5_000
+MAX_SNAPSHOTS, MAX_METADATA_LOG = 10, 10
 _CODEC: Final = "deflate"
 
 
@@ -105,49 +110,26 @@ class SyncResult:
     bytes_written: int = 0
 
 
-def metadata_key(number: int) -> str:
-    return f"{METADATA_DIR}/v{number}.metadata.json"
+# The newest metadata this process wrote or read, per table (root): (N, metadata N, its current
+# snapshot's manifests). A commit's sync then reads nothing but one existence check of N+1.
+_LAST: dict[str, tuple[int, TableMetadataV2, list[ManifestFile] | None]] = {}
 
 
-def current(storage: Storage) -> tuple[int, TableMetadataV2] | None:
-    """(N, metadata N) of the newest Iceberg metadata, or None when the table has none."""
-    number = _hinted(storage)
+def current(storage: Storage, table_id: str | None = None) -> tuple[int, TableMetadataV2] | None:
+    """(N, metadata N) of the newest Iceberg metadata, or None when the table has none; `table_id`
+    (the Delta table's id) lets the metadata this process last saw stand for it."""
+    cached = _LAST.get(storage.root)
+    same = cached is not None and table_id is not None and str(cached[1].table_uuid) == table_id
+    if cached is not None and same and not storage.exists(metadata_key(cached[0] + 1)):
+        return cached[0], cached[1]
+    number = newest_number(storage)
     if number is None:
         return None
-    while storage.exists(metadata_key(number + 1)):  # (a sync that died before the hint)
-        number += 1
     meta = TableMetadataUtil.parse_raw(storage.read(metadata_key(number)).decode())
     if not isinstance(meta, TableMetadataV2):
         raise InvalidArgumentError(f"{metadata_key(number)} is not Iceberg format version 2")
+    _LAST[storage.root] = (number, meta, None)
     return number, meta
-
-
-def _hinted(storage: Storage) -> int | None:
-    try:
-        return int(storage.read(HINT).decode().strip())
-    except FileNotFoundError:
-        pass
-    except ValueError:
-        pass
-    numbers = [
-        int(f.name[1 : -len(".metadata.json")])
-        for f in _listed(storage)
-        if f.name.startswith("v") and f.name.endswith(".metadata.json") and f.name[1:-14].isdigit()
-    ]
-    return max(numbers) if numbers else None
-
-
-def _listed(storage: Storage) -> list:  # type: ignore[type-arg]
-    try:
-        return storage.list_dir(METADATA_DIR)
-    except FileNotFoundError:
-        return []
-
-
-def reflected_version(storage: Storage) -> int | None:
-    """The Delta version the newest Iceberg metadata reflects (None without any)."""
-    found = current(storage)
-    return None if found is None else int(found[1].properties.get(DELTA_VERSION, "-1"))
 
 
 def sync(storage: Storage, snapshot: Snapshot) -> SyncResult:
@@ -158,7 +140,7 @@ def sync(storage: Storage, snapshot: Snapshot) -> SyncResult:
             f"the table is not UniForm: it needs {iceberg_compat.FORMATS_KEY}=iceberg and "
             f"{iceberg_compat.KEY}=true"
         )
-    found = current(storage)
+    found = current(storage, snapshot.metadata.id)
     if found is not None and int(found[1].properties.get(DELTA_VERSION, "-1")) >= snapshot.version:
         location = f"{found[1].location}/{metadata_key(found[0])}"
         return SyncResult(int(found[1].properties[DELTA_VERSION]), location, "none")
@@ -195,6 +177,7 @@ class _Sync:
             manifests = self._incremental(adds, removes)
             added, removed, mode = len(adds), len(removes), "incremental"
         op = _operation(changes)
+        self.manifests = manifests
         location = self._write_list(manifests, op, added, removed)
         written = self._write_metadata(location, op)
         return SyncResult(
@@ -214,13 +197,15 @@ class _Sync:
         want = self.snapshot.version - done
         if done < 0 or want > MAX_PENDING:
             return None
-        run = list_after(self.storage, done).run_from(done + 1, self.snapshot.version)
-        if len(run) != want:
+        names = [f"{LOG_DIR}/{commit_name(v)}" for v in range(done + 1, self.snapshot.version + 1)]
+        try:  # (read by name: no listing of the log; a commit cleaned up means a full conversion)
+            blobs = self.storage.read_many(names)
+        except FileNotFoundError:
             return None
         added: dict[str, AddFile] = {}
         removed: set[str] = set()
-        for commit in read_commits(self.storage, run):
-            for action in commit.actions:
+        for name, blob in zip(names, blobs, strict=True):
+            for action in parse_commit(blob, name=name):
                 if "add" in action:
                     add = AddFile.from_wire(action["add"])
                     added[self.entries.path(add.path)] = add
@@ -265,7 +250,7 @@ class _Sync:
 
     def _incremental(self, adds: list[AddFile], removed: set[str]) -> list[ManifestFile]:
         assert self.base is not None
-        previous = list(self.base.current_snapshot().manifests(self.io))  # type: ignore[union-attr]
+        previous = self._previous_manifests()
         kept: list[ManifestFile] = []
         for manifest in previous:
             if not removed:
@@ -290,21 +275,36 @@ class _Sync:
                 kept.append(rewritten)
         return self._merged(kept) + self._added(adds)
 
+    def _live_entries(self, m: ManifestFile) -> list[ManifestEntry]:
+        return m.fetch_manifest_entry(self.io, discard_deleted=True)
+
+    def _previous_manifests(self) -> list[ManifestFile]:
+        cached = _LAST.get(self.storage.root)
+        if cached is not None and cached[0] == self.number and cached[2] is not None:
+            return cached[2]
+        assert self.base is not None
+        return list(self.base.current_snapshot().manifests(self.io))  # type: ignore[union-attr]
+
     def _merged(self, manifests: list[ManifestFile]) -> list[ManifestFile]:
-        """Small manifests merged into one once there are more than MERGE_AFTER (Iceberg's rule)."""
-        if len(manifests) <= MERGE_AFTER:
-            return manifests
-        small = [m for m in manifests if _live_files(m) < SMALL_MANIFEST]
-        if len(small) < 2:
-            return manifests
-        entries = [
-            (ManifestEntryStatus.EXISTING, e)
-            for m in small
-            for e in m.fetch_manifest_entry(self.io, discard_deleted=True)
-        ]
-        merged = self._new_manifest(entries)
-        rest = [m for m in manifests if _live_files(m) >= SMALL_MANIFEST]
-        return rest + ([merged] if merged is not None else [])
+        """Tiered merging: manifests under MERGE_LIMIT live entries are grouped by the order of
+        magnitude of their entry count; MERGE_FANOUT of one order are merged into one of the next.
+        So a snapshot lists at most MERGE_FANOUT - 1 small manifests per order (besides the full
+        ones) and an entry is rewritten at most once per order, log10(MERGE_LIMIT) times in all."""
+        while True:
+            tiers: dict[int, list[ManifestFile]] = {}
+            for m in manifests:
+                if _live_files(m) < MERGE_LIMIT:
+                    tiers.setdefault(len(str(_live_files(m))), []).append(m)
+            full = next((group for _, group in sorted(tiers.items()) if len(group) >= MERGE_FANOUT), None)
+            if full is None:
+                return manifests
+            entries = [
+                (ManifestEntryStatus.EXISTING, e)
+                for m in full
+                for e in m.fetch_manifest_entry(self.io, discard_deleted=True)
+            ]
+            merged = self._new_manifest(entries)
+            manifests = [m for m in manifests if m not in full] + ([merged] if merged is not None else [])
 
     # -------------------------------------------------------------------------- snapshot, metadata
     def _write_list(self, manifests: list[ManifestFile], op: Operation, added: int, removed: int) -> str:
@@ -333,7 +333,8 @@ class _Sync:
             "sequence-number": self.sequence, "timestamp-ms": now, "manifest-list": list_location,
             "summary": self.summary, "schema-id": self.schema.schema_id,
         })  # fmt: skip
-        data = self._next(snap, now).model_dump_json(by_alias=True, exclude_none=True).encode()
+        meta = self._next(snap, now)
+        data = meta.model_dump_json(by_alias=True, exclude_none=True).encode()
         try:
             self.storage.put_if_absent(metadata_key(self.number + 1), data)
         except FileExistsError as exc:
@@ -342,7 +343,20 @@ class _Sync:
                 "of this one is live. Help: sync again (it continues from the newer metadata)"
             ) from exc
         self.storage.write(HINT, str(self.number + 1).encode())
+        _LAST[self.storage.root] = (self.number + 1, meta, [self._as_listed(m) for m in self.manifests])
         return sum(self.io.written.values()) + len(data)
+
+    def _as_listed(self, m: ManifestFile) -> ManifestFile:
+        """`m` as the manifest list holds it: a manifest of this snapshot gets its sequence number
+        (what pyiceberg's list writer does to its copy)."""
+        if UNASSIGNED_SEQ not in (m.sequence_number, m.min_sequence_number):
+            return m
+        listed = copy.copy(m)
+        if listed.sequence_number == UNASSIGNED_SEQ:
+            listed.sequence_number = self.sequence
+        if listed.min_sequence_number == UNASSIGNED_SEQ:
+            listed.min_sequence_number = self.sequence
+        return listed
 
     def _parent(self) -> int | None:
         return self.base.current_snapshot_id if self.base else None
@@ -369,7 +383,7 @@ class _Sync:
         base_version = self.base.properties.get(DELTA_VERSION, "-1") if self.base else "-1"
         spec_ids = [f.field_id for f in self.spec.fields]
         return TableMetadataV2.model_validate({
-            "location": self.io.location, "table-uuid": uuid.UUID(self.snapshot.metadata.id),
+            "location": self.io.location, "table-uuid": _table_uuid(self.snapshot.metadata.id),
             "last-updated-ms": now, "last-column-id": max(s.highest_field_id for s in self.schemas),
             "schemas": self.schemas, "current-schema-id": self.schema.schema_id,
             "partition-specs": [self.spec], "default-spec-id": self.spec.spec_id,
@@ -383,6 +397,14 @@ class _Sync:
             "refs": {"main": SnapshotRef.model_validate({"snapshot-id": snap.snapshot_id, "type": "branch"})},
             "last-sequence-number": self.sequence,
         })  # fmt: skip
+
+
+def _table_uuid(delta_id: str) -> uuid.UUID:
+    """The Iceberg table's uuid: the Delta table's id (a uuid when Delta made it; else derived)."""
+    try:
+        return uuid.UUID(delta_id)
+    except ValueError:
+        return uuid.uuid5(uuid.NAMESPACE_URL, delta_id)
 
 
 def _operation(changes: tuple[list[AddFile], set[str]] | None) -> Operation:

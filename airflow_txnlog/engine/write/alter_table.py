@@ -174,11 +174,14 @@ def drop_columns(begin: Begin, columns: Sequence[str]) -> int:
     return txn.commit()
 
 
-def set_properties(begin: Begin, properties: Mapping[str, str]) -> int:
+def set_properties(begin: Begin, properties: Mapping[str, str], *, rewrite_files: bool = False) -> int:
     """Merge `properties` into the table's configuration and upgrade the protocol to the features
     they turn on (engine.features.table_features); the new version.
 
-    :param begin: the table's `transaction` (operation, parameters) -> a new transaction."""
+    :param begin: the table's `transaction` (operation, parameters) -> a new transaction.
+    :param rewrite_files: the caller rewrites the files icebergCompatV2 needs rewritten
+        (engine.maintenance.uniform_upgrade); without it, turning the compat on for a table with
+        files is refused."""
     changes = mapping("properties", properties, example="{'delta.appendOnly': 'true'}", str_values=True)
     if not changes:
         raise InvalidArgumentError("properties is empty: nothing to set")
@@ -196,7 +199,7 @@ def set_properties(begin: Begin, properties: Mapping[str, str]) -> int:
     # (delta.feature.* and the version keys change the protocol; Delta does not keep them)
     conf = {k: v for k, v in changes.items() if not table_features.changes_protocol_only(k)}
     metadata = snap.metadata
-    conf = _iceberg_compat_on(snap, conf)
+    conf = _iceberg_compat_on(snap, conf, rewrite_files)
     if props.COLUMN_MAPPING_MODE in conf:
         metadata, extra = table_features.enable_column_mapping(metadata, conf.pop(props.COLUMN_MAPPING_MODE))
         conf.update(extra)
@@ -226,20 +229,19 @@ def _max_id(conf: Mapping[str, str]) -> int:
     return props.TableProperties(conf).max_column_id
 
 
-def _iceberg_compat_on(snap: Snapshot, conf: dict[str, str]) -> dict[str, str]:
+def _iceberg_compat_on(snap: Snapshot, conf: dict[str, str], rewrite_files: bool) -> dict[str, str]:
     """Turning icebergCompatV2 on: column mapping `name` when the table has none (as Delta's REORG
-    ... UPGRADE UNIFORM sets it); refused on a table with files, which Delta rewrites first (their
-    partition values and nested field ids): not done by this engine yet."""
+    ... UPGRADE UNIFORM sets it); on a table with files only when the caller rewrites them next
+    (their partition values and nested field ids: engine.maintenance.uniform_upgrade)."""
     if not props.TableProperties(conf).iceberg_compat_v2 or iceberg_compat.enabled(
         snap.metadata.configuration
     ):
         return conf
-    if snap.num_files:
+    if snap.num_files and not rewrite_files:
         raise UnsupportedFeatureError(
             f"{iceberg_compat.KEY}=true on a table with data files needs them rewritten (partition values "
-            "in the files, field ids for list and map levels: Delta's REORG ... UPGRADE UNIFORM), which "
-            "this engine does not do yet. Nothing was written. Help: create a new table with the property "
-            "(Table.create(..., properties={...})) and copy the rows into it",
+            "in the files, field ids for list and map levels: Delta's REORG ... UPGRADE UNIFORM). Nothing "
+            "was written. Help: Table.set_properties does the rewrite",
             feature=iceberg_compat.FEATURE,
         )
     if (
