@@ -18,7 +18,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from deltalake import DeltaTable
+from deltalake import DeltaTable, write_deltalake
 from pyiceberg.table import StaticTable
 
 from airflow_txnlog.engine import InvalidArgumentError, Table, UnsupportedFeatureError
@@ -399,3 +399,24 @@ def test_log_cleanup_deletes_the_iceberg_files_no_kept_snapshot_needs(tmp_path: 
     for snap in table.metadata.snapshots:  # every kept snapshot still reads whole
         assert sum(1 for _ in table.scan(snapshot_id=snap.snapshot_id).plan_files()) > 0
     assert _agree(path) == iceberg_sync.MAX_SNAPSHOTS + 5
+
+
+def test_dropping_icebergcompatv2_turns_uniform_off_and_lets_delta_rs_write(tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    t = Table.create(
+        str(path), schema=pa.schema([("id", pa.int64()), ("region", pa.string())]), properties=UNIFORM
+    )
+    t.write(pa.table({"id": [1, 2], "region": ["eu", "us"]}))
+    with pytest.raises(Exception, match=r"(?i)icebergCompatV2"):  # delta-rs 1.6 does not write it
+        write_deltalake(str(path), pa.table({"id": [3], "region": ["ap"]}), mode="append")
+    result = t.drop_feature("icebergCompatV2")
+    snap = t.snapshot()
+    assert "icebergCompatV2" not in (snap.protocol.writer_features or ())
+    assert "columnMapping" in (snap.protocol.writer_features or ())  # (column mapping stays)
+    conf = snap.metadata.configuration
+    assert "delta.enableIcebergCompatV2" not in conf and "delta.universalFormat.enabledFormats" not in conf
+    assert result.protected_before is None  # a writer feature: no history to protect
+    write_deltalake(str(path), pa.table({"id": [3], "region": ["ap"]}), mode="append")
+    assert sorted(pa.table(DeltaTable(str(path)).scan().read_all()).column("id").to_pylist()) == [1, 2, 3]
+    t.write(pa.table({"id": [4], "region": ["eu"]}))  # and the engine writes it as a plain mapped table
+    assert sorted(pa.table(DeltaTable(str(path)).scan().read_all()).column("id").to_pylist()) == [1, 2, 3, 4]

@@ -16,8 +16,10 @@ Protected drops (`protects_history`): reader-writer features, whose readers must
 checkpoint past the drop; writer-only features drop with one commit. Delta cannot drop appendOnly,
 invariants, changeDataFeed, generatedColumns, identityColumns, timestampNtz, variantType,
 icebergCompat*, clustering or allowColumnDefaults (`NEVER`), nor checkpointProtection except by
-truncating history. `NOT_YET` are droppable in Delta by rewriting data files, or (v2Checkpoint)
-by switching to classic checkpoints while the feature is still listed, which this engine does not do yet.
+truncating history; this engine drops icebergCompatV2 (its rules bind only while its property is on:
+decided, so a table can be handed back to writers that do not know it). `NOT_YET` are droppable
+in Delta by rewriting data files, or (v2Checkpoint) by switching to classic checkpoints while the
+feature is still listed, which this engine does not do yet.
 """
 
 from __future__ import annotations
@@ -31,10 +33,11 @@ from airflow_txnlog.engine.log.actions import Protocol
 DROPPABLE = frozenset(
     {"deletionVectors", "vacuumProtocolCheck", "inCommitTimestamp", "checkConstraints", "rowTracking"}
     | {"domainMetadata", "typeWidening", "typeWidening-preview", checkpoint_protection.FEATURE}
+    | {"icebergCompatV2"}  # (not in Delta: a writer feature whose rules bind only while its property is on)
 )
 NEVER = frozenset(
     {"appendOnly", "invariants", "changeDataFeed", "generatedColumns", "identityColumns", "timestampNtz"}
-    | {"variantType", "variantType-preview", "icebergCompatV1", "icebergCompatV2", "icebergCompatV3"}
+    | {"variantType", "variantType-preview", "icebergCompatV1", "icebergCompatV3"}
     | {"clustering", "allowColumnDefaults", "liquid"}
 )
 NOT_YET = frozenset({"columnMapping", "v2Checkpoint"})

@@ -17,6 +17,10 @@ for the features engine.features.feature_drop allows.
          typeWidening       delta.enableTypeWidening unset, the files written before a type change
                             (their parquet types differ) rewritten, then delta.typeChanges removed
          domainMetadata     one commit removing every domain left (DOMAIN METADATA CLEANUP)
+         icebergCompatV2    delta.enableIcebergCompatV2 and delta.universalFormat.enabledFormats
+                            unset (UniForm off; the Iceberg metadata stays, no longer updated;
+                            columnMapping stays). Delta cannot drop it (not a RemovableFeature);
+                            this engine does: a writer feature whose rules bind only while on
     3. a protected drop (a reader-writer feature): three barrier steps, each an empty commit
        ("Empty Commit") and a checkpoint, so that a reader that does not know the feature finds a
        checkpoint past it before falling back to older ones (Delta: snapshot loading retries + 1);
@@ -57,6 +61,7 @@ from airflow_txnlog.engine.features import (
     checkpoint_protection,
     constraints,
     feature_drop,
+    iceberg_compat,
     row_tracking,
     type_widening,
 )
@@ -154,6 +159,8 @@ def _traces_left(snap: Snapshot, feature: str) -> str | None:
         return "in-commit timestamps are on" if on else None
     if feature == "domainMetadata" and (domains := snap.domain_metadata()):
         return f"domain {sorted(domains)[0]!r} is set"
+    if feature == iceberg_compat.FEATURE and (iceberg_compat.enabled(conf) or iceberg_compat.formats(conf)):
+        return f"{iceberg_compat.KEY} or UniForm is on"
     if feature in _WIDENING:
         on = conf.get(props.ENABLE_TYPE_WIDENING, "false").lower() != "false"
         return "type widening is on" if on or type_widening.type_changes(snap.schema) else None
@@ -188,6 +195,10 @@ def _remove_traces(table: DropTable, feature: str) -> list[int]:
         done += _unbackfill(table, snap)
     elif feature in _WIDENING:
         done += _rewrite_widened(table, snap)
+    elif feature == iceberg_compat.FEATURE and _traces_left(snap, feature):
+        keys = [iceberg_compat.KEY, iceberg_compat.FORMATS_KEY]  # (UniForm off first, then the compat)
+        kept = {k: v for k, v in conf.items() if k not in keys}
+        done.append(_set_conf(table, snap, kept, iceberg_compat.KEY))
     elif feature == "domainMetadata" and (domains := snap.domain_metadata()):
         count = {"domainMetadataRemovedCount": len(domains)}
         txn = table.transaction("DOMAIN METADATA CLEANUP", count, snapshot=snap)

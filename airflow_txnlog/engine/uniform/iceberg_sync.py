@@ -441,8 +441,8 @@ def _last_column_id(schemas: list[Schema]) -> int:
 
 def after_commit(storage: Storage, snapshot: Snapshot) -> SyncResult | None:
     """The sync a commit runs when its table is UniForm (None when it is not): never fails the
-    commit, which has landed. A failure is logged; the next commit, `Table.uniform_sync()` or the
-    planner's `uniform_sync` action catches up (the metadata stays at its last version meanwhile)."""
+    commit, which has landed. A failure is logged; the next commit or `Table.uniform_sync()` catches
+    up (the metadata stays at its last version meanwhile; vacuum keeps the files it reads)."""
     if not iceberg_compat.uniform_iceberg(snapshot.metadata.configuration):
         return None
     try:
