@@ -9,6 +9,7 @@ human-readable rich output):
     txnlog history URI [--limit N]              commits, newest first
     txnlog files URI [--version N] [--filter SQL]   live data files (the filter prunes by partition/stats)
     txnlog checkpoint URI [--version N]         write a checkpoint
+    txnlog uniform-sync URI                     UniForm: the Iceberg metadata at the latest version
     txnlog savepoint create URI NAME [--version N] [--reason R] [--created-by U] [--expires-at ISO]
     txnlog savepoint list URI                   savepoints, oldest version first
     txnlog savepoint delete URI NAME
@@ -36,9 +37,10 @@ Any engine error (`TxnLogError`) prints one line `error: <message>` on stderr an
 bad usage exits with 2.
 
 Modules: `_output` (shared options, error handling, output helpers), `read` (describe, history,
-files, checkpoint), `table_rules` (describe's rules and features as JSON), `describe_text` (describe
-as text, within 80 columns), `maintenance` (savepoints, restore, vacuum, log cleanup, health), `publish`
-(publish, published), `release` (multi-table releases), `layout` (optimize, cluster-by).
+files, checkpoint, uniform-sync), `table_rules` (describe's rules and features as JSON),
+`describe_text` (describe as text, within 80 columns), `maintenance` (savepoints, restore, vacuum,
+log cleanup, health), `publish` (publish, published), `release` (multi-table releases), `layout`
+(optimize, cluster-by).
 """
 
 from __future__ import annotations
@@ -92,6 +94,7 @@ app.command()(read.describe)
 app.command()(read.history)
 app.command()(read.files)
 app.command()(read.checkpoint)
+app.command("uniform-sync")(read.uniform_sync)
 app.add_typer(maintenance.savepoint_app, name="savepoint")
 app.command()(maintenance.restore)
 app.command()(maintenance.vacuum)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping, Sequence
 from typing import Annotated, Any
@@ -203,3 +204,20 @@ def checkpoint(ctx: typer.Context, uri: UriArg, version: VersionOpt = None, as_j
         emit_json({"version": target, "location": table.uri})
     else:
         console().print(f"checkpoint written at version {target}")
+
+
+def uniform_sync(ctx: typer.Context, uri: UriArg, as_json: JsonOpt = False) -> None:
+    """UniForm: bring the Iceberg metadata to the latest version (a commit does it on its own; this
+    catches up after a failed sync). A table without UniForm is an error."""
+    with engine_errors():
+        res = open_table(ctx, uri).uniform_sync()
+    if as_json:
+        emit_json(dataclasses.asdict(res))
+        return
+    if res.mode == "none":
+        console().print(f"uniform-sync: the Iceberg metadata already reflects version {res.delta_version}")
+        return
+    console().print(
+        f"uniform-sync: {res.metadata_location} reflects version {res.delta_version} ({res.mode}: "
+        f"{res.files_added} files added, {res.files_removed} removed, {res.bytes_written:,} bytes written)"
+    )

@@ -23,6 +23,7 @@ from pyiceberg.table import StaticTable
 
 from airflow_txnlog.engine import InvalidArgumentError, Table, UnsupportedFeatureError
 from airflow_txnlog.engine.uniform import iceberg_sync
+from tests.cli_support import run, run_json
 
 pytestmark = pytest.mark.compat
 
@@ -420,3 +421,22 @@ def test_dropping_icebergcompatv2_turns_uniform_off_and_lets_delta_rs_write(tmp_
     assert sorted(pa.table(DeltaTable(str(path)).scan().read_all()).column("id").to_pylist()) == [1, 2, 3]
     t.write(pa.table({"id": [4], "region": ["eu"]}))  # and the engine writes it as a plain mapped table
     assert sorted(pa.table(DeltaTable(str(path)).scan().read_all()).column("id").to_pylist()) == [1, 2, 3, 4]
+
+
+def test_the_cli_syncs_a_lagging_uniform_table_and_refuses_a_plain_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "t"
+    t = _uniform_table(path)
+    with monkeypatch.context() as m:  # the commit's own sync fails: the metadata lags behind
+        m.setattr(iceberg_sync, "sync", lambda *_: (_ for _ in ()).throw(OSError("the store is down")))
+        t.write(_rows(range(5), "eu"))
+    assert not (path / "metadata").exists()
+    done = run_json("uniform-sync", str(path))
+    assert done["mode"] == "full" and done["delta_version"] == 1 and done["files_added"] == 1
+    assert _agree(path) == 5
+    again = run("uniform-sync", str(path))
+    assert again.exit_code == 0 and "already reflects version 1" in again.stdout
+    Table.create(str(tmp_path / "plain"), schema=SCHEMA)
+    refused = run("uniform-sync", str(tmp_path / "plain"))
+    assert refused.exit_code == 1 and "not UniForm" in refused.stderr and "Traceback" not in refused.stderr
