@@ -204,6 +204,8 @@ class Table:
         storage = storage_for(uri, storage_options, single_writer=single_writer)
         table = cls(storage, **kw)
         table._latest = create_at(storage, actions, defer=defer)
+        if not defer:  # (a UniForm table: Iceberg metadata for version 0, empty)
+            uniform.after_commit(storage, table._latest)
         return table
 
     # ------------------------------------------------------------------ reading
@@ -661,6 +663,8 @@ class Table:
             base = self._latest
             if base is not None and base.version < 0:  # a deferred create's version 0: it exists now
                 self._latest = None  # (the next read loads it: one commit)
+                if iceberg_compat.uniform_iceberg(base.metadata.configuration):
+                    uniform.after_commit(self._storage, self._refresh())
                 return
             if base is None or base.version >= version:
                 return

@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import glob
 import json
+import shutil
 import site
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,7 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 from pyiceberg.table import StaticTable
 
-from airflow_txnlog.engine import InvalidArgumentError, Table, UnsupportedFeatureError
+from airflow_txnlog.engine import InvalidArgumentError, RestoreError, Table, UnsupportedFeatureError
 from airflow_txnlog.engine.uniform import iceberg_sync
 from tests.cli_support import run, run_json
 
@@ -166,9 +167,10 @@ def test_appends_overwrite_optimize_and_restore_read_alike_in_delta_rs_pyiceberg
     for i, region in enumerate(["eu", "us", "eu", "ap"]):
         t.write(_rows(range(i * 10, i * 10 + 10), region))
     assert _agree(path) == 40
-    assert (
-        json.loads((path / "metadata" / "v4.metadata.json").read_text())["properties"]["delta-version"] == "4"
-    )
+    # (v1 is version 0's, written at create: an empty table Iceberg readers read as empty)
+    versions = {int(p.name[1:].split(".")[0]): json.loads(p.read_text())["properties"]["delta-version"]
+                for p in (path / "metadata").glob("v*.metadata.json")}  # fmt: skip
+    assert versions == {1: "0", 2: "1", 3: "2", 4: "3", 5: "4"}
     t.write(_rows(range(100, 105), "us"), mode="overwrite")
     assert _agree(path) == 5
     t.write(_rows(range(200, 230), "eu"))
@@ -399,6 +401,9 @@ def test_log_cleanup_deletes_the_iceberg_files_no_kept_snapshot_needs(tmp_path: 
     assert len(table.metadata.snapshots) == iceberg_sync.MAX_SNAPSHOTS
     for snap in table.metadata.snapshots:  # every kept snapshot still reads whole
         assert sum(1 for _ in table.scan(snapshot_id=snap.snapshot_id).plan_files()) > 0
+    for entry in table.metadata.metadata_log:  # and every metadata file of the log
+        older = StaticTable.from_metadata(entry.metadata_file)
+        assert sum(1 for _ in older.scan().plan_files()) > 0
     assert _agree(path) == iceberg_sync.MAX_SNAPSHOTS + 5
 
 
@@ -431,12 +436,47 @@ def test_the_cli_syncs_a_lagging_uniform_table_and_refuses_a_plain_one(
     with monkeypatch.context() as m:  # the commit's own sync fails: the metadata lags behind
         m.setattr(iceberg_sync, "sync", lambda *_: (_ for _ in ()).throw(OSError("the store is down")))
         t.write(_rows(range(5), "eu"))
-    assert not (path / "metadata").exists()
+    assert _iceberg_meta(path)[1] == 0
     done = run_json("uniform-sync", str(path))
-    assert done["mode"] == "full" and done["delta_version"] == 1 and done["files_added"] == 1
+    assert done["mode"] == "incremental" and done["delta_version"] == 1 and done["files_added"] == 1
     assert _agree(path) == 5
     again = run("uniform-sync", str(path))
     assert again.exit_code == 0 and "already reflects version 1" in again.stdout
     Table.create(str(tmp_path / "plain"), schema=SCHEMA)
     refused = run("uniform-sync", str(tmp_path / "plain"))
     assert refused.exit_code == 1 and "not UniForm" in refused.stderr and "Traceback" not in refused.stderr
+
+
+def test_a_new_table_reads_empty_and_files_added_again_are_not_doubled(tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    t = _uniform_table(path)
+    assert _agree(path) == 0  # version 0's metadata, written at create
+    t.write(_rows(range(3), "eu"))
+    t.set_properties({"delta.enableRowTracking": "true"})  # re-adds every live file (row ids)
+    assert _agree(path) == 3
+
+
+def test_metadata_deleted_or_left_by_another_table_is_started_over(tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    t = _uniform_table(path)
+    t.write(_rows(range(3), "eu"))
+    shutil.rmtree(path / "metadata")  # deleted by hand: the next commit converts everything
+    t.write(_rows(range(3, 5), "us"))
+    assert _agree(path) == 5
+    shutil.rmtree(path / "_delta_log")  # another table at the same place, older metadata left behind
+    t2 = _uniform_table(path)
+    t2.write(_rows(range(100, 102), "eu"))
+    assert _agree(path) == 2
+    assert json.loads(Path(_iceberg_meta(path)[0]).read_text())["table-uuid"] == t2.snapshot().metadata.id
+
+
+def test_a_restore_that_would_turn_uniform_off_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    t = Table.create(str(path), schema=SCHEMA, partition_by=["region"])
+    t.write(_rows(range(3), "eu"))
+    t.set_properties(UNIFORM)
+    t.write(_rows(range(3, 5), "eu"))
+    before = t.latest_version()
+    with pytest.raises(RestoreError, match="no UniForm"):
+        t.restore(version=1)
+    assert t.latest_version() == before and _agree(path) == 5

@@ -18,9 +18,10 @@ for the features engine.features.feature_drop allows.
                             (their parquet types differ) rewritten, then delta.typeChanges removed
          domainMetadata     one commit removing every domain left (DOMAIN METADATA CLEANUP)
          icebergCompatV2    delta.enableIcebergCompatV2 and delta.universalFormat.enabledFormats
-                            unset (UniForm off; the Iceberg metadata stays, no longer updated;
-                            columnMapping stays). Delta cannot drop it (not a RemovableFeature);
-                            this engine does: a writer feature whose rules bind only while on
+                            unset (UniForm off; the Iceberg metadata is no longer updated nor
+                            kept from vacuum, as in Delta; columnMapping stays). Delta cannot
+                            drop it (not a RemovableFeature); this engine does: a writer feature
+                            whose rules bind only while on
     3. a protected drop (a reader-writer feature): three barrier steps, each an empty commit
        ("Empty Commit") and a checkpoint, so that a reader that does not know the feature finds a
        checkpoint past it before falling back to older ones (Delta: snapshot loading retries + 1);

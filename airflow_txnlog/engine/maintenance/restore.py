@@ -52,7 +52,7 @@ from airflow_txnlog.engine.errors import (
     SavepointFilesMissingError,
     VersionNotFoundError,
 )
-from airflow_txnlog.engine.features import identity
+from airflow_txnlog.engine.features import iceberg_compat, identity
 from airflow_txnlog.engine.features.checkpoint_protection import protected_before
 from airflow_txnlog.engine.features.deletion_vectors import dv_file_paths
 from airflow_txnlog.engine.features.feature_drop import normalized
@@ -271,6 +271,7 @@ def restore(
         if not p.adds and not p.removes and p.metadata is None:
             done = table.txn_commit_version(target.app_id, target.version) or current.version
             return _outcome(target, p, gone, foreign, version=done, committed=False, dry_run=dry_run)
+        _keeps_uniform(current, p.metadata, target.version)
         if dry_run:
             return _outcome(target, p, gone, foreign, version=None, committed=False, dry_run=True)
         check_safe(target, gone, foreign, on_foreign_commits)
@@ -305,6 +306,20 @@ def check_safe(
             "would discard their changes. The table is unchanged. Help: use on_foreign_commits='force' to "
             "restore anyway.",
             versions=foreign,
+        )
+
+
+def _keeps_uniform(current: Snapshot, metadata: Metadata | None, version: int) -> None:
+    """A restore must not turn UniForm off by restoring older metadata: Iceberg readers would go on
+    reading the metadata of the version before the restore, and vacuum would stop keeping it."""
+    if metadata is None or not iceberg_compat.uniform_iceberg(current.metadata.configuration):
+        return
+    if not iceberg_compat.uniform_iceberg(metadata.configuration):
+        raise RestoreError(
+            f"cannot restore version {version}: its metadata has no UniForm ({iceberg_compat.KEY}, "
+            f"{iceberg_compat.FORMATS_KEY}), so the restore would leave Iceberg readers on stale "
+            "metadata. The table is unchanged. Help: drop_feature('icebergCompatV2') first if UniForm "
+            "should end, then restore"
         )
 
 

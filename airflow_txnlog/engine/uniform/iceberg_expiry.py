@@ -9,6 +9,8 @@ read is a concurrent sync's and is never deleted.
 
 from __future__ import annotations
 
+from pyiceberg.table.metadata import TableMetadata, TableMetadataUtil, TableMetadataV2
+
 from airflow_txnlog.engine.errors import InvalidArgumentError
 from airflow_txnlog.engine.storage import Storage
 from airflow_txnlog.engine.uniform.iceberg_io import StorageIO
@@ -17,21 +19,22 @@ from airflow_txnlog.engine.uniform.layout import HINT, METADATA_DIR, listed, met
 
 
 def expired_files(storage: Storage, *, older_than_ms: int, dry_run: bool) -> list[str]:
-    """Delete (or with `dry_run`, list) the files under `metadata/` that the newest metadata no
-    longer needs, by name inside that folder: not it, the hint or a file of its metadata log, not a
-    manifest list of a snapshot it keeps nor a manifest such a list names, and last written before
-    `older_than_ms` (a sync under way writes files no metadata names yet). Nothing when the metadata
-    names another location (a table copied elsewhere: its paths are not this folder's)."""
+    """Delete (or with `dry_run`, list) the files under `metadata/` that no kept metadata file needs,
+    by name inside that folder. Kept: the newest metadata file, the hint, the files of its metadata
+    log; with, for each of those, its snapshots' manifest lists and the manifests they name (so
+    every kept metadata file stays readable). Of the rest, only files last written before
+    `older_than_ms` go (a sync under way writes files no metadata names yet), never a metadata file
+    newer than the newest read (a concurrent sync's). Nothing when the metadata names another
+    location (a table copied elsewhere: its paths are not this folder's)."""
     found = current(storage)
     if found is None:
         return []
     number, meta = found
+    if meta is None:
+        return []
     io = StorageIO(storage, storage.root)
     try:
-        keep = {HINT, metadata_key(number), *(io.key(e.metadata_file) for e in meta.metadata_log)}
-        for snap in meta.snapshots:
-            keep.add(io.key(snap.manifest_list))
-            keep.update(io.key(m.manifest_path) for m in snap.manifests(io))
+        keep = _needed(io, meta, number)
     except InvalidArgumentError:
         return []
     stale = [
@@ -39,8 +42,30 @@ def expired_files(storage: Storage, *, older_than_ms: int, dry_run: bool) -> lis
         for f in listed(storage)
         if f"{METADATA_DIR}/{f.name}" not in keep
         and f.mtime_ms < older_than_ms
-        and (number_of(f.name) or 0) <= number  # (a newer one is a concurrent sync's)
+        and (number_of(f.name) or 0) <= number
     ]
     if not dry_run:
         storage.delete_many(stale)
     return [k[len(METADATA_DIR) + 1 :] for k in stale]
+
+
+def _needed(io: StorageIO, meta: TableMetadataV2, number: int) -> set[str]:
+    """The keys every kept metadata file (the newest and its metadata log) needs to be read."""
+    keep = {HINT, metadata_key(number)}
+    kept: list[TableMetadata] = [meta]
+    for entry in meta.metadata_log:
+        key = io.key(entry.metadata_file)
+        try:
+            older = TableMetadataUtil.parse_raw(io.storage.read(key).decode())
+        except FileNotFoundError:
+            continue
+        keep.add(key)
+        kept.append(older)
+    lists = {s.manifest_list: s for m in kept for s in m.snapshots}
+    for location, snap in lists.items():
+        keep.add(io.key(location))
+        try:
+            keep.update(io.key(m.manifest_path) for m in snap.manifests(io))
+        except FileNotFoundError:  # (a list deleted by an earlier cleanup: its snapshot is unreadable)
+            continue
+    return keep

@@ -39,7 +39,7 @@ import logging
 import time
 import uuid
 from collections.abc import Sequence
-from typing import Final
+from typing import Any, Final
 
 import pyarrow as pa
 from pyiceberg.manifest import (
@@ -80,8 +80,10 @@ from airflow_txnlog.engine.uniform.layout import (
     DELTA_VERSION,
     HINT,
     METADATA_DIR,
+    listed,
     metadata_key,
     newest_number,
+    number_of,
 )
 
 log = logging.getLogger(__name__)
@@ -115,17 +117,24 @@ class SyncResult:
 _LAST: dict[str, tuple[int, TableMetadataV2, list[ManifestFile] | None]] = {}
 
 
-def current(storage: Storage, table_id: str | None = None) -> tuple[int, TableMetadataV2] | None:
-    """(N, metadata N) of the newest Iceberg metadata, or None when the table has none; `table_id`
-    (the Delta table's id) lets the metadata this process last saw stand for it."""
+def current(storage: Storage, table_id: str | None = None) -> tuple[int, TableMetadataV2 | None] | None:
+    """(N, metadata N) of the newest Iceberg metadata, or None when the table has none; (N, None)
+    when file N is gone (deleted by hand, or by a vacuum while UniForm was off): a sync then starts
+    over as N+1. `table_id` (the Delta table's id) lets the metadata this process last saw stand."""
     cached = _LAST.get(storage.root)
     same = cached is not None and table_id is not None and str(cached[1].table_uuid) == table_id
-    if cached is not None and same and not storage.exists(metadata_key(cached[0] + 1)):
-        return cached[0], cached[1]
+    # (still the newest, and still there: metadata/ may have been deleted meanwhile)
+    if cached is not None and same and not storage.exists(metadata_key(cached[0] + 1)):  # noqa: SIM102
+        if storage.exists(metadata_key(cached[0])):
+            return cached[0], cached[1]
     number = newest_number(storage)
     if number is None:
         return None
-    meta = TableMetadataUtil.parse_raw(storage.read(metadata_key(number)).decode())
+    try:
+        raw = storage.read(metadata_key(number))
+    except FileNotFoundError:
+        return max([number, *(n for f in listed(storage) if (n := number_of(f.name)) is not None)]), None
+    meta = TableMetadataUtil.parse_raw(raw.decode())
     if not isinstance(meta, TableMetadataV2):
         raise InvalidArgumentError(f"{metadata_key(number)} is not Iceberg format version 2")
     _LAST[storage.root] = (number, meta, None)
@@ -141,21 +150,27 @@ def sync(storage: Storage, snapshot: Snapshot) -> SyncResult:
             f"{iceberg_compat.KEY}=true"
         )
     found = current(storage, snapshot.metadata.id)
-    if found is not None and int(found[1].properties.get(DELTA_VERSION, "-1")) >= snapshot.version:
-        location = f"{found[1].location}/{metadata_key(found[0])}"
-        return SyncResult(int(found[1].properties[DELTA_VERSION]), location, "none")
-    return _Sync(storage, snapshot, found).run()
+    if found is None:
+        return _Sync(storage, snapshot, 0, None).run()
+    number, base = found
+    if base is None or str(base.table_uuid) != str(_table_uuid(snapshot.metadata.id)):
+        return _Sync(storage, snapshot, number, None).run()  # (gone, or another table's: start over)
+    if int(base.properties.get(DELTA_VERSION, "-1")) >= snapshot.version:
+        location = f"{base.location}/{metadata_key(number)}"
+        return SyncResult(int(base.properties[DELTA_VERSION]), location, "none")
+    return _Sync(storage, snapshot, number, base).run()
 
 
 class _Sync:
     """One sync: the pieces of the next metadata, written in order."""
 
     def __init__(
-        self, storage: Storage, snapshot: Snapshot, found: tuple[int, TableMetadataV2] | None
+        self, storage: Storage, snapshot: Snapshot, number: int, base: TableMetadataV2 | None
     ) -> None:
+        """`number`: N of the newest metadata (0: none); `base`: metadata N when this sync builds on
+        it (None: a full conversion written as N+1)."""
         self.storage, self.snapshot = storage, snapshot
-        self.number = found[0] if found else 0
-        self.base: TableMetadataV2 | None = found[1] if found else None
+        self.number, self.base = number, base
         self.io = StorageIO(storage, storage.root)
         meta = snapshot.metadata
         self.logical = schema_from_json(meta.schema_string)
@@ -168,14 +183,17 @@ class _Sync:
 
     def run(self) -> SyncResult:
         changes = self._pending()
+        if changes is not None:
+            try:
+                manifests = self._incremental(*changes)
+            except FileNotFoundError:  # (the base's manifests were deleted: start over)
+                changes = None
         if changes is None:
             files = self.snapshot.files()
             manifests = self._added(files)
             added, removed, mode = len(files), 0, "full"
         else:
-            adds, removes = changes
-            manifests = self._incremental(adds, removes)
-            added, removed, mode = len(adds), len(removes), "incremental"
+            added, removed, mode = len(changes[0]), len(changes[1]), "incremental"
         op = _operation(changes)
         self.manifests = manifests
         location = self._write_list(manifests, op, added, removed)
@@ -188,14 +206,14 @@ class _Sync:
     # -------------------------------------------------------------------------- what changed
     def _pending(self) -> tuple[list[AddFile], set[str]] | None:
         """The net adds and removed locations since the base's Delta version, or None when a full
-        conversion is needed (no base, partitioning changed, commits missing or too many)."""
+        conversion is needed (no base, partitioning changed, commits missing or too many, a commit
+        in between without UniForm: the metadata may name files vacuum deleted since)."""
         if self.base is None or self.base.spec().fields != self.spec.fields:
             return None
         if not self.base.current_snapshot_id or self.base.current_snapshot() is None:
             return None
         done = int(self.base.properties.get(DELTA_VERSION, "-1"))
-        want = self.snapshot.version - done
-        if done < 0 or want > MAX_PENDING:
+        if done < 0 or self.snapshot.version - done > MAX_PENDING:
             return None
         names = [f"{LOG_DIR}/{commit_name(v)}" for v in range(done + 1, self.snapshot.version + 1)]
         try:  # (read by name: no listing of the log; a commit cleaned up means a full conversion)
@@ -206,14 +224,26 @@ class _Sync:
         removed: set[str] = set()
         for name, blob in zip(names, blobs, strict=True):
             for action in parse_commit(blob, name=name):
-                if "add" in action:
-                    add = AddFile.from_wire(action["add"])
-                    added[self.entries.path(add.path)] = add
-                elif "remove" in action:
-                    path = self.entries.path(RemoveFile.from_wire(action["remove"]).path)
-                    if added.pop(path, None) is None or path in removed:
-                        removed.add(path)
+                if "metaData" in action and not iceberg_compat.uniform_iceberg(
+                    action["metaData"].get("configuration") or {}
+                ):
+                    return None
+                self._net(action, added, removed)
         return list(added.values()), removed
+
+    def _net(self, action: dict[str, Any], added: dict[str, AddFile], removed: set[str]) -> None:
+        """Fold one action into the net change: a file added then removed is neither; a file added
+        again without data change (row ids, stats) may be live in the base: its old entry goes."""
+        if "add" in action:
+            add = AddFile.from_wire(action["add"])
+            path = self.entries.path(add.path)
+            added[path] = add
+            if not add.data_change:
+                removed.add(path)
+        elif "remove" in action:
+            path = self.entries.path(RemoveFile.from_wire(action["remove"]).path)
+            if added.pop(path, None) is None or path in removed:
+                removed.add(path)
 
     # -------------------------------------------------------------------------- manifests
     def _new_manifest(self, entries: list[tuple[ManifestEntryStatus, ManifestEntry]]) -> ManifestFile | None:

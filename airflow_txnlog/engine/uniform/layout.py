@@ -64,5 +64,8 @@ def reflected_version(storage: Storage) -> int | None:
     number = newest_number(storage)
     if number is None:
         return None
-    properties = orjson.loads(storage.read(metadata_key(number))).get("properties") or {}
+    try:
+        properties = orjson.loads(storage.read(metadata_key(number))).get("properties") or {}
+    except FileNotFoundError:  # (deleted: no Iceberg reader can read it either)
+        return None
     return int(properties.get(DELTA_VERSION, -1))
