@@ -668,8 +668,8 @@ class Table:
                 return
             if base is None or base.version >= version:
                 return
-            interval = props.checkpoint_interval(base.metadata.configuration)
-            if version % interval != 0 and not iceberg_compat.uniform_iceberg(base.metadata.configuration):
+            if version % props.checkpoint_interval(base.metadata.configuration) != 0:
+                uniform.after_commit_from(self._storage, base, version)  # (UniForm tables only)
                 return
             snap = base.update(until=version)
             if version % props.checkpoint_interval(snap.metadata.configuration) == 0:

@@ -89,6 +89,16 @@ def sync(storage: Storage, snapshot: Snapshot) -> SyncResult:
     return iceberg_sync.sync(storage, snapshot)
 
 
+def after_commit_from(storage: Storage, base: Snapshot, version: int) -> SyncResult | None:
+    """A commit's sync, from the snapshot before it (engine.uniform.commit_target), for a table that
+    was UniForm before the commit; else nothing."""
+    if not iceberg_compat.uniform_iceberg(base.metadata.configuration):
+        return None
+    from airflow_txnlog.engine.uniform import iceberg_sync  # noqa: PLC0415 (pyiceberg: UniForm only)
+
+    return iceberg_sync.after_commit_from(storage, base, version)
+
+
 def after_commit(storage: Storage, snapshot: Snapshot) -> SyncResult | None:
     """A commit's sync when the table is UniForm (its failure logged, never raised); else nothing."""
     if not iceberg_compat.uniform_iceberg(snapshot.metadata.configuration):

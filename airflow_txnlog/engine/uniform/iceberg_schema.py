@@ -19,6 +19,7 @@ them, `IcebergSchemaUtils` / `IcebergTransactionUtils`).
 from __future__ import annotations
 
 import datetime as dt
+import uuid
 from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
@@ -28,6 +29,7 @@ import pyarrow as pa
 from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
 from pyiceberg.partitioning import PartitionField, PartitionSpec
 from pyiceberg.schema import Schema
+from pyiceberg.table.metadata import TableMetadataV2
 from pyiceberg.transforms import IdentityTransform
 from pyiceberg.typedef import Record
 from pyiceberg.types import (
@@ -174,3 +176,24 @@ class FileEntries:
             record_count=records,
             file_size_in_bytes=add.size,
         )
+
+
+def table_uuid(delta_id: str) -> uuid.UUID:
+    """The Iceberg table's uuid: the Delta table's id (a uuid when Delta made it; else derived)."""
+    try:
+        return uuid.UUID(delta_id)
+    except ValueError:
+        return uuid.uuid5(uuid.NAMESPACE_URL, delta_id)
+
+
+def schemas(base: TableMetadataV2 | None, logical: pa.Schema) -> tuple[list[Schema], Schema]:
+    """The schemas of the next metadata and its current one (a new schema only when it changed)."""
+    if base is None:
+        s = schema(logical, 0)
+        return [s], s
+    latest = base.schema()
+    s = schema(logical, latest.schema_id)
+    if s.fields == latest.fields:
+        return list(base.schemas), latest
+    s = schema(logical, max(x.schema_id for x in base.schemas) + 1)
+    return [*base.schemas, s], s

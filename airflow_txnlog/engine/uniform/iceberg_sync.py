@@ -41,7 +41,6 @@ import uuid
 from collections.abc import Sequence
 from typing import Any, Final
 
-import pyarrow as pa
 from pyiceberg.manifest import (
     UNASSIGNED_SEQ,
     ManifestEntry,
@@ -73,6 +72,7 @@ from airflow_txnlog.engine.schema import schema_from_json
 from airflow_txnlog.engine.state.snapshot import Snapshot
 from airflow_txnlog.engine.storage import LOG_DIR, Storage
 from airflow_txnlog.engine.uniform import iceberg_schema
+from airflow_txnlog.engine.uniform.commit_target import CommitTarget
 from airflow_txnlog.engine.uniform.iceberg_io import StorageIO
 from airflow_txnlog.engine.uniform.layout import (
     BASE_DELTA_VERSION,
@@ -141,7 +141,7 @@ def current(storage: Storage, table_id: str | None = None) -> tuple[int, TableMe
     return number, meta
 
 
-def sync(storage: Storage, snapshot: Snapshot) -> SyncResult:
+def sync(storage: Storage, snapshot: Snapshot | CommitTarget) -> SyncResult:
     """Bring the Iceberg metadata to `snapshot` (see the module docstring)."""
     conf = snapshot.metadata.configuration
     if not iceberg_compat.uniform_iceberg(conf):
@@ -153,7 +153,7 @@ def sync(storage: Storage, snapshot: Snapshot) -> SyncResult:
     if found is None:
         return _Sync(storage, snapshot, 0, None).run()
     number, base = found
-    if base is None or str(base.table_uuid) != str(_table_uuid(snapshot.metadata.id)):
+    if base is None or str(base.table_uuid) != str(iceberg_schema.table_uuid(snapshot.metadata.id)):
         return _Sync(storage, snapshot, number, None).run()  # (gone, or another table's: start over)
     if int(base.properties.get(DELTA_VERSION, "-1")) >= snapshot.version:
         location = f"{base.location}/{metadata_key(number)}"
@@ -165,7 +165,7 @@ class _Sync:
     """One sync: the pieces of the next metadata, written in order."""
 
     def __init__(
-        self, storage: Storage, snapshot: Snapshot, number: int, base: TableMetadataV2 | None
+        self, storage: Storage, snapshot: Snapshot | CommitTarget, number: int, base: TableMetadataV2 | None
     ) -> None:
         """`number`: N of the newest metadata (0: none); `base`: metadata N when this sync builds on
         it (None: a full conversion written as N+1)."""
@@ -176,7 +176,7 @@ class _Sync:
         self.logical = schema_from_json(meta.schema_string)
         self.entries = iceberg_schema.FileEntries(self.io.location, self.logical, meta.partition_columns)
         self.spec = iceberg_schema.partition_spec(self.logical, meta.partition_columns)
-        self.schemas, self.schema = _schemas(self.base, self.logical)
+        self.schemas, self.schema = iceberg_schema.schemas(self.base, self.logical)
         self.snapshot_id = uuid.uuid4().int & ((1 << 63) - 1)
         self.sequence = (self.base.last_sequence_number if self.base else 0) + 1
         self.manifest_count = 0
@@ -215,21 +215,34 @@ class _Sync:
         done = int(self.base.properties.get(DELTA_VERSION, "-1"))
         if done < 0 or self.snapshot.version - done > MAX_PENDING:
             return None
-        names = [f"{LOG_DIR}/{commit_name(v)}" for v in range(done + 1, self.snapshot.version + 1)]
-        try:  # (read by name: no listing of the log; a commit cleaned up means a full conversion)
-            blobs = self.storage.read_many(names)
-        except FileNotFoundError:
+        commits = self._commits_after(done)
+        if commits is None:
             return None
         added: dict[str, AddFile] = {}
         removed: set[str] = set()
-        for name, blob in zip(names, blobs, strict=True):
-            for action in parse_commit(blob, name=name):
+        for actions in commits:
+            for action in actions:
                 if "metaData" in action and not iceberg_compat.uniform_iceberg(
                     action["metaData"].get("configuration") or {}
                 ):
                     return None
                 self._net(action, added, removed)
         return list(added.values()), removed
+
+    def _commits_after(self, done: int) -> list[list[dict[str, Any]]] | None:
+        """The parsed commits after version `done` (the target's own when it read them), read by
+        name: no listing of the log; None when one is gone (log cleanup: a full conversion)."""
+        if (
+            isinstance(self.snapshot, CommitTarget)
+            and (held := self.snapshot.actions_after(done)) is not None
+        ):
+            return held
+        names = [f"{LOG_DIR}/{commit_name(v)}" for v in range(done + 1, self.snapshot.version + 1)]
+        try:
+            blobs = self.storage.read_many(names)
+        except FileNotFoundError:
+            return None
+        return [parse_commit(blob, name=name) for name, blob in zip(names, blobs, strict=True)]
 
     def _net(self, action: dict[str, Any], added: dict[str, AddFile], removed: set[str]) -> None:
         """Fold one action into the net change: a file added then removed is neither; a file added
@@ -413,7 +426,7 @@ class _Sync:
         base_version = self.base.properties.get(DELTA_VERSION, "-1") if self.base else "-1"
         spec_ids = [f.field_id for f in self.spec.fields]
         return TableMetadataV2.model_validate({
-            "location": self.io.location, "table-uuid": _table_uuid(self.snapshot.metadata.id),
+            "location": self.io.location, "table-uuid": iceberg_schema.table_uuid(self.snapshot.metadata.id),
             "last-updated-ms": now, "last-column-id": max(s.highest_field_id for s in self.schemas),
             "schemas": self.schemas, "current-schema-id": self.schema.schema_id,
             "partition-specs": [self.spec], "default-spec-id": self.spec.spec_id,
@@ -427,14 +440,6 @@ class _Sync:
             "refs": {"main": SnapshotRef.model_validate({"snapshot-id": snap.snapshot_id, "type": "branch"})},
             "last-sequence-number": self.sequence,
         })  # fmt: skip
-
-
-def _table_uuid(delta_id: str) -> uuid.UUID:
-    """The Iceberg table's uuid: the Delta table's id (a uuid when Delta made it; else derived)."""
-    try:
-        return uuid.UUID(delta_id)
-    except ValueError:
-        return uuid.uuid5(uuid.NAMESPACE_URL, delta_id)
 
 
 def _operation(changes: tuple[list[AddFile], set[str]] | None) -> Operation:
@@ -452,24 +457,11 @@ def _live_files(m: ManifestFile) -> int:
     return (m.added_files_count or 0) + (m.existing_files_count or 0)
 
 
-def _schemas(base: TableMetadataV2 | None, logical: pa.Schema) -> tuple[list[Schema], Schema]:
-    """The schemas of the next metadata and its current one (a new schema only when it changed)."""
-    if base is None:
-        s = iceberg_schema.schema(logical, 0)
-        return [s], s
-    latest = base.schema()
-    s = iceberg_schema.schema(logical, latest.schema_id)
-    if s.fields == latest.fields:
-        return list(base.schemas), latest
-    s = iceberg_schema.schema(logical, max(x.schema_id for x in base.schemas) + 1)
-    return [*base.schemas, s], s
-
-
 def _last_column_id(schemas: list[Schema]) -> int:
     return max(s.highest_field_id for s in schemas)
 
 
-def after_commit(storage: Storage, snapshot: Snapshot) -> SyncResult | None:
+def after_commit(storage: Storage, snapshot: Snapshot | CommitTarget) -> SyncResult | None:
     """The sync a commit runs when its table is UniForm (None when it is not): never fails the
     commit, which has landed. A failure is logged; the next commit or `Table.uniform_sync()` catches
     up (the metadata stays at its last version meanwhile; vacuum keeps the files it reads)."""
@@ -481,3 +473,18 @@ def after_commit(storage: Storage, snapshot: Snapshot) -> SyncResult | None:
         log.warning("UniForm: Iceberg metadata not brought to version %s (the commit itself succeeded): %s",
                     snapshot.version, exc)  # fmt: skip
         return None
+
+
+def after_commit_from(storage: Storage, base: Snapshot, version: int) -> SyncResult | None:
+    """`after_commit` for version `version` seen from `base`, the snapshot before the commit
+    (engine.uniform.commit_target: no listing, no replay); only for a UniForm `base`."""
+    if not iceberg_compat.uniform_iceberg(base.metadata.configuration):
+        return None
+    try:
+        target = CommitTarget(storage, base, version)
+    except (TxnLogError, OSError, ValueError) as exc:
+        log.warning(
+            "UniForm: version %s not read for its Iceberg metadata (the commit succeeded): %s", version, exc
+        )
+        return None
+    return after_commit(storage, target)
