@@ -17,9 +17,8 @@ checkpoint past the drop; writer-only features drop with one commit. Delta canno
 invariants, changeDataFeed, generatedColumns, identityColumns, timestampNtz, variantType,
 icebergCompat*, clustering or allowColumnDefaults (`NEVER`), nor checkpointProtection except by
 truncating history; this engine drops icebergCompatV2 (its rules bind only while its property is on:
-decided, so a table can be handed back to writers that do not know it). `NOT_YET` are droppable
-in Delta by rewriting data files, or (v2Checkpoint) by switching to classic checkpoints while the
-feature is still listed, which this engine does not do yet.
+decided, so a table can be handed back to writers that do not know it). `NOT_YET` (columnMapping)
+is droppable in Delta by rewriting every data file, which this engine does not do yet.
 """
 
 from __future__ import annotations
@@ -34,13 +33,14 @@ DROPPABLE = frozenset(
     {"deletionVectors", "vacuumProtocolCheck", "inCommitTimestamp", "checkConstraints", "rowTracking"}
     | {"domainMetadata", "typeWidening", "typeWidening-preview", checkpoint_protection.FEATURE}
     | {"icebergCompatV2"}  # (not in Delta: a writer feature whose rules bind only while its property is on)
+    | {"v2Checkpoint"}
 )
 NEVER = frozenset(
     {"appendOnly", "invariants", "changeDataFeed", "generatedColumns", "identityColumns", "timestampNtz"}
     | {"variantType", "variantType-preview", "icebergCompatV1", "icebergCompatV3"}
     | {"clustering", "allowColumnDefaults", "liquid"}
 )
-NOT_YET = frozenset({"columnMapping", "v2Checkpoint"})
+NOT_YET = frozenset({"columnMapping"})
 # feature -> the features that need it in the protocol (Delta's reverse `requiredFeatures`)
 _NEEDED_BY = {"domainMetadata": ("rowTracking", "clustering"), "columnMapping": ("icebergCompatV2",)}
 

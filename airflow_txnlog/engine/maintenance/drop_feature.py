@@ -17,6 +17,9 @@ for the features engine.features.feature_drop allows.
          typeWidening       delta.enableTypeWidening unset, the files written before a type change
                             (their parquet types differ) rewritten, then delta.typeChanges removed
          domainMetadata     one commit removing every domain left (DOMAIN METADATA CLEANUP)
+         v2Checkpoint       delta.checkpointPolicy=classic (SET TBLPROPERTIES): the barrier
+                            checkpoints and every one after are classic V1-spec files, so the
+                            newest checkpoint a reader finds past the drop needs no V2 support
          icebergCompatV2    delta.enableIcebergCompatV2 and delta.universalFormat.enabledFormats
                             unset (UniForm off; the Iceberg metadata is no longer updated nor
                             kept from vacuum, as in Delta; columnMapping stays). Delta cannot
@@ -160,6 +163,8 @@ def _traces_left(snap: Snapshot, feature: str) -> str | None:
         return "in-commit timestamps are on" if on else None
     if feature == "domainMetadata" and (domains := snap.domain_metadata()):
         return f"domain {sorted(domains)[0]!r} is set"
+    if feature == "v2Checkpoint" and str(conf.get(props.CHECKPOINT_POLICY, "v2")).lower() != "classic":
+        return f"{props.CHECKPOINT_POLICY} is not classic"
     if feature == iceberg_compat.FEATURE and (iceberg_compat.enabled(conf) or iceberg_compat.formats(conf)):
         return f"{iceberg_compat.KEY} or UniForm is on"
     if feature in _WIDENING:
@@ -196,6 +201,16 @@ def _remove_traces(table: DropTable, feature: str) -> list[int]:
         done += _unbackfill(table, snap)
     elif feature in _WIDENING:
         done += _rewrite_widened(table, snap)
+    elif feature == "v2Checkpoint" and _traces_left(snap, feature):  # (Delta: SET ... = 'classic')
+        txn = table.transaction(
+            "SET TBLPROPERTIES",
+            {"properties": json.dumps({props.CHECKPOINT_POLICY: "classic"})},
+            snapshot=snap,
+        )
+        txn.update_metadata(
+            dataclasses.replace(snap.metadata, configuration={**conf, props.CHECKPOINT_POLICY: "classic"})
+        )
+        done.append(txn.commit())
     elif feature == iceberg_compat.FEATURE and _traces_left(snap, feature):
         keys = [iceberg_compat.KEY, iceberg_compat.FORMATS_KEY]  # (UniForm off first, then the compat)
         kept = {k: v for k, v in conf.items() if k not in keys}
@@ -296,6 +311,15 @@ def _dv_tombstones(table: DropTable) -> int:
     now = int(time.time() * 1000)
     for path in sorted(paths):
         txn.remove(RemoveFile(path, deletion_timestamp=now, data_change=False), data_change=False)
+    return txn.commit()
+
+
+def _classic_checkpoints(table: DropTable, snap: Snapshot) -> int:
+    """delta.checkpointPolicy=classic (Delta's V2CheckpointPreDowngradeCommand: SET TBLPROPERTIES)."""
+    classic = {props.CHECKPOINT_POLICY: "classic"}
+    txn = table.transaction("SET TBLPROPERTIES", {"properties": json.dumps(classic)}, snapshot=snap)
+    conf = {**snap.metadata.configuration, **classic}
+    txn.update_metadata(dataclasses.replace(snap.metadata, configuration=conf))
     return txn.commit()
 
 

@@ -58,6 +58,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from airflow_txnlog.engine import properties as props
 from airflow_txnlog.engine.errors import LogCorruptedError, TxnLogError
 from airflow_txnlog.engine.features import column_mapping
 from airflow_txnlog.engine.features.table_features import require_checkpoint_supported
@@ -452,7 +453,11 @@ def write_checkpoint(
     """Write the checkpoint of `state` and then `_last_checkpoint`; returns the hint written. A
     classic checkpoint is streamed (`checkpoint_parts`), a V2 one built whole."""
     plan = _plan(state, min_tombstone_ts, None, None)
-    if state.protocol is not None and "v2Checkpoint" in (state.protocol.writer_features or ()):
+    v2_listed = state.protocol is not None and "v2Checkpoint" in (state.protocol.writer_features or ())
+    conf = state.metadata.configuration if state.metadata is not None else {}
+    # (policy `classic` on a v2Checkpoint table: a classic V1-spec checkpoint, which PROTOCOL.md always
+    # allows and DROP FEATURE v2Checkpoint needs; never multi-part while the feature is listed)
+    if v2_listed and str(conf.get(props.CHECKPOINT_POLICY, "v2")).strip().lower() != "classic":
         table = _whole(plan)
         v2 = checkpoint_v2.write(storage, state.version, table)
         size = sum(s["sizeInBytes"] for s in v2["sidecarFiles"]) + v2["sizeInBytes"]
@@ -461,7 +466,7 @@ def write_checkpoint(
         hint["v2Checkpoint"] = v2
     else:
         num_rows = plan.num_rows
-        n_parts = 1 if part_size is None else max(1, -(-num_rows // max(1, part_size)))
+        n_parts = 1 if part_size is None or v2_listed else max(1, -(-num_rows // max(1, part_size)))
         with PartWriters(storage, state.version, n_parts, plan.schema) as parts:
             for pieces in _tables(plan, parts.split):
                 parts.add(pieces)

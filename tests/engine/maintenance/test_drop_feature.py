@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import polars_deltalake
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -32,6 +33,7 @@ V_KEY = "delta.requireCheckpointProtectionBeforeVersion"
 BASE = ("appendOnly", "invariants")
 ROW_TRACKING = {"delta.enableRowTracking": "true"}
 V2_CHECKPOINTS = {"delta.checkpointPolicy": "v2"}
+MAPPED = {"delta.columnMapping.mode": "name"}
 
 
 @pytest.mark.parametrize(
@@ -214,7 +216,7 @@ def test_checkpoint_protection_goes_with_its_history(tmp_path: Path) -> None:
     ("properties", "feature", "error", "match"),
     [
         ({}, "appendOnly", UnsupportedFeatureError, "Delta cannot drop it either"),
-        (V2_CHECKPOINTS, "v2Checkpoint", UnsupportedFeatureError, "cannot drop 'v2Checkpoint' yet"),
+        (MAPPED, "columnMapping", UnsupportedFeatureError, "cannot drop 'columnMapping' yet"),
         (ROW_TRACKING, "domainMetadata", InvalidArgumentError, "needed by 'rowTracking'"),
         ({}, "deletionVectors", InvalidArgumentError, "does not have feature"),
         ({}, "delta.appendOnly", InvalidArgumentError, "table property"),
@@ -419,3 +421,26 @@ def test_type_widening_dropped_rewrites_the_files_written_before_the_change(tmp_
         _rows(root) == [1, 2, 3] == sorted(DeltaTable(str(root)).to_pyarrow_table().column("id").to_pylist())
     )
     assert result.protected_before == result.version
+
+
+def test_v2_checkpoints_dropped_leave_classic_checkpoints_readers_start_from(tmp_path: Path) -> None:
+    root = tmp_path / "t"
+    t = Table.create(str(root), schema=SCHEMA, properties=V2_CHECKPOINTS)
+    t.write(pa.table({"id": [1, 2]}, schema=SCHEMA))
+    t.checkpoint()
+    log = root / "_delta_log"
+    assert [n for n in os.listdir(log) if ".checkpoint." in n and n.count(".") == 3]  # a UUID-named V2 one
+    result = t.drop_feature("v2Checkpoint")
+    snap = Table.open(str(root)).snapshot()
+    assert "v2Checkpoint" not in (snap.protocol.reader_features or ()) + (snap.protocol.writer_features or ())
+    assert snap.metadata.configuration["delta.checkpointPolicy"] == "classic"
+    assert result.protected_before == result.version  # a reader-writer feature: history protected
+    newest = max(int(n[:20]) for n in os.listdir(log) if ".checkpoint" in n)
+    assert newest == result.version and (log / f"{newest:020d}.checkpoint.parquet").exists()
+    for v in range(result.version - 3, result.version + 1):  # the barriers' and the drop's: classic
+        assert (log / f"{v:020d}.checkpoint.parquet").exists(), v
+    t.write(pa.table({"id": [3]}, schema=SCHEMA))
+    assert _rows(root) == [1, 2, 3]
+    assert sorted(pa.table(DeltaTable(str(root)).scan().read_all()).column("id").to_pylist()) == [1, 2, 3]
+    kernel = polars_deltalake.read_delta(str(root))
+    assert sorted(kernel["id"].to_list()) == [1, 2, 3]
