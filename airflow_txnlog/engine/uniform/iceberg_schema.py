@@ -192,8 +192,20 @@ def schemas(base: TableMetadataV2 | None, logical: pa.Schema) -> tuple[list[Sche
         s = schema(logical, 0)
         return [s], s
     latest = base.schema()
-    s = schema(logical, latest.schema_id)
+    s = _converted(logical, latest.schema_id)
     if s.fields == latest.fields:
         return list(base.schemas), latest
     s = schema(logical, max(x.schema_id for x in base.schemas) + 1)
     return [*base.schemas, s], s
+
+
+_LAST_CONVERTED: list[tuple[pa.Schema, int, Schema]] = []
+
+
+def _converted(logical: pa.Schema, schema_id: int) -> Schema:
+    """`schema`, the last result kept: every sync of a table converts the same schema."""
+    if _LAST_CONVERTED and _LAST_CONVERTED[0][1] == schema_id and _LAST_CONVERTED[0][0] is logical:
+        return _LAST_CONVERTED[0][2]
+    converted = schema(logical, schema_id)
+    _LAST_CONVERTED[:] = [(logical, schema_id, converted)]
+    return converted

@@ -35,12 +35,14 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 import logging
 import time
 import uuid
 from collections.abc import Sequence
 from typing import Any, Final
 
+import pyarrow as pa
 from pyiceberg.manifest import (
     UNASSIGNED_SEQ,
     ManifestEntry,
@@ -49,6 +51,7 @@ from pyiceberg.manifest import (
     write_manifest,
     write_manifest_list,
 )
+from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
 from pyiceberg.table.metadata import TableMetadataUtil, TableMetadataV2
 from pyiceberg.table.refs import SnapshotRef
@@ -173,9 +176,9 @@ class _Sync:
         self.number, self.base = number, base
         self.io = StorageIO(storage, storage.root)
         meta = snapshot.metadata
-        self.logical = schema_from_json(meta.schema_string)
+        self.logical = _logical(meta.schema_string)
         self.entries = iceberg_schema.FileEntries(self.io.location, self.logical, meta.partition_columns)
-        self.spec = iceberg_schema.partition_spec(self.logical, meta.partition_columns)
+        self.spec = _spec(meta.schema_string, meta.partition_columns)
         self.schemas, self.schema = iceberg_schema.schemas(self.base, self.logical)
         self.snapshot_id = uuid.uuid4().int & ((1 << 63) - 1)
         self.sequence = (self.base.last_sequence_number if self.base else 0) + 1
@@ -440,6 +443,17 @@ class _Sync:
             "refs": {"main": SnapshotRef.model_validate({"snapshot-id": snap.snapshot_id, "type": "branch"})},
             "last-sequence-number": self.sequence,
         })  # fmt: skip
+
+
+@functools.lru_cache(maxsize=8)
+def _logical(schema_string: str) -> pa.Schema:
+    """The Delta schema of a schema string (a commit's sync parses the same one every time)."""
+    return schema_from_json(schema_string)
+
+
+@functools.lru_cache(maxsize=8)
+def _spec(schema_string: str, partition_columns: tuple[str, ...]) -> PartitionSpec:
+    return iceberg_schema.partition_spec(_logical(schema_string), partition_columns)
 
 
 def _operation(changes: tuple[list[AddFile], set[str]] | None) -> Operation:
