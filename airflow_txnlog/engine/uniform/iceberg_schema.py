@@ -19,6 +19,7 @@ them, `IcebergSchemaUtils` / `IcebergTransactionUtils`).
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import uuid
 from collections.abc import Mapping
 from decimal import Decimal
@@ -54,7 +55,7 @@ from pyiceberg.types import (
 from airflow_txnlog.engine.errors import LogCorruptedError
 from airflow_txnlog.engine.features import column_mapping
 from airflow_txnlog.engine.log.actions import AddFile
-from airflow_txnlog.engine.schema import parse_partition_value
+from airflow_txnlog.engine.schema import parse_partition_value, schema_from_json
 from airflow_txnlog.engine.storage import has_scheme
 
 PARTITION_ID_START = 1000  # Iceberg's first partition field id
@@ -209,3 +210,15 @@ def _converted(logical: pa.Schema, schema_id: int) -> Schema:
     converted = schema(logical, schema_id)
     _LAST_CONVERTED[:] = [(logical, schema_id, converted)]
     return converted
+
+
+@functools.lru_cache(maxsize=8)
+def logical(schema_string: str) -> pa.Schema:
+    """The Delta schema of a schema string (a table's every sync parses the same one)."""
+    return schema_from_json(schema_string)
+
+
+@functools.lru_cache(maxsize=8)
+def spec_of(schema_string: str, partition_columns: tuple[str, ...]) -> PartitionSpec:
+    """`partition_spec` of a schema string, kept between syncs."""
+    return partition_spec(logical(schema_string), partition_columns)

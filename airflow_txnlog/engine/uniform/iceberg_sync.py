@@ -35,14 +35,12 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import functools
 import logging
 import time
 import uuid
 from collections.abc import Sequence
 from typing import Any, Final
 
-import pyarrow as pa
 from pyiceberg.manifest import (
     UNASSIGNED_SEQ,
     ManifestEntry,
@@ -51,7 +49,6 @@ from pyiceberg.manifest import (
     write_manifest,
     write_manifest_list,
 )
-from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
 from pyiceberg.table.metadata import TableMetadataUtil, TableMetadataV2
 from pyiceberg.table.refs import SnapshotRef
@@ -71,7 +68,6 @@ from airflow_txnlog.engine.features import iceberg_compat
 from airflow_txnlog.engine.log.actions import AddFile, RemoveFile
 from airflow_txnlog.engine.log.log_paths import commit_name
 from airflow_txnlog.engine.log.log_reader import parse_commit
-from airflow_txnlog.engine.schema import schema_from_json
 from airflow_txnlog.engine.state.snapshot import Snapshot
 from airflow_txnlog.engine.storage import LOG_DIR, Storage
 from airflow_txnlog.engine.uniform import iceberg_schema
@@ -176,9 +172,9 @@ class _Sync:
         self.number, self.base = number, base
         self.io = StorageIO(storage, storage.root)
         meta = snapshot.metadata
-        self.logical = _logical(meta.schema_string)
+        self.logical = iceberg_schema.logical(meta.schema_string)
         self.entries = iceberg_schema.FileEntries(self.io.location, self.logical, meta.partition_columns)
-        self.spec = _spec(meta.schema_string, meta.partition_columns)
+        self.spec = iceberg_schema.spec_of(meta.schema_string, meta.partition_columns)
         self.schemas, self.schema = iceberg_schema.schemas(self.base, self.logical)
         self.snapshot_id = uuid.uuid4().int & ((1 << 63) - 1)
         self.sequence = (self.base.last_sequence_number if self.base else 0) + 1
@@ -443,17 +439,6 @@ class _Sync:
             "refs": {"main": SnapshotRef.model_validate({"snapshot-id": snap.snapshot_id, "type": "branch"})},
             "last-sequence-number": self.sequence,
         })  # fmt: skip
-
-
-@functools.lru_cache(maxsize=8)
-def _logical(schema_string: str) -> pa.Schema:
-    """The Delta schema of a schema string (a commit's sync parses the same one every time)."""
-    return schema_from_json(schema_string)
-
-
-@functools.lru_cache(maxsize=8)
-def _spec(schema_string: str, partition_columns: tuple[str, ...]) -> PartitionSpec:
-    return iceberg_schema.partition_spec(_logical(schema_string), partition_columns)
 
 
 def _operation(changes: tuple[list[AddFile], set[str]] | None) -> Operation:
