@@ -410,9 +410,8 @@ class Table:
 
     # ------------------------------------------------------------------ publications (write-audit-publish)
     def publish(self, version: int | None = None, *, channel: str = DEFAULT_CHANNEL) -> Publication:
-        """Mark `version` (default latest) as audited on `channel`; readers that follow the channel
-        see it from now on (engine.maintenance.publications). Re-publishing the current version is a no-op; an
-        older version raises `PublicationError`."""
+        """Mark `version` (default latest) as audited on `channel` for its readers (engine.maintenance.
+        publications). Re-publishing the current version is a no-op; an older one: `PublicationError`."""
         self._committed("publish")
         return publications.publish(self, version, channel=channel)
 
@@ -567,8 +566,7 @@ class Table:
         return drop_feature(self, feature, truncate_history=truncate_history)
 
     def uniform_sync(self) -> SyncResult:
-        """UniForm: the Iceberg metadata brought to the latest version (engine.uniform.iceberg_sync);
-        a no-op when it already is. Commits sync on their own; this catches up after a failure."""
+        """UniForm: the Iceberg metadata at the latest version (engine.uniform; no-op when it is)."""
         self._committed("sync UniForm metadata")
         return uniform.sync(self._storage, self._refresh())
 
@@ -634,6 +632,8 @@ class Table:
             span = {"first": estimate.get("first"), "last": estimate.get("last")}
             done_span = span if dry_run else compact_log(self, **span).to_dict()
             return {"kind": kind, "dry_run": dry_run, **done_span}
+        if kind == "uniform_sync":
+            return uniform.run_action(self, dry_run=dry_run)
         if kind == "checkpoint":
             version = self.snapshot().version
             if not dry_run:

@@ -30,7 +30,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 STAGES: dict[str, tuple[str, ...]] = {
-    "checkpoint": ("checkpoint", "compact_log"),  # (a compaction is planned only when no checkpoint is due)
+    # (a compaction is planned only when no checkpoint is due; a UniForm sync after a commit's failed)
+    "checkpoint": ("checkpoint", "compact_log", "uniform_sync"),
     "optimize": ("cluster", "compact", "purge_deletion_vectors"),  # (in plan order: cluster first)
     "vacuum": ("vacuum",),
     "cleanup_log": ("cleanup_log",),

@@ -480,3 +480,33 @@ def test_a_restore_that_would_turn_uniform_off_is_refused(tmp_path: Path) -> Non
     with pytest.raises(RestoreError, match="no UniForm"):
         t.restore(version=1)
     assert t.latest_version() == before and _agree(path) == 5
+
+
+def test_the_planner_schedules_a_sync_when_the_iceberg_metadata_lags(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "t"
+    t = _uniform_table(path)
+    t.write(_rows(range(3), "eu"))
+    plan = t.plan_maintenance()
+    assert [a.kind for a in plan.actions if a.kind == "uniform_sync"] == []
+    assert [s.reason for s in plan.skipped if s.kind == "uniform_sync"] == [
+        "the Iceberg metadata reflects the latest version"
+    ]
+    with monkeypatch.context() as m:  # the commit's own sync fails
+        m.setattr(iceberg_sync, "sync", lambda *_: (_ for _ in ()).throw(OSError("the store is down")))
+        t.write(_rows(range(3, 6), "us"))
+    (action,) = [a for a in t.plan_maintenance().actions if a.kind == "uniform_sync"]
+    assert action.observed == 1 and action.estimate == {"delta_version": 2, "reflected_version": 1}
+    assert t.run_maintenance(action) == {"kind": "uniform_sync", "dry_run": True}  # (dry run: nothing)
+    assert _iceberg_meta(path)[1] == 1
+    done = t.run_maintenance(action, dry_run=False)
+    assert done["mode"] == "incremental" and done["delta_version"] == 2
+    assert _agree(path) == 6
+    assert not [a for a in t.plan_maintenance().actions if a.kind == "uniform_sync"]
+    plain = Table.create(str(tmp_path / "plain"), schema=SCHEMA)
+    assert not [
+        d
+        for d in [*plain.plan_maintenance().actions, *plain.plan_maintenance().skipped]
+        if d.kind == "uniform_sync"
+    ]

@@ -83,7 +83,8 @@ def check_read_supported(protocol: Protocol, metadata: Metadata) -> None:
 # transaction that rewrites part of a file must add them itself.
 # columnMapping: read, renamed, dropped (metadata only); the writers write physical names and field
 # ids (`column_mapping.Names.to_files`); a raw transaction adding files must have written them too.
-# v2Checkpoint: read and written as UUID-named V2 checkpoints with a sidecar (engine.log.checkpoint_v2).
+# v2Checkpoint: read; written as UUID-named V2 checkpoints with a sidecar while delta.checkpointPolicy=v2
+# (engine.log.checkpoint_v2), else as classic ones (Delta's default policy).
 # domainMetadata: every domain kept as it is (replay, checkpoints) unless a transaction changes it
 # (Transaction.set_domain_metadata / remove_domain_metadata, user domains only); a concurrent change
 # of the same domain is a conflict (engine.write.conflicts).
@@ -207,9 +208,9 @@ def implied_features(protocol: Protocol) -> tuple[set[str], set[str]]:
 # completely (`Feature.checkpoints`): table properties, schema metadata, column types, domainMetadata
 # rows and the add fields of row tracking and clustering, and the deletion vector descriptors of adds
 # and removes (deletionVectors; a part may hold an add and a tombstone of one path with different DVs:
-# rows are keyed by (path, DV id)). v2Checkpoint tables get UUID-named V2 checkpoints with a sidecar
-# (engine.log.checkpoint_v2.write). Anything else (features not yet known) is refused rather than
-# written lossily. (The log holds no variant values; stats_parsed has its nullCount only.)
+# rows are keyed by (path, DV id)). v2Checkpoint tables with policy v2 get UUID-named V2 checkpoints
+# with a sidecar (engine.log.checkpoint_v2.write). Anything else (features not yet known) is refused
+# rather than written lossily. (The log holds no variant values; stats_parsed has its nullCount only.)
 CHECKPOINT_WRITER_FEATURES = registry.names(where="checkpoints")
 
 
@@ -344,3 +345,9 @@ def enable_column_mapping(metadata: Metadata, value: str) -> tuple[Metadata, dic
     schema, max_id = column_mapping.mapped_schema(schema_from_json(metadata.schema_string))
     mapped = dataclasses.replace(metadata, schema_string=schema_to_json(schema))
     return mapped, {props.COLUMN_MAPPING_MODE: "name", props.MAX_COLUMN_ID: str(max_id)}
+
+
+def v2_checkpoints(conf: Mapping[str, str]) -> bool:
+    """Whether `delta.checkpointPolicy` asks for V2 checkpoints (`v2`; Delta's default is `classic`:
+    a table listing the v2Checkpoint feature without the property gets classic ones, as from Delta)."""
+    return str(conf.get(props.CHECKPOINT_POLICY, "classic")).strip().lower() == "v2"

@@ -67,6 +67,7 @@ from airflow_txnlog.engine.features import (
     feature_drop,
     iceberg_compat,
     row_tracking,
+    table_features,
     type_widening,
 )
 from airflow_txnlog.engine.features.deletion_vectors import DeletionVector
@@ -163,8 +164,8 @@ def _traces_left(snap: Snapshot, feature: str) -> str | None:
         return "in-commit timestamps are on" if on else None
     if feature == "domainMetadata" and (domains := snap.domain_metadata()):
         return f"domain {sorted(domains)[0]!r} is set"
-    if feature == "v2Checkpoint" and str(conf.get(props.CHECKPOINT_POLICY, "v2")).lower() != "classic":
-        return f"{props.CHECKPOINT_POLICY} is not classic"
+    if feature == "v2Checkpoint" and table_features.v2_checkpoints(conf):
+        return f"{props.CHECKPOINT_POLICY} is v2"
     if feature == iceberg_compat.FEATURE and (iceberg_compat.enabled(conf) or iceberg_compat.formats(conf)):
         return f"{iceberg_compat.KEY} or UniForm is on"
     if feature in _WIDENING:
@@ -201,16 +202,8 @@ def _remove_traces(table: DropTable, feature: str) -> list[int]:
         done += _unbackfill(table, snap)
     elif feature in _WIDENING:
         done += _rewrite_widened(table, snap)
-    elif feature == "v2Checkpoint" and _traces_left(snap, feature):  # (Delta: SET ... = 'classic')
-        txn = table.transaction(
-            "SET TBLPROPERTIES",
-            {"properties": json.dumps({props.CHECKPOINT_POLICY: "classic"})},
-            snapshot=snap,
-        )
-        txn.update_metadata(
-            dataclasses.replace(snap.metadata, configuration={**conf, props.CHECKPOINT_POLICY: "classic"})
-        )
-        done.append(txn.commit())
+    elif feature == "v2Checkpoint" and _traces_left(snap, feature):
+        done.append(_classic_checkpoints(table, snap))
     elif feature == iceberg_compat.FEATURE and _traces_left(snap, feature):
         keys = [iceberg_compat.KEY, iceberg_compat.FORMATS_KEY]  # (UniForm off first, then the compat)
         kept = {k: v for k, v in conf.items() if k not in keys}

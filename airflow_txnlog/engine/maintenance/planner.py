@@ -18,6 +18,8 @@ Decisions, each an action or a skip with rule, observed value, threshold, cost a
     checkpoint     commits since the newest checkpoint >= `checkpoint_interval`; benefit: the commit
                    files a reader no longer replays
     cleanup_log    what `cleanup_log` would delete now (its own rule, so running it converges)
+    uniform_sync   a UniForm table whose Iceberg metadata lags the latest version (a commit's own
+                   sync failed): `Table.uniform_sync()` catches up
     vacuum         lite (Delta's VACUUM LITE): the files removed since the last completed vacuum's
                    cutoff, past the retention, not live and inside the table root, when their bytes
                    reach `vacuum_min_bytes` or the retention has passed since the last vacuum; full
@@ -41,6 +43,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from airflow_txnlog.engine.features import iceberg_compat
 from airflow_txnlog.engine.log.log_segment import LogListing, monotonic_timestamps
 from airflow_txnlog.engine.log.replay import key_paths
 from airflow_txnlog.engine.maintenance.compaction_plan import Decision
@@ -52,6 +55,7 @@ from airflow_txnlog.engine.maintenance.rewrite_plan import plan_rewrites
 from airflow_txnlog.engine.maintenance.vacuum_log import Removed, VacuumHistory, vacuum_history
 from airflow_txnlog.engine.state.snapshot import Snapshot
 from airflow_txnlog.engine.storage import ListedFile, has_scheme
+from airflow_txnlog.engine.uniform import layout
 
 DAY_MS = 24 * 3600 * 1000
 _PER_FILE_CHECKPOINT_BYTES = 200  # (a rough size of one add in a parquet checkpoint: an estimate)
@@ -101,6 +105,7 @@ def plan_maintenance(
         _cleanup_log(table, snap, s, files),
     ]
     decisions += _vacuum(history, snap, listing, s, now)
+    decisions += _uniform_sync(table, snap)
     return MaintenancePlan(
         table=table.storage.root,
         version=snap.version,
@@ -167,6 +172,21 @@ def _cleanup_log(
         estimate={"retention_hours": s.log_retention_ms / 3_600_000},
         cost={"requests": len(files) + 1}, benefit={"log_files_removed": len(files)},
     )  # fmt: skip
+
+
+def _uniform_sync(table: MaintenanceTable, snap: Snapshot) -> list[Decision]:
+    """UniForm tables only: a sync when the Iceberg metadata lags the latest version (a commit's
+    own sync failed), so planned maintenance catches up; one small read (engine.uniform.layout)."""
+    if not iceberg_compat.uniform_iceberg(snap.metadata.configuration):
+        return []
+    reflected = layout.reflected_version(table.storage)
+    behind = snap.version - (-1 if reflected is None else reflected)
+    rule = ("iceberg_versions_behind", behind, 0)
+    if behind <= 0:
+        reason = "the Iceberg metadata reflects the latest version"
+        return [Decision("uniform_sync", None, *rule, reason=reason)]
+    estimate = {"delta_version": snap.version, "reflected_version": reflected}
+    return [Decision("uniform_sync", None, *rule, estimate=estimate, cost={"requests": 6})]
 
 
 def _vacuum(

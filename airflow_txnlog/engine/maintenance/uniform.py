@@ -20,8 +20,9 @@ A failure between the steps leaves a valid Delta table with the compat on; runni
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from airflow_txnlog.engine import properties as props
 from airflow_txnlog.engine.errors import TxnLogError
@@ -106,3 +107,9 @@ def after_commit(storage: Storage, snapshot: Snapshot) -> SyncResult | None:
     from airflow_txnlog.engine.uniform import iceberg_sync  # noqa: PLC0415 (pyiceberg: UniForm only)
 
     return iceberg_sync.after_commit(storage, snapshot)
+
+
+def run_action(table: MaintenanceTable, *, dry_run: bool) -> dict[str, Any]:
+    """The planner's `uniform_sync` action (a commit's own sync failed): the sync's result."""
+    done = {} if dry_run else dataclasses.asdict(sync(table.storage, table.snapshot()))
+    return {"kind": "uniform_sync", "dry_run": dry_run, **done}

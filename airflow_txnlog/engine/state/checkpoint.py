@@ -21,8 +21,9 @@ and a row group per part, never the whole checkpoint):
    (read as data skipping reads it, `add_actions.as_json_says`), else parsed from the JSON in bulk
    by Arrow's JSON reader; `partitionValues_parsed` is decided for all files at once (a value not of
    its column's type drops the column) before any row is written;
-4. on a table with `v2Checkpoint`: a UUID-named V2 checkpoint, its file actions in a sidecar
-   (`checkpoint_v2.write`, built whole, never multi-part). Otherwise the rows are streamed: the
+4. on a table with `v2Checkpoint` and `delta.checkpointPolicy=v2`: a UUID-named V2 checkpoint, its
+   file actions in a sidecar (`checkpoint_v2.write`, built whole, never multi-part; without the
+   policy, Delta's default `classic`, a classic single file). Otherwise the rows are streamed: the
    live adds are read `BATCH_ROWS` at a time (the previous checkpoint's columns batch by batch,
    never all at once; in-memory rows sliced), converted on worker threads while the next batch is
    read (`ordered_map`, order kept), and handed to `checkpoint_parts.PartWriters`, which writes
@@ -58,10 +59,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from airflow_txnlog.engine import properties as props
 from airflow_txnlog.engine.errors import LogCorruptedError, TxnLogError
 from airflow_txnlog.engine.features import column_mapping
-from airflow_txnlog.engine.features.table_features import require_checkpoint_supported
+from airflow_txnlog.engine.features.table_features import require_checkpoint_supported, v2_checkpoints
 from airflow_txnlog.engine.log import checkpoint_v2
 from airflow_txnlog.engine.log.actions import (
     ADD,
@@ -455,9 +455,9 @@ def write_checkpoint(
     plan = _plan(state, min_tombstone_ts, None, None)
     v2_listed = state.protocol is not None and "v2Checkpoint" in (state.protocol.writer_features or ())
     conf = state.metadata.configuration if state.metadata is not None else {}
-    # (policy `classic` on a v2Checkpoint table: a classic V1-spec checkpoint, which PROTOCOL.md always
-    # allows and DROP FEATURE v2Checkpoint needs; never multi-part while the feature is listed)
-    if v2_listed and str(conf.get(props.CHECKPOINT_POLICY, "v2")).strip().lower() != "classic":
+    # (a v2Checkpoint table without policy `v2`: a classic V1-spec checkpoint, as Delta writes it, which
+    # PROTOCOL.md always allows and DROP FEATURE v2Checkpoint needs; never multi-part while listed)
+    if v2_listed and v2_checkpoints(conf):
         table = _whole(plan)
         v2 = checkpoint_v2.write(storage, state.version, table)
         size = sum(s["sizeInBytes"] for s in v2["sidecarFiles"]) + v2["sizeInBytes"]

@@ -205,8 +205,9 @@ _LAST_CONVERTED: list[tuple[pa.Schema, int, Schema]] = []
 
 def _converted(logical: pa.Schema, schema_id: int) -> Schema:
     """`schema`, the last result kept: every sync of a table converts the same schema."""
-    if _LAST_CONVERTED and _LAST_CONVERTED[0][1] == schema_id and _LAST_CONVERTED[0][0] is logical:
-        return _LAST_CONVERTED[0][2]
+    last = _LAST_CONVERTED[0] if _LAST_CONVERTED else None  # (read once: another thread may replace it)
+    if last is not None and last[1] == schema_id and last[0] is logical:
+        return last[2]
     converted = schema(logical, schema_id)
     _LAST_CONVERTED[:] = [(logical, schema_id, converted)]
     return converted

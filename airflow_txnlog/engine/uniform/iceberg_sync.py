@@ -480,7 +480,9 @@ def after_commit_from(storage: Storage, base: Snapshot, version: int) -> SyncRes
     if not iceberg_compat.uniform_iceberg(base.metadata.configuration):
         return None
     try:
-        target = CommitTarget(storage, base, version)
+        target: Snapshot | CommitTarget = CommitTarget(storage, base, version)
+    except FileNotFoundError:  # (`base` older than the log: a commit after it was cleaned up)
+        target = base.update(until=version)
     except (TxnLogError, OSError, ValueError) as exc:
         log.warning(
             "UniForm: version %s not read for its Iceberg metadata (the commit succeeded): %s", version, exc
