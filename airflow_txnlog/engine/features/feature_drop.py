@@ -16,8 +16,9 @@ Protected drops (`protects_history`): reader-writer features, whose readers must
 checkpoint past the drop; writer-only features drop with one commit. Delta cannot drop appendOnly,
 invariants, changeDataFeed, generatedColumns, identityColumns, timestampNtz, variantType,
 icebergCompat*, clustering or allowColumnDefaults (`NEVER`), nor checkpointProtection except by
-truncating history; this engine drops icebergCompatV2 (its rules bind only while its property is on:
-decided, so a table can be handed back to writers that do not know it). `NOT_YET` (columnMapping)
+truncating history; this engine drops icebergCompatV2 (its rules bind only while its property is on)
+and generatedColumns / identityColumns once no column uses them (decided, as the issue asked: so a
+table can be handed back to writers that do not know them). `NOT_YET` (columnMapping)
 is droppable in Delta by rewriting every data file, which this engine does not do yet.
 """
 
@@ -34,9 +35,10 @@ DROPPABLE = frozenset(
     | {"domainMetadata", "typeWidening", "typeWidening-preview", checkpoint_protection.FEATURE}
     | {"icebergCompatV2"}  # (not in Delta: a writer feature whose rules bind only while its property is on)
     | {"v2Checkpoint"}
+    | {"generatedColumns", "identityColumns"}  # (not in Delta: when no column uses them, nothing does)
 )
 NEVER = frozenset(
-    {"appendOnly", "invariants", "changeDataFeed", "generatedColumns", "identityColumns", "timestampNtz"}
+    {"appendOnly", "invariants", "changeDataFeed", "timestampNtz"}
     | {"variantType", "variantType-preview", "icebergCompatV1", "icebergCompatV3"}
     | {"clustering", "allowColumnDefaults", "liquid"}
 )

@@ -65,7 +65,9 @@ from airflow_txnlog.engine.features import (
     checkpoint_protection,
     constraints,
     feature_drop,
+    generated,
     iceberg_compat,
+    identity,
     row_tracking,
     table_features,
     type_widening,
@@ -147,6 +149,21 @@ def _check_state(snap: Snapshot, feature: str) -> None:
             f"drop_feature: the table has CHECK constraints {names}; nothing was written. "
             "Help: drop_constraint each of them first"
         )
+    used = _columns_using(snap, feature)
+    if used:
+        raise InvalidArgumentError(
+            f"drop_feature: {feature} is used by column(s) {used}; nothing was written. Help: drop those "
+            "columns first (drop_columns, on a column-mapped table), then drop the feature"
+        )
+
+
+def _columns_using(snap: Snapshot, feature: str) -> list[str]:
+    """The columns still generated (generatedColumns) or numbered (identityColumns)."""
+    if feature == "generatedColumns":
+        return sorted(generated.of_schema(snap.schema))
+    if feature == "identityColumns":
+        return sorted(i.column for i in identity.of_metadata(snap.metadata))
+    return []
 
 
 def _traces_left(snap: Snapshot, feature: str) -> str | None:

@@ -104,14 +104,17 @@ def _rename_in(fields: list[pa.Field], path: list[str], new: str, full: str) -> 
     return [*fields[:i], f, *fields[i + 1 :]]
 
 
-def _refuse_ruled(txn: Transaction, columns: Sequence[str], what: str) -> None:
+def _refuse_ruled(txn: Transaction, columns: Sequence[str], what: str, *, dropping: bool = False) -> None:
     """InvalidArgumentError when a row rule (constraint, invariant, generated column) names one of
     `columns` or is on one of them: renamed or dropped, its expression would name nothing (Delta
-    refuses the same)."""
+    refuses the same). `dropping`: a rule on a dropped column goes with it (a generated column or
+    an invariant is dropped whole)."""
     snap = txn.snapshot
     lower = {c.lower() for c in columns}
     for rule in constraints.rules(snap.metadata, snap.protocol):
         named = generated.expression_columns(rule.generation or rule.expression)
+        if dropping and rule.kind != constraints.CHECK and rule.name.split(".")[0].lower() in lower:
+            continue
         if rule.kind != constraints.CHECK:
             named.add(rule.name.split(".")[0].lower())  # the column an invariant or generation is on
         if named & lower:
@@ -156,7 +159,7 @@ def drop_columns(begin: Begin, columns: Sequence[str]) -> int:
     if missing:
         raise InvalidArgumentError(f"drop_columns: no columns {missing}; columns are {schema.names}")
     drop = {by_lower[c.lower()] for c in wanted}
-    _refuse_ruled(txn, sorted(drop), "drop_columns")
+    _refuse_ruled(txn, sorted(drop), "drop_columns", dropping=True)
     keys = drop & set(txn.snapshot.clustering_columns())
     if keys:
         raise InvalidArgumentError(

@@ -19,7 +19,13 @@ import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
-from airflow_txnlog.engine import CommitConflictError, InvalidArgumentError, Table, UnsupportedFeatureError
+from airflow_txnlog.engine import (
+    CommitConflictError,
+    IdentityColumn,
+    InvalidArgumentError,
+    Table,
+    UnsupportedFeatureError,
+)
 from airflow_txnlog.engine.features import feature_drop
 from airflow_txnlog.engine.features.deletion_vectors import DeletionVector
 from airflow_txnlog.engine.features.feature_drop import check_protocol_change, without
@@ -444,3 +450,27 @@ def test_v2_checkpoints_dropped_leave_classic_checkpoints_readers_start_from(tmp
     assert sorted(pa.table(DeltaTable(str(root)).scan().read_all()).column("id").to_pylist()) == [1, 2, 3]
     kernel = polars_deltalake.read_delta(str(root))
     assert sorted(kernel["id"].to_list()) == [1, 2, 3]
+
+
+def test_identity_and_generated_columns_drop_once_no_column_uses_them(tmp_path: Path) -> None:
+    root = tmp_path / "t"
+    schema = pa.schema([("id", pa.int64()), ("v", pa.int64()), ("v2", pa.int64())])
+    t = Table.create(
+        str(root), schema=schema, properties=MAPPED, identity_columns={"id": IdentityColumn(start=1, step=1)},
+        generated_columns={"v2": "v * 2"},
+    )  # fmt: skip
+    t.write(pa.table({"v": [1, 2]}, schema=pa.schema([("v", pa.int64())])))
+    before = t.latest_version()
+    for feature, column in (("identityColumns", "id"), ("generatedColumns", "v2")):
+        with pytest.raises(InvalidArgumentError, match=f"used by column.*{column}"):
+            t.drop_feature(feature)
+    assert t.latest_version() == before  # refused: nothing written
+    with pytest.raises(Exception, match=r"(?i)identity|feature"):  # delta-rs 1.6 does not write identity
+        write_deltalake(str(root), pa.table({"v": [3]}, schema=pa.schema([("v", pa.int64())])), mode="append")
+    t.drop_columns(["id", "v2"])
+    for feature in ("identityColumns", "generatedColumns"):
+        result = t.drop_feature(feature)
+        assert result.protected_before is None  # writer features: one commit
+        assert feature not in (t.snapshot().protocol.writer_features or ())
+    write_deltalake(str(root), pa.table({"v": [3]}, schema=pa.schema([("v", pa.int64())])), mode="append")
+    assert sorted(pa.table(DeltaTable(str(root)).scan().read_all()).column("v").to_pylist()) == [1, 2, 3]
