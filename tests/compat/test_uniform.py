@@ -6,11 +6,13 @@ log), pyiceberg's StaticTable and DuckDB's iceberg_scan (both on the Iceberg met
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import glob
 import json
 import shutil
 import site
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -128,6 +130,18 @@ def _agree(path: Path) -> int:
     return len(want)
 
 
+@contextlib.contextmanager
+def _sync_failing(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Commits made inside have their own Iceberg sync fail (the store is down): the metadata lags."""
+
+    def failing(*_: object) -> None:
+        raise OSError("the store is down")
+
+    with monkeypatch.context() as m:
+        m.setattr(iceberg_sync, "sync", failing)
+        yield
+
+
 def _uniform_table(path: Path) -> Table:
     return Table.create(str(path), schema=SCHEMA, partition_by=["region"], properties=UNIFORM)
 
@@ -211,11 +225,7 @@ def test_vacuum_keeps_the_iceberg_metadata_and_the_files_its_live_snapshot_reads
     t.write(_rows(range(10), "eu"))
     t.set_properties({"delta.deletedFileRetentionDuration": "interval 0 hours"})
 
-    def failing(*_: object) -> None:
-        raise OSError("the store is down")
-
-    with monkeypatch.context() as m:  # a sync that fails: the Iceberg metadata lags behind
-        m.setattr(iceberg_sync, "sync", failing)
+    with _sync_failing(monkeypatch):
         t.write(_rows(range(20, 30), "eu"), mode="overwrite")
     assert _iceberg_meta(path)[1] == t.latest_version() - 1
     # a dry run commits nothing (a real vacuum's own commits would sync): neither the Iceberg
@@ -433,8 +443,7 @@ def test_the_cli_syncs_a_lagging_uniform_table_and_refuses_a_plain_one(
 ) -> None:
     path = tmp_path / "t"
     t = _uniform_table(path)
-    with monkeypatch.context() as m:  # the commit's own sync fails: the metadata lags behind
-        m.setattr(iceberg_sync, "sync", lambda *_: (_ for _ in ()).throw(OSError("the store is down")))
+    with _sync_failing(monkeypatch):
         t.write(_rows(range(5), "eu"))
     assert _iceberg_meta(path)[1] == 0
     done = run_json("uniform-sync", str(path))
@@ -493,8 +502,7 @@ def test_the_planner_schedules_a_sync_when_the_iceberg_metadata_lags(
     assert [s.reason for s in plan.skipped if s.kind == "uniform_sync"] == [
         "the Iceberg metadata reflects the latest version"
     ]
-    with monkeypatch.context() as m:  # the commit's own sync fails
-        m.setattr(iceberg_sync, "sync", lambda *_: (_ for _ in ()).throw(OSError("the store is down")))
+    with _sync_failing(monkeypatch):
         t.write(_rows(range(3, 6), "us"))
     (action,) = [a for a in t.plan_maintenance().actions if a.kind == "uniform_sync"]
     assert action.observed == 1 and action.estimate == {"delta_version": 2, "reflected_version": 1}

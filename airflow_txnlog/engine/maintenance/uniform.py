@@ -48,6 +48,8 @@ def set_properties(table: MaintenanceTable, properties: Mapping[str, str]) -> in
     changes = props.checked_changes(
         mapping("properties", properties, example="{'delta.appendOnly': 'true'}", str_values=True)
     )
+    if not ({iceberg_compat.KEY, iceberg_compat.FORMATS_KEY} & set(changes)):  # (no snapshot read here)
+        return alter_table.set_properties(table.transaction, properties)
     snap = table.snapshot()
     turning_on = props.TableProperties(changes).iceberg_compat_v2 and not iceberg_compat.enabled(
         snap.metadata.configuration
