@@ -183,7 +183,7 @@ def set_properties(begin: Begin, properties: Mapping[str, str], *, rewrite_files
 
     :param begin: the table's `transaction` (operation, parameters) -> a new transaction.
     :param rewrite_files: the caller rewrites the files icebergCompatV2 needs rewritten
-        (engine.maintenance.uniform_upgrade); without it, turning the compat on for a table with
+        (engine.maintenance.uniform); without it, turning the compat on for a table with
         files is refused."""
     changes = mapping("properties", properties, example="{'delta.appendOnly': 'true'}", str_values=True)
     if not changes:
@@ -220,7 +220,7 @@ def set_properties(begin: Begin, properties: Mapping[str, str], *, rewrite_files
         merged = _enable_row_tracking(txn, metadata, merged)
     if props.TableProperties(merged).iceberg_compat_v2 and not iceberg_compat.enabled(metadata.configuration):
         schema, top = column_mapping.with_nested_ids(
-            schema_from_json(metadata.schema_string), _max_id(merged)
+            schema_from_json(metadata.schema_string), props.TableProperties(merged).max_column_id
         )
         merged[props.MAX_COLUMN_ID] = str(top)
         metadata = dataclasses.replace(metadata, schema_string=schema_to_json(schema))
@@ -228,14 +228,10 @@ def set_properties(begin: Begin, properties: Mapping[str, str], *, rewrite_files
     return txn.commit()
 
 
-def _max_id(conf: Mapping[str, str]) -> int:
-    return props.TableProperties(conf).max_column_id
-
-
 def _iceberg_compat_on(snap: Snapshot, conf: dict[str, str], rewrite_files: bool) -> dict[str, str]:
     """Turning icebergCompatV2 on: column mapping `name` when the table has none (as Delta's REORG
     ... UPGRADE UNIFORM sets it); on a table with files only when the caller rewrites them next
-    (their partition values and nested field ids: engine.maintenance.uniform_upgrade)."""
+    (their partition values and nested field ids: engine.maintenance.uniform)."""
     if not props.TableProperties(conf).iceberg_compat_v2 or iceberg_compat.enabled(
         snap.metadata.configuration
     ):
