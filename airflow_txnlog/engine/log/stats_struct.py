@@ -22,6 +22,7 @@
 from __future__ import annotations
 
 import decimal
+import json
 import math
 import re
 from collections.abc import Callable, Mapping
@@ -271,6 +272,8 @@ def _leaf(value: Any, t: pa.DataType) -> Any:
     try:
         if pa.types.is_decimal(t):
             return pa.scalar(decimal.Decimal(str(value))).cast(t).as_py()
+        if isinstance(value, decimal.Decimal):
+            value = float(value)  # (correctly rounded, as a float parse of the same text)
         out = pa.scalar(value).cast(t).as_py()
     except (pa.ArrowException, ArithmeticError, ValueError, TypeError):
         return None
@@ -285,14 +288,29 @@ def _coerce(value: Any, t: pa.DataType) -> Any:
     return _leaf(value, t)
 
 
+def _wide_decimals(t: pa.DataType) -> bool:
+    """Whether `t` has a decimal leaf with more digits than a double keeps."""
+    if pa.types.is_struct(t):
+        return any(_wide_decimals(f.type) for f in t)
+    return pa.types.is_decimal(t) and t.precision > 15
+
+
+def _loads_exact(line: str) -> Any:
+    """A stats line with its fractions as decimals (as Arrow's reader and the per-file path read
+    them): through a double, a decimal(20,2) bound would lose digits and be widened, so the two paths
+    would prune differently."""
+    return json.loads(line, parse_float=decimal.Decimal)
+
+
 def _parse_rows(lines: list[str], target: pa.StructType) -> pa.StructArray:
     """The slow path, for stats that do not fit the schema's types (e.g. "NaN" for a double): each
     value that does not fit is dropped, the rest of the file's stats kept."""
+    loads = _loads_exact if _wide_decimals(target) else orjson.loads
     rows = []
     for line in lines:
         try:
-            rows.append(_coerce(orjson.loads(line), target))
-        except orjson.JSONDecodeError:
+            rows.append(_coerce(loads(line), target))
+        except ValueError:  # (orjson.JSONDecodeError and json.JSONDecodeError are ValueErrors)
             rows.append(None)
     return pa.array(rows, type=target)
 
