@@ -292,7 +292,7 @@ def _wide_decimals(t: pa.DataType) -> bool:
     """Whether `t` has a decimal leaf with more digits than a double keeps."""
     if pa.types.is_struct(t):
         return any(_wide_decimals(f.type) for f in t)
-    return pa.types.is_decimal(t) and t.precision > 15
+    return bool(pa.types.is_decimal(t) and t.precision > 15)
 
 
 def _loads_exact(line: str) -> Any:
