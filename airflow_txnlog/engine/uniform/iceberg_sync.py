@@ -46,8 +46,6 @@ from pyiceberg.manifest import (
     ManifestEntry,
     ManifestEntryStatus,
     ManifestFile,
-    write_manifest,
-    write_manifest_list,
 )
 from pyiceberg.schema import Schema
 from pyiceberg.table.metadata import TableMetadataUtil, TableMetadataV2
@@ -71,6 +69,7 @@ from airflow_txnlog.engine.log.log_reader import parse_commit
 from airflow_txnlog.engine.state.snapshot import Snapshot
 from airflow_txnlog.engine.storage import LOG_DIR, Storage
 from airflow_txnlog.engine.uniform import iceberg_schema
+from airflow_txnlog.engine.uniform.avro_writers import ManifestListWriter, ManifestWriter
 from airflow_txnlog.engine.uniform.commit_target import CommitTarget
 from airflow_txnlog.engine.uniform.iceberg_io import StorageIO
 from airflow_txnlog.engine.uniform.layout import (
@@ -265,7 +264,7 @@ class _Sync:
         location = f"{self.io.location}/{METADATA_DIR}/{uuid.uuid4()}-m{self.manifest_count}.avro"
         self.manifest_count += 1
         output = self.io.new_output(location)
-        with write_manifest(2, self.spec, self.schema, output, self.snapshot_id, _CODEC) as writer:
+        with ManifestWriter(self.spec, self.schema, output, self.snapshot_id, _CODEC) as writer:
             for status, entry in entries:
                 if status == ManifestEntryStatus.ADDED:
                     writer.add(entry)
@@ -352,9 +351,8 @@ class _Sync:
     def _write_list(self, manifests: list[ManifestFile], op: Operation, added: int, removed: int) -> str:
         location = f"{self.io.location}/{METADATA_DIR}/snap-{self.snapshot_id}-1-{uuid.uuid4()}.avro"
         parent = self.base.current_snapshot_id if self.base else None
-        with write_manifest_list(
-            2, self.io.new_output(location), self.snapshot_id, parent, self.sequence, _CODEC
-        ) as w:
+        output = self.io.new_output(location)
+        with ManifestListWriter(output, self.snapshot_id, parent, self.sequence, _CODEC) as w:
             w.add_manifests(manifests)
         records = sum((m.added_rows_count or 0) + (m.existing_rows_count or 0) for m in manifests)
         files = sum(_live_files(m) for m in manifests)

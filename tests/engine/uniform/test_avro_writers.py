@@ -1,0 +1,164 @@
+"""The planned Avro writers write exactly what pyiceberg's own writers write (same sync marker)."""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from pyiceberg.avro.file import AvroFile
+from pyiceberg.io import InputFile, InputStream, OutputFile, OutputStream
+from pyiceberg.manifest import (
+    ManifestEntry,
+    ManifestEntryStatus,
+    read_manifest_list,
+    write_manifest,
+    write_manifest_list,
+)
+
+from airflow_txnlog.engine.features import column_mapping
+from airflow_txnlog.engine.log.actions import AddFile
+from airflow_txnlog.engine.uniform import avro_writers, iceberg_schema
+
+LOGICAL = pa.schema(
+    [
+        pa.field(
+            name,
+            t,
+            metadata={column_mapping.FIELD_ID: str(i + 1), column_mapping.PHYSICAL_NAME: f'"col-{i}"'},
+        )
+        for i, (name, t) in enumerate([("id", pa.int64()), ("day", pa.date32()), ("region", pa.string())])
+    ]
+)
+SYNC = b"0123456789abcdef"
+
+
+class _Memory(OutputFile):
+    """An output file in memory (the bytes once closed)."""
+
+    def __init__(self) -> None:
+        super().__init__("/t/metadata/m.avro")
+        self.buffer = io.BytesIO()
+
+    def __len__(self) -> int:
+        return len(self.buffer.getvalue())
+
+    def exists(self) -> bool:
+        return False
+
+    def to_input_file(self) -> Any:
+        raise NotImplementedError
+
+    def create(self, overwrite: bool = False) -> OutputStream:
+        buffer = self.buffer
+
+        class _Stream(OutputStream):
+            def write(self, b: bytes) -> int:
+                return buffer.write(b)
+
+            def tell(self) -> int:
+                return buffer.tell()
+
+            def close(self) -> None:
+                pass
+
+            def __enter__(self) -> OutputStream:
+                return self
+
+            def __exit__(self, *exc: object) -> None:
+                pass
+
+        return _Stream()
+
+
+class _Input(InputFile):
+    def __init__(self, data: bytes) -> None:
+        super().__init__("/t/metadata/m.avro")
+        self.data = data
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+    def exists(self) -> bool:
+        return True
+
+    def open(self, seekable: bool = True) -> InputStream:
+        return io.BytesIO(self.data)
+
+
+def _entries(n: int) -> list[ManifestEntry]:
+    files = iceberg_schema.FileEntries("/t", LOGICAL, ("day", "region"))
+    adds = [
+        AddFile(f"day=2026-11-0{i % 3 + 1}/region=r{i}/f{i}.parquet", {"col-1": f"2026-11-0{i % 3 + 1}",
+                "col-2": f"r{i}"}, 100 + i, 1, stats='{"numRecords": 7}')
+        for i in range(n)
+    ]  # fmt: skip
+    return [
+        ManifestEntry.from_args(
+            status=ManifestEntryStatus.ADDED,
+            snapshot_id=5,
+            sequence_number=3,
+            file_sequence_number=3,
+            data_file=files.data_file(a),
+        )
+        for a in adds
+    ]
+
+
+def _written(writer: Any, out: _Memory, fill: Any) -> tuple[bytes, Any]:
+    """The bytes `writer` wrote (its random sync marker replaced by SYNC) and what it returned."""
+    with writer as w:
+        marker = w._writer.sync_bytes
+        fill(w)
+    result = writer.to_manifest_file() if hasattr(writer, "to_manifest_file") else None
+    return out.buffer.getvalue().replace(marker, SYNC), result
+
+
+def _fill_manifest(entries: list[ManifestEntry]) -> Any:
+    def fill(w: Any) -> None:
+        for i, e in enumerate(entries):
+            (w.existing if i % 3 == 0 else w.delete if i % 3 == 1 else w.add)(e)
+
+    return fill
+
+
+@pytest.mark.parametrize("codec", ["deflate", "null"])
+def test_manifest_bytes_equal_pyicebergs(codec: Any) -> None:
+    spec = iceberg_schema.partition_spec(LOGICAL, ("day", "region"))
+    schema = iceberg_schema.schema(LOGICAL, 0)
+    entries = _entries(12)
+    for _ in range(2):  # (the second file is written from the kept plan)
+        ours_out, theirs_out = _Memory(), _Memory()
+        ours = _written(avro_writers.ManifestWriter(spec, schema, ours_out, 5, codec), ours_out,
+                        _fill_manifest(entries))  # fmt: skip
+        theirs = _written(
+            write_manifest(2, spec, schema, theirs_out, 5, codec), theirs_out, _fill_manifest(entries)
+        )
+        assert ours[0] == theirs[0]
+        assert ours[1] == theirs[1]
+    with AvroFile[Any](_Input(ours[0])) as read:  # (pyiceberg's reader: records, no types)
+        assert len(list(read)) == 12
+
+
+@pytest.mark.parametrize("codec", ["deflate", "null"])
+def test_manifest_list_bytes_equal_pyicebergs(codec: Any) -> None:
+    spec = iceberg_schema.partition_spec(LOGICAL, ("day", "region"))
+    schema = iceberg_schema.schema(LOGICAL, 0)
+    manifests = []
+    for k in range(3):
+        out = _Memory()
+        manifests.append(
+            _written(write_manifest(2, spec, schema, out, 5, codec), out, _fill_manifest(_entries(k + 2)))[1]
+        )
+    for _ in range(2):
+        ours_out, theirs_out = _Memory(), _Memory()
+        ours = _written(avro_writers.ManifestListWriter(ours_out, 5, 4, 9, codec), ours_out,
+                        lambda w: w.add_manifests(manifests))  # fmt: skip
+        theirs = _written(write_manifest_list(2, theirs_out, 5, 4, 9, codec), theirs_out,
+                          lambda w: w.add_manifests(manifests))  # fmt: skip
+        assert ours[0] == theirs[0]
+    read = list(read_manifest_list(_Input(ours[0])))
+    assert [(m.added_files_count, m.existing_files_count, m.sequence_number) for m in read] == [
+        (m.added_files_count, m.existing_files_count, 9) for m in manifests
+    ]
