@@ -25,6 +25,7 @@ from deltalake import DeltaTable, write_deltalake
 from pyiceberg.table import StaticTable
 
 from airflow_txnlog.engine import InvalidArgumentError, RestoreError, Table, UnsupportedFeatureError
+from airflow_txnlog.engine.storage import LocalStorage
 from airflow_txnlog.engine.uniform import iceberg_sync
 from tests.cli_support import run, run_json
 
@@ -276,7 +277,7 @@ def test_a_type_iceberg_cannot_read_is_refused(tmp_path: Path) -> None:
     assert not list((tmp_path / "t").glob("_delta_log/*.json"))
 
 
-def _databricks_log(path: Path) -> None:
+def _databricks_log(path: Path, table_id: str = "5f3e6a1c-0d2b-4c8e-9a7f-3b1d2e4f5a6b") -> None:
     """Version 0 as Databricks writes a UniForm table (PROTOCOL.md's shape, built by hand): protocol
     (2, 7) with columnMapping and icebergCompatV2, physical names, ids and nested ids."""
 
@@ -306,7 +307,7 @@ def _databricks_log(path: Path) -> None:
         "writerFeatures": ["columnMapping", "icebergCompatV2"],
     }
     metadata = {
-        "id": "5f3e6a1c-0d2b-4c8e-9a7f-3b1d2e4f5a6b",
+        "id": table_id,
         "format": {"provider": "parquet", "options": {}},
         "schemaString": json.dumps(schema),
         "partitionColumns": ["region"],
@@ -348,6 +349,25 @@ def test_a_databricks_style_uniform_table_is_written_and_stays_readable(tmp_path
     assert sorted(map(repr, got)) == want
     duck = _duckdb().execute(f"SELECT id, region, tags FROM iceberg_scan('{location}')").fetch_arrow_table()
     assert sorted(map(repr, duck.to_pylist())) == want
+
+
+def test_a_table_whose_delta_id_is_not_a_uuid_syncs_from_the_metadata_it_wrote(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "named"
+    _databricks_log(path, table_id="sales-orders")  # (any string is a valid Delta id)
+    t = Table.open(str(path))
+    schema = pa.schema([("id", pa.int64()), ("region", pa.string()), ("tags", pa.list_(pa.string()))])
+    t.write(pa.table({"id": [1], "region": ["eu"], "tags": [["a"]]}, schema=schema))
+    read: list[str] = []
+    original = LocalStorage.read
+    monkeypatch.setattr(LocalStorage, "read", lambda self, key: read.append(key) or original(self, key))
+    t.write(pa.table({"id": [2], "region": ["us"], "tags": [[]]}, schema=schema))
+    assert not [k for k in read if k.startswith("metadata/")]  # (the process kept what it wrote)
+    location, version = _iceberg_meta(path)
+    assert version == 2
+    got = StaticTable.from_metadata(location).scan().to_arrow().column("id").to_pylist()
+    assert sorted(got) == [1, 2]
 
 
 def test_turning_uniform_on_for_a_table_with_files_rewrites_them_first(tmp_path: Path) -> None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -100,6 +101,7 @@ class _ManifestPlan:
 _MANIFEST_PLANS: dict[tuple[int, int], _ManifestPlan] = {}
 _LIST_PLAN: list[_Plan] = []
 _KEEP = 8
+_LOCK = threading.Lock()  # (syncs of several tables may run on threads of one process)
 
 
 def _manifest_plan(spec: PartitionSpec, schema: Schema) -> _ManifestPlan:
@@ -111,9 +113,10 @@ def _manifest_plan(spec: PartitionSpec, schema: Schema) -> _ManifestPlan:
     header = probe._meta  # (its codec is replaced per file, in place: the keys keep their order)
     avro = _plan(probe._with_partition(2), probe._with_partition(DEFAULT_READ_VERSION), "manifest_entry")
     plan = _ManifestPlan(spec, schema, avro, header)
-    if len(_MANIFEST_PLANS) >= _KEEP:
-        _MANIFEST_PLANS.pop(next(iter(_MANIFEST_PLANS)), None)
-    _MANIFEST_PLANS[key] = plan
+    with _LOCK:
+        if len(_MANIFEST_PLANS) >= _KEEP:
+            _MANIFEST_PLANS.pop(next(iter(_MANIFEST_PLANS)), None)
+        _MANIFEST_PLANS[key] = plan
     return plan
 
 

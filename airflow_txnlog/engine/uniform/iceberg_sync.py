@@ -120,7 +120,11 @@ def current(storage: Storage, table_id: str | None = None) -> tuple[int, TableMe
     when file N is gone (deleted by hand, or by a vacuum while UniForm was off): a sync then starts
     over as N+1. `table_id` (the Delta table's id) lets the metadata this process last saw stand."""
     cached = _LAST.get(storage.root)
-    same = cached is not None and table_id is not None and str(cached[1].table_uuid) == table_id
+    same = (
+        cached is not None
+        and table_id is not None
+        and str(cached[1].table_uuid) == str(iceberg_schema.table_uuid(table_id))
+    )  # (a Delta id that is not a uuid is derived to one: compared as the metadata holds it)
     # (still the newest, and still there: metadata/ may have been deleted meanwhile)
     if cached is not None and same and not storage.exists(metadata_key(cached[0] + 1)):  # noqa: SIM102
         if storage.exists(metadata_key(cached[0])):
