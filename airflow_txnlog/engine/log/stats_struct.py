@@ -272,7 +272,7 @@ def _leaf(value: Any, t: pa.DataType) -> Any:
     try:
         if pa.types.is_decimal(t):
             return pa.scalar(decimal.Decimal(str(value))).cast(t).as_py()
-        if isinstance(value, decimal.Decimal):
+        if isinstance(value, decimal.Decimal) or (isinstance(value, int) and pa.types.is_floating(t)):
             value = float(value)  # (correctly rounded, as a float parse of the same text)
         out = pa.scalar(value).cast(t).as_py()
     except (pa.ArrowException, ArithmeticError, ValueError, TypeError):
@@ -310,8 +310,8 @@ def _parse_rows(lines: list[str], target: pa.StructType) -> pa.StructArray:
     for line in lines:
         try:
             rows.append(_coerce(loads(line), target))
-        except ValueError:  # (orjson.JSONDecodeError and json.JSONDecodeError are ValueErrors)
-            rows.append(None)
+        except (ValueError, RecursionError):  # (JSONDecodeErrors are ValueErrors; json.loads
+            rows.append(None)  # raises RecursionError on deep nesting, where orjson refuses it)
     return pa.array(rows, type=target)
 
 

@@ -5,6 +5,8 @@ parse go line by line. The reference everywhere is each line parsed alone, which
 
 from __future__ import annotations
 
+import decimal
+
 import pyarrow as pa
 import pytest
 
@@ -76,3 +78,29 @@ def test_null_lines_with_bytes_behind_them_are_not_parsed_in_place() -> None:
     assert with_bytes.to_pylist() == [None, '{"numRecords":2}']
     assert _document(with_bytes) is None
     assert parse_stats(with_bytes, TARGET).to_pylist() == [None, {"numRecords": 2, "minValues": None}]
+
+
+WIDE = pa.struct(
+    [
+        ("numRecords", pa.int64()),
+        ("minValues", pa.struct([("x", pa.float64()), ("big", pa.decimal128(20, 2))])),
+    ]
+)
+
+
+def test_stats_parsed_row_by_row_with_a_wide_decimal_column_read_as_arrow_reads_them() -> None:
+    # (the "NaN" line makes the bulk parse fail: every line is then parsed alone, its decimals
+    # exactly; a deeply nested value makes that line's stats unreadable, not the whole parse)
+    lines = [
+        '{"numRecords":1,"minValues":{"x":"NaN"}}',
+        '{"numRecords":2,"minValues":{"x":123456789012345678901234567890,"big":12345678901234567.89}}',
+        '{"numRecords":3,"minValues":{"x":' + "[" * 3000 + "]" * 3000 + "}}",
+    ]
+    rows = parse_stats(pa.array(lines, pa.string()), WIDE).to_pylist()
+    assert rows[1] == {
+        "numRecords": 2,
+        "minValues": {"x": 1.2345678901234568e29, "big": decimal.Decimal("12345678901234567.89")},
+    }
+    assert rows[2] is None
+    alone = parse_stats(pa.array(lines[1:2], pa.string()), WIDE).to_pylist()[0]  # (Arrow's reader)
+    assert rows[1] == alone
