@@ -10,6 +10,7 @@ import contextlib
 import datetime as dt
 import glob
 import json
+import random
 import shutil
 import site
 from collections.abc import Iterator
@@ -25,6 +26,9 @@ from deltalake import DeltaTable, write_deltalake
 from pyiceberg.table import StaticTable
 
 from airflow_txnlog.engine import InvalidArgumentError, RestoreError, Table, UnsupportedFeatureError
+from airflow_txnlog.engine.features import column_mapping
+from airflow_txnlog.engine.log.actions import RemoveFile
+from airflow_txnlog.engine.schema import schema_from_json
 from airflow_txnlog.engine.storage import LocalStorage
 from airflow_txnlog.engine.uniform import iceberg_sync
 from tests.cli_support import run, run_json
@@ -368,6 +372,72 @@ def test_a_table_whose_delta_id_is_not_a_uuid_syncs_from_the_metadata_it_wrote(
     assert version == 2
     got = StaticTable.from_metadata(location).scan().to_arrow().column("id").to_pylist()
     assert sorted(got) == [1, 2]
+
+
+def _physical(t: Table, column: str) -> str:
+    return column_mapping.physical_name(schema_from_json(t.snapshot().metadata.schema_string).field(column))
+
+
+def _manifests_read(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The Iceberg manifests (not manifest lists) read from storage from now on."""
+    read: list[str] = []
+    original = LocalStorage.read
+
+    def recorded(self: LocalStorage, key: str) -> bytes:
+        if key.startswith("metadata/") and key.endswith(".avro") and "/snap-" not in key:
+            read.append(key)
+        return original(self, key)
+
+    monkeypatch.setattr(LocalStorage, "read", recorded)
+    return read
+
+
+def test_a_delete_reads_only_the_manifests_whose_partitions_may_list_its_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "t"
+    t = _uniform_table(path)
+    for k, region in enumerate(["eu", "us", "ap"]):  # (one manifest each: one region each)
+        t.write(_rows(range(k * 10, k * 10 + 10), region))
+    iceberg_sync._LAST.clear()  # (a fresh process: the manifest list is read, the manifests are not)
+    read = _manifests_read(monkeypatch)
+    victim = next(a for a in t.snapshot().files() if a.partition_values[_physical(t, "region")] == "us")
+    txn = t.transaction("DELETE")
+    txn.remove(victim)  # (its remove carries the partition values, as every writer's does)
+    txn.commit()
+    assert len(read) == 1  # the "us" manifest, rewritten with the file DELETED
+    assert _agree(path) == 20
+    # A remove without partition values (optional in Delta): every manifest that may list it is read.
+    read.clear()
+    iceberg_sync._LAST.clear()
+    other = next(a for a in t.snapshot().files() if a.partition_values[_physical(t, "region")] == "eu")
+    txn = t.transaction("DELETE")
+    txn.remove(RemoveFile(other.path, int(dt.datetime.now().timestamp() * 1000), data_change=True))
+    txn.commit()
+    assert len(read) == 3
+    assert _agree(path) == 10
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_pruned_deletes_leave_iceberg_live_files_equal_to_deltas(tmp_path: Path, seed: int) -> None:
+    rng = random.Random(seed)
+    path = tmp_path / "t"
+    t = _uniform_table(path)
+    regions = ["eu", "us", "ap", "sa"]
+    for step in range(24):
+        files = t.snapshot().files()
+        if files and rng.random() < 0.4:
+            txn = t.transaction("DELETE")
+            for victim in rng.sample(files, min(len(files), rng.randint(1, 3))):
+                txn.remove(victim)
+            txn.commit()
+        else:
+            t.write(_rows(range(step * 100, step * 100 + rng.randint(1, 5)), rng.choice(regions)))
+        location, version = _iceberg_meta(path)
+        assert version == t.snapshot().version
+        iceberg = {task.file.file_path for task in StaticTable.from_metadata(location).scan().plan_files()}
+        assert iceberg == {str(path / a.path) for a in t.snapshot().files()}
+    _agree(path)
 
 
 def test_turning_uniform_on_for_a_table_with_files_rewrites_them_first(tmp_path: Path) -> None:

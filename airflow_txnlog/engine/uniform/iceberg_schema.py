@@ -161,19 +161,20 @@ class FileEntries:
         """The absolute location of a file the log names (relative or absolute)."""
         return add_path if has_scheme(add_path) or add_path.startswith("/") else f"{self.location}/{add_path}"
 
+    def partition(self, values: Mapping[str, str | None]) -> tuple[Any, ...]:
+        """A file's Delta partition values (by physical name) as its Iceberg partition tuple."""
+        return tuple(_iceberg_value(parse_partition_value(values.get(p), t), t) for p, t in self.parts)
+
     def data_file(self, add: AddFile) -> DataFile:
         records = add.num_records
         if records is None:
             raise LogCorruptedError(f"add {add.path!r} has no numRecords: UniForm needs it on every file")
-        values = [
-            _iceberg_value(parse_partition_value(add.partition_values.get(p), t), t) for p, t in self.parts
-        ]
         return DataFile.from_args(
             _table_format_version=2,
             content=DataFileContent.DATA,
             file_path=self.path(add.path),
             file_format=FileFormat.PARQUET,
-            partition=Record(*values),
+            partition=Record(*self.partition(add.partition_values)),
             record_count=records,
             file_size_in_bytes=add.size,
         )

@@ -38,7 +38,7 @@ import dataclasses
 import logging
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from pyiceberg.manifest import (
@@ -47,7 +47,6 @@ from pyiceberg.manifest import (
     ManifestEntryStatus,
     ManifestFile,
 )
-from pyiceberg.schema import Schema
 from pyiceberg.table.metadata import TableMetadataUtil, TableMetadataV2
 from pyiceberg.table.refs import SnapshotRef
 from pyiceberg.table.snapshots import (
@@ -68,7 +67,7 @@ from airflow_txnlog.engine.log.log_paths import commit_name
 from airflow_txnlog.engine.log.log_reader import parse_commit
 from airflow_txnlog.engine.state.snapshot import Snapshot
 from airflow_txnlog.engine.storage import LOG_DIR, Storage
-from airflow_txnlog.engine.uniform import iceberg_schema
+from airflow_txnlog.engine.uniform import iceberg_schema, manifest_pruning
 from airflow_txnlog.engine.uniform.avro_writers import ManifestListWriter, ManifestWriter
 from airflow_txnlog.engine.uniform.commit_target import CommitTarget
 from airflow_txnlog.engine.uniform.iceberg_io import StorageIO
@@ -83,6 +82,7 @@ from airflow_txnlog.engine.uniform.layout import (
     newest_number,
     number_of,
 )
+from airflow_txnlog.engine.uniform.manifest_pruning import Partition
 
 log = logging.getLogger(__name__)
 
@@ -179,6 +179,7 @@ class _Sync:
         self.entries = iceberg_schema.FileEntries(self.io.location, self.logical, meta.partition_columns)
         self.spec = iceberg_schema.spec_of(meta.schema_string, meta.partition_columns)
         self.schemas, self.schema = iceberg_schema.schemas(self.base, self.logical)
+        self.part_types = [f.field_type for f in self.spec.partition_type(self.schema).fields]
         self.snapshot_id = uuid.uuid4().int & ((1 << 63) - 1)
         self.sequence = (self.base.last_sequence_number if self.base else 0) + 1
         self.manifest_count = 0
@@ -206,7 +207,7 @@ class _Sync:
         )  # fmt: skip
 
     # -------------------------------------------------------------------------- what changed
-    def _pending(self) -> tuple[list[AddFile], set[str]] | None:
+    def _pending(self) -> tuple[list[AddFile], dict[str, Partition]] | None:
         """The net adds and removed locations since the base's Delta version, or None when a full
         conversion is needed (no base, partitioning changed, commits missing or too many, a commit
         in between without UniForm: the metadata may name files vacuum deleted since)."""
@@ -221,7 +222,7 @@ class _Sync:
         if commits is None:
             return None
         added: dict[str, AddFile] = {}
-        removed: set[str] = set()
+        removed: dict[str, Partition] = {}
         for actions in commits:
             for action in actions:
                 if "metaData" in action and not iceberg_compat.uniform_iceberg(
@@ -246,19 +247,31 @@ class _Sync:
             return None
         return [parse_commit(blob, name=name) for name, blob in zip(names, blobs, strict=True)]
 
-    def _net(self, action: dict[str, Any], added: dict[str, AddFile], removed: set[str]) -> None:
+    def _net(self, action: dict[str, Any], added: dict[str, AddFile], removed: dict[str, Partition]) -> None:
         """Fold one action into the net change: a file added then removed is neither; a file added
-        again without data change (row ids, stats) may be live in the base: its old entry goes."""
+        again without data change (row ids, stats) may be live in the base: its old entry goes.
+        A removed file keeps its partition when known (engine.uniform.manifest_pruning)."""
         if "add" in action:
             add = AddFile.from_wire(action["add"])
             path = self.entries.path(add.path)
             added[path] = add
             if not add.data_change:
-                removed.add(path)
+                removed[path] = self._partition(add.partition_values)
         elif "remove" in action:
-            path = self.entries.path(RemoveFile.from_wire(action["remove"]).path)
+            remove = RemoveFile.from_wire(action["remove"])
+            path = self.entries.path(remove.path)
             if added.pop(path, None) is None or path in removed:
-                removed.add(path)
+                removed[path] = self._partition(remove.partition_values)
+
+    def _partition(self, values: Mapping[str, str | None] | None) -> Partition:
+        """The Iceberg partition of a file's Delta partition values; None (unknown: no pruning) when
+        a remove does not carry them all (they are optional there; some writers leave `{}`)."""
+        if values is None or any(p not in values for p, _ in self.entries.parts):
+            return None
+        try:
+            return self.entries.partition(values)
+        except (TxnLogError, ValueError, ArithmeticError):  # (a value it cannot parse: unknown)
+            return None
 
     # -------------------------------------------------------------------------- manifests
     def _new_manifest(self, entries: list[tuple[ManifestEntryStatus, ManifestEntry]]) -> ManifestFile | None:
@@ -293,12 +306,13 @@ class _Sync:
                 out.append(m)
         return out
 
-    def _incremental(self, adds: list[AddFile], removed: set[str]) -> list[ManifestFile]:
+    def _incremental(self, adds: list[AddFile], removed: dict[str, Partition]) -> list[ManifestFile]:
         assert self.base is not None
         previous = self._previous_manifests()
+        partitions = set(removed.values())
         kept: list[ManifestFile] = []
         for manifest in previous:
-            if not removed:
+            if not removed or not manifest_pruning.may_list(manifest, self.part_types, partitions):
                 kept.append(manifest)
                 continue
             live = manifest.fetch_manifest_entry(self.io, discard_deleted=True)
@@ -319,9 +333,6 @@ class _Sync:
             if rewritten is not None:
                 kept.append(rewritten)
         return self._merged(kept) + self._added(adds)
-
-    def _live_entries(self, m: ManifestFile) -> list[ManifestEntry]:
-        return m.fetch_manifest_entry(self.io, discard_deleted=True)
 
     def _previous_manifests(self) -> list[ManifestFile]:
         cached = _LAST.get(self.storage.root)
@@ -443,7 +454,7 @@ class _Sync:
         })  # fmt: skip
 
 
-def _operation(changes: tuple[list[AddFile], set[str]] | None) -> Operation:
+def _operation(changes: tuple[list[AddFile], dict[str, Partition]] | None) -> Operation:
     if changes is None:
         return Operation.OVERWRITE
     adds, removes = changes
@@ -456,10 +467,6 @@ def _operation(changes: tuple[list[AddFile], set[str]] | None) -> Operation:
 
 def _live_files(m: ManifestFile) -> int:
     return (m.added_files_count or 0) + (m.existing_files_count or 0)
-
-
-def _last_column_id(schemas: list[Schema]) -> int:
-    return max(s.highest_field_id for s in schemas)
 
 
 def after_commit(storage: Storage, snapshot: Snapshot | CommitTarget) -> SyncResult | None:
