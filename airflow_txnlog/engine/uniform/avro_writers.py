@@ -6,14 +6,20 @@ Iceberg schema, its Avro writer tree, the Avro schema JSON of the file header an
 `schema` / `partition-spec` texts. That is ~0.7 ms of a 10-entry manifest (~1 ms in all), as much as
 the entries and the file write together, so here it is built once per (spec, schema) and reused.
 
+And pyiceberg's manifest writer makes every entry its own Avro block (each compressed alone, each
+followed by the sync marker); here entries are gathered into blocks of up to BLOCK_RECORDS, as
+Avro's and Iceberg's Java writers do: a manifest of 10,000 entries is ~9x smaller (deflate sees
+the entries together), written ~1.5x and read ~1.4x faster.
+
 What is reused is immutable once built (a writer tree holds no state between records; header texts
-are strings), so files written this way are byte for byte what pyiceberg's own writers write with
-the same sync marker (tests/engine/uniform/test_avro_writers.py compares them). Only construction
-is replaced: the records, blocks, codecs and the `ManifestFile` summaries are pyiceberg's code.
+are strings). The header is byte for byte pyiceberg's, and so is a file of one block; every file
+decodes to pyiceberg's records (tests/engine/uniform/test_avro_writers.py compares both). Only
+construction and blocking are replaced: the records, codecs and `ManifestFile` summaries are
+pyiceberg's code.
 
 The subclasses below override `ManifestWriter.new_writer` / `_meta` and `ManifestListWriter.__enter__`
 and build `AvroOutputFile` without its `__init__` (which is where the writer tree is built): pyiceberg
-0.12's structure, pinned in requirements; the byte-equality test fails if an upgrade changes it.
+0.12's structure, pinned in requirements; the tests fail if an upgrade changes it.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ import json
 import os
 import threading
 from dataclasses import dataclass
+from types import TracebackType
 from typing import Any, Generic, TypeVar
 
 from pyiceberg.avro.codecs import AVRO_CODEC_KEY, CODEC_MAPPING_ICEBERG_TO_AVRO
@@ -45,6 +52,7 @@ from pyiceberg.utils.schema_conversion import AvroSchemaConversion
 D = TypeVar("D", bound=Record)
 
 _HEADER_WRITER = construct_writer(META_SCHEMA)
+BLOCK_RECORDS = 1_000
 
 
 @dataclass(frozen=True)
@@ -78,6 +86,25 @@ class _PlannedOutput(AvroOutputFile[D], Generic[D]):
         self.writer = plan.writer
         self.metadata = metadata
         self._schema_json = plan.schema_json
+        self._pending: list[D] = []
+
+    def write_block(self, objects: list[D]) -> None:
+        """Gathered into blocks of BLOCK_RECORDS (written when full and on exit)."""
+        self._pending.extend(objects)
+        if len(self._pending) >= BLOCK_RECORDS:
+            self._flush()
+
+    def _flush(self) -> None:
+        pending, self._pending = self._pending, []
+        for start in range(0, len(pending), BLOCK_RECORDS):
+            super().write_block(pending[start : start + BLOCK_RECORDS])
+
+    def __exit__(
+        self, exctype: type[BaseException] | None, excinst: BaseException | None, exctb: TracebackType | None
+    ) -> None:
+        if exctype is None:
+            self._flush()
+        super().__exit__(exctype, excinst, exctb)
 
     def _write_header(self) -> None:
         codec_name = self.metadata[AVRO_CODEC_KEY]
