@@ -179,7 +179,6 @@ class _Sync:
         self.entries = iceberg_schema.FileEntries(self.io.location, self.logical, meta.partition_columns)
         self.spec = iceberg_schema.spec_of(meta.schema_string, meta.partition_columns)
         self.schemas, self.schema = iceberg_schema.schemas(self.base, self.logical)
-        self.part_types = [f.field_type for f in self.spec.partition_type(self.schema).fields]
         self.snapshot_id = uuid.uuid4().int & ((1 << 63) - 1)
         self.sequence = (self.base.last_sequence_number if self.base else 0) + 1
         self.manifest_count = 0
@@ -310,9 +309,10 @@ class _Sync:
         assert self.base is not None
         previous = self._previous_manifests()
         partitions = set(removed.values())
+        types = [f.field_type for f in self.spec.partition_type(self.schema).fields] if removed else []
         kept: list[ManifestFile] = []
         for manifest in previous:
-            if not removed or not manifest_pruning.may_list(manifest, self.part_types, partitions):
+            if not removed or not manifest_pruning.may_list(manifest, types, partitions):
                 kept.append(manifest)
                 continue
             live = manifest.fetch_manifest_entry(self.io, discard_deleted=True)
