@@ -52,7 +52,7 @@ from pyiceberg.types import (
     TimestamptzType,
 )
 
-from airflow_txnlog.engine.errors import LogCorruptedError
+from airflow_txnlog.engine.errors import LogCorruptedError, TxnLogError
 from airflow_txnlog.engine.features import column_mapping
 from airflow_txnlog.engine.log.actions import AddFile
 from airflow_txnlog.engine.schema import parse_partition_value, schema_from_json
@@ -164,6 +164,16 @@ class FileEntries:
     def partition(self, values: Mapping[str, str | None]) -> tuple[Any, ...]:
         """A file's Delta partition values (by physical name) as its Iceberg partition tuple."""
         return tuple(_iceberg_value(parse_partition_value(values.get(p), t), t) for p, t in self.parts)
+
+    def known_partition(self, values: Mapping[str, str | None] | None) -> tuple[Any, ...] | None:
+        """`partition`, or None (unknown) when `values` lack a partition column (they are optional in
+        a Delta remove; some writers leave `{}`) or one does not parse."""
+        if values is None or any(p not in values for p, _ in self.parts):
+            return None
+        try:
+            return self.partition(values)
+        except (TxnLogError, ValueError, ArithmeticError):
+            return None
 
     def data_file(self, add: AddFile) -> DataFile:
         records = add.num_records

@@ -38,7 +38,7 @@ import dataclasses
 import logging
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any, Final
 
 from pyiceberg.manifest import (
@@ -58,6 +58,7 @@ from pyiceberg.table.snapshots import (
 from pyiceberg.table.snapshots import (
     Snapshot as IcebergSnapshot,
 )
+from pyiceberg.types import IcebergType
 
 from airflow_txnlog.engine import properties as props
 from airflow_txnlog.engine.errors import InvalidArgumentError, TxnLogError
@@ -67,7 +68,7 @@ from airflow_txnlog.engine.log.log_paths import commit_name
 from airflow_txnlog.engine.log.log_reader import parse_commit
 from airflow_txnlog.engine.state.snapshot import Snapshot
 from airflow_txnlog.engine.storage import LOG_DIR, Storage
-from airflow_txnlog.engine.uniform import iceberg_schema, manifest_pruning
+from airflow_txnlog.engine.uniform import iceberg_schema, manifest_pruning, manifest_reads
 from airflow_txnlog.engine.uniform.avro_writers import ManifestListWriter, ManifestWriter
 from airflow_txnlog.engine.uniform.commit_target import CommitTarget
 from airflow_txnlog.engine.uniform.iceberg_io import StorageIO
@@ -255,22 +256,12 @@ class _Sync:
             path = self.entries.path(add.path)
             added[path] = add
             if not add.data_change:
-                removed[path] = self._partition(add.partition_values)
+                removed[path] = self.entries.known_partition(add.partition_values)
         elif "remove" in action:
             remove = RemoveFile.from_wire(action["remove"])
             path = self.entries.path(remove.path)
             if added.pop(path, None) is None or path in removed:
-                removed[path] = self._partition(remove.partition_values)
-
-    def _partition(self, values: Mapping[str, str | None] | None) -> Partition:
-        """The Iceberg partition of a file's Delta partition values; None (unknown: no pruning) when
-        a remove does not carry them all (they are optional there; some writers leave `{}`)."""
-        if values is None or any(p not in values for p, _ in self.entries.parts):
-            return None
-        try:
-            return self.entries.partition(values)
-        except (TxnLogError, ValueError, ArithmeticError):  # (a value it cannot parse: unknown)
-            return None
+                removed[path] = self.entries.known_partition(remove.partition_values)
 
     # -------------------------------------------------------------------------- manifests
     def _new_manifest(self, entries: list[tuple[ManifestEntryStatus, ManifestEntry]]) -> ManifestFile | None:
@@ -309,13 +300,13 @@ class _Sync:
         assert self.base is not None
         previous = self._previous_manifests()
         partitions = set(removed.values())
-        types = [f.field_type for f in self.spec.partition_type(self.schema).fields] if removed else []
+        types = self._partition_types() if removed else []
         kept: list[ManifestFile] = []
         for manifest in previous:
             if not removed or not manifest_pruning.may_list(manifest, types, partitions):
                 kept.append(manifest)
                 continue
-            live = manifest.fetch_manifest_entry(self.io, discard_deleted=True)
+            live = manifest_reads.live_entries(self.io, manifest, self._partition_types())
             if not any(e.data_file.file_path in removed for e in live):
                 kept.append(manifest)
                 continue
@@ -333,6 +324,9 @@ class _Sync:
             if rewritten is not None:
                 kept.append(rewritten)
         return self._merged(kept) + self._added(adds)
+
+    def _partition_types(self) -> list[IcebergType]:
+        return [f.field_type for f in self.spec.partition_type(self.schema).fields]
 
     def _previous_manifests(self) -> list[ManifestFile]:
         cached = _LAST.get(self.storage.root)
@@ -354,10 +348,11 @@ class _Sync:
             full = next((group for _, group in sorted(tiers.items()) if len(group) >= MERGE_FANOUT), None)
             if full is None:
                 return manifests
+            types = self._partition_types()
             entries = [
                 (ManifestEntryStatus.EXISTING, e)
                 for m in full
-                for e in m.fetch_manifest_entry(self.io, discard_deleted=True)
+                for e in manifest_reads.live_entries(self.io, m, types)
             ]
             merged = self._new_manifest(entries)
             manifests = [m for m in manifests if m not in full] + ([merged] if merged is not None else [])

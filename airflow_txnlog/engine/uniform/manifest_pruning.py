@@ -10,13 +10,15 @@ few partitions of a table partitioned by day reads the manifests of those days o
 
 Invariant: pruning only skips a manifest that cannot list the file. Anything unknown means "may":
 no summaries, a file whose partition values the remove does not carry (they are optional in a Delta
-remove), a NaN value, values that do not compare. A summary without bounds says every value of the
-field is null (or NaN), as Iceberg's manifest evaluator reads it.
+remove), values that do not compare, and float / double partition fields altogether: a float32
+bound holds the stored bits while the remove's text ("0.1" from another writer) parses to a double
+that lies outside it, and pyiceberg 0.12's compiled decoder rounds doubles
+(engine.uniform.manifest_reads). A summary without bounds says every value of the field is null
+(or NaN), as Iceberg's manifest evaluator reads it.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -43,8 +45,8 @@ def _within(
         if value is None:
             if not summary.contains_null:
                 return False
-        elif (isinstance(value, float) and math.isnan(value)) or not isinstance(t, PrimitiveType):
-            continue
+        elif isinstance(value, float) or not isinstance(t, PrimitiveType):
+            continue  # (floats: a float32 bound against a double value, written text vs stored bits)
         elif summary.lower_bound is None or summary.upper_bound is None:
             return False  # (no bounds: every value there is null or NaN, as Iceberg's evaluator reads it)
         else:

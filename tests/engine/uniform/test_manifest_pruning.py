@@ -100,3 +100,9 @@ def test_an_unpartitioned_table_reads_every_manifest() -> None:
             )
         )
     assert may_list(w.to_manifest_file(), [], [()])
+
+
+def test_float_and_double_partition_values_never_prune() -> None:
+    # (a float32 bound holds stored bits; "0.1" from another writer parses to a double outside it)
+    manifest = _manifest([_values("2026-01-01", "1", "1.00", "2026-01-01 00:00:00")])
+    assert may_list(manifest, TYPES, [(0.1, 1, decimal.Decimal("1.00"), 1767225600000000)])
