@@ -327,16 +327,20 @@ def _dv_tombstones(table: DropTable) -> int:
 def _classic_checkpoints(table: DropTable, snap: Snapshot) -> int:
     """delta.checkpointPolicy=classic (Delta's V2CheckpointPreDowngradeCommand: SET TBLPROPERTIES)."""
     classic = {props.CHECKPOINT_POLICY: "classic"}
-    txn = table.transaction("SET TBLPROPERTIES", {"properties": json.dumps(classic)}, snapshot=snap)
     conf = {**snap.metadata.configuration, **classic}
-    txn.update_metadata(dataclasses.replace(snap.metadata, configuration=conf))
-    return txn.commit()
+    return _commit_conf(table, snap, conf, "SET TBLPROPERTIES", {"properties": json.dumps(classic)})
 
 
 def _set_conf(table: DropTable, snap: Snapshot, conf: dict[str, str], off: str) -> int:
     """Commit the configuration `conf` (property `off` turned off) on `snap` (Delta: UNSET TBLPROPERTIES)."""
     parameters = {"properties": json.dumps([off]), "ifExists": "true"}
-    txn = table.transaction("UNSET TBLPROPERTIES", parameters, snapshot=snap)
+    return _commit_conf(table, snap, conf, "UNSET TBLPROPERTIES", parameters)
+
+
+def _commit_conf(
+    table: DropTable, snap: Snapshot, conf: dict[str, str], operation: str, parameters: dict[str, str]
+) -> int:
+    txn = table.transaction(operation, parameters, snapshot=snap)
     txn.update_metadata(dataclasses.replace(snap.metadata, configuration=conf))
     return txn.commit()
 

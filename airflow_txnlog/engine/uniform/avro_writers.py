@@ -17,7 +17,7 @@ decodes to pyiceberg's records (tests/engine/uniform/test_avro_writers.py compar
 construction and blocking are replaced: the records, codecs and `ManifestFile` summaries are
 pyiceberg's code.
 
-The subclasses below override `ManifestWriter.new_writer` / `_meta` and `ManifestListWriter.__enter__`
+The subclasses below override `ManifestWriter.new_writer` and `ManifestListWriter.__enter__`
 and build `AvroOutputFile` without its `__init__` (which is where the writer tree is built): pyiceberg
 0.12's structure, pinned in requirements; the tests fail if an upgrade changes it.
 """
@@ -150,13 +150,10 @@ def _manifest_plan(spec: PartitionSpec, schema: Schema) -> _ManifestPlan:
 class ManifestWriter(ManifestWriterV2):
     """pyiceberg's v2 manifest writer, its per-schema parts made once (module docstring)."""
 
-    @property
-    def _meta(self) -> dict[str, str]:
-        return {**_manifest_plan(self._spec, self._schema).header, AVRO_CODEC_KEY: self._compression}
-
     def new_writer(self) -> AvroOutputFile[ManifestEntry]:
         plan = _manifest_plan(self._spec, self._schema)
-        return _PlannedOutput[ManifestEntry](self._output_file, plan.avro, self._meta)
+        meta = {**plan.header, AVRO_CODEC_KEY: self._compression}  # (pyiceberg's `_meta`, kept texts)
+        return _PlannedOutput[ManifestEntry](self._output_file, plan.avro, meta)
 
 
 class ManifestListWriter(ManifestListWriterV2):

@@ -306,7 +306,7 @@ class _Sync:
             if not removed or not manifest_pruning.may_list(manifest, types, partitions):
                 kept.append(manifest)
                 continue
-            live = manifest_reads.live_entries(self.io, manifest, self._partition_types())
+            live = manifest_reads.live_entries(self.io, manifest, types)
             if not any(e.data_file.file_path in removed for e in live):
                 kept.append(manifest)
                 continue
