@@ -27,7 +27,9 @@ Invariants:
   while the next batch is decoded, results in the rows' order. Neither keeps what it read, except
   `derive` for a `KeepField` (a snapshot's file table): the field is then kept as `read` would keep
   it, but compressed batch by batch (zstd: JSON stats shrink ~6x), so that `take` (a few `AddFile`s)
-  restores only the batches it needs and a whole `read` restores it once, to keep it plain.
+  restores only the batches it needs and a whole `read` restores it once, to keep it plain. A batch
+  whose derived result holds all the field says (JSON stats parsed with no key the struct lacks) is
+  not kept at all: `take` renders its rows from the result, and a whole `read` reads the files again.
 """
 
 from __future__ import annotations
@@ -81,9 +83,16 @@ _I = TypeVar("_I")
 class KeepField:
     """A function for `CheckpointColumns.derive` whose input field is kept too, as `read` would
     keep it: the JSON stats of a checkpoint without `stats_parsed` parsed for a snapshot's file
-    table, whose `AddFile`s need the text later."""
+    table, whose `AddFile`s need the text later.
+
+    With `exact` and `render`, a batch whose result holds all its field says (`exact` gives the
+    result and whether it does: stats JSON parsed with no key the struct lacks) is not kept at all:
+    `take` renders its rows from the result (`render`, e.g. `stats_struct.struct_json`), as it
+    renders a checkpoint's `stats_parsed`. Only the other batches are kept compressed."""
 
     fn: Callable[[pa.Array], pa.Array]
+    exact: Callable[[pa.Array], tuple[pa.Array, bool]] | None = None
+    render: Callable[[pa.Array], pa.Array] | None = None
 
     def __call__(self, arr: pa.Array) -> pa.Array:
         return self.fn(arr)
@@ -98,7 +107,9 @@ class CheckpointColumns:
         self._schemas: list[pa.Schema] = []
         self._loaded = False
         self._cache: dict[tuple[str, str], pa.Array] = {}
-        self._packed: dict[tuple[str, str], list[tuple[pa.Buffer, int]]] = {}  # kept by `derive`
+        # kept by `derive`: per batch its field compressed, or None where `_rendered` gives it back
+        self._packed: dict[tuple[str, str], list[tuple[pa.Buffer | None, int]]] = {}
+        self._rendered: dict[tuple[str, str], _Rendered] = {}
 
     def _read(self, path: str, columns: Callable[[pa.Schema], list[str]]) -> tuple[pa.Schema, pa.Table]:
         """(the file's schema, the columns `columns(schema)` names), in one open of the file."""
@@ -161,13 +172,16 @@ class CheckpointColumns:
                     self._cache[(column, out[column].type.field(i).name)] = child
         return out
 
-    def derive(self, column: str, name: str, fn: Callable[[pa.Array], pa.Array]) -> pa.Array:
+    def derive(
+        self, column: str, name: str, fn: Callable[[pa.Array], pa.Array]
+    ) -> pa.Array | pa.ChunkedArray:
         """`fn` over field `name` of `column`'s rows (the rows and order of `read`), read batch by
         batch: a big field (`add.stats` text) becomes a small result without all of it in memory at
         once. `fn` runs on worker threads while the next batches are decoded (`ordered_map`: it must
         be thread-safe). The field is not kept, unless `fn` is a `KeepField` and `read` would keep it:
         then each batch is kept compressed (zstd, by the same workers; ~1/6 of the JSON stats text),
-        for `take` to pick rows from and a later `read` to restore. A kept copy is used if there is one."""
+        for `take` to pick rows from and a later `read` to restore. A kept copy is used if there is one.
+        The result is chunked, a chunk per batch, when there are several (not copied into one)."""
         kept = self._cache.get((column, name))
         if kept is not None:
             return fn(kept)
@@ -182,14 +196,23 @@ class CheckpointColumns:
                     for batch in self._part_batches(path, wanted, None):
                         yield _child(_valid(batch.column(column)), name, t)
 
-        def work(piece: pa.Array) -> tuple[pa.Array, tuple[pa.Buffer, int] | None]:
+        exact = fn.exact if keep and isinstance(fn, KeepField) and fn.render is not None else None
+
+        def work(piece: pa.Array) -> tuple[pa.Array, tuple[pa.Buffer | None, int] | None]:
+            if exact is not None:
+                result, complete = exact(piece)
+                return result, (None if complete else _packed(piece), len(piece))
             return fn(piece), (_packed(piece), len(piece)) if keep else None
 
         results = list(ordered_map(work, batches()))
+        out = [r for r, _ in results]
+        # (chunked: concatenating a million rows of parsed stats would copy ~90 MB on this thread)
+        whole = _chunked(out) if out else fn(pa.array([], type=t))
         if keep:
             self._packed[(column, name)] = [p for _, p in results if p is not None]
-        out = [r for r, _ in results]
-        return _concat(out) if out else fn(pa.array([], type=t))
+            if exact is not None and isinstance(fn, KeepField) and fn.render is not None:
+                self._rendered[(column, name)] = _Rendered(whole, fn.render, t)
+        return whole
 
     def _keeps(self, column: str, name: str) -> bool:
         """Does `read` keep this field (see UNCACHED_WITH_STRUCT)?"""
@@ -243,8 +266,11 @@ class CheckpointColumns:
                 partial.setdefault(top, []).append(rest)
         names = names or ([] if partial else ["path"])
         for n in names:
-            if (column, n) in self._packed:
-                self._cache[(column, n)] = _concat([_unpacked(b) for b, _ in self._packed.pop((column, n))])
+            packed = self._packed.pop((column, n), None)
+            self._rendered.pop((column, n), None)
+            if packed is not None and all(b is not None for b, _ in packed):
+                self._cache[(column, n)] = _concat([_unpacked(b) for b, _ in packed if b is not None])
+            # (else some batches were never kept: `_fetch` reads the field from the files)
         missing = [n for n in names if (column, n) not in self._cache]
         fetched = self._fetch(column, missing) if missing else {}
         children = [self._cache.get((column, n), fetched.get(n)) for n in names]
@@ -268,7 +294,8 @@ class CheckpointColumns:
                 assert whole is not None
                 children.append(whole.field(read.index(n)).take(rows))
             else:
-                children.append(_take_packed(self._packed[(column, n)], rows))
+                kept = self._packed[(column, n)]
+                children.append(_take_packed(kept, rows, self._rendered.get((column, n))))
         return pa.StructArray.from_arrays(children, names=names)
 
     def _fetch_paths(self, column: str, top: str, paths: list[str]) -> pa.Array:
@@ -332,18 +359,45 @@ def _unpacked(packed: pa.Buffer) -> pa.Array:
     return table.column(0).chunk(0) if table.column(0).num_chunks == 1 else table.column(0).combine_chunks()
 
 
-def _take_packed(packed: list[tuple[pa.Buffer, int]], rows: pa.Array) -> pa.Array:
+@dataclass(frozen=True)
+class _Rendered:
+    """What gives back the batches of a field `derive` did not keep: `render` of `result`'s rows
+    (`result`: the derived array, one row per field row), as type `type`."""
+
+    result: pa.Array
+    render: Callable[[pa.Array], pa.Array]
+    type: pa.DataType
+
+    def take(self, at: np.ndarray) -> pa.Array:
+        rows = self.result.take(pa.array(at, pa.int64()))
+        if isinstance(rows, pa.ChunkedArray):
+            rows = rows.combine_chunks()
+        return self.render(rows).cast(self.type)
+
+
+def _take_packed(
+    packed: list[tuple[pa.Buffer | None, int]], rows: pa.Array, rendered: _Rendered | None = None
+) -> pa.Array:
     """`take(rows)` (ascending) of the field kept as `packed` batches, restoring only the batches
-    holding those rows."""
+    holding those rows (rendering them from `rendered` where a batch was not kept)."""
     starts = np.cumsum([0] + [n for _, n in packed])
     at = rows.to_numpy(zero_copy_only=False)
     which = np.searchsorted(starts, at, side="right") - 1
-    out = [
-        _unpacked(packed[i][0]).take(pa.array(at[which == i] - starts[i], pa.int64()))
-        for i in np.unique(which)
-    ]
-    t = pa.ipc.open_stream(packed[0][0]).schema.field(0).type if packed else pa.string()
-    return pa.concat_arrays(out) if out else pa.array([], type=t)
+    out = []
+    for i in np.unique(which):
+        buffer, picked = packed[i][0], at[which == i]
+        if buffer is None:
+            assert rendered is not None  # (`derive` keeps no batch as None without it)
+            out.append(rendered.take(picked))
+        else:
+            out.append(_unpacked(buffer).take(pa.array(picked - starts[i], pa.int64())))
+    if out:
+        return pa.concat_arrays(out)
+    if rendered is not None:
+        return pa.array([], type=rendered.type)
+    first = packed[0][0] if packed else None
+    t = pa.ipc.open_stream(first).schema.field(0).type if first is not None else pa.string()
+    return pa.array([], type=t)
 
 
 def ordered_map(fn: Callable[[_I], _T], items: Iterable[_I], workers: int = WORKERS) -> Iterator[_T]:
@@ -420,6 +474,14 @@ def _conform(arr: pa.Array, t: pa.DataType) -> pa.Array:
     if arr.type == t:
         return arr
     return conform_struct(arr, t) if pa.types.is_struct(t) else arr.cast(t)
+
+
+def _chunked(arrays: list[pa.Array]) -> pa.Array | pa.ChunkedArray:
+    """The arrays as one (no copy): the array itself, or a chunked array of them."""
+    if len(arrays) == 1:
+        return arrays[0]
+    t = _unified(a.type for a in arrays)
+    return pa.chunked_array([_conform(a, t) for a in arrays], type=t)
 
 
 def _concat(arrays: list[pa.Array]) -> pa.Array:

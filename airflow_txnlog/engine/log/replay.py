@@ -210,7 +210,9 @@ class LogState:
         names the checkpoint lacks are left out)."""
         return self._base_rows(ADD, self.base_adds, self._live_add_mask, fields)
 
-    def live_base_add_derived(self, name: str, fn: Callable[[pa.Array], pa.Array]) -> pa.Array | None:
+    def live_base_add_derived(
+        self, name: str, fn: Callable[[pa.Array], pa.Array]
+    ) -> pa.Array | pa.ChunkedArray | None:
         """`fn` over field `name` of the live checkpoint add rows, read in batches and not kept
         (`CheckpointColumns.derive`); None when the rows are in memory (then `live_base_adds`)."""
         if self.base_adds is None or self.source is None:

@@ -234,7 +234,7 @@ def _scattered(parsed: pa.StructArray, lines: pa.Array) -> pa.StructArray:
     return parsed.take(pa.array(np.cumsum(valid) - 1, pa.int64(), mask=~valid))
 
 
-def _parse_bulk(lines: pa.Array, target: pa.StructType) -> pa.StructArray:
+def _parse_bulk(lines: pa.Array, target: pa.StructType, unexpected: str = "ignore") -> pa.StructArray:
     """Arrow's JSON reader over the lines' own buffer (`_document`; lines with JSON whitespace
     around their object are trimmed first, a copy); ArrowInvalid when the objects cannot be shown
     to be the lines, one each (the caller then parses line by line)."""
@@ -255,7 +255,7 @@ def _parse_bulk(lines: pa.Array, target: pa.StructType) -> pa.StructArray:
         read_options=pj.ReadOptions(block_size=block, use_threads=True),
         parse_options=pj.ParseOptions(
             explicit_schema=pa.schema(list(raw)),
-            unexpected_field_behavior="ignore",
+            unexpected_field_behavior=unexpected,
             newlines_in_values=True,  # (objects found by parsing: no newline separates the lines)
         ),
     )
@@ -351,6 +351,21 @@ def _widened(t: pa.DataType) -> pa.DataType:
     if pa.types.is_struct(t):
         return pa.struct([pa.field(f.name, _widened(f.type)) for f in t])
     return pa.float64() if pa.types.is_floating(t) and t.bit_width < 64 else t
+
+
+def parse_stats_complete(stats: pa.Array, target: pa.StructType) -> pa.StructArray | None:
+    """`parse_stats_exact` when the struct holds everything the JSON says: every line read in bulk,
+    every value of its column's type, no key (at any depth) that `target` lacks; None otherwise. Then
+    `struct_json` renders each line back to the same stats (as `add_stats_json` renders a
+    checkpoint's `stats_parsed`: numbers in shortest form, timestamps floored to milliseconds)."""
+    text = stats.cast(pa.string())
+    wide = _widened(target)
+    try:
+        parsed = _parse_bulk(text, wide, unexpected="error")
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        return None
+    parsed = pa.StructArray.from_arrays(parsed.flatten(), fields=list(wide), mask=pc.is_null(text))
+    return parsed if wide == target else conform_struct(parsed, target)
 
 
 def parse_stats_exact(stats: pa.Array, target: pa.StructType) -> pa.StructArray:

@@ -14,10 +14,13 @@ columns the table's stats settings index). A row's stats come from the checkpoin
 where the writer left it (read as its JSON rendering says: non-finite floats dropped, timestamps
 floored to ms), else from its JSON `stats`, parsed in bulk (`stats_struct.parse_stats_exact`). A
 checkpoint without `stats_parsed` has its JSON stats read and parsed batch by batch on worker threads
-(`LogState.live_base_add_derived`; the text kept compressed, `KeepField`, for the `AddFile`s a later
-`files()` makes), started before the other fields are read, so the parse, the bulk of the work, runs
-beside everything else. The table is two chunks, the checkpoint's rows then the tail's adds: the
-checkpoint's columns are used as read, never copied to append the tail.
+(`LogState.live_base_add_derived`), started before the other fields are read, so the parse, the bulk
+of the work, runs beside everything else. The text itself is not kept where the parse shows the struct
+holds all of it (`parse_stats_complete`: no key outside the stats schema, every value of its type): the
+`AddFile`s a later `files()` makes render it from the struct, as for a checkpoint's `stats_parsed`;
+elsewhere it is kept compressed (`KeepField`). The table is two parts, the checkpoint's rows then the
+tail's adds, each column's chunks used as read or parsed (the parsed stats a chunk per batch), never
+copied to append the tail or to join the batches.
 Partition values are typed per distinct value with `schema.parse_partition_value` (hive null,
 dates, timestamps, binary as UTF-8 as everywhere else), then spread to the rows with `take`: a table
 has few distinct partition values, so this is the only Python work per value, never per file.
@@ -56,8 +59,10 @@ from airflow_txnlog.engine.log.stats_struct import (
     conform_struct,
     field_names,
     may_contain,
+    parse_stats_complete,
     parse_stats_exact,
     stats_parsed_type,
+    struct_json,
 )
 from airflow_txnlog.engine.schema import parse_partition_value
 
@@ -73,7 +78,8 @@ _CORE = pa.struct(
     ]
 )
 BaseRows = Callable[[Sequence[str]], pa.StructArray | None]
-Derived = Callable[[str, Callable[[pa.Array], pa.Array]], pa.Array | None]  # LogState.live_base_add_derived
+# LogState.live_base_add_derived:
+Derived = Callable[[str, Callable[[pa.Array], pa.Array]], pa.Array | pa.ChunkedArray | None]
 _STATS_PARTS = (("null_count", "nullCount"), ("min", "minValues"), ("max", "maxValues"))
 
 
@@ -161,7 +167,18 @@ def _text_parsed(derived: Derived, target: pa.StructType) -> pa.Array | None:
     def parse(text: pa.Array) -> pa.Array:
         return _parse(text.cast(pa.string()), target)
 
-    return derived("stats", parse if target == NUM_RECORDS_ONLY else KeepField(parse))
+    if target == NUM_RECORDS_ONLY:
+        return derived("stats", parse)
+    strict = [True]  # (off after a batch with keys the struct lacks: the rest would be parsed twice)
+
+    def exact(text: pa.Array) -> tuple[pa.Array, bool]:
+        parsed = parse_stats_complete(text, target) if strict[0] else None
+        if parsed is None:
+            strict[0] = False
+            return parse(text), False
+        return parsed, True
+
+    return derived("stats", KeepField(parse, exact=exact, render=struct_json))
 
 
 def _stats(

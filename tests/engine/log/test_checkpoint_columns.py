@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -221,10 +222,8 @@ def test_ordered_map_keeps_the_order_bounds_what_waits_and_raises_the_first_erro
         list(checkpoint_columns.ordered_map(fails_at_7, range(20), workers=3))
 
 
-def test_a_kept_derived_field_is_kept_compressed_and_read_back_exactly(tmp_path: Path) -> None:
-    """`derive` with a `KeepField` keeps the field (as `read` would: JSON stats beside no struct)
-    compressed batch by batch: `take` restores only the batches it needs, `read` the whole field,
-    both equal to a plain read."""
+def _json_stats_table(tmp_path: Path) -> Table:
+    """A checkpoint of 9 files in parts of 4 (several batches), JSON stats beside no struct."""
     schema = pa.schema([("id", pa.int64()), ("p", pa.string())])
     conf = {"delta.checkpoint.writeStatsAsStruct": "false"}
     t = Table.create(
@@ -233,6 +232,14 @@ def test_a_kept_derived_field_is_kept_compressed_and_read_back_exactly(tmp_path:
     for i in range(9):
         t.write(pa.table({"id": [i, i * 7], "p": [f"v{i % 2}"] * 2}, schema=schema))
     t.checkpoint()
+    return t
+
+
+def test_a_kept_derived_field_is_kept_compressed_and_read_back_exactly(tmp_path: Path) -> None:
+    """`derive` with a `KeepField` keeps the field (as `read` would: JSON stats beside no struct)
+    compressed batch by batch: `take` restores only the batches it needs, `read` the whole field,
+    both equal to a plain read."""
+    t = _json_stats_table(tmp_path)
 
     def source() -> checkpoint_columns.CheckpointColumns:
         columns = Table.open(t.uri).snapshot().state.source
@@ -242,7 +249,7 @@ def test_a_kept_derived_field_is_kept_compressed_and_read_back_exactly(tmp_path:
     expected = source().read("add", ["stats"]).field(0)
     kept = source()
     lengths = kept.derive("add", "stats", checkpoint_columns.KeepField(pc.utf8_length))
-    assert lengths.equals(pc.utf8_length(expected))
+    assert lengths.equals(pa.chunked_array([pc.utf8_length(expected)]))  # (chunked: one per batch)
     assert ("add", "stats") in kept._packed and ("add", "stats") not in kept._cache
     rows = pa.array([0, 3, len(expected) - 1])
     assert kept.take("add", ["stats", "path"], rows).field("stats").equals(expected.take(rows))
@@ -251,3 +258,34 @@ def test_a_kept_derived_field_is_kept_compressed_and_read_back_exactly(tmp_path:
     plain = source()
     plain.derive("add", "stats", pc.utf8_length)  # a plain function: nothing kept
     assert ("add", "stats") not in plain._packed and ("add", "stats") not in plain._cache
+
+
+def test_a_derived_field_whose_result_gives_it_back_is_rendered_not_kept(tmp_path: Path) -> None:
+    """With `exact` and `render`, `derive` keeps (compressed) only the batches whose result does
+    not give the field back; `take` renders the others from the result, and a whole `read` reads
+    the field from the files again."""
+    t = _json_stats_table(tmp_path)
+    columns = Table.open(t.uri).snapshot().state.source
+    assert columns is not None
+    expected = columns.read("add", ["stats"]).field(0)
+    kept = Table.open(t.uri).snapshot().state.source
+    assert kept is not None
+
+    first = expected[0].as_py()
+
+    def exact(text: pa.Array) -> tuple[pa.Array, bool]:  # (the first row's batch "cannot" render)
+        return text, not pc.any(pc.equal(text, first)).as_py()
+
+    field = checkpoint_columns.KeepField(lambda a: a, exact=exact, render=pc.utf8_upper)
+    assert kept.derive("add", "stats", field).combine_chunks().equals(expected)
+    packed = kept._packed[("add", "stats")]
+    assert {b is None for b, _ in packed} == {True, False}  # (parts of 4 files: several batches)
+    rows = pa.array(range(len(expected)))
+    taken = kept.take("add", ["stats"], rows).field(0).to_pylist()
+    assert [g in (e, e.upper()) for g, e in zip(taken, expected.to_pylist(), strict=True)] == [True] * len(
+        rows
+    )
+    batch_of = np.repeat(np.arange(len(packed)), [n for _, n in packed])
+    rendered = [packed[b][0] is None for b in batch_of]
+    assert [g != e for g, e in zip(taken, expected.to_pylist(), strict=True)] == rendered
+    assert kept.read("add", ["stats"]).field(0).equals(expected)  # (read from the files again)

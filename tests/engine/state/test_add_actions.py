@@ -209,3 +209,55 @@ def test_the_file_summary_reads_num_records_without_keeping_the_stats_text(
         assert ("add", "stats") not in source._cache  # read in batches, not kept
     assert sorted(summary.column("num_records").to_pylist()) == [1, 2, 3, 4, 5]
     assert summary.equals(snap.add_actions().select(summary.column_names))
+
+
+def _json_only_table(tmp_path: Path, stats: list[str]) -> Table:
+    """A table whose checkpoint has JSON stats only (no `stats_parsed`), one file per `stats`."""
+    t = Table.create(
+        str(tmp_path / "t"),
+        schema=pa.schema([("id", pa.int64()), ("ts", pa.timestamp("us", "UTC")), ("p", pa.string())]),
+        partition_by=["p"],
+        properties={"delta.checkpoint.writeStatsAsStruct": "false"},
+    )
+    with t.transaction() as txn:
+        for i, text in enumerate(stats):
+            txn.add(
+                AddFile(
+                    path=f"p=a/f{i}.parquet",
+                    partition_values={"p": "a"},
+                    size=10,
+                    modification_time=1,
+                    stats=text,
+                )
+            )
+        txn.commit()
+    t.checkpoint()
+    return t
+
+
+def test_after_add_actions_the_json_stats_are_not_kept_but_rendered_from_the_struct(tmp_path: Path) -> None:
+    """A checkpoint with JSON stats only: `add_actions()` parses them and keeps no copy of the
+    text where the struct holds all of it; `AddFile`s made later render it from the struct (the
+    same stats, as a checkpoint's `stats_parsed` renders); a key the struct lacks keeps the text."""
+    complete = (
+        '{"numRecords":2,"minValues":{"id":1,"ts":"2024-01-02T03:04:05.006Z"},"nullCount":{"id":0,"ts":1}}'
+    )
+    spaced = '{ "numRecords": 3, "maxValues": {"id": 9} }'
+    t = _json_only_table(tmp_path, [complete, spaced, complete, complete])
+    snap = Table.open(t.uri).snapshot()
+    assert snap.add_actions().column("num_records").to_pylist() == [2, 3, 2, 2]
+    source = snap.state.source
+    assert source is not None
+    assert all(b is None for b, _ in source._packed[("add", "stats")])  # nothing kept of the text
+    # (a few files at a time: taken from what `add_actions` kept, not read from the checkpoint)
+    assert snap.files_at([0])[0].stats == complete  # (already in its rendered form)
+    assert snap.files_at([1])[0].stats == '{"numRecords":3,"maxValues":{"id":9}}'
+    assert [f.stats for f in snap.files()] == [complete, spaced, complete, complete]  # (read whole)
+
+    other = '{"numRecords":4,"minValues":{"id":1,"gone":7},"tightBounds":true}'
+    t2 = _json_only_table(tmp_path / "b", [complete, other, complete, complete])
+    snap2 = Table.open(t2.uri).snapshot()
+    snap2.add_actions()
+    assert snap2.state.source is not None
+    assert all(b is not None for b, _ in snap2.state.source._packed[("add", "stats")])  # kept: exact
+    assert [snap2.files_at([i])[0].stats for i in (0, 1)] == [complete, other]
