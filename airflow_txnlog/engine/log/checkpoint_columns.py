@@ -51,6 +51,7 @@ import pyarrow.parquet as pq
 
 from airflow_txnlog.engine.errors import LogCorruptedError
 from airflow_txnlog.engine.log.actions import STATS_PARSED
+from airflow_txnlog.engine.log.parquet_counts import all_null, small_action_rows
 from airflow_txnlog.engine.log.stats_struct import conform_struct
 from airflow_txnlog.engine.storage import Storage
 
@@ -113,7 +114,10 @@ class CheckpointColumns:
 
     def _read(self, path: str, columns: Callable[[pa.Schema], list[str]]) -> tuple[pa.Schema, pa.Table]:
         """(the file's schema, the columns `columns(schema)` names), in one open of the file."""
-        return self._guarded(path, lambda f: (f.schema_arrow, f.read(columns=columns(f.schema_arrow))))
+        return self._guarded(path, lambda f: (f.schema_arrow, self._decode(f, columns(f.schema_arrow))))
+
+    def _decode(self, f: pq.ParquetFile, columns: list[str]) -> pa.Table:
+        return f.read(columns=columns)
 
     def _guarded(self, path: str, use: Callable[[pq.ParquetFile], _T]) -> _T:
         """`use` applied to the part file at `path`; a missing or broken file is a LogCorruptedError."""
@@ -149,23 +153,27 @@ class CheckpointColumns:
         """First read: the `whole` columns (small actions) and the given fields of each `parts`
         column; returns the non-null rows of each, and keeps the fields for later reads."""
 
-        def wanted(schema: pa.Schema) -> list[str]:
-            names = [c for c in whole if c in schema.names]
-            for column, fields in parts.items():
-                names += [f"{column}.{n}" for n in fields if _has(schema, column, n)]
-            return names
+        def read_part(f: pq.ParquetFile) -> tuple[pa.Schema, dict[str, pa.Array]]:
+            schema, meta = f.schema_arrow, f.metadata
+            keys = [
+                f"{column}.{n}"
+                for column, fields in parts.items()
+                # (a field no row has, by the file's statistics, is not decoded: read on demand)
+                for n in fields
+                if _has(schema, column, n) and (n == "path" or not all_null(meta, f"{column}.{n}"))
+            ]
+            table = self._decode(f, keys)
+            rows = {c: _valid_rows(table, c) for c in parts if c in table.column_names}
+            return schema, rows | small_action_rows(f, [c for c in whole if c in schema.names])
 
-        tables = []
+        found: dict[str, list[pa.Array]] = {}
         for path in self._paths:
-            schema, table = self._read(path, wanted)
+            schema, rows = self._guarded(path, read_part)
             self._schemas.append(schema)
-            tables.append(table)
+            for column, arr in rows.items():
+                found.setdefault(column, []).append(arr)
         self._loaded = True
-        out: dict[str, pa.Array] = {}
-        for column in [*whole, *parts]:
-            arrays = [_valid_rows(t, column) for t in tables if column in t.column_names]
-            if arrays:
-                out[column] = _concat(arrays)
+        out = {column: _concat(found[column]) for column in [*whole, *parts] if column in found}
         for column in parts:
             if column in out:
                 for i, child in enumerate(out[column].flatten()):

@@ -52,8 +52,22 @@ def may_contain(strings: pa.Array, *needles: bytes) -> bool:
     data = strings.buffers()[2]
     if data is None:
         return False
-    view = memoryview(data)  # (`re` searches any buffer; `bytes.find` would need a copy)
-    return any(re.search(re.escape(needle), view) is not None for needle in needles)
+    view = np.frombuffer(data, np.uint8)  # (in place: `bytes.find` would need a copy)
+    for needle in needles:
+        # A needle's last byte is scanned for (vectorized, ~6x `re` on a million paths); only if
+        # it occurs is the needle itself searched for.
+        if _has_byte(view, needle[-1]) and (
+            len(needle) == 1 or re.search(re.escape(needle), memoryview(data)) is not None
+        ):
+            return True
+    return False
+
+
+_SCAN_CHUNK = 1 << 22  # (bytes compared at a time: a small temporary, reused)
+
+
+def _has_byte(view: np.ndarray, byte: int) -> bool:
+    return any(bool((view[i : i + _SCAN_CHUNK] == byte).any()) for i in range(0, len(view), _SCAN_CHUNK))
 
 
 def field_names(t: pa.StructType) -> set[str]:
