@@ -12,7 +12,7 @@ from fsspec.implementations.local import LocalFileSystem
 
 from airflow_txnlog.engine import Releases, Table
 from airflow_txnlog.engine.spi import provenance, release_records
-from airflow_txnlog.engine.storage import LocalStorage, Storage
+from airflow_txnlog.engine.storage import LocalStorage
 from airflow_txnlog.plugins import tables_api, tables_releases
 from airflow_txnlog.plugins.tables_catalog import KnownTable
 from tests.conftest import SCHEMA, rows
@@ -158,7 +158,7 @@ def calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[Calls]:
     counted(LocalStorage, "list_dir", "list")
     counted(LocalStorage, "read", "read")
     counted(LocalStorage, "exists", "exists")
-    counted(Storage, "open_input", "read")
+    counted(LocalStorage, "open_input", "read")
     counted(LocalFileSystem, "ls", "ls")
     yield seen
 

@@ -46,7 +46,7 @@ def calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[Calls]:
     counted(LocalStorage, "list_dir", "list")
     counted(LocalStorage, "read", "read")  # (read_many reads each key through it)
     counted(LocalStorage, "exists", "exists")
-    counted(Storage, "open_input", "read")  # checkpoint files
+    counted(LocalStorage, "open_input", "read")  # checkpoint files
     yield seen
 
 

@@ -57,7 +57,8 @@ def test_without_statistics_nothing_is_claimed(tmp_path: Path) -> None:
     f = _part(tmp_path / "p.parquet", _rows(True), statistics=False)
     assert action_rows(f.metadata, ["protocol"]) is None
     assert not all_null(f.metadata, "add.deletionVector")
-    assert {k: len(v) for k, v in small_action_rows(f, ["protocol", "txn"]).items()} == {"protocol": 1, "txn": 2}
+    rows = small_action_rows(f, ["protocol", "txn"])
+    assert {k: len(v) for k, v in rows.items()} == {"protocol": 1, "txn": 2}
 
 
 class _Counting(pq.ParquetFile):
