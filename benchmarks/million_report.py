@@ -53,17 +53,19 @@ WHY = {
     "S1": "listing reads only `add.path` / `remove.path` / deletion vectors from the checkpoint; what "
     "is left is the parquet decode of 1M paths and the list of 1M Python `str`s.",
     "S2": "delta-rs's checkpoint here has no `stats_parsed`, so `add_actions()` parses the 1M stats JSON "
-    "strings (195 MB) with `pyarrow.json`: 1.27 s of CPU, ~0.65 s on the 2 cores at best, about half "
-    "of our wall time and the floor we found (Polars' `str.json_decode` takes ~4.2 s on the same "
-    "strings, an Arrow-kernel template decoder ~1.3 s of CPU; DuckDB's `json_transform` ~0.6 s of CPU, "
-    "but it casts leniently, `true` to 1 and `1.5` to 2 for a BIGINT bound, even in its strict form, "
-    "so stats bounds would differ from the log's and data skipping could drop matching files: not "
-    "used); delta-rs decodes them in Rust. It "
-    "runs on 2 worker threads beside everything else, so the ratio rises with the machine's load "
-    '(our worker uses 2 cores, delta-rs\'s 1). See "Where the time goes" below; on the same log '
-    "checkpointed with `stats_parsed` (Delta's default) the target is met: row S2S.",
+    "strings (195 MB) with `pyarrow.json`: ~1.3 s of CPU when its memory is warm, ~1.7 s when it is "
+    "fresh, ~0.65-0.85 s on the 2 cores at best, most of our wall time and the floor we found "
+    "(Polars' `str.json_decode` ~4.2 s and `read_ndjson` ~2.1 us a row, msgspec ~2.2 us and orjson ~3.2 "
+    "us a row to Python objects alone, an Arrow-kernel template decoder ~1.3 s of CPU; DuckDB's "
+    "`json_transform` ~0.6 us a row, but it casts leniently, `true` to 1 and `1.5` to 2 for a BIGINT "
+    "bound, even in its strict form, and with VARCHAR leaves, to check them strictly ourselves, it is "
+    "~1.3 us a row, no faster); delta-rs decodes them in Rust. On this VM a quarter of the CPU "
+    "samples (`perf`) is the kernel zeroing fresh (2 MB) pages, and a process that starts right "
+    "after another freed a GB (delta-rs's worker) pays more for them: ours ranges 1.2-2.0 s over "
+    'the same run. See "Where the time goes" below; on the same log checkpointed with '
+    "`stats_parsed` (Delta's default) the target is met: row S2S.",
     "S3": "the parsed columns of 1M files and their paths (the stats text is parsed batch by batch and "
-    "kept compressed, never whole); with `stats_parsed` (S3S) the text is never read.",
+    "not kept: the struct holds all of it); with `stats_parsed` (S3S) the text is never read.",
     "S4": "the first filtered call parses the stats JSON of all 1M files (a narrow schema, only the "
     "predicate's column, but the JSON reader still tokenizes every string). Once the file state is "
     "loaded the same pruning meets the target (row S4L).",
@@ -97,15 +99,20 @@ PROFILE = [
     "(437 ms), `pyarrow.json` (820 ms on 2 threads), the checkpoint's and the tail's texts joined into "
     "one more copy (165 ms), the other add columns (220 ms), three copies of the path buffer to search "
     "it for `%` (130 ms), the Arrow assembly (`_core` 95 ms, partitions 63 ms, paths 54 ms).",
-    "**S2 now** (quiet machine, stage timers: 1.1–1.3 s, peak RSS ~0.71 GB): open ~230 ms; "
-    "`add_actions()` ~0.9–1.1 s, of which the stats parse 0.8–1.0 s wall and ~1.9 s CPU: the text "
-    "is read batch by batch and each batch parsed in place (its own buffer is the JSON document, no "
-    "copy) and kept zstd-compressed (~0.27 s of CPU, 190 MB to 29 MB, for the `AddFile`s a later "
-    "`files()` makes) on 2 worker threads, started before anything else; meanwhile the main thread "
-    "reads the other add columns (~100 ms) and builds the paths (~30 ms); the table is two chunks "
-    "(checkpoint rows, tail adds), so no column is copied to append the tail. Of all CPU samples "
-    "(`perf`), ~17% is the JSON tokenizer and 30–40% the kernel zeroing fresh pages on first touch "
-    "(this VM).",
+    "**S2 at git 4810410** (the previous session's end; stage timers on this VM, 1.3-1.6 s, peak RSS "
+    "~0.71 GB): open ~230 ms; `add_actions()` ~1.0-1.4 s, the stats text read batch by batch, "
+    "each batch parsed in place and kept zstd-compressed (~0.4 s of CPU) for the `AddFile`s a later "
+    "`files()` makes; the parsed batches joined into one array on the caller's thread (~0.14 s).",
+    "**S2 now** (stage timers on this VM: 1.1-1.5 s, peak RSS ~0.55 GB): open ~200 ms: the "
+    "checkpoint's keys read through a native file (no Python file object), deletion-vector fields "
+    "no row has skipped by the part's null counts, the small actions read in batches keeping only "
+    "their rows (they were ~80 MB of offsets for nulls), the paths scanned for `%` with numpy; "
+    "`add_actions()` ~0.9-1.2 s: the stats parse on 2 worker threads (~1.6-1.9 s of CPU), the text "
+    "not kept (the strict parse shows the struct holds all of it: `AddFile`s render it, as for "
+    "`stats_parsed`), the parsed batches kept as chunks (no copy); meanwhile the main thread reads "
+    "the other add columns and builds the paths. Of the CPU samples (`perf`), ~25% is the JSON "
+    "tokenizer and its converters and ~25% the kernel zeroing fresh 2 MB pages (mostly where "
+    "buffers grow and are copied).",
     "**S6/S6S before issue 43**: 10.25 s and 1.79 GB of RSS growth for S6 (the whole checkpoint "
     "materialized as one Arrow table, then each part serialized whole). **Now** streamed: batches "
     "of 32,768 adds read from the old checkpoint, converted on 2 worker threads (stats parsed, or the "

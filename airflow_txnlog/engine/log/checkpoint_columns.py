@@ -40,10 +40,8 @@ import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
 from typing import TypeVar
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.ipc
@@ -51,6 +49,7 @@ import pyarrow.parquet as pq
 
 from airflow_txnlog.engine.errors import LogCorruptedError
 from airflow_txnlog.engine.log.actions import STATS_PARSED
+from airflow_txnlog.engine.log.kept_fields import KeepField, Rendered, packed, take_packed, unpacked
 from airflow_txnlog.engine.log.parquet_counts import all_null, small_action_rows
 from airflow_txnlog.engine.log.stats_struct import conform_struct
 from airflow_txnlog.engine.storage import Storage
@@ -68,6 +67,11 @@ def _valid_rows(table: pa.Table, column: str) -> pa.StructArray:
 # it is needed rarely (the few `AddFile`s whose JSON is not rendered from the struct), so it is read
 # each time rather than kept. Without `stats_parsed` it is the only source of stats: kept.
 UNCACHED_WITH_STRUCT = frozenset({"stats"})
+# Optional file-action fields where a null means what an absent value means: a part whose statistics
+# show one null in every row gets nulls without decoding it (a million nulls decode to ~20 MB).
+NULL_ALIKE = frozenset(
+    {"deletionVector", "tags", "baseRowId", "defaultRowCommitVersion", "clusteringProvider"}
+)
 _BATCH_ROWS = 32_768  # rows decoded at a time by `derive` (at most)
 _MIN_BATCH_ROWS = 4_096  # (and at least, unless a part is smaller)
 WORKERS = max(1, min(4, pa.cpu_count()))  # threads of `ordered_map` (derive, checkpoint writes)
@@ -78,25 +82,6 @@ WAITING = 1  # items per worker `ordered_map` lets wait beside the running ones
 _READ_BUFFER = 8 << 20
 _T = TypeVar("_T")
 _I = TypeVar("_I")
-
-
-@dataclass(frozen=True)
-class KeepField:
-    """A function for `CheckpointColumns.derive` whose input field is kept too, as `read` would
-    keep it: the JSON stats of a checkpoint without `stats_parsed` parsed for a snapshot's file
-    table, whose `AddFile`s need the text later.
-
-    With `exact` and `render`, a batch whose result holds all its field says (`exact` gives the
-    result and whether it does: stats JSON parsed with no key the struct lacks) is not kept at all:
-    `take` renders its rows from the result (`render`, e.g. `stats_struct.struct_json`), as it
-    renders a checkpoint's `stats_parsed`. Only the other batches are kept compressed."""
-
-    fn: Callable[[pa.Array], pa.Array]
-    exact: Callable[[pa.Array], tuple[pa.Array, bool]] | None = None
-    render: Callable[[pa.Array], pa.Array] | None = None
-
-    def __call__(self, arr: pa.Array) -> pa.Array:
-        return self.fn(arr)
 
 
 class CheckpointColumns:
@@ -110,7 +95,8 @@ class CheckpointColumns:
         self._cache: dict[tuple[str, str], pa.Array] = {}
         # kept by `derive`: per batch its field compressed, or None where `_rendered` gives it back
         self._packed: dict[tuple[str, str], list[tuple[pa.Buffer | None, int]]] = {}
-        self._rendered: dict[tuple[str, str], _Rendered] = {}
+        self._rendered: dict[tuple[str, str], Rendered] = {}
+        self._rows_in: dict[tuple[str, str], int] = {}  # (part path, column) -> its rows, from `load`
 
     def _read(self, path: str, columns: Callable[[pa.Schema], list[str]]) -> tuple[pa.Schema, pa.Table]:
         """(the file's schema, the columns `columns(schema)` names), in one open of the file."""
@@ -160,7 +146,7 @@ class CheckpointColumns:
                 for column, fields in parts.items()
                 # (a field no row has, by the file's statistics, is not decoded: read on demand)
                 for n in fields
-                if _has(schema, column, n) and (n == "path" or not all_null(meta, f"{column}.{n}"))
+                if _has(schema, column, n) and not (n in NULL_ALIKE and all_null(meta, f"{column}.{n}"))
             ]
             table = self._decode(f, keys)
             rows = {c: _valid_rows(table, c) for c in parts if c in table.column_names}
@@ -172,12 +158,17 @@ class CheckpointColumns:
             self._schemas.append(schema)
             for column, arr in rows.items():
                 found.setdefault(column, []).append(arr)
+                self._rows_in[(path, column)] = len(arr)
         self._loaded = True
         out = {column: _concat(found[column]) for column in [*whole, *parts] if column in found}
-        for column in parts:
+        for column, fields in parts.items():
             if column in out:
                 for i, child in enumerate(out[column].flatten()):
                     self._cache[(column, out[column].type.field(i).name)] = child
+                for n in fields:  # (skipped in every part: null in every row, kept so)
+                    types = [s.field(column).type.field(n).type for s in self._schemas if _has(s, column, n)]
+                    if types and (column, n) not in self._cache:
+                        self._cache[(column, n)] = pa.nulls(len(out[column]), _unified(types))
         return out
 
     def derive(
@@ -209,8 +200,8 @@ class CheckpointColumns:
         def work(piece: pa.Array) -> tuple[pa.Array, tuple[pa.Buffer | None, int] | None]:
             if exact is not None:
                 result, complete = exact(piece)
-                return result, (None if complete else _packed(piece), len(piece))
-            return fn(piece), (_packed(piece), len(piece)) if keep else None
+                return result, (None if complete else packed(piece), len(piece))
+            return fn(piece), (packed(piece), len(piece)) if keep else None
 
         results = list(ordered_map(work, batches()))
         out = [r for r, _ in results]
@@ -219,7 +210,7 @@ class CheckpointColumns:
         if keep:
             self._packed[(column, name)] = [p for _, p in results if p is not None]
             if exact is not None and isinstance(fn, KeepField) and fn.render is not None:
-                self._rendered[(column, name)] = _Rendered(whole, fn.render, t)
+                self._rendered[(column, name)] = Rendered(whole, fn.render, t)
         return whole
 
     def _keeps(self, column: str, name: str) -> bool:
@@ -274,10 +265,10 @@ class CheckpointColumns:
                 partial.setdefault(top, []).append(rest)
         names = names or ([] if partial else ["path"])
         for n in names:
-            packed = self._packed.pop((column, n), None)
+            kept = self._packed.pop((column, n), None)
             self._rendered.pop((column, n), None)
-            if packed is not None and all(b is not None for b, _ in packed):
-                self._cache[(column, n)] = _concat([_unpacked(b) for b, _ in packed if b is not None])
+            if kept is not None and all(b is not None for b, _ in kept):
+                self._cache[(column, n)] = _concat([unpacked(b) for b, _ in kept if b is not None])
             # (else some batches were never kept: `_fetch` reads the field from the files)
         missing = [n for n in names if (column, n) not in self._cache]
         fetched = self._fetch(column, missing) if missing else {}
@@ -302,8 +293,9 @@ class CheckpointColumns:
                 assert whole is not None
                 children.append(whole.field(read.index(n)).take(rows))
             else:
-                kept = self._packed[(column, n)]
-                children.append(_take_packed(kept, rows, self._rendered.get((column, n))))
+                t = _unified(s.field(column).type.field(n).type for s in self._schemas if _has(s, column, n))
+                kept, rendered = self._packed[(column, n)], self._rendered.get((column, n))
+                children.append(take_packed(kept, rows, t, rendered))
         return pa.StructArray.from_arrays(children, names=names)
 
     def _fetch_paths(self, column: str, top: str, paths: list[str]) -> pa.Array:
@@ -322,18 +314,28 @@ class CheckpointColumns:
         return _concat([_child(rows, top, t) for rows in parts]) if parts else pa.array([], type=t)
 
     def _fetch(self, column: str, names: list[str]) -> dict[str, pa.Array]:
-        per_part = []
+        per_part: list[pa.StructArray | int] = []  # (a part's rows, or their count where none is read)
         for path, schema in zip(self._paths, self._schemas, strict=True):
             if column not in schema.names:
                 continue
-            # (a part without any of the fields still gives its rows: their path marks them)
-            wanted = [f"{column}.{n}" for n in names if _has(schema, column, n)] or [f"{column}.path"]
-            rows = _valid_rows(self._read(path, functools.partial(_fixed, wanted))[1], column)
-            per_part.append(rows)
+
+            def use(f: pq.ParquetFile, schema: pa.Schema = schema, path: str = path) -> pa.Table | None:
+                wanted = [
+                    f"{column}.{n}"
+                    for n in names
+                    if _has(schema, column, n)
+                    and not (n in NULL_ALIKE and all_null(f.metadata, f"{column}.{n}"))
+                ]
+                if not wanted and (path, column) in self._rows_in:
+                    return None  # (only fields null in every row, by the part's statistics: not decoded)
+                return self._decode(f, wanted or [f"{column}.path"])
+
+            table = self._guarded(path, use)
+            per_part.append(self._rows_in[(path, column)] if table is None else _valid_rows(table, column))
         out: dict[str, pa.Array] = {}
         for n in names:
             t = _unified(s.field(column).type.field(n).type for s in self._schemas if _has(s, column, n))
-            parts = [_child(rows, n, t) for rows in per_part]
+            parts = [pa.nulls(rows, t) if isinstance(rows, int) else _child(rows, n, t) for rows in per_part]
             out[n] = _concat(parts) if parts else pa.array([], type=t)
             if self._keeps(column, n):
                 self._cache[(column, n)] = out[n]
@@ -351,61 +353,6 @@ def _valid(arr: pa.Array) -> pa.Array:
     if last - first + 1 == len(where):
         return arr.slice(first, len(where))
     return arr.take(where)
-
-
-def _packed(piece: pa.Array) -> pa.Buffer:
-    """A batch of a field as a zstd-compressed Arrow IPC stream (offsets and validity included)."""
-    sink = pa.BufferOutputStream()
-    options = pa.ipc.IpcWriteOptions(compression="zstd")
-    with pa.ipc.new_stream(sink, pa.schema([("v", piece.type)]), options=options) as writer:
-        writer.write_batch(pa.record_batch([piece], names=["v"]))
-    return sink.getvalue()
-
-
-def _unpacked(packed: pa.Buffer) -> pa.Array:
-    table = pa.ipc.open_stream(packed).read_all()
-    return table.column(0).chunk(0) if table.column(0).num_chunks == 1 else table.column(0).combine_chunks()
-
-
-@dataclass(frozen=True)
-class _Rendered:
-    """What gives back the batches of a field `derive` did not keep: `render` of `result`'s rows
-    (`result`: the derived array, one row per field row), as type `type`."""
-
-    result: pa.Array
-    render: Callable[[pa.Array], pa.Array]
-    type: pa.DataType
-
-    def take(self, at: np.ndarray) -> pa.Array:
-        rows = self.result.take(pa.array(at, pa.int64()))
-        if isinstance(rows, pa.ChunkedArray):
-            rows = rows.combine_chunks()
-        return self.render(rows).cast(self.type)
-
-
-def _take_packed(
-    packed: list[tuple[pa.Buffer | None, int]], rows: pa.Array, rendered: _Rendered | None = None
-) -> pa.Array:
-    """`take(rows)` (ascending) of the field kept as `packed` batches, restoring only the batches
-    holding those rows (rendering them from `rendered` where a batch was not kept)."""
-    starts = np.cumsum([0] + [n for _, n in packed])
-    at = rows.to_numpy(zero_copy_only=False)
-    which = np.searchsorted(starts, at, side="right") - 1
-    out = []
-    for i in np.unique(which):
-        buffer, picked = packed[i][0], at[which == i]
-        if buffer is None:
-            assert rendered is not None  # (`derive` keeps no batch as None without it)
-            out.append(rendered.take(picked))
-        else:
-            out.append(_unpacked(buffer).take(pa.array(picked - starts[i], pa.int64())))
-    if out:
-        return pa.concat_arrays(out)
-    if rendered is not None:
-        return pa.array([], type=rendered.type)
-    first = packed[0][0] if packed else None
-    t = pa.ipc.open_stream(first).schema.field(0).type if first is not None else pa.string()
-    return pa.array([], type=t)
 
 
 def ordered_map(fn: Callable[[_I], _T], items: Iterable[_I], workers: int = WORKERS) -> Iterator[_T]:

@@ -52,7 +52,7 @@ from airflow_txnlog.engine.log.actions import (
     Metadata,
     decode_path,
 )
-from airflow_txnlog.engine.log.checkpoint_columns import KeepField
+from airflow_txnlog.engine.log.kept_fields import KeepField
 from airflow_txnlog.engine.log.replay import STR_MAP, LogState
 from airflow_txnlog.engine.log.stats_struct import (
     add_stats_json,

@@ -14,7 +14,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from airflow_txnlog.engine import LogCorruptedError, Table
+from airflow_txnlog.engine import AddFile, LogCorruptedError, Table
 from airflow_txnlog.engine.log import checkpoint_columns
 
 
@@ -55,7 +55,27 @@ def test_opening_reads_only_the_file_keys(tmp_path: Path, monkeypatch: pytest.Mo
     (f,) = snap.files(filter="id = 100")  # a tail file
     (g,) = snap.files(filter="id = 55")  # a checkpoint file: its JSON rendered from the struct
     assert f.stats and g.stats and "add.stats" not in read
+    assert g.deletion_vector is None and "add.deletionVector" not in read  # (known null, never decoded)
+    assert g.tags is None and not {"add.tags", "add.baseRowId", "add.clusteringProvider"} & set(read)
     assert '"minValues":{"id":50}' in g.stats
+
+
+def test_an_optional_field_some_row_has_is_decoded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only fields null in every row (by the part's statistics) are skipped: one tagged file is enough
+    for the tags to be read, and every other file's tags stay null."""
+    t = Table.create(str(tmp_path / "t"), schema=pa.schema([("id", pa.int64())]))
+    with t.transaction() as txn:
+        for i in range(3):
+            tags = {"k": "v"} if i == 1 else None
+            txn.add(
+                AddFile(path=f"f{i}.parquet", partition_values={}, size=1, modification_time=1, tags=tags)
+            )
+        txn.commit()
+    t.checkpoint()
+    read = _spy_on_reads(monkeypatch)
+    files = {f.path: f.tags for f in Table.open(t.uri).snapshot().files()}
+    assert files == {"f0.parquet": None, "f1.parquet": {"k": "v"}, "f2.parquet": None}
+    assert "add.tags" in read and "add.baseRowId" not in read
 
 
 def test_pruning_reads_only_the_predicates_stats_leaves(
