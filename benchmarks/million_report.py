@@ -61,9 +61,9 @@ WHY = {
     "bound, even in its strict form, and with VARCHAR leaves, to check them strictly ourselves, it is "
     "~1.3 us a row, no faster); delta-rs decodes them in Rust. On this VM a quarter of the CPU "
     "samples (`perf`) is the kernel zeroing fresh (2 MB) pages, and a process that starts right "
-    "after another freed a GB (delta-rs's worker) pays more for them: ours ranges 1.2-2.0 s over "
-    'the same run. See "Where the time goes" below; on the same log checkpointed with '
-    "`stats_parsed` (Delta's default) the target is met: row S2S.",
+    "after another freed a GB (delta-rs's worker) pays more for them: one process of ours took "
+    '1.2 s, another 2.3 s, in runs of the same day. See "Where the time goes" below; on the same '
+    "log checkpointed with `stats_parsed` (Delta's default) the target is met: row S2S.",
     "S3": "the parsed columns of 1M files and their paths (the stats text is parsed batch by batch and "
     "not kept: the struct holds all of it); with `stats_parsed` (S3S) the text is never read.",
     "S4": "the first filtered call parses the stats JSON of all 1M files (a narrow schema, only the "
@@ -104,9 +104,10 @@ PROFILE = [
     "each batch parsed in place and kept zstd-compressed (~0.4 s of CPU) for the `AddFile`s a later "
     "`files()` makes; the parsed batches joined into one array on the caller's thread (~0.14 s).",
     "**S2 now** (stage timers on this VM: 1.1-1.5 s, peak RSS ~0.55 GB): open ~200 ms: the "
-    "checkpoint's keys read through a native file (no Python file object), deletion-vector fields "
-    "no row has skipped by the part's null counts, the small actions read in batches keeping only "
-    "their rows (they were ~80 MB of offsets for nulls), the paths scanned for `%` with numpy; "
+    "checkpoint's keys read through a native file (no Python file object), optional fields no "
+    "row has (deletion vectors; later tags, row ids) never decoded, by the part's null counts, "
+    "the small actions read in batches keeping only their rows (they were ~80 MB of offsets for "
+    "nulls), the paths scanned for `%` with numpy; "
     "`add_actions()` ~0.9-1.2 s: the stats parse on 2 worker threads (~1.6-1.9 s of CPU), the text "
     "not kept (the strict parse shows the struct holds all of it: `AddFile`s render it, as for "
     "`stats_parsed`), the parsed batches kept as chunks (no copy); meanwhile the main thread reads "
