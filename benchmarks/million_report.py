@@ -105,7 +105,7 @@ PROFILE = [
     "`files()` makes; the parsed batches joined into one array on the caller's thread (~0.14 s).",
     "**S2 now** (stage timers on this VM: 1.1-1.5 s, peak RSS ~0.55 GB): open ~200 ms: the "
     "checkpoint's keys read through a native file (no Python file object), optional fields no "
-    "row has (deletion vectors; later tags, row ids) never decoded, by the part's null counts, "
+    "row has (deletion vectors; later row ids) never decoded, by the part's null counts, "
     "the small actions read in batches keeping only their rows (they were ~80 MB of offsets for "
     "nulls), the paths scanned for `%` with numpy; "
     "`add_actions()` ~0.9-1.2 s: the stats parse on 2 worker threads (~1.6-1.9 s of CPU), the text "

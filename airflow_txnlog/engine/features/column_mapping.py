@@ -103,9 +103,13 @@ def physical_metadata(metadata: Metadata) -> Metadata | None:
     )
 
 
-def logical_view(arr: pa.Array, logical: pa.DataType) -> pa.Array:
+def logical_view(arr: pa.Array | pa.ChunkedArray, logical: pa.DataType) -> pa.Array | pa.ChunkedArray:
     """`arr` (physical names) as `logical` (the same shape with logical names), without copying."""
-    return arr if arr.type == logical else arr.view(logical)
+    if arr.type == logical:
+        return arr
+    if isinstance(arr, pa.ChunkedArray):  # (the parsed stats of a checkpoint: a chunk per batch)
+        return pa.chunked_array([chunk.view(logical) for chunk in arr.chunks], type=logical)
+    return arr.view(logical)
 
 
 def rename_map_keys(values: pa.MapArray, renames: Mapping[str, str]) -> pa.MapArray:

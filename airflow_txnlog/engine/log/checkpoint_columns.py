@@ -69,9 +69,8 @@ def _valid_rows(table: pa.Table, column: str) -> pa.StructArray:
 UNCACHED_WITH_STRUCT = frozenset({"stats"})
 # Optional file-action fields where a null means what an absent value means: a part whose statistics
 # show one null in every row gets nulls without decoding it (a million nulls decode to ~20 MB).
-NULL_ALIKE = frozenset(
-    {"deletionVector", "tags", "baseRowId", "defaultRowCommitVersion", "clusteringProvider"}
-)
+# (Not `tags`: a map, and the statistics cannot tell an empty map from a null one.)
+NULL_ALIKE = frozenset({"deletionVector", "baseRowId", "defaultRowCommitVersion", "clusteringProvider"})
 _BATCH_ROWS = 32_768  # rows decoded at a time by `derive` (at most)
 _MIN_BATCH_ROWS = 4_096  # (and at least, unless a part is smaller)
 WORKERS = max(1, min(4, pa.cpu_count()))  # threads of `ordered_map` (derive, checkpoint writes)

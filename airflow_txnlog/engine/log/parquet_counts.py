@@ -14,7 +14,8 @@ For a checkpoint that tells, without decoding a value:
 
 Invariants: a count is given only when every row group's chunk has its null count; otherwise the
 answer is "unknown" (None, False) and the caller reads the columns as if it had asked nothing.
-Only non-repeated leaves count (a list's or map's entries are not rows).
+A field with a list or map below it is never claimed null in every row (an empty list or map counts
+as a null leaf value in the statistics, though the field is not null).
 """
 
 from __future__ import annotations
@@ -46,7 +47,9 @@ def _leaf_nulls(meta: pq.FileMetaData, prefix: str) -> dict[str, list[int | None
             path = chunk.path_in_schema
             if path != prefix and not path.startswith(prefix + "."):
                 continue
-            if chunk.num_values != group.num_rows:  # (a repeated leaf: its values are no rows)
+            # A leaf in a list or map: its values are no rows, and an empty list or map counts as a
+            # null value there, though the row's field is not null.
+            if meta.schema.column(j).max_repetition_level > 0:
                 return None
             stats = chunk.statistics
             known = stats is not None and stats.has_null_count

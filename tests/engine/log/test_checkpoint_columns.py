@@ -56,13 +56,13 @@ def test_opening_reads_only_the_file_keys(tmp_path: Path, monkeypatch: pytest.Mo
     (g,) = snap.files(filter="id = 55")  # a checkpoint file: its JSON rendered from the struct
     assert f.stats and g.stats and "add.stats" not in read
     assert g.deletion_vector is None and "add.deletionVector" not in read  # (known null, never decoded)
-    assert g.tags is None and not {"add.tags", "add.baseRowId", "add.clusteringProvider"} & set(read)
+    assert g.tags is None and not {"add.baseRowId", "add.clusteringProvider"} & set(read)
     assert '"minValues":{"id":50}' in g.stats
 
 
 def test_an_optional_field_some_row_has_is_decoded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Only fields null in every row (by the part's statistics) are skipped: one tagged file is enough
-    for the tags to be read, and every other file's tags stay null."""
+    """Tags (a map) are always read: one tagged file among untagged ones gives each its own; the
+    row ids, null in every row by the part's statistics, are not decoded."""
     t = Table.create(str(tmp_path / "t"), schema=pa.schema([("id", pa.int64())]))
     with t.transaction() as txn:
         for i in range(3):

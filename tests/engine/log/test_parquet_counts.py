@@ -84,3 +84,15 @@ def test_small_action_rows_equal_a_whole_read_and_stop_once_all_are_found(
         expected = whole.column(c).combine_chunks()
         assert got[c].equals(expected.filter(expected.is_valid()))
     assert _Counting.batches == (2 if first_small else 7)  # (13 rows: 7 batches of 2 in all)
+
+
+def test_a_field_with_a_list_or_map_below_it_is_never_claimed_null(tmp_path: Path) -> None:
+    """An empty map counts as a null leaf value in the statistics, yet the field is not null: such a
+    field is never `all_null` (found by review: empty tags came back null)."""
+    t = pa.struct([("path", pa.string()), ("tags", pa.map_(pa.string(), pa.string()))])
+    add = pa.array([{"path": "a", "tags": []}, {"path": "b", "tags": []}, None], type=t)
+    pq.write_table(pa.table({"add": add}), tmp_path / "p.parquet")
+    meta = pq.ParquetFile(tmp_path / "p.parquet").metadata
+    assert meta.row_group(0).column(1).statistics.null_count == 3  # (what misled it)
+    assert not all_null(meta, "add.tags")
+    assert not all_null(meta, "add")

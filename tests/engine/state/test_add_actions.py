@@ -261,3 +261,39 @@ def test_after_add_actions_the_json_stats_are_not_kept_but_rendered_from_the_str
     assert snap2.state.source is not None
     assert all(b is not None for b, _ in snap2.state.source._packed[("add", "stats")])  # kept: exact
     assert [snap2.files_at([i])[0].stats for i in (0, 1)] == [complete, other]
+
+
+@pytest.mark.parametrize("part_size", [None, 3])
+def test_column_mapping_with_json_stats_parsed_in_several_batches(
+    tmp_path: Path, part_size: int | None
+) -> None:
+    """Column mapping, a checkpoint with JSON stats only, its stats parsed in several batches (more
+    rows than one batch, or several parts): the parsed chunks are viewed in logical names chunk by
+    chunk (found by review: a chunked result had no `view`)."""
+    n = 4_200 if part_size is None else 10
+    schema = pa.schema([("id", pa.int64()), ("p", pa.string())])
+    conf = {"delta.checkpoint.writeStatsAsStruct": "false", "delta.columnMapping.mode": "name"}
+    t = Table.create(
+        str(tmp_path / "t"),
+        schema=schema,
+        partition_by=["p"],
+        properties=conf,
+        checkpoint_part_size=part_size,
+    )
+    names = Table.open(t.uri).snapshot().column_names
+    assert names is not None
+    phys, part = names.physical_of("id"), names.physical_of("p")
+    with t.transaction() as txn:
+        for i in range(n):
+            stats = f'{{"numRecords":1,"minValues":{{"{phys}":{i}}},"maxValues":{{"{phys}":{i}}}}}'
+            add = AddFile(f"p=a/f{i}.parquet", partition_values={part: "a"}, size=10, modification_time=1)
+            txn.add(dataclasses.replace(add, stats=stats))
+        txn.commit()
+    t.checkpoint()
+    snap = Table.open(t.uri).snapshot()
+    actions = snap.add_actions()
+    by_path = dict(zip(actions.column("path").to_pylist(), actions.column("min.id").to_pylist(), strict=True))
+    assert by_path == {f"p=a/f{i}.parquet": i for i in range(n)}  # (parts keep Spark's hash order)
+    assert actions.column("partition.p").to_pylist() == ["a"] * n
+    found = sorted(f.path for f in snap.files(filter=f"id >= {n - 2}"))
+    assert found == sorted([f"p=a/f{n - 2}.parquet", f"p=a/f{n - 1}.parquet"])
