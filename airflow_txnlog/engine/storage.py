@@ -49,7 +49,6 @@ from typing import Any, BinaryIO
 from urllib.parse import urlsplit
 
 import fsspec
-import pyarrow as pa
 from fsspec.implementations.local import LocalFileSystem
 from typing_extensions import override
 
@@ -169,7 +168,10 @@ class LocalStorage(Storage):
     @override
     def open_input(self, key: str) -> BinaryIO:
         # A native file: pyarrow's readers then read it without a Python file object in the loop
-        # (no GIL, no copy through `bytes` for every column chunk).
+        # (no GIL, no copy through `bytes` for every column chunk). Imported here: the sensor's
+        # trigger reads the log through this module without pyarrow (tests/airflow/test_trigger_event_loop).
+        import pyarrow as pa  # noqa: PLC0415
+
         return pa.OSFile(self._p(key), "r")  # type: ignore[no-any-return]
 
     def _temp_write(self, key: str, data: bytes) -> str:
