@@ -44,7 +44,6 @@ from typing import TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.ipc
 import pyarrow.parquet as pq
 
 from airflow_txnlog.engine.errors import LogCorruptedError
@@ -139,13 +138,11 @@ class CheckpointColumns:
         column; returns the non-null rows of each, and keeps the fields for later reads."""
 
         def read_part(f: pq.ParquetFile) -> tuple[pa.Schema, dict[str, pa.Array]]:
-            schema, meta = f.schema_arrow, f.metadata
+            schema = f.schema_arrow
             keys = [
-                f"{column}.{n}"
+                key
                 for column, fields in parts.items()
-                # (a field no row has, by the file's statistics, is not decoded: read on demand)
-                for n in fields
-                if _has(schema, column, n) and not (n in NULL_ALIKE and all_null(meta, f"{column}.{n}"))
+                for key in _decoded(f.metadata, schema, column, fields)
             ]
             table = self._decode(f, keys)
             rows = {c: _valid_rows(table, c) for c in parts if c in table.column_names}
@@ -194,7 +191,8 @@ class CheckpointColumns:
                     for batch in self._part_batches(path, wanted, None):
                         yield _child(_valid(batch.column(column)), name, t)
 
-        exact = fn.exact if keep and isinstance(fn, KeepField) and fn.render is not None else None
+        render = fn.render if keep and isinstance(fn, KeepField) and fn.exact is not None else None
+        exact = fn.exact if render is not None and isinstance(fn, KeepField) else None
 
         def work(piece: pa.Array) -> tuple[pa.Array, tuple[pa.Buffer | None, int] | None]:
             if exact is not None:
@@ -208,8 +206,8 @@ class CheckpointColumns:
         whole = _chunked(out) if out else fn(pa.array([], type=t))
         if keep:
             self._packed[(column, name)] = [p for _, p in results if p is not None]
-            if exact is not None and isinstance(fn, KeepField) and fn.render is not None:
-                self._rendered[(column, name)] = Rendered(whole, fn.render, t)
+            if render is not None:
+                self._rendered[(column, name)] = Rendered(whole, render, t)
         return whole
 
     def _keeps(self, column: str, name: str) -> bool:
@@ -319,12 +317,7 @@ class CheckpointColumns:
                 continue
 
             def use(f: pq.ParquetFile, schema: pa.Schema = schema, path: str = path) -> pa.Table | None:
-                wanted = [
-                    f"{column}.{n}"
-                    for n in names
-                    if _has(schema, column, n)
-                    and not (n in NULL_ALIKE and all_null(f.metadata, f"{column}.{n}"))
-                ]
+                wanted = _decoded(f.metadata, schema, column, names)
                 if not wanted and (path, column) in self._rows_in:
                     return None  # (only fields null in every row, by the part's statistics: not decoded)
                 return self._decode(f, wanted or [f"{column}.path"])
@@ -390,6 +383,16 @@ def _pool(workers: int) -> ThreadPoolExecutor:
 
 def _fixed(columns: list[str], schema: pa.Schema) -> list[str]:
     return columns
+
+
+def _decoded(meta: pq.FileMetaData, schema: pa.Schema, column: str, names: Sequence[str]) -> list[str]:
+    """The dotted fields of `names` a part has and must decode: not an optional one its statistics
+    show null in every row (`NULL_ALIKE`; its nulls are made instead)."""
+    return [
+        f"{column}.{n}"
+        for n in names
+        if _has(schema, column, n) and not (n in NULL_ALIKE and all_null(meta, f"{column}.{n}"))
+    ]
 
 
 def _has(schema: pa.Schema, column: str, name: str) -> bool:
