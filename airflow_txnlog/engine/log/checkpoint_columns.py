@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -51,6 +50,7 @@ from airflow_txnlog.engine.log.actions import STATS_PARSED
 from airflow_txnlog.engine.log.kept_fields import KeepField, Rendered, packed, take_packed, unpacked
 from airflow_txnlog.engine.log.parquet_counts import all_null, small_action_rows
 from airflow_txnlog.engine.log.stats_struct import conform_struct
+from airflow_txnlog.engine.log.thread_pools import shared
 from airflow_txnlog.engine.storage import Storage
 
 
@@ -366,19 +366,11 @@ def ordered_map(fn: Callable[[_I], _T], items: Iterable[_I], workers: int = WORK
             future.cancel()
 
 
-_POOLS: dict[int, ThreadPoolExecutor] = {}
-_POOLS_LOCK = threading.Lock()
-
-
 def _pool(workers: int) -> ThreadPoolExecutor:
-    """A pool of `workers` threads kept for the process: its threads' allocator caches stay warm (a
-    fresh thread's first allocations each fault in new pages), and none is started per call. Its
-    tasks never wait for other tasks of a pool, so sharing it cannot deadlock."""
-    with _POOLS_LOCK:
-        pool = _POOLS.get(workers)
-        if pool is None:
-            pool = _POOLS[workers] = ThreadPoolExecutor(workers, thread_name_prefix="txnlog-batches")
-        return pool
+    """The process's pool of `workers` threads for `ordered_map` (`thread_pools.shared`: kept, so
+    its threads' allocator caches stay warm; renewed in a forked child). Its tasks never wait for
+    other tasks of a pool, so sharing it cannot deadlock."""
+    return shared("txnlog-batches", workers)
 
 
 def _fixed(columns: list[str], schema: pa.Schema) -> list[str]:

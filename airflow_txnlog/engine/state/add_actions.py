@@ -30,7 +30,7 @@ The one per-file Python step is decoding the rare percent-encoded path (`urllib.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from typing import Any
 from urllib.parse import unquote
 
@@ -64,6 +64,7 @@ from airflow_txnlog.engine.log.stats_struct import (
     stats_parsed_type,
     struct_json,
 )
+from airflow_txnlog.engine.log.thread_pools import shared
 from airflow_txnlog.engine.schema import parse_partition_value
 
 PARTITION_VALUES = "partitionValues"  # internal column: the raw partition value strings
@@ -272,6 +273,13 @@ def _stats_types(
     return target, logical
 
 
+# The thread that starts the JSON stats parse (`_text_parsed`: it reads the batches the workers parse)
+# is kept for the process (`thread_pools.shared`), not started per call: a fresh thread's first
+# allocations fault in fresh pages. A concurrent caller gets another of its threads. Its tasks wait
+# only for `ordered_map`'s pool ("txnlog-batches"), whose tasks wait for nothing: no deadlock.
+_EARLY_POOL, _EARLY_THREADS = "txnlog-stats", 4
+
+
 def file_table(
     base_rows: BaseRows,
     tail: list[dict[str, Any]],
@@ -296,12 +304,17 @@ def file_table(
         other threads) while the other fields are read and assembled here.
     """
     target, logical = _stats_types(metadata, columns, names, with_files)
-    with ThreadPoolExecutor(1) as pool:
-        early = pool.submit(_text_parsed, derived, target) if json_only and derived is not None else None
+    early = None
+    if json_only and derived is not None:
+        early = shared(_EARLY_POOL, _EARLY_THREADS).submit(_text_parsed, derived, target)
+    try:
         base = base_rows(_fields(metadata, target, columns, with_files))
         parts = _core(base, tail)
         files = [_file_columns(core) for core in parts]
         stats = _stats(base, parts[1].field("stats"), base_rows, target, derived, early=early)
+    finally:
+        if early is not None and not early.cancel():
+            early.exception()  # (a failure here leaves no parse running behind the caller's back)
     renames = {names.physical_of(c): c for c in metadata.partition_columns} if names is not None else None
     tables = [
         _part_table(cols, logical_view(st, logical), core.field(PARTITION_VALUES), renames)
