@@ -47,6 +47,7 @@ import pyarrow.parquet as pq
 
 from airflow_txnlog.engine.errors import LogCorruptedError
 from airflow_txnlog.engine.log.actions import STATS_PARSED
+from airflow_txnlog.engine.log.bulk_memory import open_parquet
 from airflow_txnlog.engine.log.kept_fields import KeepField, Rendered, packed, take_packed, unpacked
 from airflow_txnlog.engine.log.parquet_counts import all_null, small_action_rows
 from airflow_txnlog.engine.log.stats_struct import conform_struct
@@ -107,14 +108,14 @@ class CheckpointColumns:
         """`use` applied to the part file at `path`; a missing or broken file is a LogCorruptedError."""
         with self._errors(path), self._storage.open_input(path) as fh:
             # (ParquetFile.read, not read_table, which would import pandas)
-            return use(pq.ParquetFile(fh, buffer_size=_READ_BUFFER, pre_buffer=False))
+            return use(open_parquet(fh, buffer_size=_READ_BUFFER, pre_buffer=False))
 
     def _part_batches(self, path: str, columns: list[str], rows: int | None) -> Iterator[pa.RecordBatch]:
         """The `columns` of the part file at `path`, `rows` rows at a time (errors as `_guarded`);
         None: batches of at most `_BATCH_ROWS` rows, and at least `2 * WORKERS` of them per part
         when it has more than `_MIN_BATCH_ROWS` rows, so that a smaller table keeps every worker busy."""
         with self._errors(path), self._storage.open_input(path) as fh:
-            f = pq.ParquetFile(fh, buffer_size=_READ_BUFFER, pre_buffer=False)
+            f = open_parquet(fh, buffer_size=_READ_BUFFER, pre_buffer=False)
             if rows is None:
                 rows = max(_MIN_BATCH_ROWS, min(_BATCH_ROWS, -(-f.metadata.num_rows // (2 * WORKERS))))
             yield from f.iter_batches(batch_size=rows, columns=columns)

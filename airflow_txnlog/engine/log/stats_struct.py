@@ -17,16 +17,13 @@
   trimmed first, a copy), none holds a `}` followed before any quote by a `{` (two objects), and the
   reader finds exactly as many objects as lines (an object spread over two lines makes one less).
   Anything else is parsed line by line: a line can never take another line's stats.
-  The reader allocates from jemalloc's pool where pyarrow has it (`_json_pool`): its working memory is
-  freed after each batch, and the default pool (mimalloc) returns freed pages to the system within
-  ~10 ms, so every batch of a million-file checkpoint faulted in (and the kernel zeroed) fresh
-  pages; jemalloc keeps them for the next batch (on a 2-core VM, S2 median 1.44 s -> 1.16 s).
+  The reader allocates from `bulk_memory.bulk_pool()` (jemalloc: it keeps a batch's freed working
+  memory for the next batch, where the default pool returns it to the system).
 """
 
 from __future__ import annotations
 
 import decimal
-import functools
 import json
 import math
 import re
@@ -42,6 +39,7 @@ import pyarrow.json as pj
 from airflow_txnlog.engine import properties as props
 from airflow_txnlog.engine.errors import InvalidArgumentError
 from airflow_txnlog.engine.log.actions import STATS_PARSED, Metadata
+from airflow_txnlog.engine.log.bulk_memory import bulk_pool
 from airflow_txnlog.engine.log.stats import LeafPath, has_bounds, indexed_leaves, stats_columns
 from airflow_txnlog.engine.schema import is_variant, schema_from_json
 
@@ -253,15 +251,6 @@ def _scattered(parsed: pa.StructArray, lines: pa.Array) -> pa.StructArray:
     return parsed.take(pa.array(np.cumsum(valid) - 1, pa.int64(), mask=~valid))
 
 
-@functools.cache
-def _json_pool() -> pa.MemoryPool:
-    """The pool Arrow's JSON reader allocates from: jemalloc's where this pyarrow build has it."""
-    try:
-        return pa.jemalloc_memory_pool()
-    except NotImplementedError:  # (a build without jemalloc: the default pool)
-        return pa.default_memory_pool()
-
-
 def _parse_bulk(lines: pa.Array, target: pa.StructType, unexpected: str = "ignore") -> pa.StructArray:
     """Arrow's JSON reader over the lines' own buffer (`_document`; lines with JSON whitespace
     around their object are trimmed first, a copy); ArrowInvalid when the objects cannot be shown
@@ -286,7 +275,7 @@ def _parse_bulk(lines: pa.Array, target: pa.StructType, unexpected: str = "ignor
             unexpected_field_behavior=unexpected,
             newlines_in_values=True,  # (objects found by parsing: no newline separates the lines)
         ),
-        memory_pool=_json_pool(),
+        memory_pool=bulk_pool(),
     )
     if table.num_rows != len(lines) - lines.null_count:
         raise pa.ArrowInvalid(f"{table.num_rows} stats objects parsed from {len(lines)} lines")
