@@ -54,6 +54,7 @@ from airflow_txnlog.engine.log.log_segment import (
     segment_for,
 )
 from airflow_txnlog.engine.log.replay import KEY_SEPARATOR, LogState, key_path, positions_not_in
+from airflow_txnlog.engine.log.thread_pools import shared
 from airflow_txnlog.engine.schema import parse_partition_value, schema_from_json
 from airflow_txnlog.engine.sql.generated_pruning import derive
 from airflow_txnlog.engine.sql.literals import stats_value
@@ -377,8 +378,12 @@ class Snapshot:
         return Snapshot(self._storage, state, segment, ts)
 
 
+def _parsed(storage: Storage, commits: CommitFiles) -> list[tuple[int, list[dict[str, Any]], str]]:
+    return [(c.version, c.actions, c.name) for c in read_commits(storage, commits)]
+
+
 def _replay(storage: Storage, state: LogState, commits: CommitFiles) -> LogState:
-    return state.apply_many([(c.version, c.actions, c.name) for c in read_commits(storage, commits)])
+    return state.apply_many(_parsed(storage, commits))
 
 
 def _load_segment(storage: Storage, listing: LogListing, version: int) -> tuple[LogState, LogSegment]:
@@ -390,6 +395,9 @@ def _load_segment(storage: Storage, listing: LogListing, version: int) -> tuple[
                 storage, segment.commits, min_commits=bulk_replay.MIN_COMMITS
             )  # None: per action
             return bulk or _replay(storage, LogState(version=-1), segment.commits), segment
+        # (the commits after it are read meanwhile: their JSON parse holds the GIL, the
+        # checkpoint's Arrow decode releases it; the pool's tasks wait for nothing)
+        tail = shared("txnlog-open", 4).submit(_parsed, storage, segment.commits)
         try:
             base = read_checkpoint(storage, segment.checkpoint_version, segment.checkpoint_parts)
         except LogCorruptedError as exc:
@@ -399,7 +407,7 @@ def _load_segment(storage: Storage, listing: LogListing, version: int) -> tuple[
             except (LogCorruptedError, VersionNotFoundError):
                 raise exc from None  # no older way to rebuild this version: report the bad checkpoint
             continue
-        return _replay(storage, base, segment.commits), segment
+        return base.apply_many(tail.result()), segment
 
 
 def load_snapshot(storage: Storage, version: int | None = None) -> Snapshot:
