@@ -59,11 +59,16 @@ WHY = {
     "us a row to Python objects alone, an Arrow-kernel template decoder ~1.3 s of CPU; DuckDB's "
     "`json_transform` ~0.6 us a row, but it casts leniently, `true` to 1 and `1.5` to 2 for a BIGINT "
     "bound, even in its strict form, and with VARCHAR leaves, to check them strictly ourselves, it is "
-    "~1.3 us a row, no faster); delta-rs decodes them in Rust. On this VM a quarter of the CPU "
-    "samples (`perf`) is the kernel zeroing fresh (2 MB) pages, and a process that starts right "
-    "after another freed a GB (delta-rs's worker) pays more for them: one process of ours took "
-    '1.2 s, another 2.3 s, in runs of the same day. See "Where the time goes" below; on the same '
-    "log checkpointed with `stats_parsed` (Delta's default) the target is met: row S2S.",
+    "~1.3 us a row, no faster); delta-rs decodes them in Rust. Measured in isolation the parse is "
+    "~43 ms of CPU per batch of 32,768 rows (1.33 s for 1M); in the load the two parsing threads "
+    "take ~2.1 s between them (the main thread and the batch reader share the 2 cores), so "
+    "`add_actions()` is CPU-bound: ~1.6 s user + ~0.25 s system in ~1.0 s. On this VM first-touched "
+    "memory is expensive (the host backs guest pages on first use); the checkpoint's columns and "
+    "the parse now allocate from jemalloc (`engine/log/bulk_memory.py`): mimalloc's huge-page arena "
+    "made S2 1.16-1.72 s after a delta-rs process, jemalloc 1.24-1.33 s. delta-rs ran 2.54-2.58 s "
+    "at git 27a5a86 (3.42-4.15 s in the run at 2f643af), so the ratio sits at the target's edge. "
+    'See "Where the time goes" below; on the same log checkpointed with `stats_parsed` (Delta\'s '
+    "default) the target is met: row S2S.",
     "S3": "the parsed columns of 1M files and their paths (the stats text is parsed batch by batch and "
     "not kept: the struct holds all of it); with `stats_parsed` (S3S) the text is never read.",
     "S4": "the first filtered call parses the stats JSON of all 1M files (a narrow schema, only the "
@@ -77,17 +82,23 @@ WHY = {
     "S2S": "reading the add columns and `stats_parsed` of 1M rows (~0.9 s) plus the Arrow assembly.",
     "S5": "the directory walk is Python (`os.scandir`; referenced files are no longer stat-ed).",
     "S6": "the table sets no stats format, so ours also writes `stats_parsed` (Delta's default) and, "
-    "the old checkpoint having none, parses the 1M JSON stats for it (~1.3 s of CPU) which delta-rs, "
-    "writing JSON stats only, never does; on the like-for-like table (S6S) both write the same.",
+    "the old checkpoint having none, parses the 1M JSON stats for it (~1.33 s of CPU) which delta-rs, "
+    "writing JSON stats only, never does. The call takes ~2.75 s of CPU (parse 1.33 s, pyarrow's "
+    "single-threaded writer ~0.85 s, reading the old checkpoint ~0.3 s), so 2 cores cannot finish it "
+    "in under ~1.4 s: the target (~0.95 s here) is out of reach while both the parse and `stats_parsed` "
+    "stay. On the like-for-like table (S6S) both write the same.",
     "S7": "the in-flight batches (a few of 32,768 adds, each with its stats text and parsed stats) "
     "and a row group of 65,536 rows buffered by the writer.",
     "S7S": "as S7.",
     "S6S": "encoding and snappy-compressing the 1M rows into one parquet file: pyarrow's writer "
-    "encodes a file's row groups on one thread, 0.88-0.94 s for this checkpoint however it is "
-    "configured (no compression 0.69 s, but a 2.7x bigger file); reading the old checkpoint's "
+    "encodes a file's row groups on one thread, ~0.85 s for this checkpoint (per column, written "
+    "alone: paths 171 ms, stats text 259 ms, `stats_parsed` 187 ms, the ~40 all-null leaves of the "
+    "other actions 130 ms whatever the compression; no compression would save ~0.2 s for a 2.7x "
+    "bigger file, and the writer takes a pool but no thread option); reading the old checkpoint's "
     "columns (~0.35 s) runs beside it. Two parts would write on two threads, but PROTOCOL.md "
     "deprecates multi-part checkpoints and splitting costs ~0.3 s of CPU (Spark's path hash and a "
-    "copy), so the checkpoint is one file, as Delta on Spark writes by default.",
+    "copy), so the checkpoint is one file, as Delta on Spark writes by default. The ratio moves "
+    "with delta-rs's time (2.19-2.55 s at git 27a5a86: 0.60x; median 2.76 s at 2f643af: 0.46x).",
 }
 
 # Where the time goes, as profiled (cProfile and stage timers, `perf` for the native side) on the
@@ -103,17 +114,24 @@ PROFILE = [
     "~0.71 GB): open ~230 ms; `add_actions()` ~1.0-1.4 s, the stats text read batch by batch, "
     "each batch parsed in place and kept zstd-compressed (~0.4 s of CPU) for the `AddFile`s a later "
     "`files()` makes; the parsed batches joined into one array on the caller's thread (~0.14 s).",
-    "**S2 now** (stage timers on this VM: 1.1-1.5 s, peak RSS ~0.55 GB): open ~200 ms: the "
-    "checkpoint's keys read through a native file (no Python file object), optional fields no "
-    "row has (deletion vectors; later row ids) never decoded, by the part's null counts, "
-    "the small actions read in batches keeping only their rows (they were ~80 MB of offsets for "
-    "nulls), the paths scanned for `%` with numpy; "
-    "`add_actions()` ~0.9-1.2 s: the stats parse on 2 worker threads (~1.6-1.9 s of CPU), the text "
-    "not kept (the strict parse shows the struct holds all of it: `AddFile`s render it, as for "
-    "`stats_parsed`), the parsed batches kept as chunks (no copy); meanwhile the main thread reads "
-    "the other add columns and builds the paths. Of the CPU samples (`perf`), ~25% is the JSON "
-    "tokenizer and its converters and ~25% the kernel zeroing fresh 2 MB pages (mostly where "
-    "buffers grow and are copied).",
+    "**S2 at git d3cce2c** (the previous session's end; stage timers on this VM: 1.1-1.5 s, peak RSS "
+    "~0.55 GB): open ~200 ms: the checkpoint's keys read through a native file, optional fields no "
+    "row has never decoded (by the part's null counts), the small actions read in batches keeping "
+    "only their rows, the paths scanned for `%` with numpy; `add_actions()` ~0.9-1.2 s: the stats "
+    "parse on 2 worker threads, the text not kept (`AddFile`s render it from the struct), the "
+    "parsed batches kept as chunks; meanwhile the main thread reads the other add columns. Of the "
+    "CPU samples (`perf`), ~25% was the JSON tokenizer and its converters and ~25% the kernel "
+    "zeroing fresh 2 MB pages: pyarrow's default pool (mimalloc) advises its arena for huge pages "
+    "and returns freed memory to the system ~10 ms after a free, so each batch faulted in fresh "
+    "2 MB pages, and opens took 170-690 ms by how costly those were.",
+    "**S2 now** (after a delta-rs process, as measured: 1.24-1.33 s, system time ~0.4 s, peak RSS "
+    "~0.5 GB): checkpoint parts decode into jemalloc's pool and the JSON reader allocates from it "
+    "(`bulk_memory`); the commits after the checkpoint are parsed on another thread while the "
+    "checkpoint's keys decode, and its small actions are read beside the keys through a second "
+    "open of the part: open ~200 ms (~250 ms before the overlaps); `add_actions()` ~1.0 s, "
+    "CPU-bound (see S2 above). The parse threads and the early thread that feeds them are kept for "
+    "the process (and renewed in a forked child: a child of a process that had loaded a table hung "
+    "on its own load before).",
     "**S6/S6S before issue 43**: 10.25 s and 1.79 GB of RSS growth for S6 (the whole checkpoint "
     "materialized as one Arrow table, then each part serialized whole). **Now** streamed: batches "
     "of 32,768 adds read from the old checkpoint, converted on 2 worker threads (stats parsed, or the "

@@ -51,7 +51,7 @@ from airflow_txnlog.engine.log.bulk_memory import open_parquet
 from airflow_txnlog.engine.log.kept_fields import KeepField, Rendered, packed, take_packed, unpacked
 from airflow_txnlog.engine.log.parquet_counts import all_null, small_action_rows
 from airflow_txnlog.engine.log.stats_struct import conform_struct
-from airflow_txnlog.engine.log.thread_pools import shared
+from airflow_txnlog.engine.log.thread_pools import shared, side_reads
 from airflow_txnlog.engine.storage import Storage
 
 
@@ -79,6 +79,10 @@ WAITING = 1  # items per worker `ordered_map` lets wait beside the running ones
 # read a whole chunk at once: the stats text of a million-file checkpoint written as one row group is
 # ~200 MB of bytes in memory before a batch is decoded).
 _READ_BUFFER = 8 << 20
+# From this many rows a part's small actions are read on another thread while its keys decode (a
+# second open of the file: worth ~40 ms at 1M rows, a needless request pair on an object store for a
+# small part, whose small actions take a few ms).
+_SIDE_READ_ROWS = 200_000
 _T = TypeVar("_T")
 _I = TypeVar("_I")
 
@@ -138,20 +142,27 @@ class CheckpointColumns:
         """First read: the `whole` columns (small actions) and the given fields of each `parts`
         column; returns the non-null rows of each, and keeps the fields for later reads."""
 
-        def read_part(f: pq.ParquetFile) -> tuple[pa.Schema, dict[str, pa.Array]]:
+        def read_part(f: pq.ParquetFile, path: str) -> tuple[pa.Schema, dict[str, pa.Array]]:
             schema = f.schema_arrow
             keys = [
                 key
                 for column, fields in parts.items()
                 for key in _decoded(f.metadata, schema, column, fields)
             ]
+            small = functools.partial(small_action_rows, columns=[c for c in whole if c in schema.names])
+            if f.metadata.num_rows < _SIDE_READ_ROWS:
+                table = self._decode(f, keys)
+                return schema, {c: _valid_rows(table, c) for c in parts if c in table.column_names} | small(f)
+            # (a big part's small actions meanwhile, through their own open of the file: a reader is
+            # not shared between threads; Arrow's decode releases the GIL, so the two run in parallel)
+            pending = side_reads().submit(self._guarded, path, small)
             table = self._decode(f, keys)
             rows = {c: _valid_rows(table, c) for c in parts if c in table.column_names}
-            return schema, rows | small_action_rows(f, [c for c in whole if c in schema.names])
+            return schema, rows | pending.result()
 
         found: dict[str, list[pa.Array]] = {}
         for path in self._paths:
-            schema, rows = self._guarded(path, read_part)
+            schema, rows = self._guarded(path, functools.partial(read_part, path=path))
             self._schemas.append(schema)
             for column, arr in rows.items():
                 found.setdefault(column, []).append(arr)

@@ -36,6 +36,12 @@ def shared(name: str, workers: int) -> ThreadPoolExecutor:
         return pool
 
 
+def side_reads() -> ThreadPoolExecutor:
+    """The pool for the reads opening a table runs beside its own (the commits after a checkpoint,
+    a checkpoint part's small actions): its tasks read and parse, and wait for nothing."""
+    return shared("txnlog-open", 4)
+
+
 def _forget_in_child() -> None:
     """After a fork, in the child: the inherited pools have no threads; drop them (never shut down:
     that would wait for threads that do not exist here)."""

@@ -54,7 +54,7 @@ from airflow_txnlog.engine.log.log_segment import (
     segment_for,
 )
 from airflow_txnlog.engine.log.replay import KEY_SEPARATOR, LogState, key_path, positions_not_in
-from airflow_txnlog.engine.log.thread_pools import shared
+from airflow_txnlog.engine.log.thread_pools import side_reads
 from airflow_txnlog.engine.schema import parse_partition_value, schema_from_json
 from airflow_txnlog.engine.sql.generated_pruning import derive
 from airflow_txnlog.engine.sql.literals import stats_value
@@ -397,7 +397,7 @@ def _load_segment(storage: Storage, listing: LogListing, version: int) -> tuple[
             return bulk or _replay(storage, LogState(version=-1), segment.commits), segment
         # (the commits after it are read meanwhile: their JSON parse holds the GIL, the
         # checkpoint's Arrow decode releases it; the pool's tasks wait for nothing)
-        tail = shared("txnlog-open", 4).submit(_parsed, storage, segment.commits)
+        tail = side_reads().submit(_parsed, storage, segment.commits)
         try:
             base = read_checkpoint(storage, segment.checkpoint_version, segment.checkpoint_parts)
         except LogCorruptedError as exc:

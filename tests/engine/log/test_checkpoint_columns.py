@@ -309,3 +309,19 @@ def test_a_derived_field_whose_result_gives_it_back_is_rendered_not_kept(tmp_pat
     rendered = [packed[b][0] is None for b in batch_of]
     assert [g != e for g, e in zip(taken, expected.to_pylist(), strict=True)] == rendered
     assert kept.read("add", ["stats"]).field(0).equals(expected)  # (read from the files again)
+
+
+@pytest.mark.parametrize("part_size", [1_000_000, 4])
+def test_a_big_parts_small_actions_read_beside_its_keys_give_the_same_state(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, part_size: int
+) -> None:
+    """From `_SIDE_READ_ROWS` rows a part's small actions are read on another thread through a
+    second open of the file: the snapshot is the same as when they are read inline (one part, and
+    several, where only some parts hold the small actions)."""
+    t = _table(tmp_path / "t", part_size=part_size)
+    inline = Table.open(t.storage.root).snapshot()
+    monkeypatch.setattr(checkpoint_columns, "_SIDE_READ_ROWS", 0)
+    side = Table.open(t.storage.root).snapshot()
+    assert side.protocol == inline.protocol and side.metadata == inline.metadata
+    assert side.file_paths() == inline.file_paths()
+    assert side.add_actions().equals(inline.add_actions())
