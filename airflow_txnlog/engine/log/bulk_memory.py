@@ -16,8 +16,9 @@ So:
   that pool. pyarrow's `ParquetFile` takes no pool, its reader class does
   (`pyarrow._parquet.ParquetReader(memory_pool=...)`): the file is opened as usual (footer parsed
   once) and its reader replaced by one on the pool, given the same footer. Should a pyarrow release
-  change that class, the file is read on the default pool (same data, the old speed); a test pins
-  that this build reads into the pool.
+  change that class, or its reader see the file's schema differently from `ParquetFile`'s (pyarrow
+  before 21 opened extension types differently), the file is read on the default pool (same data,
+  the old speed); a test pins that this build reads into the pool.
 
 Arrays keep a reference to the pool that allocated them, so mixing pools is safe: a buffer is always
 freed where it came from. Nothing here changes the process's default pool (a library must not).
@@ -64,6 +65,8 @@ def open_parquet(source: Any, *, buffer_size: int, pre_buffer: bool) -> pq.Parqu
             arrow_extensions_enabled=True,
         )
     except (TypeError, AttributeError):  # (another pyarrow's signature: the default pool)
+        return f
+    if reader.schema_arrow != f.schema_arrow:  # (a pyarrow whose ParquetFile reads otherwise)
         return f
     f.reader = reader
     return f

@@ -51,7 +51,7 @@ from airflow_txnlog.engine.log.bulk_memory import open_parquet
 from airflow_txnlog.engine.log.kept_fields import KeepField, Rendered, packed, take_packed, unpacked
 from airflow_txnlog.engine.log.parquet_counts import all_null, small_action_rows
 from airflow_txnlog.engine.log.stats_struct import conform_struct
-from airflow_txnlog.engine.log.thread_pools import shared, side_reads
+from airflow_txnlog.engine.log.thread_pools import part_reads, shared
 from airflow_txnlog.engine.storage import Storage
 
 
@@ -155,8 +155,12 @@ class CheckpointColumns:
                 return schema, {c: _valid_rows(table, c) for c in parts if c in table.column_names} | small(f)
             # (a big part's small actions meanwhile, through their own open of the file: a reader is
             # not shared between threads; Arrow's decode releases the GIL, so the two run in parallel)
-            pending = side_reads().submit(self._guarded, path, small)
-            table = self._decode(f, keys)
+            pending = part_reads().submit(self._guarded, path, small)
+            try:
+                table = self._decode(f, keys)
+            except BaseException:
+                pending.cancel()
+                raise
             rows = {c: _valid_rows(table, c) for c in parts if c in table.column_names}
             return schema, rows | pending.result()
 

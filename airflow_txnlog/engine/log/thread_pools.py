@@ -37,9 +37,16 @@ def shared(name: str, workers: int) -> ThreadPoolExecutor:
 
 
 def side_reads() -> ThreadPoolExecutor:
-    """The pool for the reads opening a table runs beside its own (the commits after a checkpoint,
-    a checkpoint part's small actions): its tasks read and parse, and wait for nothing."""
+    """The pool for the commits opening a table reads beside its checkpoint: its tasks read and
+    parse, and wait for nothing."""
     return shared("txnlog-open", 4)
+
+
+def part_reads() -> ThreadPoolExecutor:
+    """The pool for a checkpoint part's small actions, read beside its keys: apart from
+    `side_reads`, so that a part's short read never queues behind other opens' long commit tails.
+    Its tasks read, and wait for nothing."""
+    return shared("txnlog-part", 4)
 
 
 def _forget_in_child() -> None:

@@ -321,7 +321,18 @@ def test_a_big_parts_small_actions_read_beside_its_keys_give_the_same_state(
     t = _table(tmp_path / "t", part_size=part_size)
     inline = Table.open(t.storage.root).snapshot()
     monkeypatch.setattr(checkpoint_columns, "_SIDE_READ_ROWS", 0)
+    submitted: list[str] = []
+    pool = checkpoint_columns.part_reads()
+
+    class Counting:
+        def submit(self, fn: Any, path: str, *args: Any) -> Any:
+            submitted.append(path)
+            return pool.submit(fn, path, *args)
+
+    monkeypatch.setattr(checkpoint_columns, "part_reads", Counting)
     side = Table.open(t.storage.root).snapshot()
+    parts = sorted(glob.glob(str(tmp_path / "t" / "_delta_log" / "*.checkpoint*.parquet")))
+    assert len(submitted) == len(parts) >= (1 if part_size > 4 else 2)  # (the side path ran, per part)
     assert side.protocol == inline.protocol and side.metadata == inline.metadata
     assert side.file_paths() == inline.file_paths()
     assert side.add_actions().equals(inline.add_actions())
