@@ -150,19 +150,13 @@ class CheckpointColumns:
                 for key in _decoded(f.metadata, schema, column, fields)
             ]
             small = functools.partial(small_action_rows, columns=[c for c in whole if c in schema.names])
-            if f.metadata.num_rows < _SIDE_READ_ROWS:
-                table = self._decode(f, keys)
-                return schema, {c: _valid_rows(table, c) for c in parts if c in table.column_names} | small(f)
             # (a big part's small actions meanwhile, through their own open of the file: a reader is
             # not shared between threads; Arrow's decode releases the GIL, so the two run in parallel)
-            pending = part_reads().submit(self._guarded, path, small)
-            try:
-                table = self._decode(f, keys)
-            except BaseException:
-                pending.cancel()
-                raise
+            big = f.metadata.num_rows >= _SIDE_READ_ROWS
+            pending = part_reads().submit(self._guarded, path, small) if big else None
+            table = self._decode(f, keys)
             rows = {c: _valid_rows(table, c) for c in parts if c in table.column_names}
-            return schema, rows | pending.result()
+            return schema, rows | (pending.result() if pending is not None else small(f))
 
         found: dict[str, list[pa.Array]] = {}
         for path in self._paths:

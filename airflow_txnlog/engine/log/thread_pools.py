@@ -49,6 +49,13 @@ def part_reads() -> ThreadPoolExecutor:
     return shared("txnlog-part", 4)
 
 
+def early_parse() -> ThreadPoolExecutor:
+    """The pool for the task that reads a checkpoint's JSON stats batch by batch for `ordered_map`'s
+    workers to parse (`add_actions.file_table`): its tasks wait only for "txnlog-batches" tasks,
+    which wait for nothing."""
+    return shared("txnlog-stats", 4)
+
+
 def _forget_in_child() -> None:
     """After a fork, in the child: the inherited pools have no threads; drop them (never shut down:
     that would wait for threads that do not exist here)."""

@@ -64,7 +64,7 @@ from airflow_txnlog.engine.log.stats_struct import (
     stats_parsed_type,
     struct_json,
 )
-from airflow_txnlog.engine.log.thread_pools import shared
+from airflow_txnlog.engine.log.thread_pools import early_parse
 from airflow_txnlog.engine.schema import parse_partition_value
 
 PARTITION_VALUES = "partitionValues"  # internal column: the raw partition value strings
@@ -273,13 +273,6 @@ def _stats_types(
     return target, logical
 
 
-# The thread that starts the JSON stats parse (`_text_parsed`: it reads the batches the workers parse)
-# is kept for the process (`thread_pools.shared`), not started per call: a fresh thread's first
-# allocations fault in fresh pages. A concurrent caller gets another of its threads. Its tasks wait
-# only for `ordered_map`'s pool ("txnlog-batches"), whose tasks wait for nothing: no deadlock.
-_EARLY_POOL, _EARLY_THREADS = "txnlog-stats", 4
-
-
 def file_table(
     base_rows: BaseRows,
     tail: list[dict[str, Any]],
@@ -306,7 +299,7 @@ def file_table(
     target, logical = _stats_types(metadata, columns, names, with_files)
     early = None
     if json_only and derived is not None:
-        early = shared(_EARLY_POOL, _EARLY_THREADS).submit(_text_parsed, derived, target)
+        early = early_parse().submit(_text_parsed, derived, target)  # (a kept thread)
     try:
         base = base_rows(_fields(metadata, target, columns, with_files))
         parts = _core(base, tail)

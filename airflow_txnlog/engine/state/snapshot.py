@@ -400,10 +400,7 @@ def _load_segment(storage: Storage, listing: LogListing, version: int) -> tuple[
         tail = side_reads().submit(_parsed, storage, segment.commits)
         try:
             base = read_checkpoint(storage, segment.checkpoint_version, segment.checkpoint_parts)
-        except BaseException as exc:
-            tail.cancel()  # (unused: not read if it has not started)
-            if not isinstance(exc, LogCorruptedError):
-                raise
+        except LogCorruptedError as exc:
             skipped.add(segment.checkpoint_version)
             try:
                 segment_for(listing, version, skip_checkpoints=frozenset(skipped))
