@@ -19,8 +19,9 @@ and a row group per part, never the whole checkpoint):
    never fall out of a checkpoint. The struct is taken from the previous checkpoint's own
    `stats_parsed` where a row has it beside its JSON and it has every field of the table's struct
    (read as data skipping reads it, `add_actions.as_json_says`), else parsed from the JSON in bulk
-   by Arrow's JSON reader; `partitionValues_parsed` is decided for all files at once (a value not of
-   its column's type drops the column) before any row is written;
+   by Arrow's JSON reader; `partitionValues_parsed` is typed batch by batch as the rows are written,
+   and one value not of its column's type (another writer's) drops the column from every row: the
+   files written so far are discarded and the checkpoint written again without it;
 4. on a table with `v2Checkpoint` and `delta.checkpointPolicy=v2`: a UUID-named V2 checkpoint, its
    file actions in a sidecar (`checkpoint_v2.write`, built whole, never multi-part; without the
    policy, Delta's default `classic`, a classic single file). Otherwise the rows are streamed: the
@@ -50,9 +51,10 @@ objects. `add_stats_json` gives the JSON stats of checkpoint add rows, rendering
 from __future__ import annotations
 
 import io
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from functools import cached_property
+from typing import Any, TypeVar
 
 import orjson
 import pyarrow as pa
@@ -72,7 +74,6 @@ from airflow_txnlog.engine.log.actions import (
     REMOVE,
     STATS_PARSED,
     TXN,
-    Metadata,
 )
 from airflow_txnlog.engine.log.checkpoint_columns import CheckpointColumns, ordered_map
 from airflow_txnlog.engine.log.log_paths import LAST_CHECKPOINT
@@ -96,6 +97,7 @@ from airflow_txnlog.engine.storage import LOG_DIR, Storage
 DEFAULT_PART_SIZE: int | None = None
 BATCH_ROWS = 32_768  # add rows converted (stats parsed) at a time when a checkpoint is written
 _NO_TEXT = pa.nulls(1, pa.string())[0]
+_T = TypeVar("_T")
 Split = Callable[
     [str, pa.Array], list[pa.Table]
 ]  # one action's rows -> each part's rows (`PartWriters.split`)
@@ -225,30 +227,33 @@ def _tail_removes_array(removes: list[dict[str, Any]]) -> pa.StructArray:
     return pa.StructArray.from_arrays(cols, fields=list(REMOVE_TYPE))
 
 
-def _partition_values_parsed(values: pa.Array, metadata: Metadata) -> pa.StructArray | None:
+class _UntypedPartitionValue(Exception):
+    """A partition value not of its column's type (another writer's): the checkpoint is written
+    again without `partitionValues_parsed` (readers have the strings in `partitionValues`)."""
+
+
+def _partition_values_parsed(values: pa.Array, fields: Sequence[pa.Field]) -> pa.StructArray:
     """`add.partitionValues_parsed` for the `partitionValues` maps `values`: each partition column's
-    values in the column's type; None when a value is not of its type (another writer's: readers
-    have the strings in `partitionValues`, the checkpoint still helps)."""
-    schema = schema_from_json(metadata.schema_string)
-    parts = [schema.field(c) for c in metadata.partition_columns]
+    values in the column's type (`fields`); `_UntypedPartitionValue` for a value not of its type."""
     try:
-        cols = [typed_partition(partition_lookup(values, f.name), f.type) for f in parts]
-    except (pa.ArrowException, ValueError, TxnLogError):
-        return None
-    return pa.StructArray.from_arrays(cols, fields=parts)
+        cols = [typed_partition(partition_lookup(values, f.name), f.type) for f in fields]
+    except (pa.ArrowException, ValueError, TxnLogError) as exc:
+        raise _UntypedPartitionValue(str(exc)) from exc
+    return pa.StructArray.from_arrays(cols, fields=list(fields))
 
 
 @dataclass(frozen=True)
 class _Plan:
     """What the checkpoint of a state holds, decided before any row is written: the stats formats,
-    `partitionValues_parsed` of every live add (base rows, then tail: decided for all files at once,
-    a value not of its type drops the column), the tombstones kept, the schema."""
+    whether `partitionValues_parsed` is written (`values_fields`: the partition columns, typed batch
+    by batch; one value not of its type restarts the checkpoint without it), the schema. The
+    tombstones kept are found when they are written, after the adds (`removes`)."""
 
     state: LogState
     as_json: bool
     parsed_type: pa.StructType | None
-    values_parsed: pa.StructArray | None
-    removes: pa.StructArray
+    values_fields: tuple[pa.Field, ...] | None
+    min_tombstone_ts: int
     schema: pa.Schema
 
     @property
@@ -259,17 +264,29 @@ class _Plan:
     def num_rows(self) -> int:
         return sum(len(rows) for rows in _small_rows(self.state).values()) + self.num_adds + len(self.removes)
 
-
-def _all_partition_values(state: LogState) -> pa.Array:
-    base = conform_struct(
-        state.live_base_adds(["partitionValues"]), pa.struct([("partitionValues", STR_MAP)])
-    )
-    tail = _map_array([d.get("partitionValues") or {} for d in state.tail_adds()])
-    return pa.concat_arrays([base.field(0), tail])
+    @cached_property
+    def removes(self) -> pa.StructArray:
+        """The tombstones newer than `min_tombstone_ts`, base rows then tail."""
+        state = self.state
+        removes = pa.concat_arrays(
+            [
+                conform_struct(state.live_base_removes(), REMOVE_TYPE),
+                _tail_removes_array(state.tail_removes()),
+            ]
+        )
+        if len(removes):
+            ts = pc.fill_null(removes.field("deletionTimestamp"), 0)
+            removes = removes.filter(pc.greater(ts, self.min_tombstone_ts))
+        return removes
 
 
 def _plan(
-    state: LogState, min_tombstone_ts: int, stats_as_json: bool | None, stats_as_struct: bool | None
+    state: LogState,
+    min_tombstone_ts: int,
+    stats_as_json: bool | None,
+    stats_as_struct: bool | None,
+    *,
+    typed_values: bool = True,
 ) -> _Plan:
     state.require_complete()
     assert state.protocol is not None and state.metadata is not None
@@ -281,40 +298,29 @@ def _plan(
     # column mapping, as the JSON stats and partitionValues do
     meta = column_mapping.physical_metadata(state.metadata) or state.metadata
     parsed_type = stats_parsed_type(meta) if as_struct else None
-    values_parsed = None
-    if parsed_type is not None and meta.partition_columns:
-        values_parsed = _partition_values_parsed(_all_partition_values(state), meta)
+    values_fields = None
     add_fields = list(ADD_TYPE)
-    if values_parsed is not None:
-        add_fields.append(pa.field(PARTITION_VALUES_PARSED, values_parsed.type))
+    if parsed_type is not None and meta.partition_columns and typed_values:
+        schema = schema_from_json(meta.schema_string)
+        values_fields = tuple(schema.field(c) for c in meta.partition_columns)
+        add_fields.append(pa.field(PARTITION_VALUES_PARSED, pa.struct(values_fields)))
     if parsed_type is not None:
         add_fields.append(pa.field(STATS_PARSED, parsed_type))
-    removes = pa.concat_arrays(
-        [conform_struct(state.live_base_removes(), REMOVE_TYPE), _tail_removes_array(state.tail_removes())]
-    )
-    if len(removes):
-        ts = pc.fill_null(removes.field("deletionTimestamp"), 0)
-        removes = removes.filter(pc.greater(ts, min_tombstone_ts))
-    return _Plan(
-        state, as_json, parsed_type, values_parsed, removes, checkpoint_schema(pa.struct(add_fields))
-    )
+    schema = checkpoint_schema(pa.struct(add_fields))
+    return _Plan(state, as_json, parsed_type, values_fields, min_tombstone_ts, schema)
 
 
-def _add_rows(
-    plan: _Plan,
-    adds: pa.StructArray,
-    values_parsed: pa.StructArray | None,
-    parsed: pa.StructArray | None = None,
-) -> pa.StructArray:
+def _add_rows(plan: _Plan, adds: pa.StructArray, parsed: pa.StructArray | None = None) -> pa.StructArray:
     """Add rows in ADD_TYPE as the checkpoint writes them: `stats` kept or nulled, and
     `partitionValues_parsed` / `stats_parsed` appended as the plan says, `stats_parsed` from
     `parsed` where given, else parsed from the JSON stats (thread-safe: no state)."""
     fields, children = list(ADD_TYPE), adds.flatten()
     stats_at = ADD_TYPE.get_field_index("stats")
     if plan.parsed_type is not None:
-        if values_parsed is not None:
-            fields.append(pa.field(PARTITION_VALUES_PARSED, values_parsed.type))
-            children.append(values_parsed)
+        if plan.values_fields is not None:
+            values = _partition_values_parsed(adds.field("partitionValues"), plan.values_fields)
+            fields.append(pa.field(PARTITION_VALUES_PARSED, values.type))
+            children.append(values)
         fields.append(pa.field(STATS_PARSED, plan.parsed_type))
         children.append(parsed if parsed is not None else parse_stats(children[stats_at], plan.parsed_type))
     if not plan.as_json:
@@ -338,7 +344,7 @@ def _kept_stats(target: pa.StructType, raw: pa.StructArray, text: pa.Array) -> p
     return pc.if_else(use, kept, parse_stats(pc.if_else(use, _NO_TEXT, text), target))
 
 
-def _base_add_rows(plan: _Plan, raw: pa.StructArray, values_parsed: pa.StructArray | None) -> pa.StructArray:
+def _base_add_rows(plan: _Plan, raw: pa.StructArray) -> pa.StructArray:
     """`_add_rows` of checkpoint (base) add rows read with any writer's fields: checkpointed adds
     carry dataChange=false, as Spark writes them, and JSON stats rendered from `stats_parsed` where
     that is all a row has; a complete `stats_parsed` is kept rather than parsed again."""
@@ -347,7 +353,7 @@ def _base_add_rows(plan: _Plan, raw: pa.StructArray, values_parsed: pa.StructArr
     flat[ADD_TYPE.get_field_index("dataChange")] = pa.repeat(False, len(base))
     text = flat[ADD_TYPE.get_field_index("stats")] = add_stats_json(raw)
     parsed = _kept_stats(plan.parsed_type, raw, text) if plan.parsed_type is not None else None
-    return _add_rows(plan, pa.StructArray.from_arrays(flat, fields=list(ADD_TYPE)), values_parsed, parsed)
+    return _add_rows(plan, pa.StructArray.from_arrays(flat, fields=list(ADD_TYPE)), parsed)
 
 
 def _base_batches(state: LogState) -> Iterator[pa.StructArray]:
@@ -373,22 +379,8 @@ def _base_batches(state: LogState) -> Iterator[pa.StructArray]:
 def _add_tables(plan: _Plan, split: Split) -> Iterator[list[pa.Table]]:
     """The add rows, batch by batch, each converted and split into parts on worker threads while
     the next batch is read."""
-    done = 0
-
-    def work(batch: pa.StructArray, start: int) -> list[pa.Table]:
-        values = plan.values_parsed.slice(start, len(batch)) if plan.values_parsed is not None else None
-        return split(ADD, _base_add_rows(plan, batch, values))
-
-    def items() -> Iterator[tuple[pa.StructArray, int]]:
-        nonlocal done
-        for batch in _base_batches(plan.state):
-            yield batch, done
-            done += len(batch)
-
-    yield from ordered_map(lambda item: work(*item), items())
-    tail = _tail_adds_array(plan.state.tail_adds())
-    values = plan.values_parsed.slice(done) if plan.values_parsed is not None else None
-    yield split(ADD, _add_rows(plan, tail, values))
+    yield from ordered_map(lambda batch: split(ADD, _base_add_rows(plan, batch)), _base_batches(plan.state))
+    yield split(ADD, _add_rows(plan, _tail_adds_array(plan.state.tail_adds())))
 
 
 def _small_rows(state: LogState) -> dict[str, list[dict[str, Any]]]:
@@ -436,8 +428,24 @@ def checkpoint_table(
     :param stats_as_json, stats_as_struct: the stats format; None follows the table's
         `delta.checkpoint.writeStatsAsJson` / `writeStatsAsStruct`.
     """
-    plan = _plan(state, min_tombstone_ts, stats_as_json, stats_as_struct)
-    return _whole(plan), plan.num_adds
+    return _planned(
+        state, min_tombstone_ts, stats_as_json, stats_as_struct, lambda p: (_whole(p), p.num_adds)
+    )
+
+
+def _planned(
+    state: LogState,
+    min_tombstone_ts: int,
+    stats_as_json: bool | None,
+    stats_as_struct: bool | None,
+    build: Callable[[_Plan], _T],
+) -> _T:
+    """`build(plan)`; built again without `partitionValues_parsed` when a partition value turns out
+    not to be of its column's type (`build` discards what its first attempt wrote)."""
+    try:
+        return build(_plan(state, min_tombstone_ts, stats_as_json, stats_as_struct))
+    except _UntypedPartitionValue:
+        return build(_plan(state, min_tombstone_ts, stats_as_json, stats_as_struct, typed_values=False))
 
 
 # ----------------------------------------------------------------------------- write: parts
@@ -452,7 +460,16 @@ def write_checkpoint(
 ) -> dict[str, Any]:
     """Write the checkpoint of `state` and then `_last_checkpoint`; returns the hint written. A
     classic checkpoint is streamed (`checkpoint_parts`), a V2 one built whole."""
-    plan = _plan(state, min_tombstone_ts, None, None)
+    hint = _planned(state, min_tombstone_ts, None, None, lambda plan: _write_files(storage, plan, part_size))
+    current = read_last_checkpoint(storage)
+    if current is None or current.version <= state.version:  # the hint never moves backwards
+        storage.write(f"{LOG_DIR}/{LAST_CHECKPOINT}", orjson.dumps(hint))
+    return hint
+
+
+def _write_files(storage: Storage, plan: _Plan, part_size: int | None) -> dict[str, Any]:
+    """Write the checkpoint files of `plan`; the `_last_checkpoint` hint for them."""
+    state = plan.state
     v2_listed = state.protocol is not None and "v2Checkpoint" in (state.protocol.writer_features or ())
     conf = state.metadata.configuration if state.metadata is not None else {}
     # (a v2Checkpoint table without policy `v2`: a classic V1-spec checkpoint, as Delta writes it, which
@@ -464,18 +481,15 @@ def write_checkpoint(
         rows = table.num_rows + 1 + len(v2["sidecarFiles"])  # + checkpointMetadata + sidecar actions
         hint = {"version": state.version, "size": rows, "sizeInBytes": size, "numOfAddFiles": plan.num_adds}
         hint["v2Checkpoint"] = v2
-    else:
-        num_rows = plan.num_rows
-        n_parts = 1 if part_size is None or v2_listed else max(1, -(-num_rows // max(1, part_size)))
-        with PartWriters(storage, state.version, n_parts, plan.schema) as parts:
-            for pieces in _tables(plan, parts.split):
-                parts.add(pieces)
-            sizes = parts.publish()
-        hint = {"version": state.version, "size": num_rows}
-        if n_parts > 1:
-            hint["parts"] = n_parts
-        hint.update({"sizeInBytes": sum(sizes), "numOfAddFiles": plan.num_adds})
-    current = read_last_checkpoint(storage)
-    if current is None or current.version <= state.version:  # the hint never moves backwards
-        storage.write(f"{LOG_DIR}/{LAST_CHECKPOINT}", orjson.dumps(hint))
+        return hint
+    # (the row count, which needs the tombstones, is asked for before writing only to size parts)
+    n_parts = 1 if part_size is None or v2_listed else max(1, -(-plan.num_rows // max(1, part_size)))
+    with PartWriters(storage, state.version, n_parts, plan.schema) as parts:
+        for pieces in _tables(plan, parts.split):
+            parts.add(pieces)
+        sizes = parts.publish()
+    hint = {"version": state.version, "size": plan.num_rows}
+    if n_parts > 1:
+        hint["parts"] = n_parts
+    hint.update({"sizeInBytes": sum(sizes), "numOfAddFiles": plan.num_adds})
     return hint

@@ -165,13 +165,15 @@ class _Part:
     def _run(self) -> None:
         pending: list[pa.Table] = []
         rows = 0
+        # (the first row group is half as big: the writer, the slowest stage, starts a batch sooner)
+        group = ROW_GROUP_ROWS // 2
         while (table := self.queue.get()) is not None:
             if self.error is not None:
                 continue  # (failed: drain the queue, so that the producer never blocks)
             pending.append(table)
             rows += table.num_rows
-            if rows >= ROW_GROUP_ROWS:
-                pending, rows = self._flush(pending), 0
+            if rows >= group:
+                pending, rows, group = self._flush(pending), 0, ROW_GROUP_ROWS
         if self.error is None:
             self._flush(pending)
             self._close()

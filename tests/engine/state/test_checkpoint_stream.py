@@ -168,3 +168,52 @@ def test_checkpoints_are_one_classic_file_unless_parts_are_asked_for(tmp_path: P
     Table.open(str(root), checkpoint_part_size=None).checkpoint(23)
     hint = json.loads((root / "_delta_log" / "_last_checkpoint").read_text())
     assert hint["version"] == 23 and "parts" not in hint
+
+
+def test_a_partition_value_not_of_its_type_drops_the_typed_values_from_every_row(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`partitionValues_parsed` is typed batch by batch while rows are written; another writer's
+    value that is not of its column's type, met after rows went to the writer, restarts the
+    checkpoint without the column: one file, no typed values in any row, nothing left behind. So
+    it goes when the value is among the commits (first checkpoint) and among the rows of the
+    previous checkpoint (second)."""
+    _small_pieces(monkeypatch)
+    root = tmp_path / "t"
+    schema = pa.schema([("id", pa.int64()), ("n", pa.int32())])
+    t = Table.create(str(root), schema=schema, partition_by=["n"])
+    for i in range(7):
+        t.write(pa.table({"id": [i], "n": [i]}, schema=schema))
+    bad = {"path": "n=abc/bad.parquet", "partitionValues": {"n": "abc"}, "size": 10}
+    bad |= {"modificationTime": 1, "dataChange": True, "stats": json.dumps({"numRecords": 1})}
+    log = root / "_delta_log"
+    (log / f"{t.latest_version() + 1:020d}.json").write_text(json.dumps({"add": bad}) + "\n")
+    events: list[object] = []
+    real_plan, real_add = checkpoint._plan, checkpoint_parts.PartWriters.add
+
+    def plan(*a: object, **kw: object) -> object:
+        events.append(kw.get("typed_values", True))
+        return real_plan(*a, **kw)  # type: ignore[arg-type]
+
+    def add(self: checkpoint_parts.PartWriters, pieces: list[pa.Table]) -> None:
+        events.append("rows")
+        real_add(self, pieces)
+
+    monkeypatch.setattr(checkpoint, "_plan", plan)
+    monkeypatch.setattr(checkpoint_parts.PartWriters, "add", add)
+    for more in range(2):
+        t = Table.open(str(root))
+        if more:
+            t.write(pa.table({"id": [99], "n": [99]}, schema=schema))
+        events.clear()
+        t.checkpoint()
+        version = t.latest_version()
+        assert events[0] is True and "rows" in events[: events.index(False)]  # rows written, then again
+        (part,) = _parts(root, version)
+        add_type = pq.read_schema(part).field("add").type
+        assert add_type.get_field_index("partitionValues_parsed") < 0
+        assert add_type.get_field_index("stats_parsed") >= 0  # (the stats are still typed)
+        paths = [r["path"] for r in pq.read_table(part).column("add").to_pylist() if r]
+        assert sorted(paths) == sorted(f.path for f in Table.open(str(root)).snapshot().files())
+        assert "n=abc/bad.parquet" in paths and len(paths) == 8 + more
+        assert os.listdir(log / ".tmp") == []
