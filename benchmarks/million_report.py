@@ -86,19 +86,24 @@ WHY = {
     "writing JSON stats only, never does. The call takes ~2.75 s of CPU (parse 1.33 s, pyarrow's "
     "single-threaded writer ~0.85 s, reading the old checkpoint ~0.3 s), so 2 cores cannot finish it "
     "in under ~1.4 s: the target (~0.95 s here) is out of reach while both the parse and `stats_parsed` "
-    "stay. On the like-for-like table (S6S) both write the same.",
+    "stay (the JSON parse has no cheaper library: Polars' `json_decode` and arrow-rs (arro3-io) took "
+    "39 and 27 ms for a batch pyarrow parses in 33 ms, and arrow-rs casts leniently). On the "
+    "like-for-like table (S6S) both write the same.",
     "S7": "the in-flight batches (a few of 32,768 adds, each with its stats text and parsed stats) "
     "and a row group of 65,536 rows buffered by the writer.",
     "S7S": "as S7.",
     "S6S": "encoding and snappy-compressing the 1M rows into one parquet file: pyarrow's writer "
-    "encodes a file's row groups on one thread, ~0.85 s for this checkpoint (per column, written "
-    "alone: paths 171 ms, stats text 259 ms, `stats_parsed` 187 ms, the ~40 all-null leaves of the "
-    "other actions 130 ms whatever the compression; no compression would save ~0.2 s for a 2.7x "
-    "bigger file, and the writer takes a pool but no thread option); reading the old checkpoint's "
-    "columns (~0.35 s) runs beside it. Two parts would write on two threads, but PROTOCOL.md "
-    "deprecates multi-part checkpoints and splitting costs ~0.3 s of CPU (Spark's path hash and a "
-    "copy), so the checkpoint is one file, as Delta on Spark writes by default. The ratio moves "
-    "with delta-rs's time (2.19-2.55 s at git 27a5a86: 0.60x; median 2.76 s at 2f643af: 0.46x).",
+    "encodes a file's row groups on one thread, ~0.95 s for this checkpoint, and it is busy from "
+    "~0.1 s into the call to its end (per column, written alone: paths 184 ms, stats text 232 ms, "
+    "`stats_parsed` 205 ms, the ~40 all-null leaves of the other actions 165 ms; neither dictionary "
+    "choices, column statistics, page or batch sizes change it; no compression would save ~0.2 s "
+    "for a 2.7x bigger file; the C++ writer can encode columns on threads but pyarrow does not expose "
+    "that option). Reading and converting the old checkpoint's rows (~0.4 s of CPU) runs beside it. "
+    "Two parts would write on two threads, but PROTOCOL.md deprecates multi-part checkpoints and "
+    "splitting costs ~0.3 s of CPU (Spark's path hash and a copy), so the checkpoint is one file, as "
+    "Delta on Spark writes by default. Until git c373cde the writer waited ~0.3 s for the plan: "
+    "`partitionValues_parsed` typed for all 1M files (~215 ms) and the tombstones collected, before "
+    "any row was written (S6S 1.34 s in the run at 29ad3b5).",
 }
 
 # Where the time goes, as profiled (cProfile and stage timers, `perf` for the native side) on the
@@ -135,9 +140,12 @@ PROFILE = [
     "**S6/S6S before issue 43**: 10.25 s and 1.79 GB of RSS growth for S6 (the whole checkpoint "
     "materialized as one Arrow table, then each part serialized whole). **Now** streamed: batches "
     "of 32,768 adds read from the old checkpoint, converted on 2 worker threads (stats parsed, or the "
-    "old `stats_parsed` kept where it sits beside the JSON), written in row groups of 65,536 rows by a "
-    "writer thread (one file, unless a `checkpoint_part_size` asks for parts, then a thread per "
-    "part); a row group and a few batches in memory.",
+    "old `stats_parsed` kept where it sits beside the JSON, `partitionValues_parsed` typed), written in "
+    "row groups of 65,536 rows (the first half that, so the writer starts sooner) by a writer thread "
+    "(one file, unless a `checkpoint_part_size` asks for parts, then a thread per part); a row group "
+    "and a few batches in memory. Nothing is decided for all files before the first row is written "
+    "(since c373cde): a partition value not of its type, met later, restarts the checkpoint without "
+    "`partitionValues_parsed`.",
 ]
 
 
