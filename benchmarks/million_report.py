@@ -84,11 +84,11 @@ WHY = {
     "S6": "the table sets no stats format, so ours also writes `stats_parsed` (Delta's default) and, "
     "the old checkpoint having none, parses the 1M JSON stats for it (~1.33 s of CPU) which delta-rs, "
     "writing JSON stats only, never does. The call takes ~2.75 s of CPU (parse 1.33 s, pyarrow's "
-    "single-threaded writer ~0.85 s, reading the old checkpoint ~0.3 s), so 2 cores cannot finish it "
-    "in under ~1.4 s: the target (~0.95 s here) is out of reach while both the parse and `stats_parsed` "
-    "stay (the JSON parse has no cheaper library: Polars' `json_decode` and arrow-rs (arro3-io) took "
-    "39 and 27 ms for a batch pyarrow parses in 33 ms, and arrow-rs casts leniently). On the "
-    "like-for-like table (S6S) both write the same.",
+    "single-threaded writer ~0.95 s, reading the old checkpoint ~0.3 s), so 2 cores cannot finish it "
+    "in under ~1.4 s: the target (half of delta-rs's 1.7-1.9 s in these runs) is out of reach while "
+    "both the parse and `stats_parsed` stay. The parse has no cheaper library: Polars' `json_decode` "
+    "and arrow-rs (arro3-io) took 39 and 27 ms for a batch pyarrow parses in 33 ms, and arrow-rs "
+    "casts leniently. On the like-for-like table (S6S) both write the same.",
     "S7": "the in-flight batches (a few of 32,768 adds, each with its stats text and parsed stats) "
     "and a row group of 65,536 rows buffered by the writer.",
     "S7S": "as S7.",

@@ -61,7 +61,7 @@ def full_replay_paths(t: Table, version: int) -> list[str]:
     """Live file paths at `version` by replaying every JSON commit from 0 (no checkpoint involved)."""
     from airflow_txnlog.engine.log.log_segment import list_log  # noqa: PLC0415
     from airflow_txnlog.engine.log.replay import LogState  # noqa: PLC0415
-    from airflow_txnlog.engine.state.snapshot import _replay  # noqa: PLC0415
+    from airflow_txnlog.engine.state.segment_state import replay as _replay  # noqa: PLC0415
 
     listing = list_log(t.storage)
     commits = [(v, listing.commits[v]) for v in range(version + 1)]

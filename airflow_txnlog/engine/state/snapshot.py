@@ -1,7 +1,8 @@
 """A snapshot: the table as of one version, loaded from a log segment and updated incrementally.
 
 Loading (`load_snapshot`): list the log (from the `_last_checkpoint` hint when it is usable), pick
-the newest usable checkpoint <= target, read it, replay the contiguous JSON commits after it. If a
+the newest usable checkpoint <= target, read it, replay the contiguous JSON commits after it
+(`segment_state`, which reads no bad checkpoint or commit twice in one load). If a
 checkpoint cannot be read, the next older one (or a full replay from commit 0) is tried, so a corrupt
 checkpoint yields either a correct snapshot or a `LogCorruptedError` naming the file. The protocol is
 checked before any data is read: reader features we do not implement raise `UnsupportedFeatureError`.
@@ -36,14 +37,10 @@ from airflow_txnlog.engine.features import clustering, column_mapping, generated
 from airflow_txnlog.engine.features import row_tracking as tracking
 from airflow_txnlog.engine.features.deletion_vectors import deleted_rows
 from airflow_txnlog.engine.features.table_features import check_read_supported
-from airflow_txnlog.engine.log import bulk_replay
 from airflow_txnlog.engine.log.actions import IN_COMMIT_TIMESTAMP, AddFile, Metadata, Protocol, RemoveFile
-from airflow_txnlog.engine.log.bulk_replay import bulk_state
 from airflow_txnlog.engine.log.log_reader import (
-    CommitFiles,
     list_after,
     read_commit_infos,
-    read_commits,
     read_last_checkpoint,
 )
 from airflow_txnlog.engine.log.log_segment import (
@@ -51,10 +48,8 @@ from airflow_txnlog.engine.log.log_segment import (
     LogSegment,
     list_log,
     monotonic_timestamps,
-    segment_for,
 )
 from airflow_txnlog.engine.log.replay import KEY_SEPARATOR, LogState, key_path, positions_not_in
-from airflow_txnlog.engine.log.thread_pools import side_reads
 from airflow_txnlog.engine.schema import parse_partition_value, schema_from_json
 from airflow_txnlog.engine.sql.generated_pruning import derive
 from airflow_txnlog.engine.sql.literals import stats_value
@@ -65,8 +60,8 @@ from airflow_txnlog.engine.state.add_actions import (
     json_stats_only,
     select_adds,
 )
-from airflow_txnlog.engine.state.checkpoint import read_checkpoint
 from airflow_txnlog.engine.state.scan import read_files
+from airflow_txnlog.engine.state.segment_state import SegmentReads, load_segment, replay
 from airflow_txnlog.engine.state.skipping import may_match_mask
 from airflow_txnlog.engine.storage import Storage
 from airflow_txnlog.engine.validate import names
@@ -366,7 +361,7 @@ class Snapshot:
             # snapshot reads its own checkpoint's columns lazily, and log cleanup may remove that
             # file once a newer one exists. (A state held all in memory needs no rebase.)
             return load_snapshot(self._storage, newest)
-        state = _replay(self._storage, self._state, commits)
+        state = replay(self._storage, self._state, commits)
         after = self._timestamps.get(self.version)
         ts = {**self._timestamps, **monotonic_timestamps(dict(commits), after=after)}
         segment = LogSegment(
@@ -376,38 +371,6 @@ class Snapshot:
             self._segment.commits + commits,
         )
         return Snapshot(self._storage, state, segment, ts)
-
-
-def _parsed(storage: Storage, commits: CommitFiles) -> list[tuple[int, list[dict[str, Any]], str]]:
-    return [(c.version, c.actions, c.name) for c in read_commits(storage, commits)]
-
-
-def _replay(storage: Storage, state: LogState, commits: CommitFiles) -> LogState:
-    return state.apply_many(_parsed(storage, commits))
-
-
-def _load_segment(storage: Storage, listing: LogListing, version: int) -> tuple[LogState, LogSegment]:
-    skipped: set[int] = set()
-    while True:
-        segment = segment_for(listing, version, skip_checkpoints=frozenset(skipped))
-        if segment.checkpoint_version is None:
-            bulk = bulk_state(
-                storage, segment.commits, min_commits=bulk_replay.MIN_COMMITS
-            )  # None: per action
-            return bulk or _replay(storage, LogState(version=-1), segment.commits), segment
-        # (the commits after it are read meanwhile: their JSON parse holds the GIL, the
-        # checkpoint's Arrow decode releases it; the pool's tasks wait for nothing)
-        tail = side_reads().submit(_parsed, storage, segment.commits)
-        try:
-            base = read_checkpoint(storage, segment.checkpoint_version, segment.checkpoint_parts)
-        except LogCorruptedError as exc:
-            skipped.add(segment.checkpoint_version)
-            try:
-                segment_for(listing, version, skip_checkpoints=frozenset(skipped))
-            except (LogCorruptedError, VersionNotFoundError):
-                raise exc from None  # no older way to rebuild this version: report the bad checkpoint
-            continue
-        return base.apply_many(tail.result()), segment
 
 
 def load_snapshot(storage: Storage, version: int | None = None) -> Snapshot:
@@ -421,13 +384,14 @@ def load_snapshot(storage: Storage, version: int | None = None) -> Snapshot:
     assert target is not None
     if not listing.complete and version is not None and version > (listing.latest() or -1):
         listing = list_log(storage)
+    reads = SegmentReads()  # (a second try on the whole listing reads no bad checkpoint or commit again)
     try:
-        state, segment = _load_segment(storage, listing, target)
+        state, segment = load_segment(storage, listing, target, reads)
     except (LogCorruptedError, VersionNotFoundError):
         if listing.complete:
             raise
         listing = list_log(storage)
-        state, segment = _load_segment(storage, listing, target)
+        state, segment = load_segment(storage, listing, target, reads)
     return Snapshot(storage, state, segment, monotonic_timestamps(listing.commits))
 
 

@@ -90,6 +90,27 @@ def test_bad_checkpoint_falls_back_to_older_state(table_uri: str, content: bytes
     assert _ids(fresh) == list(range(21))
 
 
+def test_bad_checkpoint_reads_each_commit_once(table_uri: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The commits after the bad checkpoint (read beside it), then the hint's listing found without
+    an older checkpoint, the whole log listed again: no commit is read twice on the way."""
+    t = _table_with(table_uri, 23)
+    t.storage.write(f"{LOG_DIR}/{20:020d}.checkpoint.parquet", b"garbage")
+    reads: list[str] = []
+    storage_type = type(t.storage)
+    real = storage_type.read_many
+
+    def counting(self: object, keys: list[str]) -> list[bytes]:
+        reads.extend(k for k in keys if k.endswith(".json"))
+        return real(self, keys)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(storage_type, "read_many", counting)
+    fresh = Table.open(table_uri)
+    assert fresh.snapshot().checkpoint_version == 10
+    monkeypatch.undo()
+    assert _ids(fresh) == list(range(23))
+    assert sorted(reads) == [f"{LOG_DIR}/{v:020d}.json" for v in range(11, 24)]
+
+
 def test_bad_checkpoint_without_fallback_names_the_file(table_uri: str) -> None:
     t = _table_with(table_uri, 11)
     t.storage.write(f"{LOG_DIR}/{10:020d}.checkpoint.parquet", b"garbage")
