@@ -11,7 +11,9 @@ with no older way to the version the error names the bad checkpoint.
 again on the whole listing when the hint's listing had no older way): the unreadable checkpoints,
 never read again, and the commits already parsed, never read again, since an older checkpoint's
 commits include a newer one's. Invariant: every attempt applies exactly its segment's commits, in
-order; a parsed commit is reused only for its own version (a commit file never changes).
+order; a parsed file is reused only for the same file name (a commit file never changes; a
+compacted file stands at the version of the last commit it covers, so a version alone could mean
+either). A full replay from commit 0, the last way out, reads its commits again.
 """
 
 from __future__ import annotations
@@ -40,17 +42,17 @@ class SegmentReads:
 
     bad_checkpoints: set[int] = field(default_factory=set)
     error: LogCorruptedError | None = None  # (the last bad checkpoint's: reported when no way is left)
-    commits: dict[int, Parsed] = field(default_factory=dict)
+    commits: dict[str, Parsed] = field(default_factory=dict)  # (by file name)
 
 
-def parsed(storage: Storage, commits: CommitFiles, known: Mapping[int, Parsed] | None = None) -> list[Parsed]:
-    """Each commit's (version, actions, file name), in order; those in `known` are not read again."""
+def parsed(storage: Storage, commits: CommitFiles, known: Mapping[str, Parsed] | None = None) -> list[Parsed]:
+    """Each commit's (version, actions, file name), in order; the files in `known` (by file name:
+    a compacted file `x.y.compacted.json` stands at version y, as commit y does) are not read again."""
     known = known or {}
-    missing = [c for c in commits if c[0] not in known]
-    read = (
-        {c.version: (c.version, c.actions, c.name) for c in read_commits(storage, missing)} if missing else {}
-    )
-    return [known[v] if v in known else read[v] for v, _ in commits]
+    missing = [c for c in commits if c[1].name not in known]
+    done = read_commits(storage, missing) if missing else []
+    read = {c.name: (c.version, c.actions, c.name) for c in done}
+    return [known[f.name] if f.name in known else read[f.name] for _, f in commits]
 
 
 def replay(storage: Storage, state: LogState, commits: CommitFiles) -> LogState:
@@ -84,9 +86,10 @@ def load_segment(
         return base.apply_many(tail.result()), segment
 
 
-def _kept(tail: Future[list[Parsed]]) -> dict[int, Parsed]:
-    """The commits a side read parsed; none when it failed (they are read again, and fail there)."""
+def _kept(tail: Future[list[Parsed]]) -> dict[str, Parsed]:
+    """The commits a side read parsed, by file name; none when it failed (they are read again, and
+    fail there)."""
     try:
-        return {p[0]: p for p in tail.result()}
+        return {p[2]: p for p in tail.result()}
     except (TxnLogError, OSError):
         return {}

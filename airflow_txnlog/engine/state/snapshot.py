@@ -2,10 +2,11 @@
 
 Loading (`load_snapshot`): list the log (from the `_last_checkpoint` hint when it is usable), pick
 the newest usable checkpoint <= target, read it, replay the contiguous JSON commits after it
-(`segment_state`, which reads no bad checkpoint or commit twice in one load). If a
-checkpoint cannot be read, the next older one (or a full replay from commit 0) is tried, so a corrupt
-checkpoint yields either a correct snapshot or a `LogCorruptedError` naming the file. The protocol is
-checked before any data is read: reader features we do not implement raise `UnsupportedFeatureError`.
+(`segment_state`). If a checkpoint cannot be read, the next older one (or a full replay from commit
+0) is tried, so a corrupt checkpoint yields either a correct snapshot or a `LogCorruptedError` naming
+the file; within one load no bad checkpoint is read twice, nor a commit an older checkpoint's attempt
+needs again. The protocol is checked before any data is read: reader features we do not implement
+raise `UnsupportedFeatureError`.
 
 `Snapshot.update()` reads only the commits after its own version.
 
@@ -384,7 +385,7 @@ def load_snapshot(storage: Storage, version: int | None = None) -> Snapshot:
     assert target is not None
     if not listing.complete and version is not None and version > (listing.latest() or -1):
         listing = list_log(storage)
-    reads = SegmentReads()  # (a second try on the whole listing reads no bad checkpoint or commit again)
+    reads = SegmentReads()  # (a second try on the whole listing starts from what the first learnt)
     try:
         state, segment = load_segment(storage, listing, target, reads)
     except (LogCorruptedError, VersionNotFoundError):

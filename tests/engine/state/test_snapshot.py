@@ -111,6 +111,19 @@ def test_bad_checkpoint_reads_each_commit_once(table_uri: str, monkeypatch: pyte
     assert sorted(reads) == [f"{LOG_DIR}/{v:020d}.json" for v in range(11, 24)]
 
 
+def test_bad_checkpoint_with_a_log_compaction_behind_it(table_uri: str) -> None:
+    """Commit 24 read beside the bad checkpoint 20 is not the compaction `11.24.compacted.json` the
+    older checkpoint's attempt replays, though both stand at version 24: commits 11-23 are applied."""
+    t = _table_with(table_uri, 25, properties={"delta.checkpointInterval": "1000"})
+    t.checkpoint(10)
+    assert t.compact_log(first=11, last=24).file == f"{11:020d}.{24:020d}.compacted.json"
+    t.checkpoint(20)  # (the hint now points at it)
+    t.storage.write(f"{LOG_DIR}/{20:020d}.checkpoint.parquet", b"garbage")
+    fresh = Table.open(table_uri)
+    assert fresh.snapshot().checkpoint_version == 10
+    assert _ids(fresh) == list(range(25))
+
+
 def test_bad_checkpoint_without_fallback_names_the_file(table_uri: str) -> None:
     t = _table_with(table_uri, 11)
     t.storage.write(f"{LOG_DIR}/{10:020d}.checkpoint.parquet", b"garbage")
