@@ -170,18 +170,19 @@ def test_checkpoints_are_one_classic_file_unless_parts_are_asked_for(tmp_path: P
     assert hint["version"] == 23 and "parts" not in hint
 
 
+@pytest.mark.parametrize("part_size", [None, 4], ids=["one-file", "multi-part"])
 def test_a_partition_value_not_of_its_type_drops_the_typed_values_from_every_row(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, part_size: int | None
 ) -> None:
     """`partitionValues_parsed` is typed batch by batch while rows are written; another writer's
     value that is not of its column's type, met after rows went to the writer, restarts the
-    checkpoint without the column: one file, no typed values in any row, nothing left behind. So
+    checkpoint without the column: no typed values in any row of any part, nothing left behind. So
     it goes when the value is among the commits (first checkpoint) and among the rows of the
     previous checkpoint (second)."""
     _small_pieces(monkeypatch)
     root = tmp_path / "t"
     schema = pa.schema([("id", pa.int64()), ("n", pa.int32())])
-    t = Table.create(str(root), schema=schema, partition_by=["n"])
+    t = Table.create(str(root), schema=schema, partition_by=["n"], checkpoint_part_size=part_size)
     for i in range(7):
         t.write(pa.table({"id": [i], "n": [i]}, schema=schema))
     bad = {"path": "n=abc/bad.parquet", "partitionValues": {"n": "abc"}, "size": 10}
@@ -202,18 +203,21 @@ def test_a_partition_value_not_of_its_type_drops_the_typed_values_from_every_row
     monkeypatch.setattr(checkpoint, "_plan", plan)
     monkeypatch.setattr(checkpoint_parts.PartWriters, "add", add)
     for more in range(2):
-        t = Table.open(str(root))
+        t = Table.open(str(root), checkpoint_part_size=part_size)
         if more:
             t.write(pa.table({"id": [99], "n": [99]}, schema=schema))
         events.clear()
         t.checkpoint()
         version = t.latest_version()
         assert events[0] is True and "rows" in events[: events.index(False)]  # rows written, then again
-        (part,) = _parts(root, version)
-        add_type = pq.read_schema(part).field("add").type
-        assert add_type.get_field_index("partitionValues_parsed") < 0
-        assert add_type.get_field_index("stats_parsed") >= 0  # (the stats are still typed)
-        paths = [r["path"] for r in pq.read_table(part).column("add").to_pylist() if r]
+        parts = _parts(root, version)
+        assert len(parts) == (1 if part_size is None else 3)  # (2 small actions + 8 or 9 adds, 4 a part)
+        paths = []
+        for part in parts:
+            add_type = pq.read_schema(part).field("add").type
+            assert add_type.get_field_index("partitionValues_parsed") < 0
+            assert add_type.get_field_index("stats_parsed") >= 0  # (the stats are still typed)
+            paths += [r["path"] for r in pq.read_table(part).column("add").to_pylist() if r]
         assert sorted(paths) == sorted(f.path for f in Table.open(str(root)).snapshot().files())
         assert "n=abc/bad.parquet" in paths and len(paths) == 8 + more
         assert os.listdir(log / ".tmp") == []
