@@ -93,8 +93,8 @@ WHY = {
     "and a row group of 65,536 rows buffered by the writer.",
     "S7S": "as S7.",
     "S6S": "encoding and snappy-compressing the 1M rows into one parquet file: pyarrow's writer "
-    "encodes a file's row groups on one thread, ~0.95 s for this checkpoint, and it is busy from "
-    "~0.1 s into the call to its end (per column, written alone: paths 184 ms, stats text 232 ms, "
+    "encodes a file's row groups on one thread, ~0.95-1.05 s for this checkpoint, and it is busy from "
+    "~0.1-0.2 s into the call to its end (per column, written alone: paths 184 ms, stats text 232 ms, "
     "`stats_parsed` 205 ms, the ~40 all-null leaves of the other actions 165 ms; neither dictionary "
     "choices, column statistics, page or batch sizes change it; no compression would save ~0.2 s "
     "for a 2.7x bigger file; the C++ writer can encode columns on threads but pyarrow does not expose "
