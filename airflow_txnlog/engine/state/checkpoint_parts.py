@@ -12,7 +12,9 @@ holds a row group per part and the batches in flight, never the whole checkpoint
 
 Where the bytes go: on a local filesystem (`LocalStorage`) each part streams into a temporary file
 under `_delta_log/.tmp/`, named `.<final name>.<uuid hex>.tmp` as `LocalStorage.write` names its
-own, which is fsynced and renamed over the final name when `publish` runs; elsewhere (object
+own, whose writeback to disk is started after each row group (`writeback.SyncedFile`, so the disk
+writes while the next row group is encoded), which is fsynced and renamed over the final name when
+`publish` runs; elsewhere (object
 stores) a part's bytes collect in memory and go out in one `Storage.write` (one object put), since
 `Storage` has no streamed upload. Invariants:
 - nothing is published before every part is complete, and parts are published in part order (a
@@ -49,6 +51,7 @@ from airflow_txnlog.engine.log.log_paths import checkpoint_name
 from airflow_txnlog.engine.log.replay import REMOVE_TYPE, STR_MAP
 from airflow_txnlog.engine.log.spark_hash import part_numbers
 from airflow_txnlog.engine.storage import LOG_DIR, LocalStorage, Storage
+from airflow_txnlog.engine.writeback import SyncedFile
 
 ROW_GROUP_ROWS = 65_536  # rows a part buffers before writing them as a row group
 _QUEUED = 2  # tables waiting for a part's writer thread
@@ -157,6 +160,14 @@ class _Part:
         self.writer = pq.ParquetWriter(
             sink, schema, compression="snappy", use_dictionary=dictionary_columns(schema)
         )
+        self.synced: SyncedFile | None = None
+        if self.temp is not None:
+            try:
+                self.synced = SyncedFile(self.temp)
+            except OSError:
+                self.writer.close()
+                os.unlink(self.temp)
+                raise
         self.queue: queue.Queue[pa.Table | None] = queue.Queue(_QUEUED)
         self.error: BaseException | None = None
         self.thread = threading.Thread(target=self._run, name=f"checkpoint {key}", daemon=True)
@@ -182,6 +193,8 @@ class _Part:
         try:
             if pending:
                 self.writer.write_table(pa.concat_tables(pending), row_group_size=ROW_GROUP_ROWS)
+            if self.synced is not None:
+                self.synced.advance()  # (the disk writes this row group while the next is encoded)
         except BaseException as exc:  # (kept: `finish` raises it in the caller's thread)
             self.error = exc
         return []
@@ -206,13 +219,11 @@ class _Part:
             raise self.error
         if self.memory is not None:
             return len(self.memory.getbuffer())
-        assert self.temp is not None
-        fd = os.open(self.temp, os.O_RDWR)
+        assert self.synced is not None
         try:
-            os.fsync(fd)
-            return os.fstat(fd).st_size
+            return self.synced.sync()
         finally:
-            os.close(fd)
+            self.synced.close()
 
     def publish(self, storage: Storage) -> None:
         if self.memory is not None:
@@ -230,6 +241,9 @@ class _Part:
             self.queue.put(None)
             self.thread.join()
         self.memory = None
+        if self.synced is not None:
+            self.synced.close()
+            self.synced = None
         if self.temp is not None:
             with contextlib.suppress(OSError, pa.ArrowException):  # (already failing: keep that error)
                 self.writer.close()

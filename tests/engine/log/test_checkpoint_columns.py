@@ -336,3 +336,25 @@ def test_a_big_parts_small_actions_read_beside_its_keys_give_the_same_state(
     assert side.protocol == inline.protocol and side.metadata == inline.metadata
     assert side.file_paths() == inline.file_paths()
     assert side.add_actions().equals(inline.add_actions())
+
+
+@pytest.mark.parametrize(("uri", "buffer"), [("local", 1 << 20), ("memory", 8 << 20)])
+def test_a_local_checkpoint_streams_through_small_buffers_an_object_stores_through_large(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, uri: str, buffer: int
+) -> None:
+    """A local refill is a page-cache copy; an object store's is a ranged request (see the module)."""
+    root = str(tmp_path / "t") if uri == "local" else f"memory://{tmp_path.name}/t"
+    schema = pa.schema([("id", pa.int64())])
+    t = Table.create(root, schema=schema)
+    t.write(pa.table({"id": [1, 2]}, schema=schema))
+    t.checkpoint()
+    sizes: list[int] = []
+    real = checkpoint_columns.open_parquet
+
+    def spy(source: Any, *, buffer_size: int, pre_buffer: bool) -> pq.ParquetFile:
+        sizes.append(buffer_size)
+        return real(source, buffer_size=buffer_size, pre_buffer=pre_buffer)
+
+    monkeypatch.setattr(checkpoint_columns, "open_parquet", spy)
+    snap = Table.open(root).snapshot()
+    assert snap.add_actions().num_rows == 1 and sizes and set(sizes) == {buffer}

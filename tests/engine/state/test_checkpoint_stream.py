@@ -5,9 +5,11 @@ previous checkpoint equal to parsing the JSON stats it sits beside."""
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import json
 import os
+import sys
 from pathlib import Path
 
 import pyarrow as pa
@@ -15,7 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
-from airflow_txnlog.engine import Table
+from airflow_txnlog.engine import Table, writeback
 from airflow_txnlog.engine.log.spark_hash import part_of
 from airflow_txnlog.engine.log.stats_struct import parse_stats
 from airflow_txnlog.engine.state import checkpoint, checkpoint_parts
@@ -221,3 +223,39 @@ def test_a_partition_value_not_of_its_type_drops_the_typed_values_from_every_row
         assert sorted(paths) == sorted(f.path for f in Table.open(str(root)).snapshot().files())
         assert "n=abc/bad.parquet" in paths and len(paths) == 8 + more
         assert os.listdir(log / ".tmp") == []
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="sync_file_range is Linux's")
+def test_a_local_part_is_written_back_as_its_row_groups_are_written_and_left_closed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _small_pieces(monkeypatch)
+    root = tmp_path / "t"
+    _table(root).checkpoint(20)
+    t = Table.open(str(root))  # (its adds stream from that checkpoint, 3 at a time)
+    real, started = writeback._sync_file_range(), []
+    assert real is not None
+
+    def record(fd: int, offset: int, length: int, flags: int) -> int:
+        started.append((os.readlink(f"/proc/self/fd/{fd}"), offset, length))
+        return real(fd, offset, length, flags)
+
+    monkeypatch.setattr(writeback, "_sync_file_range", lambda: record)
+    t.checkpoint()
+    (part,) = _parts(root, t.latest_version())
+    assert len(_row_groups([part])) >= 5
+    assert len(started) >= len(_row_groups([part])) // 2  # (a flush writes a row group or two)
+    (temp,) = {name for name, _, _ in started}  # the part's temporary file, before its rename
+    assert os.path.dirname(temp) == str(root / "_delta_log" / ".tmp") and not os.path.exists(temp)
+    ends = [0] + [offset + length for _, offset, length in started]
+    assert [offset for _, offset, _ in started] == ends[:-1]  # each stretch once, in order
+    assert ends[-1] < os.path.getsize(part)  # (the footer, written at close, is left to the fsync)
+    assert not {f for f in _open_files() if "checkpoint" in f}  # the part's handle is closed
+
+
+def _open_files() -> set[str]:
+    names = set()
+    for fd in os.listdir("/proc/self/fd"):
+        with contextlib.suppress(FileNotFoundError):  # (the listing's own descriptor, closed)
+            names.add(os.readlink(f"/proc/self/fd/{fd}"))
+    return names
