@@ -358,3 +358,25 @@ def test_a_local_checkpoint_streams_through_small_buffers_an_object_stores_throu
     monkeypatch.setattr(checkpoint_columns, "open_parquet", spy)
     snap = Table.open(root).snapshot()
     assert snap.add_actions().num_rows == 1 and sizes and set(sizes) == {buffer}
+
+
+def test_a_column_with_no_row_in_a_part_is_not_decoded_there(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A checkpoint without tombstones: the next checkpoint reads none of its `remove` fields (at a
+    million rows they decode to ~1M nulls each); one with tombstones has them read and carried over."""
+    _table(tmp_path / "t")  # (its checkpoint holds no tombstone)
+    read = _spy_on_reads(monkeypatch)
+    t = Table.open(str(tmp_path / "t"))
+    t.checkpoint()
+    assert read and not [c for c in read if c.startswith("remove.") and c != "remove.path"]
+    (gone,) = t.snapshot().files(filter="id = 100")
+    with t.transaction(operation="DELETE") as txn:
+        txn.remove(gone)
+        txn.commit()
+    t.checkpoint()  # (this one holds the tombstone)
+    read.clear()
+    t = Table.open(str(tmp_path / "t"))
+    t.checkpoint()
+    assert {"remove.deletionTimestamp", "remove.size"} <= set(read)
+    assert t.snapshot().state.live_removes().column("key").to_pylist() == [gone.path]
