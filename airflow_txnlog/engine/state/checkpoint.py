@@ -362,7 +362,6 @@ def _base_batches(state: LogState) -> Iterator[pa.StructArray]:
     batch and not kept, in-memory rows (a bulk replay's) sliced."""
     if state.base_adds is None:
         return
-    mask = state._live_add_mask  # (LogState's reconciliation: None when no later commit replaced a row)
     if state.source is not None:
         fields = [n for n in ADD_TYPE.names if n != "dataChange"] + [STATS_PARSED]  # (written false)
         batches: Iterable[pa.StructArray] = state.source.iter_read(ADD, fields, BATCH_ROWS)
@@ -371,7 +370,8 @@ def _base_batches(state: LogState) -> Iterator[pa.StructArray]:
         batches = (rows.slice(i, BATCH_ROWS) for i in range(0, len(rows), BATCH_ROWS))
     done = 0
     for batch in batches:
-        live = batch if mask is None else batch.filter(mask.slice(done, len(batch)))
+        mask = state.live_base_add_mask(done, len(batch))  # (None: no later commit replaced a row)
+        live = batch if mask is None else batch.filter(mask)
         done += len(batch)
         yield live
 
