@@ -89,8 +89,11 @@ _READ_BUFFER = 8 << 20
 _LOCAL_READ_BUFFER = 1 << 20
 # From this many rows a part's small actions are read on another thread while its keys decode (a
 # second open of the file: worth ~40 ms at 1M rows, a needless request pair on an object store for a
-# small part, whose small actions take a few ms).
+# small part, whose small actions take a few ms). A local second open costs no request: there the
+# side read starts lower (a 100k-row checkpoint written by delta-rs, its small actions last, takes
+# 10-15 ms to read them, as long as its keys).
 _SIDE_READ_ROWS = 200_000
+_LOCAL_SIDE_READ_ROWS = 20_000
 _T = TypeVar("_T")
 _I = TypeVar("_I")
 
@@ -100,7 +103,9 @@ class CheckpointColumns:
 
     def __init__(self, storage: Storage, folder: str, part_names: Sequence[str]):
         self._storage = storage
-        self._buffer = _LOCAL_READ_BUFFER if isinstance(storage, LocalStorage) else _READ_BUFFER
+        local = isinstance(storage, LocalStorage)
+        self._buffer = _LOCAL_READ_BUFFER if local else _READ_BUFFER
+        self._side_rows = _LOCAL_SIDE_READ_ROWS if local else _SIDE_READ_ROWS
         self._paths = [f"{folder}/{name}" for name in part_names]
         self._schemas: list[pa.Schema] = []
         self._loaded = False
@@ -161,7 +166,7 @@ class CheckpointColumns:
             small = functools.partial(small_action_rows, columns=[c for c in whole if c in schema.names])
             # (a big part's small actions meanwhile, through their own open of the file: a reader is
             # not shared between threads; Arrow's decode releases the GIL, so the two run in parallel)
-            big = f.metadata.num_rows >= _SIDE_READ_ROWS
+            big = f.metadata.num_rows >= self._side_rows
             pending = part_reads().submit(self._guarded, path, small) if big else None
             table = self._decode(f, keys)
             rows = {c: _valid_rows(table, c) for c in parts if c in table.column_names}

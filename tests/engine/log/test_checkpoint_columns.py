@@ -315,12 +315,13 @@ def test_a_derived_field_whose_result_gives_it_back_is_rendered_not_kept(tmp_pat
 def test_a_big_parts_small_actions_read_beside_its_keys_give_the_same_state(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, part_size: int
 ) -> None:
-    """From `_SIDE_READ_ROWS` rows a part's small actions are read on another thread through a
-    second open of the file: the snapshot is the same as when they are read inline (one part, and
-    several, where only some parts hold the small actions)."""
+    """From `_LOCAL_SIDE_READ_ROWS` rows (`_SIDE_READ_ROWS` on an object store) a part's small
+    actions are read on another thread through a second open of the file: the snapshot is the same
+    as when they are read inline (one part, and several, where only some parts hold the small
+    actions)."""
     t = _table(tmp_path / "t", part_size=part_size)
     inline = Table.open(t.storage.root).snapshot()
-    monkeypatch.setattr(checkpoint_columns, "_SIDE_READ_ROWS", 0)
+    monkeypatch.setattr(checkpoint_columns, "_LOCAL_SIDE_READ_ROWS", 0)
     submitted: list[str] = []
     pool = checkpoint_columns.part_reads()
 
