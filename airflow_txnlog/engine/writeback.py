@@ -6,13 +6,12 @@ it is renamed into place. Left to the kernel, its dirty pages wait for the fsync
 all of them: ~65 ms on the 2-core benchmark VM, on the checkpoint's critical path. Linux's
 `sync_file_range(SYNC_FILE_RANGE_WRITE)` starts the writeback of a range and returns without waiting
 for it (RocksDB's `bytes_per_sync` and PostgreSQL's `checkpoint_flush_after` do the same). Called
-for each stretch once it is written (`SyncedFile.advance`), the disk writes beside the writer, and
-the final fsync took 0.3 ms instead of ~65 ms in the same measurement (/tmp/s56/sfr.py: 144 MB in
-16 writes, 60 ms apart).
+for each stretch once it is written (`SyncedFile.advance`), the disk writes beside the writer: the
+final fsync of the 144 MB checkpoint of a million-file table took ~1 ms instead of 51-58 ms.
 
 Invariants: the early writeback is only a hint to the kernel. It never replaces the fsync
-(`SyncedFile.sync`), which alone makes the bytes durable, and its failure or absence (no
-`sync_file_range` in the C library, as on macOS) changes nothing but the fsync's duration.
+(`SyncedFile.sync`), which alone makes the bytes durable, and its failure or absence (any system
+but Linux) changes nothing but the fsync's duration.
 """
 
 from __future__ import annotations
@@ -20,6 +19,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import os
+import sys
 from collections.abc import Callable
 
 _SYNC_FILE_RANGE_WRITE = 2  # (linux/fs.h: start writeback of the range's dirty pages, do not wait)
@@ -27,10 +27,13 @@ _SYNC_FILE_RANGE_WRITE = 2  # (linux/fs.h: start writeback of the range's dirty 
 
 @functools.cache
 def _sync_file_range() -> Callable[[int, int, int, int], int] | None:
-    """libc's `sync_file_range`, or None where the C library has none."""
+    """libc's `sync_file_range` on Linux, else None (a Linux call; `CDLL(None)`, the process's own
+    symbols, is not even possible on Windows)."""
+    if not sys.platform.startswith("linux"):
+        return None
     try:
         call = ctypes.CDLL(None, use_errno=True).sync_file_range
-    except (AttributeError, OSError):
+    except (AttributeError, OSError):  # (a C library without it)
         return None
     call.argtypes = [ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_uint]
     call.restype = ctypes.c_int

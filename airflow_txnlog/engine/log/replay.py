@@ -183,16 +183,6 @@ class LogState:
     def _live_remove_mask(self) -> pa.Array | None:
         return self._live_mask(self.base_remove_keys)
 
-    def live_base_add_mask(self, start: int, length: int) -> pa.Array | None:
-        """The live mask of base add rows `start`..`start + length` (None: all live), computed for
-        those rows alone unless the whole mask is known: a stream of batches (a checkpoint being
-        written) spreads the key lookups over its batches instead of paying all of them first."""
-        if "_live_add_mask" in self.__dict__:  # (cached_property's own slot)
-            mask = self._live_add_mask
-            return None if mask is None else mask.slice(start, length)
-        keys = self.base_add_keys
-        return self._live_mask(keys.slice(start, length) if keys is not None else None)
-
     def _live_mask(self, keys: pa.Array | None) -> pa.Array | None:
         """Per base row: is its key not replaced by a later commit? (None: every row is live)."""
         if keys is None or not self.tail:

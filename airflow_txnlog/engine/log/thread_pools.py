@@ -37,8 +37,9 @@ def shared(name: str, workers: int) -> ThreadPoolExecutor:
 
 
 def side_reads() -> ThreadPoolExecutor:
-    """The pool for the commits opening a table reads beside its checkpoint: its tasks read and
-    parse, and wait for nothing."""
+    """The pool for the commits opening a table reads beside its checkpoint, and for the live mask
+    a checkpoint write computes while its first batch is read: its tasks read, parse or compute,
+    and wait for nothing."""
     return shared("txnlog-open", 4)
 
 

@@ -165,8 +165,10 @@ class _Part:
             try:
                 self.synced = SyncedFile(self.temp)
             except OSError:
-                self.writer.close()
-                os.unlink(self.temp)
+                with contextlib.suppress(OSError, pa.ArrowException):  # (keep the first error)
+                    self.writer.close()
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(self.temp)
                 raise
         self.queue: queue.Queue[pa.Table | None] = queue.Queue(_QUEUED)
         self.error: BaseException | None = None
