@@ -154,8 +154,8 @@ PROFILE = [
     "an action no row of the old checkpoint holds (tombstones, in a delta-rs checkpoint) is not "
     "decoded again; the live mask of the old rows is computed while the first batch is read. S6S "
     "medians over "
-    "alternating processes: 1.235 s at git 9a6d00c, 1.08-1.16 s with these three (e3ff0bb, 83b167d, "
-    "ebab5ed); 1.12-1.17 s in the run above.",
+    "alternating processes: 1.235 s at git 9a6d00c, 1.08-1.16 s with these three (e3ff0bb, 83b167d; "
+    "the mask since 6cb3335); 1.08-1.19 s in the run at 6cb3335.",
 ]
 
 
