@@ -3,7 +3,7 @@ that makes the file durable at the end finds little left to write.
 
 A checkpoint part is a file of ~150 MB at a million live files, written in ~1 s and fsynced before
 it is renamed into place. Left to the kernel, its dirty pages wait for the fsync, which then writes
-all of them: ~65 ms on the 2-core benchmark VM, on the checkpoint's critical path. Linux's
+all of them, on the checkpoint's critical path. Linux's
 `sync_file_range(SYNC_FILE_RANGE_WRITE)` starts the writeback of a range and returns without waiting
 for it (RocksDB's `bytes_per_sync` and PostgreSQL's `checkpoint_flush_after` do the same). Called
 for each stretch once it is written (`SyncedFile.advance`), the disk writes beside the writer: the
