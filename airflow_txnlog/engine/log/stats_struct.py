@@ -66,11 +66,18 @@ def may_contain(strings: pa.Array, *needles: bytes) -> bool:
     return False
 
 
-_SCAN_CHUNK = 1 << 22  # (bytes compared at a time: a small temporary, reused)
+# Bytes compared at a time, into one temporary reused for every chunk: a fresh process pays a page
+# fault per 4 KB of new memory, and a new 4 MB temporary per chunk cost a 100k-file open ~3 ms.
+_SCAN_CHUNK = 1 << 18
 
 
 def _has_byte(view: np.ndarray, byte: int) -> bool:
-    return any(bool((view[i : i + _SCAN_CHUNK] == byte).any()) for i in range(0, len(view), _SCAN_CHUNK))
+    hits = np.empty(min(len(view), _SCAN_CHUNK), np.bool_)
+    for i in range(0, len(view), _SCAN_CHUNK):
+        chunk = view[i : i + _SCAN_CHUNK]
+        if np.equal(chunk, byte, out=hits[: len(chunk)]).any():
+            return True
+    return False
 
 
 def field_names(t: pa.StructType) -> set[str]:

@@ -14,9 +14,8 @@ Where the bytes go: on a local filesystem (`LocalStorage`) each part streams int
 under `_delta_log/.tmp/`, named `.<final name>.<uuid hex>.tmp` as `LocalStorage.write` names its
 own, whose writeback to disk is started after each row group (`writeback.SyncedFile`, so the disk
 writes while the next row group is encoded), which is fsynced and renamed over the final name when
-`publish` runs; elsewhere (object
-stores) a part's bytes collect in memory and go out in one `Storage.write` (one object put), since
-`Storage` has no streamed upload. Invariants:
+`publish` runs; elsewhere (object stores) a part's bytes collect in memory and go out in one
+`Storage.write` (one object put), since `Storage` has no streamed upload. Invariants:
 - nothing is published before every part is complete, and parts are published in part order (a
   crash in between leaves an incomplete multi-part set, which readers ignore);
 - a failure (or leaving the `with` block without `publish`) removes the temporary files;

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import tracemalloc
 
 import pyarrow as pa
 import pytest
@@ -32,3 +33,16 @@ def test_a_needle_anywhere_in_a_large_buffer_is_found(at: int) -> None:
         assert may_contain(strings, needle.encode())
         assert not may_contain(pa.array([filler]), needle.encode())
     assert not may_contain(pa.array([filler[:at] + "file" + filler[at + 4 :]]), b"file:")  # (no ':')
+
+
+def test_the_scan_works_in_well_under_a_megabyte() -> None:
+    """Scanning a 16 MB buffer allocates one small temporary, reused chunk after chunk: in a fresh
+    process each new page of memory costs a page fault."""
+    strings = pa.array(["x" * (16 << 20)])
+    tracemalloc.start()
+    try:
+        assert not may_contain(strings, b"%", b"file:")
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 1 << 19
