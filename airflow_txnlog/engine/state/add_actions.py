@@ -457,7 +457,7 @@ def _base_rows_for(state: LogState, picked: list[int], n_base: int) -> pa.Struct
         if rows.field(STATS_PARSED).null_count == 0:
             return rows
     if state.source is not None and len(picked) * 2 <= n_base:  # (rows of the checkpoint's own order)
-        mask = state._live_add_mask  # (LogState's reconciliation: None when no later commit replaced one)
+        mask = state.live_base_add_mask()  # (None when no later commit replaced one)
         at = pa.array(picked, pa.int64())
         if mask is not None:
             at = pa.array(np.flatnonzero(mask.to_numpy(zero_copy_only=False))[picked], pa.int64())

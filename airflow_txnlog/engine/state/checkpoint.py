@@ -363,9 +363,8 @@ def _base_batches(state: LogState) -> Iterator[pa.StructArray]:
     batch and not kept, in-memory rows (a bulk replay's) sliced."""
     if state.base_adds is None:
         return
-    # (LogState's reconciliation, None when no later commit replaced a row: a hash lookup of every
-    # checkpoint key, ~22 ms at 1M files, made on another thread while the first batch is read)
-    live_mask = side_reads().submit(lambda: state._live_add_mask)
+    # (the live rows' mask, computed on another thread while the first batch is read)
+    live_mask = side_reads().submit(state.live_base_add_mask)
     if state.source is not None:
         fields = [n for n in ADD_TYPE.names if n != "dataChange"] + [STATS_PARSED]  # (written false)
         batches: Iterable[pa.StructArray] = state.source.iter_read(ADD, fields, BATCH_ROWS)
