@@ -53,11 +53,15 @@ ID_SPAN = 150  # > IDS_PER_FILE: neighbouring files' id ranges overlap
 S4_FILTER = "id >= 150000 AND id < 150100"
 S4_LOADED_FILTER = "id >= 55000000 AND id < 55000100"  # another range: no result is reused
 ORPHAN_AGE_S = 30 * 86400
-S_KEYS = ("S1", "S2", "S3", "S4", "S4L", "S5", "S6", "S7", "S1S", "S2S", "S3S", "S4S", "S4SL", "S6S", "S7S")
+S_KEYS = (
+    *("S1", "S2", "S3", "S4", "S4L", "S5", "S6", "S7", "S6F", "S7F"),
+    *("S1S", "S2S", "S3S", "S4S", "S4SL", "S6S", "S7S"),
+)
 # the same rows, on the struct table
 STRUCT_KEYS = {"S1S": "S1", "S2S": "S2", "S3S": "S3", "S4S": "S4", "S4SL": "S4L", "S6S": "S6", "S7S": "S7"}
 START, END = "<!-- million-files:start -->", "<!-- million-files:end -->"
 TARGETS = {"S1": 0.5, "S2": 0.5, "S3": 1.0, "S4": 0.05, "S4L": 0.05, "S5": 0.5, "S6": 0.5, "S7": 0.5}
+TARGETS.update({"S6F": 0.5, "S7F": 0.5})
 TARGETS.update({k: TARGETS[v] for k, v in STRUCT_KEYS.items()})
 
 
@@ -264,6 +268,9 @@ def run(runner: Runner) -> None:
     if only & {"S6", "S7"}:
         log(f"S6/S7: checkpoint write (and its peak RSS growth), {a.big_files:,} files")
         measure("S6", checkpoint)
+    if only & {"S6F", "S7F"}:
+        log("S6F/S7F: checkpoint write after a full load (ours: add_actions(); delta-rs's load is full)")
+        measure("S6F", {**checkpoint, "full": True})
     if not only & set(STRUCT_KEYS):
         return
     base["path"] = str(ensure_struct_table(a.big_cache, a.big_files, table))

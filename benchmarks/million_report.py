@@ -196,6 +196,11 @@ def _row_specs(n: int, api: str) -> list[tuple[str, str, str, str, str, str]]:
          "the process's peak RSS reset just before the call (`/proc/self/clear_refs` 5), read after it, "
          "less the RSS just before it: what the checkpoint call itself allocates (ours also reads "
          "the old checkpoint's other columns then, since its load reads only the file keys)"),
+        ("S6F", f"S6 after a full load, {n:,} files (both hold every file's parsed stats)", "S6F", "S6F",
+         "samples", "as S6, but ours loads untimed with `Table.open(p).snapshot().add_actions()` too, so "
+         "both engines start the checkpoint holding every file's parsed stats (delta-rs's `DeltaTable(p)` "
+         "parses them at load; ours writes the ones `add_actions()` parsed as `stats_parsed`)"),
+        ("S7F", "S7 peak RSS growth during the S6F checkpoint call", "S6F", "S6F", "growth_kb", "as S7"),
         ("S6S", f"S6 on the struct-stats table, {n:,} files (both write `stats_parsed`)", "S6S", "S6S",
          "samples", "as S6, on the table with `writeStatsAsStruct=true`: both engines write JSON stats, "
          "`stats_parsed` and `partitionValues_parsed`, from a checkpoint that has them"),

@@ -650,12 +650,12 @@ class Table:
     def _write_checkpoint(self, snap: Snapshot) -> None:
         if problems := checksum_problems(snap):  # (the checkpoint is the log's state, whatever the .crc says)
             log.warning("the version checksum disagrees with the log: %s", "; ".join(problems))
-        retention = props.deleted_file_retention_ms(snap.metadata.configuration)
         write_checkpoint(
             self._storage,
             snap.state,
-            min_tombstone_ts=_now_ms() - retention,
+            min_tombstone_ts=_now_ms() - props.deleted_file_retention_ms(snap.metadata.configuration),
             part_size=self.checkpoint_part_size,
+            parsed_base_stats=snap.parsed_base_stats(),  # (what an `add_actions()` parsed, or None)
         )
 
     def _post_commit(self, version: int) -> None:

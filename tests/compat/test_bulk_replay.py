@@ -17,7 +17,7 @@ from airflow_txnlog.engine.log.bulk_replay import bulk_state
 from airflow_txnlog.engine.log.log_reader import read_commits
 from airflow_txnlog.engine.log.log_segment import list_log
 from airflow_txnlog.engine.log.replay import LogState
-from airflow_txnlog.engine.state.add_actions import select_adds
+from airflow_txnlog.engine.state.add_files import select_adds
 from airflow_txnlog.engine.storage import storage_for
 
 from .conftest import GOLDEN_ROOT

@@ -379,6 +379,12 @@ def _widened(t: pa.DataType) -> pa.DataType:
     return pa.float64() if pa.types.is_floating(t) and t.bit_width < 64 else t
 
 
+def reads_exactly(target: pa.StructType) -> bool:
+    """Do `parse_stats` and `parse_stats_exact` give the same struct for `target`? (They differ only
+    in float32 leaves, rounded once or twice.)"""
+    return bool(_widened(target) == target)
+
+
 def parse_stats_complete(stats: pa.Array, target: pa.StructType) -> pa.StructArray | None:
     """`parse_stats_exact` when the struct holds everything the JSON says: every line read in bulk,
     every value of its column's type, no key (at any depth) that `target` lacks; None otherwise. Then

@@ -71,7 +71,7 @@ from airflow_txnlog.engine.maintenance.savepoints import (
     savepoints_for_message,
 )
 from airflow_txnlog.engine.properties import CHECKPOINT_PROTECTION_VERSION
-from airflow_txnlog.engine.state.add_actions import select_adds
+from airflow_txnlog.engine.state.add_files import select_adds
 from airflow_txnlog.engine.state.snapshot import Snapshot
 from airflow_txnlog.engine.storage import Storage
 from airflow_txnlog.engine.validate import ForeignCommitsPolicy, flag, one_of, text

@@ -47,7 +47,8 @@ from airflow_txnlog.engine.features.table_features import require_checkpoint_sup
 from airflow_txnlog.engine.log.replay import LogState, key_path
 from airflow_txnlog.engine.maintenance.fence import DEFAULT_WAIT_S, wait_for_vacuums
 from airflow_txnlog.engine.maintenance.maintenance_table import MaintenanceTable
-from airflow_txnlog.engine.state.checkpoint import checkpoint_table, parquet_bytes, read_checkpoint
+from airflow_txnlog.engine.state.checkpoint import checkpoint_table, parquet_bytes
+from airflow_txnlog.engine.state.checkpoint_read import read_checkpoint
 from airflow_txnlog.engine.state.snapshot import Snapshot, to_epoch_ms
 from airflow_txnlog.engine.storage import Storage
 from airflow_txnlog.engine.validate import safe_name, text

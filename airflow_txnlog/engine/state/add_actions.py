@@ -18,9 +18,11 @@ checkpoint without `stats_parsed` has its JSON stats read and parsed batch by ba
 of the work, runs beside everything else. The text itself is not kept where the parse shows the struct
 holds all of it (`parse_stats_complete`: no key outside the stats schema, every value of its type): the
 `AddFile`s a later `files()` makes render it from the struct, as for a checkpoint's `stats_parsed`;
-elsewhere it is kept compressed (`KeepField`). The table is two parts, the checkpoint's rows then the
-tail's adds, each column's chunks used as read or parsed (the parsed stats a chunk per batch), never
-copied to append the tail or to join the batches.
+elsewhere it is kept compressed (`KeepField`). The parsed struct is handed back too
+(`FileTable.parsed_base_stats`), so a checkpoint of the same snapshot need not parse it again.
+The table is two parts, the checkpoint's rows then the tail's adds, each column's chunks used as
+read or parsed (the parsed stats a chunk per batch), never copied to append the tail or to join the
+batches.
 Partition values are typed per distinct value with `schema.parse_partition_value` (hive null,
 dates, timestamps, binary as UTF-8 as everywhere else), then spread to the rows with `take`: a table
 has few distinct partition values, so this is the only Python work per value, never per file.
@@ -31,6 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
 
@@ -46,21 +49,18 @@ from airflow_txnlog.engine.features.column_mapping import (
 )
 from airflow_txnlog.engine.log.actions import (
     ADD,
-    PARTITION_VALUES_PARSED,
     STATS_PARSED,
-    AddFile,
     Metadata,
-    decode_path,
 )
 from airflow_txnlog.engine.log.kept_fields import KeepField
 from airflow_txnlog.engine.log.replay import STR_MAP, LogState
 from airflow_txnlog.engine.log.stats_struct import (
-    add_stats_json,
     conform_struct,
     field_names,
     may_contain,
     parse_stats_complete,
     parse_stats_exact,
+    reads_exactly,
     stats_parsed_type,
     struct_json,
 )
@@ -273,6 +273,18 @@ def _stats_types(
     return target, logical
 
 
+@dataclass(frozen=True)
+class FileTable:
+    """A `file_table`, and the live checkpoint rows' stats as parsed from their JSON text for it
+    (`parsed_base_stats`, the log's own struct: physical names) where that is exactly what a
+    checkpoint of the same state writes as `stats_parsed` (`parse_stats`), so a checkpoint written
+    after it need not parse them again; None otherwise (a checkpoint with `stats_parsed`, float32
+    bounds, a narrow table)."""
+
+    table: pa.Table
+    parsed_base_stats: pa.Array | pa.ChunkedArray | None = None
+
+
 def file_table(
     base_rows: BaseRows,
     tail: list[dict[str, Any]],
@@ -283,7 +295,7 @@ def file_table(
     with_files: bool = False,
     derived: Derived | None = None,
     json_only: bool = False,
-) -> pa.Table:
+) -> FileTable:
     """The live files as one table (see the module doc); `partitionValues` still raw strings.
 
     :param base_rows: the checkpoint's live add rows with the given fields (`LogState.live_base_adds`).
@@ -313,7 +325,10 @@ def file_table(
         _part_table(cols, logical_view(st, logical), core.field(PARTITION_VALUES), renames)
         for cols, st, core in zip(files, stats, parts, strict=True)
     ]
-    return pa.concat_tables(tables)  # (zero-copy: each column two chunks)
+    # (json_only: no row has `stats_parsed`, so each one's stats are its JSON parsed, all in one type)
+    reused = json_only and columns is None and target != NUM_RECORDS_ONLY and reads_exactly(target)
+    # (zero-copy: each column two chunks)
+    return FileTable(pa.concat_tables(tables), stats[0] if reused else None)
 
 
 def _file_columns(core: pa.StructArray) -> list[tuple[str, pa.Array]]:
@@ -396,89 +411,3 @@ def add_actions_table(files: pa.Table, schema: pa.Schema, partition_columns: lis
             f"partition.{c}", typed_partition(raw_partition(files, c), schema.field(c).type)
         )
     return out
-
-
-# ----------------------------------------------------------------------------- AddFile objects
-def _column(arr: pa.StructArray, name: str) -> list[Any]:
-    """A field of checkpoint add rows as Python values (all None when the writer left it out)."""
-    if arr.type.get_field_index(name) < 0 or arr.field(name).null_count == len(arr):
-        return [None] * len(arr)
-    return arr.field(name).to_pylist()  # type: ignore[no-any-return]
-
-
-def adds_from_struct(arr: pa.StructArray) -> list[AddFile]:
-    """AddFiles of checkpoint add rows, column by column; stats from `stats` or else `stats_parsed`."""
-    cols = [
-        _column(arr, n)
-        for n in (
-            "path",
-            "partitionValues",
-            "size",
-            "modificationTime",
-            "dataChange",
-            "tags",
-            "deletionVector",
-            "baseRowId",
-            "defaultRowCommitVersion",
-            "clusteringProvider",
-        )
-    ]
-    stats = add_stats_json(arr).to_pylist()
-    return [
-        AddFile(
-            path=decode_path(p),
-            partition_values=dict(pv or ()),
-            size=s or 0,
-            modification_time=mt or 0,
-            data_change=True if dc is None else dc,
-            stats=st,
-            tags=dict(tg) if tg else None,
-            deletion_vector=dict(dv) if dv else None,
-            base_row_id=row_id,
-            default_row_commit_version=row_version,
-            clustering_provider=cp,
-            encoded_path=p,
-        )
-        for p, pv, s, mt, dc, tg, dv, row_id, row_version, cp, st in zip(*cols, stats, strict=True)
-    ]
-
-
-def _base_rows_for(state: LogState, picked: list[int], n_base: int) -> pa.StructArray | None:
-    """Every field of the live base rows at `picked` (ascending). For up to half the rows of a
-    checkpoint that has `stats_parsed`, the JSON `stats` column (most of a checkpoint's bytes) is not
-    read: those rows' JSON is rendered from their struct (`add_stats_json`), unless one lacks it."""
-    if not picked:
-        return None
-    names = state.source.field_names(ADD) if state.source is not None else []
-    if STATS_PARSED in names and "stats" in names and len(picked) * 2 <= n_base:
-        rows = state.live_base_adds([n for n in names if n not in ("stats", PARTITION_VALUES_PARSED)])
-        assert rows is not None
-        rows = rows.take(pa.array(picked, pa.int64()))
-        if rows.field(STATS_PARSED).null_count == 0:
-            return rows
-    if state.source is not None and len(picked) * 2 <= n_base:  # (rows of the checkpoint's own order)
-        mask = state.live_base_add_mask()  # (None when no later commit replaced one)
-        at = pa.array(picked, pa.int64())
-        if mask is not None:
-            at = pa.array(np.flatnonzero(mask.to_numpy(zero_copy_only=False))[picked], pa.int64())
-        return state.source.take(ADD, names, at)
-    rows = state.live_base_adds()
-    assert rows is not None
-    return rows if picked == list(range(n_base)) else rows.take(pa.array(picked, pa.int64()))
-
-
-def select_adds(state: LogState, keep: Sequence[int] | None = None) -> list[AddFile]:
-    """`AddFile`s of the live files at positions `keep` (all if None) of `LogState.live_add_keys`,
-    in the order asked for: only those rows of the checkpoint become Python objects."""
-    n_tail = sum(1 for is_add, _ in state.tail.values() if is_add)
-    n_base = state.num_files() - n_tail
-    wanted = list(range(n_base + n_tail)) if keep is None else list(keep)
-    order = sorted(set(wanted))
-    if order and (order[0] < 0 or order[-1] >= n_base + n_tail):
-        raise IndexError(f"file positions must be in [0, {n_base + n_tail}), got {order[0]}..{order[-1]}")
-    picked = [i for i in order if i < n_base]
-    base = _base_rows_for(state, picked, n_base)
-    found = dict(zip(picked, adds_from_struct(base), strict=True)) if base is not None else {}
-    tail = state.tail_adds()
-    found.update((i, AddFile.from_wire(tail[i - n_base])) for i in order[len(picked) :])
-    return [found[i] for i in wanted]

@@ -1,4 +1,4 @@
-"""Checkpoints: read them into a `LogState`, write a state as a Delta checkpoint and then the hint file.
+"""Checkpoints written: a state as a Delta checkpoint, and then the hint file.
 
 Write path (classic checkpoint, optionally split into parts; memory holds a few batches of rows
 and a row group per part, never the whole checkpoint):
@@ -18,10 +18,12 @@ and a row group per part, never the whole checkpoint):
    another writer left only in `stats_parsed` gets its JSON rendered from that struct first, so stats
    never fall out of a checkpoint. The struct is taken from the previous checkpoint's own
    `stats_parsed` where a row has it beside its JSON and it has every field of the table's struct
-   (read as data skipping reads it, `add_actions.as_json_says`), else parsed from the JSON in bulk
-   by Arrow's JSON reader; `partitionValues_parsed` is typed batch by batch as the rows are written,
-   and one value not of its column's type (another writer's) drops the column from every row: the
-   files written so far are discarded and the checkpoint written again without it;
+   (read as data skipping reads it, `add_actions.as_json_says`), else taken from what an
+   `add_actions()` of the same snapshot parsed (`Snapshot.parsed_base_stats`), else parsed from
+   the JSON in bulk by Arrow's JSON reader; `partitionValues_parsed` is typed batch by batch as
+   the rows are written, and one value not of its column's type (another writer's) drops the column
+   from every row: the files written so far are discarded and the checkpoint written again without
+   it;
 4. on a table with `v2Checkpoint` and `delta.checkpointPolicy=v2`: a UUID-named V2 checkpoint, its
    file actions in a sidecar (`checkpoint_v2.write`, built whole, never multi-part; without the
    policy, Delta's default `classic`, a classic single file). Otherwise the rows are streamed: the
@@ -40,12 +42,7 @@ and a row group per part, never the whole checkpoint):
 A crash between 4 and 5 leaves a stale hint, which readers tolerate; a crash during 4 leaves an
 incomplete multi-part set, which readers ignore.
 
-Read path: the parts are read with pyarrow, only the columns needed (`checkpoint_columns`): the small
-actions whole, of `add` / `remove` only the fields of the file key; the file actions stay Arrow struct
-arrays whose other fields (whatever the writer put there: `remove.tags`, `add.stats_parsed`, ...) are
-read when first asked for. Only protocol / metaData / txn / domainMetadata rows become Python
-objects. `add_stats_json` gives the JSON stats of checkpoint add rows, rendering `stats_parsed` where
-`stats` is null.
+Reading a checkpoint into a `LogState` is `checkpoint_read`'s.
 """
 
 from __future__ import annotations
@@ -61,7 +58,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from airflow_txnlog.engine.errors import LogCorruptedError, TxnLogError
+from airflow_txnlog.engine.errors import TxnLogError
 from airflow_txnlog.engine.features import column_mapping
 from airflow_txnlog.engine.features.table_features import require_checkpoint_supported, v2_checkpoints
 from airflow_txnlog.engine.log import checkpoint_v2
@@ -75,10 +72,10 @@ from airflow_txnlog.engine.log.actions import (
     STATS_PARSED,
     TXN,
 )
-from airflow_txnlog.engine.log.checkpoint_columns import CheckpointColumns, ordered_map
+from airflow_txnlog.engine.log.checkpoint_columns import ordered_map
 from airflow_txnlog.engine.log.log_paths import LAST_CHECKPOINT
 from airflow_txnlog.engine.log.log_reader import read_last_checkpoint
-from airflow_txnlog.engine.log.replay import ADD_TYPE, DV_TYPE, REMOVE_TYPE, STR_MAP, LogState, struct_keys
+from airflow_txnlog.engine.log.replay import ADD_TYPE, DV_TYPE, REMOVE_TYPE, STR_MAP, LogState
 from airflow_txnlog.engine.log.stats_struct import (
     add_stats_json,
     conform_struct,
@@ -102,68 +99,6 @@ _T = TypeVar("_T")
 Split = Callable[
     [str, pa.Array], list[pa.Table]
 ]  # one action's rows -> each part's rows (`PartWriters.split`)
-
-
-# ----------------------------------------------------------------------------- read
-def _to_wire(value: Any) -> Any:
-    """pyarrow's to_pylist gives maps as lists of pairs; the log has JSON objects."""
-    if isinstance(value, dict):
-        return {k: _to_wire(v) for k, v in value.items()}
-    if isinstance(value, list) and value and all(isinstance(x, tuple) and len(x) == 2 for x in value):
-        return {k: _to_wire(v) for k, v in value}
-    if isinstance(value, list):
-        return [_to_wire(v) for v in value]
-    return value
-
-
-def read_checkpoint(
-    storage: Storage, version: int, part_names: list[str], *, folder: str = LOG_DIR
-) -> LogState:
-    """State at `version` from checkpoint-format files in `folder` (LogCorruptedError naming a bad file).
-
-    Reads the small actions whole and of the file actions only what their keys need (path and
-    deletion vector); the rest is read on demand through `LogState.source` (`CheckpointColumns`).
-    """
-    extra: list[dict[str, Any]] = []
-    if len(part_names) == 1 and checkpoint_v2.is_v2_name(part_names[0]) and folder == LOG_DIR:
-        name = part_names[0]
-        part_names, extra = checkpoint_v2.plan(storage, name)
-        if not part_names:  # a JSON checkpoint holding everything itself
-            state = LogState(version=-1).apply(version, extra, name=name)
-            return _complete(state, name)
-    source = CheckpointColumns(storage, folder, part_names)
-    key_fields = ("path", "deletionVector")
-    try:
-        rows = source.load((PROTOCOL, METADATA, TXN, DOMAIN_METADATA), {ADD: key_fields, REMOVE: key_fields})
-    except pa.ArrowException as exc:
-        raise LogCorruptedError(
-            f"checkpoint parts of version {version} cannot be read together: {exc}"
-        ) from exc
-    small: list[dict[str, Any]] = []
-    for column in (PROTOCOL, METADATA, TXN, DOMAIN_METADATA):
-        if column in rows:
-            small.extend({column: _to_wire(r)} for r in rows[column].to_pylist())
-    adds, removes = rows.get(ADD), rows.get(REMOVE)
-    state = LogState(
-        version=version,
-        base_adds=adds,
-        base_add_keys=struct_keys(adds) if adds is not None else None,
-        base_removes=removes,
-        base_remove_keys=struct_keys(removes) if removes is not None else None,
-        source=source,
-    )
-    # The small actions go through the same reconciliation code as JSON commits (with a JSON v2
-    # checkpoint, its actions besides the sidecars' rows too).
-    state = state.apply(version, small + extra, name=part_names[0])
-    return _complete(state, part_names[0])
-
-
-def _complete(state: LogState, name: str) -> LogState:
-    try:
-        state.require_complete()
-    except LogCorruptedError as exc:
-        raise LogCorruptedError(f"checkpoint {name} is incomplete: {exc}") from exc
-    return state
 
 
 # ----------------------------------------------------------------------------- stats: struct -> JSON
@@ -256,6 +191,7 @@ class _Plan:
     values_fields: tuple[pa.Field, ...] | None
     min_tombstone_ts: int
     schema: pa.Schema
+    loaded: pa.Array | pa.ChunkedArray | None = None  # the live base rows' `stats_parsed`, if parsed
 
     @property
     def num_adds(self) -> int:
@@ -288,6 +224,7 @@ def _plan(
     stats_as_struct: bool | None,
     *,
     typed_values: bool = True,
+    loaded: pa.Array | pa.ChunkedArray | None = None,
 ) -> _Plan:
     state.require_complete()
     assert state.protocol is not None and state.metadata is not None
@@ -308,7 +245,13 @@ def _plan(
     if parsed_type is not None:
         add_fields.append(pa.field(STATS_PARSED, parsed_type))
     schema = checkpoint_schema(pa.struct(add_fields))
-    return _Plan(state, as_json, parsed_type, values_fields, min_tombstone_ts, schema)
+    if loaded is not None and (loaded.type != parsed_type or len(loaded) != _live_base_rows(state)):
+        loaded = None  # (stats parsed for another struct or another state: parsed again here)
+    return _Plan(state, as_json, parsed_type, values_fields, min_tombstone_ts, schema, loaded)
+
+
+def _live_base_rows(state: LogState) -> int:
+    return state.num_files() - len(state.tail_adds())
 
 
 def _add_rows(plan: _Plan, adds: pa.StructArray, parsed: pa.StructArray | None = None) -> pa.StructArray:
@@ -345,15 +288,18 @@ def _kept_stats(target: pa.StructType, raw: pa.StructArray, text: pa.Array) -> p
     return pc.if_else(use, kept, parse_stats(pc.if_else(use, _NO_TEXT, text), target))
 
 
-def _base_add_rows(plan: _Plan, raw: pa.StructArray) -> pa.StructArray:
+def _base_add_rows(plan: _Plan, raw: pa.StructArray, loaded: pa.StructArray | None) -> pa.StructArray:
     """`_add_rows` of checkpoint (base) add rows read with any writer's fields: checkpointed adds
     carry dataChange=false, as Spark writes them, and JSON stats rendered from `stats_parsed` where
-    that is all a row has; a complete `stats_parsed` is kept rather than parsed again."""
+    that is all a row has; a complete `stats_parsed` (or `loaded`, the rows' stats a snapshot
+    parsed already) is kept rather than parsed again."""
     base = conform_struct(raw, ADD_TYPE)
     flat = base.flatten()
     flat[ADD_TYPE.get_field_index("dataChange")] = pa.repeat(False, len(base))
     text = flat[ADD_TYPE.get_field_index("stats")] = add_stats_json(raw)
-    parsed = _kept_stats(plan.parsed_type, raw, text) if plan.parsed_type is not None else None
+    parsed = loaded
+    if parsed is None and plan.parsed_type is not None:
+        parsed = _kept_stats(plan.parsed_type, raw, text)
     return _add_rows(plan, pa.StructArray.from_arrays(flat, fields=list(ADD_TYPE)), parsed)
 
 
@@ -382,8 +328,22 @@ def _base_batches(state: LogState) -> Iterator[pa.StructArray]:
 def _add_tables(plan: _Plan, split: Split) -> Iterator[list[pa.Table]]:
     """The add rows, batch by batch, each converted and split into parts on worker threads while
     the next batch is read."""
-    yield from ordered_map(lambda batch: split(ADD, _base_add_rows(plan, batch)), _base_batches(plan.state))
+    pairs = _with_loaded(_base_batches(plan.state), plan.loaded)
+    yield from ordered_map(lambda pair: split(ADD, _base_add_rows(plan, *pair)), pairs)
     yield split(ADD, _add_rows(plan, _tail_adds_array(plan.state.tail_adds())))
+
+
+def _with_loaded(
+    batches: Iterable[pa.StructArray], loaded: pa.Array | pa.ChunkedArray | None
+) -> Iterator[tuple[pa.StructArray, pa.StructArray | None]]:
+    """Each batch of live base rows with the same rows of `loaded` (None without)."""
+    done = 0
+    for batch in batches:
+        part = None if loaded is None else loaded.slice(done, len(batch))
+        if isinstance(part, pa.ChunkedArray):
+            part = part.chunk(0) if part.num_chunks == 1 else part.combine_chunks()
+        done += len(batch)
+        yield batch, part
 
 
 def _small_rows(state: LogState) -> dict[str, list[dict[str, Any]]]:
@@ -442,13 +402,17 @@ def _planned(
     stats_as_json: bool | None,
     stats_as_struct: bool | None,
     build: Callable[[_Plan], _T],
+    *,
+    loaded: pa.Array | pa.ChunkedArray | None = None,
 ) -> _T:
     """`build(plan)`; built again without `partitionValues_parsed` when a partition value turns out
     not to be of its column's type (`build` discards what its first attempt wrote)."""
     try:
-        return build(_plan(state, min_tombstone_ts, stats_as_json, stats_as_struct))
+        return build(_plan(state, min_tombstone_ts, stats_as_json, stats_as_struct, loaded=loaded))
     except _UntypedPartitionValue:
-        return build(_plan(state, min_tombstone_ts, stats_as_json, stats_as_struct, typed_values=False))
+        return build(
+            _plan(state, min_tombstone_ts, stats_as_json, stats_as_struct, typed_values=False, loaded=loaded)
+        )
 
 
 # ----------------------------------------------------------------------------- write: parts
@@ -459,11 +423,22 @@ def parquet_bytes(table: pa.Table) -> bytes:
 
 
 def write_checkpoint(
-    storage: Storage, state: LogState, *, min_tombstone_ts: int, part_size: int | None = DEFAULT_PART_SIZE
+    storage: Storage,
+    state: LogState,
+    *,
+    min_tombstone_ts: int,
+    part_size: int | None = DEFAULT_PART_SIZE,
+    parsed_base_stats: pa.Array | pa.ChunkedArray | None = None,
 ) -> dict[str, Any]:
     """Write the checkpoint of `state` and then `_last_checkpoint`; returns the hint written. A
-    classic checkpoint is streamed (`checkpoint_parts`), a V2 one built whole."""
-    hint = _planned(state, min_tombstone_ts, None, None, lambda plan: _write_files(storage, plan, part_size))
+    classic checkpoint is streamed (`checkpoint_parts`), a V2 one built whole. `parsed_base_stats`:
+    the live checkpoint rows' stats a snapshot of `state` parsed already (`Snapshot.parsed_base_stats`),
+    written as their `stats_parsed` instead of parsing their JSON again (ignored unless of its type)."""
+
+    def build(plan: _Plan) -> dict[str, Any]:
+        return _write_files(storage, plan, part_size)
+
+    hint = _planned(state, min_tombstone_ts, None, None, build, loaded=parsed_base_stats)
     current = read_last_checkpoint(storage)
     if current is None or current.version <= state.version:  # the hint never moves backwards
         storage.write(f"{LOG_DIR}/{LAST_CHECKPOINT}", orjson.dumps(hint))

@@ -30,7 +30,7 @@ from airflow_txnlog.engine.log.log_reader import CommitFiles, read_commits
 from airflow_txnlog.engine.log.log_segment import LogListing, LogSegment, segment_for
 from airflow_txnlog.engine.log.replay import LogState
 from airflow_txnlog.engine.log.thread_pools import side_reads
-from airflow_txnlog.engine.state.checkpoint import read_checkpoint
+from airflow_txnlog.engine.state.checkpoint_read import read_checkpoint
 from airflow_txnlog.engine.storage import Storage
 
 Parsed = tuple[int, list[dict[str, Any]], str]  # (version, actions, file name) of a commit

@@ -11,7 +11,7 @@ raise `UnsupportedFeatureError`.
 `Snapshot.update()` reads only the commits after its own version.
 
 Files: the checkpoint's adds stay an Arrow struct array until asked for, then become `AddFile`s column
-by column (`add_actions.select_adds`, also used by restore), every field kept (tags, deletion vector, row
+by column (`add_files.select_adds`, also used by restore), every field kept (tags, deletion vector, row
 tracking, clustering provider); where a writer left stats only in `stats_parsed`, they are rendered as
 the JSON `stats` (`checkpoint.add_stats_json`), so pruning and later checkpoints keep them.
 """
@@ -56,11 +56,12 @@ from airflow_txnlog.engine.sql.generated_pruning import derive
 from airflow_txnlog.engine.sql.literals import stats_value
 from airflow_txnlog.engine.sql.predicates import Predicate, Range, parse_predicate
 from airflow_txnlog.engine.state.add_actions import (
+    FileTable,
     add_actions_table,
     file_table,
     json_stats_only,
-    select_adds,
 )
+from airflow_txnlog.engine.state.add_files import select_adds
 from airflow_txnlog.engine.state.scan import read_files
 from airflow_txnlog.engine.state.segment_state import SegmentReads, load_segment, replay
 from airflow_txnlog.engine.state.skipping import may_match_mask
@@ -188,7 +189,7 @@ class Snapshot:
         return self._select(self._mask(self._pruning(parse_predicate(filter, self.schema))))
 
     @cached_property
-    def _file_table(self) -> pa.Table:
+    def _files(self) -> FileTable:
         """The live files as Arrow (`add_actions.file_table`), built once per snapshot."""
         return file_table(
             self._state.live_base_adds,
@@ -206,7 +207,13 @@ class Snapshot:
 
     @cached_property
     def _add_actions(self) -> pa.Table:
-        return add_actions_table(self._file_table, self.schema, self.partition_columns)
+        return add_actions_table(self._files.table, self.schema, self.partition_columns)
+
+    def parsed_base_stats(self) -> pa.Array | pa.ChunkedArray | None:
+        """The live checkpoint rows' stats, parsed from their JSON by an earlier `add_actions()` as a
+        checkpoint writes them (`FileTable.parsed_base_stats`), or None: never parsed here."""
+        files = self.__dict__.get("_files")
+        return None if files is None else files.parsed_base_stats
 
     def add_actions(self, filter: str | None = None) -> pa.Table:
         """One row per live file, in delta-rs's `get_add_actions(flatten=True)` layout (plus
@@ -225,7 +232,7 @@ class Snapshot:
             self._state.live_base_adds, self._state.tail_adds(), self.metadata,
             columns=frozenset(), names=self.column_names, with_files=True,
             derived=self._state.live_base_add_derived,
-        )  # fmt: skip
+        ).table  # fmt: skip
         return add_actions_table(narrow, self.schema, self.partition_columns)
 
     def _pruning(self, pred: Predicate) -> Predicate:
@@ -242,7 +249,8 @@ class Snapshot:
         """Per live file (in `files()` order): may a row of it match? (`skipping.may_match_mask`).
         Until the full file table exists, a narrow one with only the predicate's columns is built
         (and kept per column set): pruning a big table reads just those stats."""
-        files = self.__dict__.get("_file_table")
+        loaded = self.__dict__.get("_files")
+        files = None if loaded is None else loaded.table
         if files is None:
             files = self._pruning_tables.get(pred.columns)
             if files is None:
@@ -254,7 +262,7 @@ class Snapshot:
                     names=self.column_names,
                     derived=self._state.live_base_add_derived,
                     json_only=json_stats_only(self._state),
-                )
+                ).table
                 self._pruning_tables[pred.columns] = files
         inexact = pred.columns & self._inexact_stats
         if inexact:  # widened from float: their old stats bound nothing (engine.features.type_widening)
