@@ -89,6 +89,11 @@ WHY = {
     "both the parse and `stats_parsed` stay. The parse has no cheaper library: Polars' `json_decode` "
     "and arrow-rs (arro3-io) took 39 and 27 ms for a batch pyarrow parses in 33 ms, and arrow-rs "
     "casts leniently. On the like-for-like table (S6S) both write the same.",
+    "S6F": "pyarrow's single-threaded writer: ~0.9-0.95 s to encode and compress this checkpoint's 1M "
+    "rows, however it is called (see S6S), is the call's floor, and half of delta-rs's 1.7-1.8 s is "
+    "~0.88 s. With the stats `add_actions()` parsed written as they are, the rest of the call (reading "
+    "the old checkpoint's other columns, typing partition values) runs beside the writer: ~1.5 s of "
+    "CPU in ~1.0 s. Before git 2bdf480 the call parsed the 1M JSON stats again (~1.6-1.8 s).",
     "S7": "the in-flight batches (a few of 32,768 adds, each with its stats text and parsed stats) "
     "and a row group of 65,536 rows buffered by the writer.",
     "S7S": "as S7.",
