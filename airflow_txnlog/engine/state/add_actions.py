@@ -381,8 +381,9 @@ def partition_lookup(values: pa.Array, column: str) -> pa.Array:
         hits = np.flatnonzero(pc.equal(values.keys, key).to_numpy(zero_copy_only=False))
         if len(hits) == len(values):
             offsets = values.offsets.to_numpy()
-            rows = np.searchsorted(offsets, hits, side="right") - 1
-            if np.array_equal(rows, np.arange(len(values))):
+            # (as many ascending hits as rows: one in each row, in row order, iff the i-th lies in
+            # row i's entries; two comparisons, where finding each hit's row was a binary search)
+            if (hits >= offsets[:-1]).all() and (hits < offsets[1:]).all():
                 return values.items.take(pa.array(hits)).cast(pa.string())
     return pc.map_lookup(values, column, "first")
 
@@ -406,8 +407,9 @@ def typed_partition(raw: pa.Array, t: pa.DataType) -> pa.Array:
 def add_actions_table(files: pa.Table, schema: pa.Schema, partition_columns: list[str]) -> pa.Table:
     """`files` (a `file_table`) with `partitionValues` replaced by typed `partition.<col>` columns."""
     out = files.drop_columns([PARTITION_VALUES])
+    chunks = files.column(PARTITION_VALUES).chunks  # (typed chunk by chunk: the maps are not joined)
     for c in partition_columns:
-        out = out.append_column(
-            f"partition.{c}", typed_partition(raw_partition(files, c), schema.field(c).type)
-        )
+        t = schema.field(c).type
+        typed = [typed_partition(partition_lookup(chunk, c), t) for chunk in chunks]
+        out = out.append_column(f"partition.{c}", pa.chunked_array(typed, t))
     return out
