@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -56,3 +57,10 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         terminalreporter.section("reliability figures")
         for line in sorted(lines):
             terminalreporter.write_line(line)
+
+
+def pytest_sessionfinish() -> None:
+    """py4j closes its gateway connections when they are collected, some only as the interpreter
+    exits, and logs that at INFO; by then pytest has closed the streams Airflow's logging handlers
+    write to, so each line became a "--- Logging error ---" traceback at the end of the run."""
+    logging.getLogger("py4j").setLevel(logging.WARNING)
