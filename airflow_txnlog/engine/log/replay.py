@@ -314,13 +314,15 @@ class LogState:
     def tail_add_keys(self) -> list[str]:
         return [k for k, (is_add, _) in self.tail.items() if is_add]
 
-    def num_files(self) -> int:
-        mask = self._live_add_mask
+    def num_base_files(self) -> int:
+        """The live files that are checkpoint rows (the first ones of `live_add_keys`)."""
         if self.base_adds is None:
-            base = 0
-        else:
-            base = len(self.base_adds) if mask is None else int(pc.sum(mask).as_py() or 0)
-        return base + sum(1 for a, _ in self.tail.values() if a)
+            return 0
+        mask = self._live_add_mask
+        return len(self.base_adds) if mask is None else int(pc.sum(mask).as_py() or 0)
+
+    def num_files(self) -> int:
+        return self.num_base_files() + sum(1 for a, _ in self.tail.values() if a)
 
     def require_complete(self) -> None:
         if self.protocol is None:

@@ -93,8 +93,8 @@ def _base_rows_for(state: LogState, picked: list[int], n_base: int) -> pa.Struct
 def select_adds(state: LogState, keep: Sequence[int] | None = None) -> list[AddFile]:
     """`AddFile`s of the live files at positions `keep` (all if None) of `LogState.live_add_keys`,
     in the order asked for: only those rows of the checkpoint become Python objects."""
-    n_tail = sum(1 for is_add, _ in state.tail.values() if is_add)
-    n_base = state.num_files() - n_tail
+    n_base = state.num_base_files()
+    n_tail = state.num_files() - n_base
     wanted = list(range(n_base + n_tail)) if keep is None else list(keep)
     order = sorted(set(wanted))
     if order and (order[0] < 0 or order[-1] >= n_base + n_tail):

@@ -245,13 +245,9 @@ def _plan(
     if parsed_type is not None:
         add_fields.append(pa.field(STATS_PARSED, parsed_type))
     schema = checkpoint_schema(pa.struct(add_fields))
-    if loaded is not None and (loaded.type != parsed_type or len(loaded) != _live_base_rows(state)):
+    if loaded is not None and (loaded.type != parsed_type or len(loaded) != state.num_base_files()):
         loaded = None  # (stats parsed for another struct or another state: parsed again here)
     return _Plan(state, as_json, parsed_type, values_fields, min_tombstone_ts, schema, loaded)
-
-
-def _live_base_rows(state: LogState) -> int:
-    return state.num_files() - len(state.tail_adds())
 
 
 def _add_rows(plan: _Plan, adds: pa.StructArray, parsed: pa.StructArray | None = None) -> pa.StructArray:
