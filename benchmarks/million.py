@@ -54,14 +54,20 @@ S4_FILTER = "id >= 150000 AND id < 150100"
 S4_LOADED_FILTER = "id >= 55000000 AND id < 55000100"  # another range: no result is reused
 ORPHAN_AGE_S = 30 * 86400
 S_KEYS = (
-    *("S1", "S2", "S3", "S4", "S4L", "S5", "S6", "S7", "S6F", "S7F"),
+    *("S1", "S2", "S3", "S4", "S4L", "S5", "S6", "S7", "S6F", "S7F", "S6V", "S7V", "S6VF", "S7VF"),
     *("S1S", "S2S", "S3S", "S4S", "S4SL", "S6S", "S7S"),
 )
 # the same rows, on the struct table
 STRUCT_KEYS = {"S1S": "S1", "S2S": "S2", "S3S": "S3", "S4S": "S4", "S4SL": "S4L", "S6S": "S6", "S7S": "S7"}
 START, END = "<!-- million-files:start -->", "<!-- million-files:end -->"
 TARGETS = {"S1": 0.5, "S2": 0.5, "S3": 1.0, "S4": 0.05, "S4L": 0.05, "S5": 0.5, "S6": 0.5, "S7": 0.5}
-TARGETS.update({"S6F": 0.5, "S7F": 0.5})
+TARGETS.update({"S6F": 0.5, "S7F": 0.5, "S6V": 0.5, "S7V": 0.5, "S6VF": 0.5, "S7VF": 0.5})
+V2_PROTOCOL = {
+    "minReaderVersion": 3,
+    "minWriterVersion": 7,
+    "readerFeatures": ["v2Checkpoint"],
+    "writerFeatures": ["appendOnly", "invariants", "v2Checkpoint"],
+}
 TARGETS.update({k: TARGETS[v] for k, v in STRUCT_KEYS.items()})
 
 
@@ -174,6 +180,45 @@ def ensure_struct_table(cache: Path, files: int, source: Path) -> Path:
     return table
 
 
+def build_v2_variant(source: Path, table: Path) -> dict[str, Any]:
+    """The same log plus one commit that adds the `v2Checkpoint` feature (protocol 3/7) and sets
+    `delta.checkpointPolicy=v2`, as `ALTER TABLE ... SET TBLPROPERTIES` does on Spark: the next
+    checkpoint of the table is a V2 one (ours: UUID-named, file actions in sidecars). No data files."""
+    import shutil
+
+    shutil.rmtree(table, ignore_errors=True)
+    (table / "_delta_log").mkdir(parents=True)
+    for f in (source / "_delta_log").iterdir():
+        if f.is_file():
+            shutil.copy2(f, table / "_delta_log" / f.name)
+    first = (source / "_delta_log" / f"{0:020d}.json").read_bytes().splitlines()
+    (metadata,) = [a["metaData"] for a in map(orjson.loads, first) if "metaData" in a]
+    metadata["configuration"] = {**metadata.get("configuration", {}), "delta.checkpointPolicy": "v2"}
+    version = BIG_CHECKPOINT_VERSION + BIG_TAIL + 1
+    info = {"timestamp": int(time.time() * 1000), "operation": "SET TBLPROPERTIES", "isBlindAppend": False}
+    actions = [{"commitInfo": info}, {"protocol": V2_PROTOCOL}, {"metaData": metadata}]
+    (table / "_delta_log" / f"{version:020d}.json").write_bytes(
+        b"\n".join(map(orjson.dumps, actions)) + b"\n"
+    )
+    return {"v2_version": version}
+
+
+def ensure_v2_table(cache: Path, files: int, source: Path) -> Path:
+    table = cache / f"million-{files}-v2"
+    marker = cache / f"million-{files}-v2.json"
+    info: dict[str, Any] = json.loads(marker.read_text()) if marker.exists() else {}
+    if info.get("recipe") != RECIPE or info.get("files") != files or not table.is_dir():
+        marker.unlink(missing_ok=True)
+        t0 = time.perf_counter()
+        log(f"building the v2Checkpoint variant in {table} ...")
+        info = {"recipe": RECIPE, "files": files, **build_v2_variant(source, table)}
+        gen.validate_with_deltalake(table, BIG_CHECKPOINT_VERSION + BIG_TAIL + 1, files)
+        info["build_seconds"] = round(time.perf_counter() - t0, 1)
+        marker.write_text(json.dumps(info))
+        log(f"  built and validated with delta-rs in {info['build_seconds']}s")
+    return table
+
+
 def add_data_files(table: Path, files: int) -> dict[str, Any]:
     """Create every live file empty, plus unreferenced old orphans (see the module docstring)."""
     from deltalake import DeltaTable
@@ -271,6 +316,14 @@ def run(runner: Runner) -> None:
     if only & {"S6F", "S7F"}:
         log("S6F/S7F: checkpoint write after a full load (ours: add_actions(); delta-rs's load is full)")
         measure("S6F", {**checkpoint, "full": True})
+    if only & {"S6V", "S7V", "S6VF", "S7VF"}:
+        v2 = {**checkpoint, "path": str(ensure_v2_table(a.big_cache, a.big_files, table))}
+        if only & {"S6V", "S7V"}:
+            log("S6V/S7V: checkpoint write of the table with checkpointPolicy=v2 (ours: sidecars)")
+            measure("S6V", v2)
+        if only & {"S6VF", "S7VF"}:
+            log("S6VF/S7VF: as S6V, after a full load (as S6F)")
+            measure("S6VF", {**v2, "full": True})
     if not only & set(STRUCT_KEYS):
         return
     base["path"] = str(ensure_struct_table(a.big_cache, a.big_files, table))

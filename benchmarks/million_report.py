@@ -97,6 +97,8 @@ WHY = {
     "S7": "the in-flight batches (a few of 32,768 adds, each with its stats text and parsed stats) "
     "and a row group of 65,536 rows buffered by the writer.",
     "S7S": "as S7.",
+    "S6V": "as S6: the 1M JSON stats parsed for `stats_parsed` (~1.3 s of CPU) bound the call; the "
+    "sidecars' writers encode on both cores, so the writer is no longer the floor (S6VF).",
     "S6S": "encoding and snappy-compressing the 1M rows into one parquet file: pyarrow's writer "
     "encodes a file's row groups on one thread, ~0.95-1.05 s for this checkpoint, and it is busy from "
     "~0.1-0.2 s into the call to its end (per column, written alone: paths 184 ms, stats text 232 ms, "
@@ -206,6 +208,16 @@ def _row_specs(n: int, api: str) -> list[tuple[str, str, str, str, str, str]]:
          "both engines start the checkpoint holding every file's parsed stats (delta-rs's `DeltaTable(p)` "
          "parses them at load; ours writes the ones `add_actions()` parsed as `stats_parsed`)"),
         ("S7F", "S7 peak RSS growth during the S6F checkpoint call", "S6F", "S6F", "growth_kb", "as S7"),
+        ("S6V", f"S6 on a `checkpointPolicy=v2` table, {n:,} files (ours: V2, sidecars)", "S6V", "S6V",
+         "samples", "as S6, on the same log plus one commit adding the `v2Checkpoint` feature with "
+         "`delta.checkpointPolicy=v2`: ours writes a UUID-named V2 checkpoint whose file actions are "
+         "streamed into sidecars (one per 262,144 files, each written on its own thread); delta-rs "
+         "writes a classic checkpoint"),
+        ("S7V", "S7 peak RSS growth during the S6V checkpoint call", "S6V", "S6V", "growth_kb", "as S7"),
+        ("S6VF", f"S6V after a full load, {n:,} files (both hold every file's parsed stats)", "S6VF",
+         "S6VF", "samples", "as S6V, with the loads of S6F"),
+        ("S7VF", "S7 peak RSS growth during the S6VF checkpoint call", "S6VF", "S6VF", "growth_kb",
+         "as S7"),
         ("S6S", f"S6 on the struct-stats table, {n:,} files (both write `stats_parsed`)", "S6S", "S6S",
          "samples", "as S6, on the table with `writeStatsAsStruct=true`: both engines write JSON stats, "
          "`stats_parsed` and `partitionValues_parsed`, from a checkpoint that has them"),
@@ -344,7 +356,7 @@ def _checks(runner: Runner) -> list[str]:
             continue
         _median_line(out, f"{key}: open + load before the timed call (untimed)", m4.open_seconds)
         _median_line(out, f"{key}: the same query a second time on the same snapshot", m4.again)
-    for key in ("S6", "S6S"):
+    for key in ("S6", "S6V", "S6S"):
         for engine in ("deltars", "ours"):
             m = res.get((key, engine))
             if m is None or not m.ok:

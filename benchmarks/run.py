@@ -309,7 +309,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--commits", type=int, help="timed commits per P3 process (default 15; quick 8)")
     ap.add_argument(
         "--only",
-        default="P1,P2,P3,P4,S1,S2,S3,S4,S4L,S5,S6,S7,S6F,S7F,S1S,S2S,S3S,S4S,S4SL,S6S,S7S",
+        default="P1,P2,P3,P4,S1,S2,S3,S4,S4L,S5,S6,S7,S6F,S7F,S6V,S7V,S6VF,S7VF,S1S,S2S,S3S,S4S,S4SL,S6S,S7S",
         help="comma-separated subset, e.g. P1,P3 or S1,S2",
     )
     ap.add_argument(

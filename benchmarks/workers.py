@@ -245,6 +245,18 @@ def _deltars_reads_checkpoint(path: str, version: int) -> dict[str, Any]:
     return {"version": dt.version(), "files": len(dt.file_uris())}
 
 
+def _checkpoint_files(log: Path, version: int) -> tuple[list[str], int]:
+    """The files of the checkpoint of `version` just written (a V2 checkpoint's sidecars too, as
+    `_last_checkpoint` names them) and their total size in bytes."""
+    checkpoints = sorted(p.name for p in log.glob(f"{version:020d}.checkpoint*.parquet"))
+    if not checkpoints or not (log / "_last_checkpoint").exists():
+        raise RuntimeError(f"no checkpoint / _last_checkpoint for version {version} in {log}")
+    v2 = json.loads((log / "_last_checkpoint").read_text()).get("v2Checkpoint")
+    if v2 and v2.get("path") in checkpoints:
+        checkpoints = [v2["path"], *(f"_sidecars/{s['path']}" for s in v2.get("sidecarFiles", []))]
+    return checkpoints, sum((log / c).stat().st_size for c in checkpoints)
+
+
 def _checkpoint_ops(
     engine: str, full: bool = False
 ) -> tuple[Callable[[str], Any], Callable[[Any], Callable[[], None]], Callable[[Any], int]]:
@@ -292,11 +304,7 @@ def task_checkpoint(spec: dict[str, Any], prof: _Profiler) -> dict[str, Any]:
         seconds, _ = _timed(prof, checkpoint(t))
         peak = _status_kb("VmHWM")
         version = version_of(t)
-        log = Path(path) / "_delta_log"
-        checkpoints = sorted(p.name for p in log.glob(f"{version:020d}.checkpoint*.parquet"))
-        if not checkpoints or not (log / "_last_checkpoint").exists():
-            raise RuntimeError(f"no checkpoint / _last_checkpoint for version {version} in {log}")
-        size = sum((log / c).stat().st_size for c in checkpoints)
+        checkpoints, size = _checkpoint_files(Path(path) / "_delta_log", version)
         result: dict[str, Any] = {
             "seconds": [seconds],
             "open_seconds": open_s,

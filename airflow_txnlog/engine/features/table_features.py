@@ -209,7 +209,7 @@ def implied_features(protocol: Protocol) -> tuple[set[str], set[str]]:
 # rows and the add fields of row tracking and clustering, and the deletion vector descriptors of adds
 # and removes (deletionVectors; a part may hold an add and a tombstone of one path with different DVs:
 # rows are keyed by (path, DV id)). v2Checkpoint tables with policy v2 get UUID-named V2 checkpoints
-# with a sidecar (engine.log.checkpoint_v2.write). Anything else (features not yet known) is refused
+# with sidecars (engine.state.checkpoint). Anything else (features not yet known) is refused
 # rather than written lossily. (The log holds no variant values; stats_parsed has its nullCount only.)
 CHECKPOINT_WRITER_FEATURES = registry.names(where="checkpoints")
 

@@ -14,13 +14,15 @@ The state is built exactly as for a classic checkpoint: the sidecars are its par
 JSON main file holds inline are applied after them (a checkpoint has one action per file key, so the
 order does not matter).
 
-Writing one (`write`, for tables whose protocol has `v2Checkpoint`; multi-part checkpoints are
-forbidden there):
-    1. the file actions (add / remove rows, the same columns a classic checkpoint has) go to one
-       sidecar `_delta_log/_sidecars/<uuid>.parquet` (none when there are no file actions);
-    2. then the main file `n.checkpoint.<uuid>.parquet`: the non-file actions, one `checkpointMetadata`
-       {version} and one `sidecar` action {path (the file name only), sizeInBytes, modificationTime}
-       per sidecar;
+Writing one (`state.checkpoint`, for tables whose protocol has `v2Checkpoint`; multi-part checkpoints
+are forbidden there):
+    1. the file actions (add / remove rows, the same columns a classic checkpoint has) are streamed
+       into sidecars `_delta_log/_sidecars/<uuid>.parquet` (`state.checkpoint_parts.SidecarWriters`:
+       one per 262,144 live files, at most 8, each written on its own thread; none when there are
+       no file actions);
+    2. then the main file `n.checkpoint.<uuid>.parquet` (`write_main`): the non-file actions, one
+       `checkpointMetadata` {version} and one `sidecar` action {path (the file name only),
+       sizeInBytes, modificationTime} per sidecar;
     3. the caller then points `_last_checkpoint` at it, with `v2Checkpoint` {path, sizeInBytes,
        modificationTime, sidecarFiles} (`nonFileActions` is optional and left out).
 Both names are new UUIDs, so two writers racing never overwrite each other: each complete main file
@@ -37,11 +39,10 @@ from typing import Any
 
 import orjson
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from airflow_txnlog.engine.errors import LogCorruptedError
-from airflow_txnlog.engine.log.actions import ADD, REMOVE, decode_path
+from airflow_txnlog.engine.log.actions import decode_path
 from airflow_txnlog.engine.storage import LOG_DIR, Storage, has_scheme
 
 SIDECAR_DIR = "_sidecars"
@@ -135,18 +136,12 @@ def _one_column_rows(table: pa.Table, column: str, rows: list[dict[str, Any]], t
     return pa.concat_tables([table, extra]).append_column(column, values)
 
 
-def write(storage: Storage, version: int, table: pa.Table) -> dict[str, Any]:
-    """Write `table` (a classic checkpoint's rows) as a UUID-named V2 checkpoint with one sidecar;
-    returns the `v2Checkpoint` entry for `_last_checkpoint`."""
-    is_file = pc.or_(pc.is_valid(table[ADD]), pc.is_valid(table[REMOVE]))
-    files = table.filter(is_file).select([ADD, REMOVE])
-    sidecars: list[dict[str, Any]] = []
-    if files.num_rows:
-        name = f"{uuid.uuid4()}.parquet"
-        data = _parquet(files)
-        storage.write(f"{LOG_DIR}/{SIDECAR_DIR}/{name}", data)
-        sidecars.append({"path": name, "sizeInBytes": len(data), "modificationTime": int(time.time() * 1000)})
-    small = table.filter(pc.invert(is_file)).drop_columns([ADD, REMOVE])
+def write_main(
+    storage: Storage, version: int, small: pa.Table, sidecars: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """Write the UUID-named main file of a V2 checkpoint: `small` (a checkpoint's non-file rows, in
+    its columns without add / remove), one checkpointMetadata and a `sidecar` action per entry of
+    `sidecars` (already written); returns the `v2Checkpoint` entry for `_last_checkpoint`."""
     small = _one_column_rows(small, CHECKPOINT_METADATA, [{"version": version}], CHECKPOINT_METADATA_TYPE)
     main = _one_column_rows(small, SIDECAR, sidecars, SIDECAR_TYPE)
     main_name = f"{version:020d}.checkpoint.{uuid.uuid4()}.parquet"

@@ -24,23 +24,27 @@ and a row group per part, never the whole checkpoint):
    the rows are written, and one value not of its column's type (another writer's) drops the column
    from every row: the files written so far are discarded and the checkpoint written again without
    it;
-4. on a table with `v2Checkpoint` and `delta.checkpointPolicy=v2`: a UUID-named V2 checkpoint, its
-   file actions in a sidecar (`checkpoint_v2.write`, built whole, never multi-part; without the
-   policy, Delta's default `classic`, a classic single file). Otherwise the rows are streamed: the
-   live adds are read `BATCH_ROWS` at a time (the previous checkpoint's columns batch by batch,
-   never all at once; in-memory rows sliced), converted on worker threads while the next batch is
-   read (`ordered_map`, order kept), and handed to `checkpoint_parts.PartWriters`, which writes
-   `%020d.checkpoint.parquet`, or, when asked for a `part_size` and with more rows, the parts
-   `%020d.checkpoint.%010d.%010d.parquet`, in row groups. Parts are clustered as the protocol
-   requires, by Spark's hash partitioning of the file path: part = pmod(murmur3_32(path, seed 42),
-   parts) + 1, with Spark's variant of murmur3 (trailing bytes mixed one by one); a non-file action
-   has no path and lands where Spark puts a null key, part pmod(42, parts) + 1. So every action of
-   a path is in one part, and two writers that race to write the same parts write the same rows
-   into each. A part appears whole (temp + rename, or one object put), after every part is done;
+4. the rows are streamed: the live adds are read `BATCH_ROWS` at a time (the previous checkpoint's
+   columns batch by batch, never all at once; in-memory rows sliced), converted on worker threads
+   while the next batch is read (`ordered_map`, order kept), and handed to
+   `checkpoint_parts.PartWriters`, which writes `%020d.checkpoint.parquet`, or, when asked for a
+   `part_size` and with more rows, the parts `%020d.checkpoint.%010d.%010d.parquet`, in row groups.
+   Parts are clustered as the protocol requires, by Spark's hash partitioning of the file path: part
+   = pmod(murmur3_32(path, seed 42), parts) + 1, with Spark's variant of murmur3 (trailing bytes
+   mixed one by one); a non-file action has no path and lands where Spark puts a null key, part
+   pmod(42, parts) + 1. So every action of a path is in one part, and two writers that race to write
+   the same parts write the same rows into each. A part appears whole (temp + rename, or one object
+   put), after every part is done. On a table with `v2Checkpoint` and `delta.checkpointPolicy=v2`
+   the same stream of file actions goes to the sidecars of a UUID-named V2 checkpoint instead
+   (`checkpoint_parts.SidecarWriters`, one per 262,144 live files, each on its own thread), and the
+   main file (`checkpoint_v2.write_main`: the non-file actions, checkpointMetadata, a sidecar action
+   per sidecar) is written after them; never multi-part. Without the policy (Delta's default
+   `classic`) such a table gets a classic single-file checkpoint, as Delta writes it;
 5. only then overwrite `_last_checkpoint` with {version, size, parts?, sizeInBytes, numOfAddFiles,
    v2Checkpoint?}.
 A crash between 4 and 5 leaves a stale hint, which readers tolerate; a crash during 4 leaves an
-incomplete multi-part set, which readers ignore.
+incomplete multi-part set, which readers ignore, or sidecars no main file names, which log cleanup
+reclaims.
 
 Reading a checkpoint into a `LogState` is `checkpoint_read`'s.
 """
@@ -75,7 +79,7 @@ from airflow_txnlog.engine.log.actions import (
 from airflow_txnlog.engine.log.checkpoint_columns import ordered_map
 from airflow_txnlog.engine.log.log_paths import LAST_CHECKPOINT
 from airflow_txnlog.engine.log.log_reader import read_last_checkpoint
-from airflow_txnlog.engine.log.replay import ADD_TYPE, DV_TYPE, REMOVE_TYPE, STR_MAP, LogState
+from airflow_txnlog.engine.log.replay import ADD_TYPE, REMOVE_TYPE, LogState
 from airflow_txnlog.engine.log.stats_struct import (
     add_stats_json,
     conform_struct,
@@ -86,7 +90,14 @@ from airflow_txnlog.engine.log.thread_pools import side_reads
 from airflow_txnlog.engine.properties import TableProperties
 from airflow_txnlog.engine.schema import schema_from_json
 from airflow_txnlog.engine.state.add_actions import parsed_base, partition_lookup, typed_partition
-from airflow_txnlog.engine.state.checkpoint_parts import PartWriters, checkpoint_schema, column_table
+from airflow_txnlog.engine.state.checkpoint_parts import (
+    PartWriters,
+    SidecarWriters,
+    checkpoint_schema,
+    column_table,
+    sidecar_count,
+)
+from airflow_txnlog.engine.state.tail_actions import tail_adds_array, tail_removes_array
 from airflow_txnlog.engine.storage import LOG_DIR, Storage
 
 # None: one classic checkpoint file however many actions (Delta on Spark's default: its
@@ -99,68 +110,6 @@ _T = TypeVar("_T")
 Split = Callable[
     [str, pa.Array], list[pa.Table]
 ]  # one action's rows -> each part's rows (`PartWriters.split`)
-
-
-# ----------------------------------------------------------------------------- stats: struct -> JSON
-# `stats_parsed` is rendered as JSON text column by column with Arrow kernels (a Python value per row
-# costs ~50 us a file in datetimes alone). Each struct becomes `{"name":value,...}` over its non-null
-# fields; a struct with none is null, so it drops out of its parent like a null value.
-def _map_array(maps: list[dict[str, Any] | None]) -> pa.Array:
-    """A map<string,string> column built from offsets (much faster than from Python pairs)."""
-    if all(m is None for m in maps):
-        return pa.nulls(len(maps), STR_MAP)
-    offsets: list[int] = [0]
-    keys: list[str] = []
-    values: list[Any] = []
-    mask: list[bool] = []
-    for m in maps:
-        mask.append(m is None)
-        if m:
-            keys.extend(m.keys())
-            values.extend(m.values())
-        offsets.append(len(keys))
-    return pa.MapArray.from_arrays(
-        pa.array(offsets, pa.int32()),
-        pa.array(keys, pa.string()),
-        pa.array(values, pa.string()),
-        mask=pa.array(mask, pa.bool_()) if any(mask) else None,
-    )
-
-
-def _pairs(m: dict[str, Any] | None) -> list[tuple[str, Any]] | None:
-    return list(m.items()) if m is not None else None
-
-
-def _tail_adds_array(adds: list[dict[str, Any]]) -> pa.StructArray:
-    cols = [
-        pa.array([d["path"] for d in adds], pa.string()),
-        _map_array([d.get("partitionValues") or {} for d in adds]),
-        pa.array([d.get("size") for d in adds], pa.int64()),
-        pa.array([d.get("modificationTime") for d in adds], pa.int64()),
-        pa.array([False] * len(adds), pa.bool_()),
-        pa.array([d.get("stats") for d in adds], pa.string()),
-        _map_array([d.get("tags") for d in adds]),
-        pa.array([d.get("deletionVector") for d in adds], DV_TYPE),
-        pa.array([d.get("baseRowId") for d in adds], pa.int64()),
-        pa.array([d.get("defaultRowCommitVersion") for d in adds], pa.int64()),
-        pa.array([d.get("clusteringProvider") for d in adds], pa.string()),
-    ]
-    return pa.StructArray.from_arrays(cols, fields=list(ADD_TYPE))
-
-
-def _tail_removes_array(removes: list[dict[str, Any]]) -> pa.StructArray:
-    cols = [
-        pa.array([d["path"] for d in removes], pa.string()),
-        pa.array([d.get("deletionTimestamp") for d in removes], pa.int64()),
-        pa.array([bool(d.get("dataChange", True)) for d in removes], pa.bool_()),
-        pa.array([d.get("extendedFileMetadata") for d in removes], pa.bool_()),
-        pa.array([_pairs(d.get("partitionValues")) for d in removes], STR_MAP),
-        pa.array([d.get("size") for d in removes], pa.int64()),
-        pa.array([d.get("deletionVector") for d in removes], DV_TYPE),
-        pa.array([d.get("baseRowId") for d in removes], pa.int64()),
-        pa.array([d.get("defaultRowCommitVersion") for d in removes], pa.int64()),
-    ]
-    return pa.StructArray.from_arrays(cols, fields=list(REMOVE_TYPE))
 
 
 class _UntypedPartitionValue(Exception):
@@ -208,7 +157,7 @@ class _Plan:
         removes = pa.concat_arrays(
             [
                 conform_struct(state.live_base_removes(), REMOVE_TYPE),
-                _tail_removes_array(state.tail_removes()),
+                tail_removes_array(state.tail_removes()),
             ]
         )
         if len(removes):
@@ -326,7 +275,7 @@ def _add_tables(plan: _Plan, split: Split) -> Iterator[list[pa.Table]]:
     the next batch is read."""
     pairs = _with_loaded(_base_batches(plan.state), plan.loaded)
     yield from ordered_map(lambda pair: split(ADD, _base_add_rows(plan, *pair)), pairs)
-    yield split(ADD, _add_rows(plan, _tail_adds_array(plan.state.tail_adds())))
+    yield split(ADD, _add_rows(plan, tail_adds_array(plan.state.tail_adds())))
 
 
 def _with_loaded(
@@ -370,6 +319,11 @@ def _tables(plan: _Plan, split: Split) -> Iterator[list[pa.Table]]:
     for column, rows in _small_rows(plan.state).items():
         if rows:
             yield split(column, pa.array(rows, type=plan.schema.field(column).type))
+    yield from _file_tables(plan, split)
+
+
+def _file_tables(plan: _Plan, split: Split) -> Iterator[list[pa.Table]]:
+    """The checkpoint's file-action rows in order: adds, then tombstones."""
     yield from _add_tables(plan, split)
     yield split(REMOVE, plan.removes)
 
@@ -427,7 +381,7 @@ def write_checkpoint(
     parsed_base_stats: pa.Array | pa.ChunkedArray | None = None,
 ) -> dict[str, Any]:
     """Write the checkpoint of `state` and then `_last_checkpoint`; returns the hint written. A
-    classic checkpoint is streamed (`checkpoint_parts`), a V2 one built whole. `parsed_base_stats`:
+    checkpoint is streamed (`checkpoint_parts`), classic or V2. `parsed_base_stats`:
     the live checkpoint rows' stats a snapshot of `state` parsed already (`Snapshot.parsed_base_stats`),
     written as their `stats_parsed` instead of parsing their JSON again (ignored unless of its type)."""
 
@@ -449,13 +403,7 @@ def _write_files(storage: Storage, plan: _Plan, part_size: int | None) -> dict[s
     # (a v2Checkpoint table without policy `v2`: a classic V1-spec checkpoint, as Delta writes it, which
     # PROTOCOL.md always allows and DROP FEATURE v2Checkpoint needs; never multi-part while listed)
     if v2_listed and v2_checkpoints(conf):
-        table = _whole(plan)
-        v2 = checkpoint_v2.write(storage, state.version, table)
-        size = sum(s["sizeInBytes"] for s in v2["sidecarFiles"]) + v2["sizeInBytes"]
-        rows = table.num_rows + 1 + len(v2["sidecarFiles"])  # + checkpointMetadata + sidecar actions
-        hint = {"version": state.version, "size": rows, "sizeInBytes": size, "numOfAddFiles": plan.num_adds}
-        hint["v2Checkpoint"] = v2
-        return hint
+        return _write_v2(storage, plan)
     # (the row count, which needs the tombstones, is asked for before writing only to size parts)
     n_parts = 1 if part_size is None or v2_listed else max(1, -(-plan.num_rows // max(1, part_size)))
     with PartWriters(storage, state.version, n_parts, plan.schema) as parts:
@@ -466,4 +414,28 @@ def _write_files(storage: Storage, plan: _Plan, part_size: int | None) -> dict[s
     if n_parts > 1:
         hint["parts"] = n_parts
     hint.update({"sizeInBytes": sum(sizes), "numOfAddFiles": plan.num_adds})
+    return hint
+
+
+def _write_v2(storage: Storage, plan: _Plan) -> dict[str, Any]:
+    """Write the V2 checkpoint of `plan`: its file actions streamed into sidecars, written on a
+    thread each, then the main file naming them; the `_last_checkpoint` hint for it."""
+    state = plan.state
+    files = pa.schema([plan.schema.field(ADD), plan.schema.field(REMOVE)])
+    with SidecarWriters(storage, sidecar_count(plan.num_adds), files) as sidecars:
+        for (rows,) in _file_tables(plan, lambda column, arr: [column_table(files, column, arr)]):
+            sidecars.add(rows)
+        entries = sidecars.publish()
+    others = pa.schema([f for f in plan.schema if f.name not in (ADD, REMOVE)])
+    small = pa.concat_tables(
+        [
+            column_table(others, column, pa.array(rows, others.field(column).type))
+            for column, rows in _small_rows(state).items()
+        ]
+    )
+    v2 = checkpoint_v2.write_main(storage, state.version, small, entries)
+    size = sum(s["sizeInBytes"] for s in entries) + v2["sizeInBytes"]
+    rows = plan.num_rows + 1 + len(entries)  # + checkpointMetadata + sidecar actions
+    hint = {"version": state.version, "size": rows, "sizeInBytes": size, "numOfAddFiles": plan.num_adds}
+    hint["v2Checkpoint"] = v2
     return hint

@@ -1,5 +1,6 @@
-"""The part files of a classic checkpoint (its schema: `checkpoint_schema`), written as streams of
-row groups in bounded memory.
+"""The files of a checkpoint that hold its rows, written as streams of row groups in bounded memory:
+the part files of a classic checkpoint (its schema: `checkpoint_schema`) and the sidecar files of a
+V2 one.
 
 `PartWriters(storage, version, parts, schema)` takes a checkpoint's rows table by table (a batch of
 add actions at a time) and sends each row to its part: with one part every row; with more, the part
@@ -15,11 +16,22 @@ under `_delta_log/.tmp/`, named `.<final name>.<uuid hex>.tmp` as `LocalStorage.
 own, whose writeback to disk is started after each row group (`writeback.SyncedFile`, so the disk
 writes while the next row group is encoded), which is fsynced and renamed over the final name when
 `publish` runs; elsewhere (object stores) a part's bytes collect in memory and go out in one
-`Storage.write` (one object put), since `Storage` has no streamed upload. Invariants:
+`Storage.write` (one object put), since `Storage` has no streamed upload.
+
+`SidecarWriters(storage, count, schema)` writes the file actions (add / remove columns only) of a V2
+checkpoint into `count` sidecars `_delta_log/_sidecars/<uuid>.parquet` (`sidecar_count`: one per
+`SIDECAR_ROWS` live files, at most `MAX_SIDECARS`). The protocol sets no order or clustering for
+sidecars, so rows are dealt to them in turn, `DEAL_ROWS` at a time (slices: no copy, no hash), and
+each sidecar is written by its own thread as a part is: a V2 checkpoint of a big table encodes on
+several threads, where a classic one, a single file, encodes on one. A sidecar dealt no rows is
+dropped, never published.
+
+Invariants:
 - nothing is published before every part is complete, and parts are published in part order (a
-  crash in between leaves an incomplete multi-part set, which readers ignore);
+  crash in between leaves an incomplete multi-part set, which readers ignore; sidecars left by a
+  crash are named by no checkpoint, and log cleanup reclaims them);
 - a failure (or leaving the `with` block without `publish`) removes the temporary files;
-- an empty part is still written, with the schema and no rows.
+- an empty part is still written, with the schema and no rows (an empty sidecar is not).
 """
 
 from __future__ import annotations
@@ -29,9 +41,11 @@ import io
 import os
 import queue
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from types import TracebackType
+from typing import Any, Self
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -46,6 +60,7 @@ from airflow_txnlog.engine.log.actions import (
     STATS_PARSED,
     TXN,
 )
+from airflow_txnlog.engine.log.checkpoint_v2 import SIDECAR_DIR
 from airflow_txnlog.engine.log.log_paths import checkpoint_name
 from airflow_txnlog.engine.log.replay import REMOVE_TYPE, STR_MAP
 from airflow_txnlog.engine.log.spark_hash import part_numbers
@@ -53,6 +68,9 @@ from airflow_txnlog.engine.storage import LOG_DIR, LocalStorage, Storage
 from airflow_txnlog.engine.writeback import SyncedFile
 
 ROW_GROUP_ROWS = 65_536  # rows a part buffers before writing them as a row group
+SIDECAR_ROWS = 262_144  # live files per sidecar of a V2 checkpoint (each sidecar has its own thread)
+MAX_SIDECARS = 8
+DEAL_ROWS = ROW_GROUP_ROWS // 2  # rows dealt to one sidecar at a time (a bigger table is sliced)
 _QUEUED = 2  # tables waiting for a part's writer thread
 # Fields whose values are (nearly) unique per file: written plain, as dictionary encoding of them
 # costs time and bytes (it is tried, and given up, in every row group). All others (partition
@@ -253,29 +271,41 @@ class _Part:
             self.temp = None
 
 
-class PartWriters:
-    """The `parts` part files of the checkpoint of `version` (see the module docstring)."""
+class _Files:
+    """A set of `_Part`s written together: removed unless published (leaving the `with` block)."""
 
-    def __init__(self, storage: Storage, version: int, parts: int, schema: pa.Schema) -> None:
+    def __init__(self, storage: Storage, keys: list[str], schema: pa.Schema) -> None:
         self._storage = storage
         self._schema = schema
-        self._count = parts
-        keys = [checkpoint_name(version, i + 1, parts) for i in range(parts)] if parts > 1 else None
         self._parts: list[_Part] = []
         try:
-            for key in keys or [checkpoint_name(version)]:
-                self._parts.append(_Part(storage, f"{LOG_DIR}/{key}", schema))
+            for key in keys:
+                self._parts.append(_Part(storage, key, schema))
         except BaseException:
             self._discard()
             raise
 
-    def __enter__(self) -> PartWriters:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self._discard()  # (after `publish` nothing is left to discard)
+
+    def _discard(self) -> None:
+        for part in self._parts:
+            part.discard()
+        self._parts = []
+
+
+class PartWriters(_Files):
+    """The `parts` part files of the checkpoint of `version` (see the module docstring)."""
+
+    def __init__(self, storage: Storage, version: int, parts: int, schema: pa.Schema) -> None:
+        keys = [checkpoint_name(version, i + 1, parts) for i in range(parts)] if parts > 1 else None
+        super().__init__(storage, [f"{LOG_DIR}/{key}" for key in keys or [checkpoint_name(version)]], schema)
+        self._count = parts
 
     def split(self, column: str, arr: pa.Array) -> list[pa.Table]:
         """Rows of one action (`arr`, the values of `column`) as each part's rows of the checkpoint
@@ -305,7 +335,42 @@ class PartWriters:
         self._parts = []
         return sizes
 
-    def _discard(self) -> None:
-        for part in self._parts:
-            part.discard()
+
+def sidecar_count(files: int) -> int:
+    """The sidecars a V2 checkpoint of `files` live files is written in (at least one)."""
+    return max(1, min(MAX_SIDECARS, -(-files // SIDECAR_ROWS)))
+
+
+class SidecarWriters(_Files):
+    """`count` sidecar files of a V2 checkpoint, with the add / remove columns of `schema` (see the
+    module docstring)."""
+
+    def __init__(self, storage: Storage, count: int, schema: pa.Schema) -> None:
+        self._names = [f"{uuid.uuid4()}.parquet" for _ in range(count)]
+        super().__init__(storage, [f"{LOG_DIR}/{SIDECAR_DIR}/{name}" for name in self._names], schema)
+        self._rows = [0] * count
+        self._next = 0
+
+    def add(self, table: pa.Table) -> None:
+        """Append a table of file-action rows to the sidecars in turn, `DEAL_ROWS` rows at a time."""
+        for start in range(0, table.num_rows, DEAL_ROWS):
+            piece = table.slice(start, DEAL_ROWS)  # (no copy)
+            self._parts[self._next].add(piece)
+            self._rows[self._next] += piece.num_rows
+            self._next = (self._next + 1) % len(self._parts)
+
+    def publish(self) -> list[dict[str, Any]]:
+        """Finish every sidecar, put those holding rows in place; their `sidecar` actions
+        ({path, sizeInBytes, modificationTime}), in order."""
+        sizes = [part.finish() for part in self._parts]
+        entries = []
+        for part, name, rows, size in zip(self._parts, self._names, self._rows, sizes, strict=True):
+            if rows:
+                part.publish(self._storage)
+                entries.append(
+                    {"path": name, "sizeInBytes": size, "modificationTime": int(time.time() * 1000)}
+                )
+            else:
+                part.discard()
         self._parts = []
+        return entries

@@ -1,7 +1,8 @@
 """V2 checkpoints (engine.log.checkpoint_v2): the Spark-written reference tables (a JSON and a parquet
 UUID-named checkpoint, each with two sidecars), a JSON checkpoint holding its file actions inline,
 a missing sidecar, and writing to such a table (our checkpoints of it are UUID-named V2 checkpoints
-with a sidecar, never multi-part, which the feature forbids).
+with sidecars, never multi-part, which the feature forbids; a big one streams its file actions into
+several sidecars, and one that fails leaves nothing behind).
 
 Expected rows: the tables hold range(10) (commit 2: numOutputRows 10, ids 0..9), as
 tests/compat/test_golden.py checks; here the same rows must come back through each path."""
@@ -17,6 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from airflow_txnlog.engine import LogCorruptedError, Table
+from airflow_txnlog.engine.state import checkpoint, checkpoint_parts
 
 GOLDEN = Path(__file__).parents[2] / "compat" / "golden"
 
@@ -166,3 +168,102 @@ def test_a_table_we_create_with_the_v2_policy_checkpoints_itself_in_v2(tmp_path:
     assert len(list((log / "_sidecars").glob("*.parquet"))) == 2
     assert Table.open(str(tmp_path / "t")).snapshot().checkpoint_version == 4
     assert _ids(Table.open(str(tmp_path / "t"))) == [0, 1, 2, 3]
+
+
+def _streamed_v2_table(root: Path) -> Table:
+    """A v2-policy table: 10 files checkpointed, 3 of them removed (tombstones), 4 more added."""
+    props = {"delta.checkpointPolicy": "v2", "delta.checkpointInterval": "1000"}
+    t = Table.create(str(root), schema=pa.schema([("id", pa.int64())]), properties=props)
+    for i in range(10):
+        t.write(pa.table({"id": [i]}))
+    t.checkpoint()  # the next checkpoint reads its base rows from this one's sidecars
+    with t.transaction(operation="DELETE") as txn:
+        for f in t.snapshot().files(filter="id < 3"):
+            txn.remove(f)
+        txn.commit()
+    for i in range(10, 14):
+        t.write(pa.table({"id": [i]}))
+    return Table.open(str(root))  # (its live files: the first checkpoint's rows, then the tail's)
+
+
+def test_a_big_v2_checkpoint_is_streamed_into_several_sidecars(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """11 live files and 3 tombstones, read 3 rows at a time, dealt 3 at a time to ceil(11 / 4) = 3
+    sidecars: each holds rows, together they hold every live file once and every tombstone."""
+    monkeypatch.setattr(checkpoint, "BATCH_ROWS", 3)
+    monkeypatch.setattr(checkpoint_parts, "SIDECAR_ROWS", 4)
+    monkeypatch.setattr(checkpoint_parts, "DEAL_ROWS", 3)
+    root = tmp_path / "t"
+    t = _streamed_v2_table(root)
+    removed = {f.path for f in Table.open(str(root)).snapshot(version=10).files(filter="id < 3")}
+    t.checkpoint()
+    log = root / "_delta_log"
+    hint = json.loads((log / "_last_checkpoint").read_text())
+    entries = hint["v2Checkpoint"]["sidecarFiles"]
+    assert len(entries) == 3 and hint["numOfAddFiles"] == 11
+    adds: list[str] = []
+    removes: list[str] = []
+    for entry in entries:
+        side = pq.read_table(log / "_sidecars" / entry["path"])
+        assert side.column_names == ["add", "remove"] and side.num_rows > 0
+        assert (log / "_sidecars" / entry["path"]).stat().st_size == entry["sizeInBytes"]
+        adds += [a["path"] for a in side.column("add").to_pylist() if a]
+        removes += [r["path"] for r in side.column("remove").to_pylist() if r]
+    live = t.snapshot().file_paths()
+    assert sorted(adds) == sorted(live) and len(live) == 11
+    assert sorted(removes) == sorted(removed) and len(removed) == 3
+    main = pq.read_table(log / hint["v2Checkpoint"]["path"]).to_pylist()
+    named = [
+        {k: r["sidecar"][k] for k in ("path", "sizeInBytes", "modificationTime")}
+        for r in main
+        if r["sidecar"]
+    ]
+    assert named == entries and not any(r.get("add") or r.get("remove") for r in main)
+    assert hint["size"] == len(main) + 14  # main rows (small actions, metadata, sidecars) + file rows
+    for commit in log.glob("*.json"):
+        commit.unlink()
+    fresh = Table.open(str(root))
+    assert fresh.snapshot().checkpoint_version == t.latest_version()
+    assert _ids(fresh) == list(range(3, 14))
+
+
+def test_a_v2_checkpoint_that_fails_midway_leaves_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A failure after some sidecars got rows: no main file, no sidecar, no temporary file, the
+    previous `_last_checkpoint` kept; the table reads as before."""
+    monkeypatch.setattr(checkpoint, "BATCH_ROWS", 3)
+    monkeypatch.setattr(checkpoint_parts, "SIDECAR_ROWS", 4)
+    monkeypatch.setattr(checkpoint_parts, "DEAL_ROWS", 3)
+    root = tmp_path / "t"
+    t = _streamed_v2_table(root)
+    log = root / "_delta_log"
+    before = {p.relative_to(log) for p in log.rglob("*") if p.is_file()}
+    hint = (log / "_last_checkpoint").read_text()
+    real, calls = checkpoint._base_add_rows, []
+
+    def failing(*args: object, **kwargs: object) -> pa.StructArray:
+        calls.append(1)
+        if len(calls) == 3:  # (two batches already dealt to sidecars)
+            raise OSError("disk full")
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(checkpoint, "_base_add_rows", failing)
+    with pytest.raises(OSError, match="disk full"):
+        t.checkpoint()
+    assert len(calls) >= 3
+    assert {p.relative_to(log) for p in log.rglob("*") if p.is_file()} == before
+    assert (log / "_last_checkpoint").read_text() == hint
+    assert _ids(Table.open(str(root))) == list(range(3, 14))
+
+
+def test_a_v2_checkpoint_of_a_table_without_files_has_no_sidecar(tmp_path: Path) -> None:
+    props = {"delta.checkpointPolicy": "v2"}
+    t = Table.create(str(tmp_path / "t"), schema=pa.schema([("id", pa.int64())]), properties=props)
+    t.checkpoint()
+    log = tmp_path / "t" / "_delta_log"
+    hint = json.loads((log / "_last_checkpoint").read_text())
+    assert hint["v2Checkpoint"]["sidecarFiles"] == [] and hint["numOfAddFiles"] == 0
+    assert not list(log.rglob("_sidecars/*")) and not list(log.rglob(".tmp/*"))
+    assert Table.open(str(tmp_path / "t")).snapshot().checkpoint_version == 0
