@@ -188,6 +188,7 @@ class _Part:
                     os.unlink(self.temp)
                 raise
         self.queue: queue.Queue[pa.Table | None] = queue.Queue(_QUEUED)
+        self.ended = False  # (the end of the rows is queued)
         self.error: BaseException | None = None
         self.thread = threading.Thread(target=self._run, name=f"checkpoint {key}", daemon=True)
         self.thread.start()
@@ -230,9 +231,15 @@ class _Part:
         if table.num_rows:
             self.queue.put(table)
 
+    def end(self) -> None:
+        """No more rows: the thread writes what is left and closes the file (`finish` waits)."""
+        if not self.ended:
+            self.ended = True
+            self.queue.put(None)
+
     def finish(self) -> int:
         """Write what is left and close the file (fsynced when local); its size in bytes."""
-        self.queue.put(None)
+        self.end()
         self.thread.join()
         if self.error is not None:
             raise self.error
@@ -257,7 +264,7 @@ class _Part:
     def discard(self) -> None:
         if self.thread.is_alive():
             self.error = self.error or RuntimeError("checkpoint part abandoned")
-            self.queue.put(None)
+            self.end()
             self.thread.join()
         self.memory = None
         if self.synced is not None:
@@ -292,6 +299,13 @@ class _Files:
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self._discard()  # (after `publish` nothing is left to discard)
+
+    def _finish(self) -> list[int]:
+        """Every part's size once all are written: each is told the rows ended before any is
+        waited for, so their last row groups are encoded (and fsynced) side by side."""
+        for part in self._parts:
+            part.end()
+        return [part.finish() for part in self._parts]
 
     def _discard(self) -> None:
         for part in self._parts:
@@ -329,7 +343,7 @@ class PartWriters(_Files):
 
     def publish(self) -> list[int]:
         """Finish every part, then put them in place in part order; the parts' sizes in bytes."""
-        sizes = [part.finish() for part in self._parts]
+        sizes = self._finish()
         for part in self._parts:
             part.publish(self._storage)
         self._parts = []
@@ -362,7 +376,7 @@ class SidecarWriters(_Files):
     def publish(self) -> list[dict[str, Any]]:
         """Finish every sidecar, put those holding rows in place; their `sidecar` actions
         ({path, sizeInBytes, modificationTime}), in order."""
-        sizes = [part.finish() for part in self._parts]
+        sizes = self._finish()
         entries = []
         for part, name, rows, size in zip(self._parts, self._names, self._rows, sizes, strict=True):
             if rows:

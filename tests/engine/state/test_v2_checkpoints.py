@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import json
 import shutil
+import threading
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -171,14 +174,15 @@ def test_a_table_we_create_with_the_v2_policy_checkpoints_itself_in_v2(tmp_path:
 
 
 def _streamed_v2_table(root: Path) -> Table:
-    """A v2-policy table: 10 files checkpointed, 3 of them removed (tombstones), 4 more added."""
+    """A v2-policy table: 10 files checkpointed, 3 of them (ids 7-9) removed (tombstones), 4 more
+    added; 11 live files, ids 0-6 and 10-13."""
     props = {"delta.checkpointPolicy": "v2", "delta.checkpointInterval": "1000"}
     t = Table.create(str(root), schema=pa.schema([("id", pa.int64())]), properties=props)
     for i in range(10):
         t.write(pa.table({"id": [i]}))
     t.checkpoint()  # the next checkpoint reads its base rows from this one's sidecars
     with t.transaction(operation="DELETE") as txn:
-        for f in t.snapshot().files(filter="id < 3"):
+        for f in t.snapshot().files(filter="id >= 7"):
             txn.remove(f)
         txn.commit()
     for i in range(10, 14):
@@ -186,33 +190,43 @@ def _streamed_v2_table(root: Path) -> Table:
     return Table.open(str(root))  # (its live files: the first checkpoint's rows, then the tail's)
 
 
-def test_a_big_v2_checkpoint_is_streamed_into_several_sidecars(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """11 live files and 3 tombstones, read 3 rows at a time, dealt 3 at a time to ceil(11 / 4) = 3
-    sidecars: each holds rows, together they hold every live file once and every tombstone."""
+LIVE_IDS = [*range(7), *range(10, 14)]
+
+
+def _small_sidecars(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Base rows read 3 at a time, dealt 3 at a time to one sidecar per 4 live files, row groups of
+    4 rows (the first of 2): a small table takes every path of a big one."""
     monkeypatch.setattr(checkpoint, "BATCH_ROWS", 3)
     monkeypatch.setattr(checkpoint_parts, "SIDECAR_ROWS", 4)
     monkeypatch.setattr(checkpoint_parts, "DEAL_ROWS", 3)
+    monkeypatch.setattr(checkpoint_parts, "ROW_GROUP_ROWS", 4)
+
+
+def test_a_big_v2_checkpoint_is_streamed_into_several_sidecars(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """11 live files and 3 tombstones dealt to ceil(11 / 4) = 3 sidecars: each holds rows, and
+    together they hold every live file once, as it is, and every tombstone with its timestamp."""
+    _small_sidecars(monkeypatch)
     root = tmp_path / "t"
     t = _streamed_v2_table(root)
-    removed = {f.path for f in Table.open(str(root)).snapshot(version=10).files(filter="id < 3")}
-    t.checkpoint()
     log = root / "_delta_log"
+    delete = [json.loads(x) for x in (log / f"{11:020d}.json").read_text().splitlines()]
+    removed = {a["remove"]["path"]: a["remove"]["deletionTimestamp"] for a in delete if "remove" in a}
+    t.checkpoint()
     hint = json.loads((log / "_last_checkpoint").read_text())
     entries = hint["v2Checkpoint"]["sidecarFiles"]
     assert len(entries) == 3 and hint["numOfAddFiles"] == 11
-    adds: list[str] = []
-    removes: list[str] = []
+    adds, removes = [], []
     for entry in entries:
         side = pq.read_table(log / "_sidecars" / entry["path"])
         assert side.column_names == ["add", "remove"] and side.num_rows > 0
         assert (log / "_sidecars" / entry["path"]).stat().st_size == entry["sizeInBytes"]
-        adds += [a["path"] for a in side.column("add").to_pylist() if a]
-        removes += [r["path"] for r in side.column("remove").to_pylist() if r]
-    live = t.snapshot().file_paths()
-    assert sorted(adds) == sorted(live) and len(live) == 11
-    assert sorted(removes) == sorted(removed) and len(removed) == 3
+        adds += [(a["path"], a["size"], json.loads(a["stats"])) for a in side.column("add").to_pylist() if a]
+        removes += [(r["path"], r["deletionTimestamp"]) for r in side.column("remove").to_pylist() if r]
+    live = [(f.path, f.size, json.loads(f.stats or "null")) for f in t.snapshot().files()]
+    assert sorted(adds, key=repr) == sorted(live, key=repr) and len(live) == 11
+    assert sorted(removes) == sorted(removed.items()) and len(removed) == 3
     main = pq.read_table(log / hint["v2Checkpoint"]["path"]).to_pylist()
     named = [
         {k: r["sidecar"][k] for k in ("path", "sizeInBytes", "modificationTime")}
@@ -225,37 +239,69 @@ def test_a_big_v2_checkpoint_is_streamed_into_several_sidecars(
         commit.unlink()
     fresh = Table.open(str(root))
     assert fresh.snapshot().checkpoint_version == t.latest_version()
-    assert _ids(fresh) == list(range(3, 14))
+    assert _ids(fresh) == LIVE_IDS
 
 
+def _fail_converting(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The third batch of live base rows fails to convert (the two before it were dealt to two
+    sidecars: results are consumed in order, so theirs were dealt before this error is raised)."""
+    real, calls = checkpoint._base_add_rows, []
+
+    def failing(plan: Any, raw: pa.StructArray, loaded: Any) -> pa.StructArray:
+        if len(raw):  # (a batch whose rows are all removed deals nothing)
+            calls.append(1)
+            if len(calls) == 3:
+                raise OSError("disk full")
+        return real(plan, raw, loaded)
+
+    monkeypatch.setattr(checkpoint, "_base_add_rows", failing)
+    return calls
+
+
+def _fail_writing(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The second row group a sidecar's writer thread writes fails (the first reached its file)."""
+    real, calls, lock = pq.ParquetWriter.write_table, [], threading.Lock()
+
+    def failing(self: pq.ParquetWriter, *args: Any, **kwargs: Any) -> None:
+        with lock:
+            calls.append(1)
+            n = len(calls)
+        if n == 2:
+            raise OSError("disk full")
+        real(self, *args, **kwargs)
+
+    monkeypatch.setattr(pq.ParquetWriter, "write_table", failing)
+    return calls
+
+
+@pytest.mark.parametrize("fail", [_fail_converting, _fail_writing], ids=["converting", "writing"])
 def test_a_v2_checkpoint_that_fails_midway_leaves_nothing(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fail: Callable[[pytest.MonkeyPatch], list[int]]
 ) -> None:
-    """A failure after some sidecars got rows: no main file, no sidecar, no temporary file, the
-    previous `_last_checkpoint` kept; the table reads as before."""
-    monkeypatch.setattr(checkpoint, "BATCH_ROWS", 3)
-    monkeypatch.setattr(checkpoint_parts, "SIDECAR_ROWS", 4)
-    monkeypatch.setattr(checkpoint_parts, "DEAL_ROWS", 3)
+    """A failure after two sidecars got rows, in a converter or in a sidecar's writer thread: no
+    main file, no sidecar, no temporary file, the previous `_last_checkpoint` kept; the table reads
+    as before."""
+    _small_sidecars(monkeypatch)
     root = tmp_path / "t"
     t = _streamed_v2_table(root)
     log = root / "_delta_log"
     before = {p.relative_to(log) for p in log.rglob("*") if p.is_file()}
     hint = (log / "_last_checkpoint").read_text()
-    real, calls = checkpoint._base_add_rows, []
+    dealt: list[int] = []
+    real_add = checkpoint_parts.SidecarWriters.add
 
-    def failing(*args: object, **kwargs: object) -> pa.StructArray:
-        calls.append(1)
-        if len(calls) == 3:  # (two batches already dealt to sidecars)
-            raise OSError("disk full")
-        return real(*args, **kwargs)  # type: ignore[arg-type]
+    def counting(self: checkpoint_parts.SidecarWriters, table: pa.Table) -> None:
+        real_add(self, table)
+        dealt[:] = [n for n in self._rows if n]  # (the sidecars holding rows so far)
 
-    monkeypatch.setattr(checkpoint, "_base_add_rows", failing)
+    monkeypatch.setattr(checkpoint_parts.SidecarWriters, "add", counting)
+    calls = fail(monkeypatch)
     with pytest.raises(OSError, match="disk full"):
         t.checkpoint()
-    assert len(calls) >= 3
+    assert len(calls) >= 2 and len(dealt) >= 2
     assert {p.relative_to(log) for p in log.rglob("*") if p.is_file()} == before
     assert (log / "_last_checkpoint").read_text() == hint
-    assert _ids(Table.open(str(root))) == list(range(3, 14))
+    assert _ids(Table.open(str(root))) == LIVE_IDS
 
 
 def test_a_v2_checkpoint_of_a_table_without_files_has_no_sidecar(tmp_path: Path) -> None:
