@@ -83,8 +83,8 @@ def check_read_supported(protocol: Protocol, metadata: Metadata) -> None:
 # transaction that rewrites part of a file must add them itself.
 # columnMapping: read, renamed, dropped (metadata only); the writers write physical names and field
 # ids (`column_mapping.Names.to_files`); a raw transaction adding files must have written them too.
-# v2Checkpoint: read; written as UUID-named V2 checkpoints with a sidecar while delta.checkpointPolicy=v2
-# (engine.log.checkpoint_v2), else as classic ones (Delta's default policy).
+# v2Checkpoint: read; written as UUID-named V2 checkpoints with sidecars while delta.checkpointPolicy=v2
+# (engine.log.checkpoint_v2, engine.state.checkpoint), else as classic ones (Delta's default policy).
 # domainMetadata: every domain kept as it is (replay, checkpoints) unless a transaction changes it
 # (Transaction.set_domain_metadata / remove_domain_metadata, user domains only); a concurrent change
 # of the same domain is a conflict (engine.write.conflicts).

@@ -336,7 +336,7 @@ def checkpoint_table(
     stats_as_struct: bool | None = None,
 ) -> tuple[pa.Table, int]:
     """The checkpoint rows of a state as one table, and the number of add rows (the rows
-    `write_checkpoint` streams; for savepoint manifests and V2 checkpoints).
+    `write_checkpoint` streams; for savepoint manifests).
 
     :param stats_as_json, stats_as_struct: the stats format; None follows the table's
         `delta.checkpoint.writeStatsAsJson` / `writeStatsAsStruct`.
