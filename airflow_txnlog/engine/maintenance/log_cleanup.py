@@ -25,6 +25,10 @@ problem of a timeline that grows without bound behind an old savepoint.
 
 Sidecars: a v2 checkpoint's file actions may live in `_delta_log/_sidecars/`; once no remaining
 checkpoint names a sidecar and it is older than the log retention, it is deleted too (`sidecar_files`).
+Whatever the retention asked for, an unnamed sidecar younger than `SIDECAR_GRACE_MS` (a day) stays:
+a checkpoint being written puts its sidecars in place before the main file that names them, and
+PROTOCOL.md's metadata cleanup keeps sidecars less than a day old "to not break in-progress
+checkpoints".
 
 Temp files: the local backend writes each commit/checkpoint to `_delta_log/.tmp/` before linking it
 into place; a writer killed in between leaves its temp file behind. Cleanup deletes temp files older
@@ -106,6 +110,7 @@ def cleanup_log(
     )
 
 
+SIDECAR_GRACE_MS = 86_400_000  # an unnamed sidecar is kept this long at least (a checkpoint under way)
 ICEBERG_GRACE_MS = 3_600_000  # an Iceberg file no metadata names is kept this long (a sync under way)
 
 
@@ -136,7 +141,8 @@ def _retention_ms(snap: Snapshot, retention_hours: float | None, enforce: bool) 
 
 def _cleanup_sidecars(storage: Storage, kept: list[str], *, keep_ms: int, dry_run: bool) -> list[str]:
     """Sidecars (v2 checkpoints' file actions) no remaining checkpoint names, older than the log
-    retention: a checkpoint being written has its sidecars before its main file, and they are new."""
+    retention and than `SIDECAR_GRACE_MS`: a checkpoint being written has its sidecars before its
+    main file, and they are new."""
     try:
         sidecars = storage.list_dir(SIDECARS)
     except (FileNotFoundError, NotADirectoryError):
@@ -145,7 +151,7 @@ def _cleanup_sidecars(storage: Storage, kept: list[str], *, keep_ms: int, dry_ru
     for name in kept:  # the log files that stay: their v2 checkpoints name the sidecars to keep
         if checkpoint_v2.is_v2_name(name):
             named.update(p.rsplit("/", 1)[-1] for p in checkpoint_v2.plan(storage, name)[0][1:])
-    cutoff = int(time.time() * 1000) - keep_ms
+    cutoff = int(time.time() * 1000) - max(keep_ms, SIDECAR_GRACE_MS)
     stale = [f.name for f in sidecars if f.name not in named and f.mtime_ms < cutoff]
     if not dry_run:
         storage.delete_many([f"{SIDECARS}/{name}" for name in stale])

@@ -10,8 +10,10 @@ tests/compat/test_golden.py checks; here the same rows must come back through ea
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -132,13 +134,30 @@ def test_a_sidecar_without_its_main_file_is_no_checkpoint(tmp_path: Path) -> Non
     assert _ids(Table.open(str(root))) == [*range(10), 10]
     assert Table.open(str(root)).snapshot().checkpoint_version == 2
     t.checkpoint()  # a second try writes a new pair; the orphan is not named by it
-    orphans = t.cleanup_log(retention_hours=0, dry_run=True).sidecar_files
-    assert len(orphans) >= 1 and all((log / "_sidecars" / o).exists() for o in orphans)
+    (orphan,) = {p.name for p in (log / "_sidecars").glob("*.parquet")} - _named_sidecars(log)
+    # younger than a day: it might be a checkpoint's under way, so even a 0-hour retention keeps it
+    assert t.cleanup_log(retention_hours=0, dry_run=True).sidecar_files == []
+    old = time.time() - 2 * 86_400
+    os.utime(log / "_sidecars" / orphan, (old, old))
+    assert t.cleanup_log(retention_hours=0, dry_run=True).sidecar_files == [orphan]
+
+
+def _named_sidecars(log: Path) -> set[str]:
+    """The sidecars the main files of the V2 checkpoints in `log` name."""
+    return {
+        r["sidecar"]["path"]
+        for main in log.glob("*.checkpoint.*.parquet")
+        for r in pq.read_table(main).to_pylist()
+        if r.get("sidecar")
+    }
 
 
 def test_log_cleanup_keeps_named_sidecars_and_reclaims_the_rest(tmp_path: Path) -> None:
-    root = _copy(tmp_path, "v2-checkpoint-parquet")  # files dated 2024: all past the retention
+    root = _copy(tmp_path, "v2-checkpoint-parquet")  # commits dated 2024: all past the retention
     sidecars = {p.name for p in (root / "_delta_log" / "_sidecars").glob("*.parquet")}
+    old = time.time() - 2 * 86_400  # (and Spark's sidecars written two days ago: past the day's grace)
+    for name in sidecars:
+        os.utime(root / "_delta_log" / "_sidecars" / name, (old, old))
     t = Table.open(str(root))
     kept = t.cleanup_log(retention_hours=0, dry_run=False)  # the v2 checkpoint at 2 stays: its sidecars too
     assert kept.checkpoint_version == 2 and kept.sidecar_files == []
