@@ -99,6 +99,9 @@ WHY = {
     "S7S": "as S7.",
     "S6V": "as S6: the 1M JSON stats parsed for `stats_parsed` (~1.3 s of CPU) bound the call; the "
     "sidecars' writers encode on both cores, so the writer is no longer the floor (S6VF).",
+    "S6VF": "the call uses ~1.5 s of CPU (the sidecars' writers ~0.95 s, reading and converting the "
+    "old checkpoint's other columns ~0.5 s), so 2 cores cannot finish it in under ~0.75 s, about half "
+    "of delta-rs's 1.6-1.8 s: runs land on either side of the target.",
     "S6S": "encoding and snappy-compressing the 1M rows into one parquet file: pyarrow's writer "
     "encodes a file's row groups on one thread, ~0.95-1.05 s for this checkpoint, and it is busy from "
     "~0.1-0.2 s into the call to its end (per column, written alone: paths 184 ms, stats text 232 ms, "
