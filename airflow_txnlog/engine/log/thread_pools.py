@@ -50,6 +50,12 @@ def part_reads() -> ThreadPoolExecutor:
     return shared("txnlog-part", 4)
 
 
+def object_puts() -> ThreadPoolExecutor:
+    """The pool for the puts of a checkpoint's parts or sidecars to an object store, issued side by
+    side (`checkpoint_parts`): each task puts one object, and waits for nothing."""
+    return shared("txnlog-put", 8)
+
+
 def early_parse() -> ThreadPoolExecutor:
     """The pool for the task that reads a checkpoint's JSON stats batch by batch for `ordered_map`'s
     workers to parse (`add_actions.file_table`): its tasks wait only for "txnlog-batches" tasks,

@@ -27,9 +27,10 @@ several threads, where a classic one, a single file, encodes on one. A sidecar d
 dropped, never published.
 
 Invariants:
-- nothing is published before every part is complete, and parts are published in part order (a
-  crash in between leaves an incomplete multi-part set, which readers ignore; sidecars left by a
-  crash are named by no checkpoint, and log cleanup reclaims them);
+- nothing is published before every part is complete; parts are then published in part order on a
+  local filesystem, side by side (one put each) on an object store (a crash in between leaves an
+  incomplete multi-part set, which readers ignore; sidecars left by a crash are named by no
+  checkpoint, and log cleanup reclaims them);
 - a failure (or leaving the `with` block without `publish`) removes the temporary files;
 - an empty part is still written, with the schema and no rows (an empty sidecar is not).
 """
@@ -44,6 +45,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import wait
 from types import TracebackType
 from typing import Any, Self
 
@@ -64,6 +66,7 @@ from airflow_txnlog.engine.log.checkpoint_v2 import SIDECAR_DIR
 from airflow_txnlog.engine.log.log_paths import checkpoint_name
 from airflow_txnlog.engine.log.replay import REMOVE_TYPE, STR_MAP
 from airflow_txnlog.engine.log.spark_hash import part_numbers
+from airflow_txnlog.engine.log.thread_pools import object_puts
 from airflow_txnlog.engine.storage import LOG_DIR, LocalStorage, Storage
 from airflow_txnlog.engine.writeback import SyncedFile
 
@@ -307,6 +310,19 @@ class _Files:
             part.end()
         return [part.finish() for part in self._parts]
 
+    def _publish(self, parts: list[_Part]) -> None:
+        """Put `parts` in place: on a local filesystem renamed one by one, in order; on an object
+        store each is one put, issued side by side (`thread_pools.object_puts`), and every put is
+        waited for before the first error, if any, is raised."""
+        if len(parts) < 2 or isinstance(self._storage, LocalStorage):
+            for part in parts:
+                part.publish(self._storage)
+            return
+        puts = [object_puts().submit(part.publish, self._storage) for part in parts]
+        wait(puts)
+        for put in puts:
+            put.result()
+
     def _discard(self) -> None:
         for part in self._parts:
             part.discard()
@@ -342,10 +358,9 @@ class PartWriters(_Files):
             part.add(rows)
 
     def publish(self) -> list[int]:
-        """Finish every part, then put them in place in part order; the parts' sizes in bytes."""
+        """Finish every part, then put them in place (`_publish`); the parts' sizes in bytes."""
         sizes = self._finish()
-        for part in self._parts:
-            part.publish(self._storage)
+        self._publish(self._parts)
         self._parts = []
         return sizes
 
@@ -377,14 +392,11 @@ class SidecarWriters(_Files):
         """Finish every sidecar, put those holding rows in place; their `sidecar` actions
         ({path, sizeInBytes, modificationTime}), in order."""
         sizes = self._finish()
-        entries = []
-        for part, name, rows, size in zip(self._parts, self._names, self._rows, sizes, strict=True):
-            if rows:
-                part.publish(self._storage)
-                entries.append(
-                    {"path": name, "sizeInBytes": size, "modificationTime": int(time.time() * 1000)}
-                )
-            else:
+        held = [i for i, rows in enumerate(self._rows) if rows]
+        for i, part in enumerate(self._parts):
+            if i not in held:
                 part.discard()
+        self._publish([self._parts[i] for i in held])
         self._parts = []
-        return entries
+        now = int(time.time() * 1000)
+        return [{"path": self._names[i], "sizeInBytes": sizes[i], "modificationTime": now} for i in held]

@@ -332,3 +332,45 @@ def test_a_v2_checkpoint_of_a_table_without_files_has_no_sidecar(tmp_path: Path)
     assert hint["v2Checkpoint"]["sidecarFiles"] == [] and hint["numOfAddFiles"] == 0
     assert not list(log.rglob("_sidecars/*")) and not list(log.rglob(".tmp/*"))
     assert Table.open(str(tmp_path / "t")).snapshot().checkpoint_version == 0
+
+
+def test_an_object_store_gets_the_sidecars_side_by_side_then_the_main_file(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """On an object store each sidecar is one put, the three issued together (each put waits at a
+    barrier for the other two: one after another, the first would time out), then the main file,
+    then `_last_checkpoint`; a put that fails leaves no main file and no hint."""
+    _small_sidecars(monkeypatch)
+    t = _streamed_v2_table(Path("memory://v2-puts"))  # type: ignore[arg-type]
+    puts: list[str] = []
+    together = threading.Barrier(3, timeout=10)
+    real = t.storage.write
+
+    def recording(key: str, data: bytes) -> None:
+        if "/_sidecars/" in key:
+            together.wait()
+        puts.append(key.rsplit("/", 1)[1])
+        real(key, data)
+
+    monkeypatch.setattr(t.storage, "write", recording)
+    t.checkpoint()
+    assert len(puts) == 5 and all(p.endswith(".parquet") and ".checkpoint." not in p for p in puts[:3])
+    assert ".checkpoint." in puts[3] and puts[4] == "_last_checkpoint"
+    assert _ids(Table.open("memory://v2-puts")) == LIVE_IDS
+
+    failing = threading.Barrier(3, timeout=10)
+
+    def one_fails(key: str, data: bytes) -> None:
+        if "/_sidecars/" in key and failing.wait() == 0:
+            raise OSError("put refused")
+        puts.append(key.rsplit("/", 1)[1])
+        real(key, data)
+
+    monkeypatch.setattr(t.storage, "write", one_fails)
+    t.write(pa.table({"id": [14]}))
+    puts.clear()
+    with pytest.raises(OSError, match="put refused"):
+        t.checkpoint()
+    assert len(puts) == 2 and not any(".checkpoint." in p or p == "_last_checkpoint" for p in puts)
+    fresh = Table.open("memory://v2-puts").snapshot()
+    assert (fresh.version, fresh.checkpoint_version, fresh.num_files) == (16, 15, 12)
