@@ -12,7 +12,8 @@ local (`LocalStorage`: temp file + fsync + `os.link` / `os.replace`)
   commit_after_link     `N.json` linked (committed) but the writer never learns it
   after_commit          commit done and reported, checkpoint not started
   checkpoint_temp_write checkpoint temp file torn before its fsync
-  checkpoint_part       first part of a multi-part checkpoint in place, later parts missing
+  checkpoint_part       first part of a multi-part checkpoint in place, later parts missing (on an
+                        object store, put side by side: any of the others may be in place too)
   last_checkpoint_temp  checkpoint complete, `_last_checkpoint` temp file torn
   last_checkpoint_replace  checkpoint complete, `_last_checkpoint` not yet replaced
 object stores, S3 and Azure (`FsspecStorage`: one exclusive PUT per commit, one PUT per checkpoint file)
@@ -45,6 +46,7 @@ import os
 import random
 import signal
 import sys
+import threading
 from typing import Any
 
 import pyarrow.parquet as pq
@@ -98,12 +100,15 @@ class Trap:
 
     def __init__(self, point: str, at: int) -> None:
         self.point, self.at, self.hits = point, at, 0
+        self.lock = threading.Lock()  # (object-store puts of a checkpoint's parts run side by side)
 
     def hit(self, point: str, before_death: Any = None) -> None:
         if point != self.point:
             return
-        self.hits += 1
-        if self.hits == self.at:
+        with self.lock:
+            self.hits += 1
+            hit = self.hits
+        if hit == self.at:
             if before_death is not None:
                 before_death()
             _die()

@@ -237,8 +237,10 @@ class _Part:
     def end(self) -> None:
         """No more rows: the thread writes what is left and closes the file (`finish` waits)."""
         if not self.ended:
-            self.ended = True
             self.queue.put(None)
+            # (set only once the marker is queued: an interrupt during a blocked `put` leaves it
+            # False, so `discard` queues one and its join cannot wait forever)
+            self.ended = True
 
     def finish(self) -> int:
         """Write what is left and close the file (fsynced when local); its size in bytes."""
@@ -255,10 +257,12 @@ class _Part:
             self.synced.close()
 
     def publish(self, storage: Storage) -> None:
-        if self.memory is not None:
-            storage.write(self.key, self.memory.getvalue())
+        memory = self.memory
+        if memory is not None:
+            storage.write(self.key, memory.getvalue())
             return
-        assert self.temp is not None
+        if self.temp is None:  # (discarded: a put still queued when the checkpoint was given up)
+            raise RuntimeError(f"checkpoint part {self.key} was discarded")
         final = storage.full_path(self.key)
         os.makedirs(os.path.dirname(final), exist_ok=True)
         os.replace(self.temp, final)
@@ -319,7 +323,11 @@ class _Files:
                 part.publish(self._storage)
             return
         puts = [object_puts().submit(part.publish, self._storage) for part in parts]
-        wait(puts)
+        try:
+            wait(puts)
+        finally:
+            for put in puts:  # (interrupted: what has not started will not)
+                put.cancel()
         for put in puts:
             put.result()
 

@@ -10,6 +10,7 @@ import glob
 import json
 import os
 import sys
+import threading
 from pathlib import Path
 
 import pyarrow as pa
@@ -113,8 +114,11 @@ def test_object_stores_get_each_part_in_one_put(monkeypatch: pytest.MonkeyPatch)
     t = _table(Path("memory://stream-cp"), files=9, checkpoint_part_size=8)  # type: ignore[arg-type]
     puts: list[str] = []
     real = t.storage.write
+    together = threading.Barrier(2, timeout=10)  # (the two parts are put side by side)
 
     def counting(key: str, data: bytes) -> None:
+        if ".checkpoint." in key:
+            together.wait()
         puts.append(key)
         real(key, data)
 
