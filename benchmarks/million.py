@@ -35,6 +35,8 @@ import os
 import random
 import time
 import uuid
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -164,20 +166,29 @@ def build_struct_variant(source: Path, table: Path) -> dict[str, Any]:
     return {"struct_checkpoint": cp}
 
 
-def ensure_struct_table(cache: Path, files: int, source: Path) -> Path:
-    table = cache / f"million-{files}-struct"
-    marker = cache / f"million-{files}-struct.json"
+def _ensure_variant(
+    cache: Path, files: int, suffix: str, what: str, build: Callable[[Path], dict[str, Any]], version: int
+) -> Path:
+    """The cached variant `million-<files>-<suffix>` of the big table, built by `build(table)` and
+    validated with delta-rs at `version` when it is missing or stale (its marker file says which)."""
+    table = cache / f"million-{files}-{suffix}"
+    marker = cache / f"million-{files}-{suffix}.json"
     info: dict[str, Any] = json.loads(marker.read_text()) if marker.exists() else {}
     if info.get("recipe") != RECIPE or info.get("files") != files or not table.is_dir():
         marker.unlink(missing_ok=True)
         t0 = time.perf_counter()
-        log(f"building the struct-stats variant in {table} ...")
-        info = {"recipe": RECIPE, "files": files, **build_struct_variant(source, table)}
-        gen.validate_with_deltalake(table, BIG_CHECKPOINT_VERSION + BIG_TAIL, files)
+        log(f"building the {what} variant in {table} ...")
+        info = {"recipe": RECIPE, "files": files, **build(table)}
+        gen.validate_with_deltalake(table, version, files)
         info["build_seconds"] = round(time.perf_counter() - t0, 1)
         marker.write_text(json.dumps(info))
         log(f"  built and validated with delta-rs in {info['build_seconds']}s")
     return table
+
+
+def ensure_struct_table(cache: Path, files: int, source: Path) -> Path:
+    build = partial(build_struct_variant, source)
+    return _ensure_variant(cache, files, "struct", "struct-stats", build, BIG_CHECKPOINT_VERSION + BIG_TAIL)
 
 
 def build_v2_variant(source: Path, table: Path) -> dict[str, Any]:
@@ -204,19 +215,8 @@ def build_v2_variant(source: Path, table: Path) -> dict[str, Any]:
 
 
 def ensure_v2_table(cache: Path, files: int, source: Path) -> Path:
-    table = cache / f"million-{files}-v2"
-    marker = cache / f"million-{files}-v2.json"
-    info: dict[str, Any] = json.loads(marker.read_text()) if marker.exists() else {}
-    if info.get("recipe") != RECIPE or info.get("files") != files or not table.is_dir():
-        marker.unlink(missing_ok=True)
-        t0 = time.perf_counter()
-        log(f"building the v2Checkpoint variant in {table} ...")
-        info = {"recipe": RECIPE, "files": files, **build_v2_variant(source, table)}
-        gen.validate_with_deltalake(table, BIG_CHECKPOINT_VERSION + BIG_TAIL + 1, files)
-        info["build_seconds"] = round(time.perf_counter() - t0, 1)
-        marker.write_text(json.dumps(info))
-        log(f"  built and validated with delta-rs in {info['build_seconds']}s")
-    return table
+    build = partial(build_v2_variant, source)
+    return _ensure_variant(cache, files, "v2", "v2Checkpoint", build, BIG_CHECKPOINT_VERSION + BIG_TAIL + 1)
 
 
 def add_data_files(table: Path, files: int) -> dict[str, Any]:

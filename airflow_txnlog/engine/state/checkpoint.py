@@ -316,10 +316,15 @@ def _whole(plan: _Plan) -> pa.Table:
 def _tables(plan: _Plan, split: Split) -> Iterator[list[pa.Table]]:
     """The checkpoint's rows in order (protocol, metaData, txns, domains, adds, tombstones), each
     batch of one action's rows as `split` divides them into parts."""
+    yield from _small_tables(plan, split)
+    yield from _file_tables(plan, split)
+
+
+def _small_tables(plan: _Plan, split: Split) -> Iterator[list[pa.Table]]:
+    """The checkpoint's non-file rows (protocol, metaData, txns, domains), an action at a time."""
     for column, rows in _small_rows(plan.state).items():
         if rows:
             yield split(column, pa.array(rows, type=plan.schema.field(column).type))
-    yield from _file_tables(plan, split)
 
 
 def _file_tables(plan: _Plan, split: Split) -> Iterator[list[pa.Table]]:
@@ -427,12 +432,7 @@ def _write_v2(storage: Storage, plan: _Plan) -> dict[str, Any]:
             sidecars.add(rows)
         entries = sidecars.publish()
     others = pa.schema([f for f in plan.schema if f.name not in (ADD, REMOVE)])
-    small = pa.concat_tables(
-        [
-            column_table(others, column, pa.array(rows, others.field(column).type))
-            for column, rows in _small_rows(state).items()
-        ]
-    )
+    small = pa.concat_tables(t for (t,) in _small_tables(plan, lambda c, arr: [column_table(others, c, arr)]))
     v2 = checkpoint_v2.write_main(storage, state.version, small, entries)
     size = sum(s["sizeInBytes"] for s in entries) + v2["sizeInBytes"]
     rows = plan.num_rows + 1 + len(entries)  # + checkpointMetadata + sidecar actions
