@@ -10,15 +10,14 @@
   `delta.checkpoint.writeStatsAsStruct=true`: numRecords, minValues/maxValues in each stats column's
   own type, nullCount with long leaves, tightBounds; partition columns, arrays and maps are left out,
   and the columns follow `delta.dataSkippingStatsColumns` or `dataSkippingNumIndexedCols`.
-- `parse_stats` builds that struct from the JSON strings in bulk with Arrow's JSON reader, falling
-  back row by row (dropping only values that do not fit) when the bulk read refuses a line. The
-  reader gets the strings' own values buffer, no copy (`_document`), when its objects can only be the
+- `parse_stats` builds that struct from the JSON strings in bulk (`stats_decode`: arrow-rs's JSON
+  decoder, Arrow C++'s where it refuses), falling back row by row (dropping only values that do not
+  fit) when the bulk read refuses a line. The
+  decoder gets the strings' own values buffer, no copy (`_document`), when its objects can only be the
   lines, one each: every line starts with `{` and ends with `}` (JSON whitespace around them is
   trimmed first, a copy), none holds a `}` followed before any quote by a `{` (two objects), and the
   reader finds exactly as many objects as lines (an object spread over two lines makes one less).
   Anything else is parsed line by line: a line can never take another line's stats.
-  The reader allocates from `bulk_memory.bulk_pool()` (jemalloc: it keeps a batch's freed working
-  memory for the next batch, where the default pool returns it to the system).
 """
 
 from __future__ import annotations
@@ -34,13 +33,12 @@ import numpy as np
 import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.json as pj
 
 from airflow_txnlog.engine import properties as props
 from airflow_txnlog.engine.errors import InvalidArgumentError
 from airflow_txnlog.engine.log.actions import STATS_PARSED, Metadata
-from airflow_txnlog.engine.log.bulk_memory import bulk_pool
 from airflow_txnlog.engine.log.stats import LeafPath, has_bounds, indexed_leaves, stats_columns
+from airflow_txnlog.engine.log.stats_decode import decode
 from airflow_txnlog.engine.schema import is_variant, schema_from_json
 
 
@@ -259,10 +257,10 @@ def _scattered(parsed: pa.StructArray, lines: pa.Array) -> pa.StructArray:
     return parsed.take(pa.array(np.cumsum(valid) - 1, pa.int64(), mask=~valid))
 
 
-def _parse_bulk(lines: pa.Array, target: pa.StructType, unexpected: str = "ignore") -> pa.StructArray:
-    """Arrow's JSON reader over the lines' own buffer (`_document`; lines with JSON whitespace
-    around their object are trimmed first, a copy); ArrowInvalid when the objects cannot be shown
-    to be the lines, one each (the caller then parses line by line)."""
+def _parse_bulk(lines: pa.Array, target: pa.StructType, *, complete: bool = False) -> pa.StructArray:
+    """`stats_decode.decode` (`complete`: the strict read) over the lines' own buffer (`_document`;
+    lines with JSON whitespace around their object are trimmed first, a copy); ArrowInvalid when
+    the objects cannot be shown to be the lines, one each (the caller then parses line by line)."""
     if lines.null_count == len(lines):
         return pa.nulls(len(lines), target)
     doc = _document(lines)
@@ -272,19 +270,7 @@ def _parse_bulk(lines: pa.Array, target: pa.StructType, unexpected: str = "ignor
     if doc is None:
         raise pa.ArrowInvalid("stats lines that are not one JSON object each")
     raw = _json_readable(target)
-    longest = pc.max(pc.binary_length(lines)).as_py() or 0
-    block = max(16 << 20, 2 * longest + 2)  # (fewer chunks to join)
-    table = pj.read_json(
-        pa.BufferReader(doc),
-        # (one block is parsed by one thread: the calling one, not a task it waits for)
-        read_options=pj.ReadOptions(block_size=block, use_threads=True),
-        parse_options=pj.ParseOptions(
-            explicit_schema=pa.schema(list(raw)),
-            unexpected_field_behavior=unexpected,
-            newlines_in_values=True,  # (objects found by parsing: no newline separates the lines)
-        ),
-        memory_pool=bulk_pool(),
-    )
+    table = decode(doc, pa.schema(list(raw)), complete=complete, lines=lines)
     if table.num_rows != len(lines) - lines.null_count:
         raise pa.ArrowInvalid(f"{table.num_rows} stats objects parsed from {len(lines)} lines")
     children = [c.combine_chunks() if c.num_chunks != 1 else c.chunk(0) for c in table.columns]
@@ -393,7 +379,7 @@ def parse_stats_complete(stats: pa.Array, target: pa.StructType) -> pa.StructArr
     text = stats.cast(pa.string())
     wide = _widened(target)
     try:
-        parsed = _parse_bulk(text, wide, unexpected="error")
+        parsed = _parse_bulk(text, wide, complete=True)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
         return None
     parsed = pa.StructArray.from_arrays(parsed.flatten(), fields=list(wide), mask=pc.is_null(text))
