@@ -17,7 +17,8 @@
   lines, one each: every line starts with `{` and ends with `}` (JSON whitespace around them is
   trimmed first, a copy), none holds a `}` followed before any quote by a `{` (two objects), and the
   reader finds exactly as many objects as lines (an object spread over two lines makes one less).
-  Anything else is parsed line by line: a line can never take another line's stats.
+  Anything else is parsed line by line: a line can never take another line's stats. More lines than
+  two pieces of `_PIECE_ROWS` are decoded piece by piece on two threads (the decoder runs on one).
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from airflow_txnlog.engine.errors import InvalidArgumentError
 from airflow_txnlog.engine.log.actions import STATS_PARSED, Metadata
 from airflow_txnlog.engine.log.stats import LeafPath, has_bounds, indexed_leaves, stats_columns
 from airflow_txnlog.engine.log.stats_decode import decode
+from airflow_txnlog.engine.log.thread_pools import stats_decodes
 from airflow_txnlog.engine.schema import is_variant, schema_from_json
 
 
@@ -257,12 +259,37 @@ def _scattered(parsed: pa.StructArray, lines: pa.Array) -> pa.StructArray:
     return parsed.take(pa.array(np.cumsum(valid) - 1, pa.int64(), mask=~valid))
 
 
+# Lines per piece of a large parse: the decoder runs on its caller's thread only, so a parse of more
+# lines than two pieces (a long tail of JSON commits) is cut into pieces decoded side by side.
+_PIECE_ROWS = 32_768
+
+
+def _parse_pieces(lines: pa.Array, target: pa.StructType, *, complete: bool) -> pa.StructArray:
+    """`_parse_bulk` of `lines` piece by piece: the first on this thread, the rest on the decode pool
+    (`thread_pools.stats_decodes`); a piece refused refuses the whole (the caller then parses line
+    by line, as for a refused batch)."""
+    pool = stats_decodes()
+    starts = range(0, len(lines), _PIECE_ROWS)
+    rest = [
+        pool.submit(_parse_bulk, lines.slice(i, _PIECE_ROWS), target, complete=complete) for i in starts[1:]
+    ]
+    try:
+        pieces = [_parse_bulk(lines.slice(0, _PIECE_ROWS), target, complete=complete)]
+        pieces.extend(f.result() for f in rest)
+    finally:
+        for f in rest:
+            f.cancel()  # (after a refusal: pieces not yet started are not decoded)
+    return pa.concat_arrays(pieces)
+
+
 def _parse_bulk(lines: pa.Array, target: pa.StructType, *, complete: bool = False) -> pa.StructArray:
     """`stats_decode.decode` (`complete`: the strict read) over the lines' own buffer (`_document`;
     lines with JSON whitespace around their object are trimmed first, a copy); ArrowInvalid when
     the objects cannot be shown to be the lines, one each (the caller then parses line by line)."""
     if lines.null_count == len(lines):
         return pa.nulls(len(lines), target)
+    if len(lines) > 2 * _PIECE_ROWS:
+        return _parse_pieces(lines, target, complete=complete)
     doc = _document(lines)
     if doc is None:
         lines = pc.utf8_trim(lines, characters=" \t\n\r")  # (JSON's whitespace, no other)

@@ -63,6 +63,12 @@ def early_parse() -> ThreadPoolExecutor:
     return shared("txnlog-stats", 4)
 
 
+def stats_decodes() -> ThreadPoolExecutor:
+    """The pool for the pieces of a large stats parse (`stats_struct`), decoded beside the piece the
+    caller decodes: its tasks decode, and wait for nothing."""
+    return shared("txnlog-decode", 2)
+
+
 def _forget_in_child() -> None:
     """After a fork, in the child: the inherited pools have no threads; drop them (never shut down:
     that would wait for threads that do not exist here)."""

@@ -10,6 +10,7 @@ import decimal
 import pyarrow as pa
 import pytest
 
+from airflow_txnlog.engine.log import stats_struct
 from airflow_txnlog.engine.log.stats_struct import _document, parse_stats
 
 TARGET = pa.struct(
@@ -104,3 +105,17 @@ def test_stats_parsed_row_by_row_with_a_wide_decimal_column_read_as_arrow_reads_
     assert rows[2] is None
     alone = parse_stats(pa.array(lines[1:2], pa.string()), WIDE).to_pylist()[0]  # (Arrow's reader)
     assert rows[1] == alone
+
+
+def test_a_large_parse_decoded_in_pieces_equals_the_lines_parsed_alone() -> None:
+    n = 2 * stats_struct._PIECE_ROWS + 5  # (three pieces: two on the decode pool)
+    lines = [f'{{"numRecords":{i},"minValues":{{"s":"v{i % 7}","x":{i}.5}}}}' for i in range(n)]
+    lines[40_000] = None  # type: ignore[call-overload]
+    parsed = parse_stats(pa.array(lines, pa.string()), TARGET).to_pylist()
+    last = {"numRecords": n - 1, "minValues": {"s": f"v{(n - 1) % 7}", "x": n - 0.5}}
+    assert parsed[40_000] is None and parsed[-1] == last
+    assert [r["numRecords"] for r in parsed if r is not None] == [i for i in range(n) if i != 40_000]
+    # one line no decoder reads, in the last piece: every line is parsed alone, the rest still read
+    lines[-2] = '{"numRecords":1,"minValues":{"x":"NaN"}'
+    parsed = parse_stats(pa.array(lines, pa.string()), TARGET).to_pylist()
+    assert parsed[-2] is None and parsed[-3]["numRecords"] == n - 3 and parsed[0]["numRecords"] == 0
