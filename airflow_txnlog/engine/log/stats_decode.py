@@ -21,7 +21,7 @@ struct must hold everything the JSON says (no key outside the schema, every valu
 type), since the caller then drops the text and renders it from the struct. arrow-rs ignores unknown
 keys and coerces strings, so its result is accepted only when counts over the document show neither
 happened (else Arrow C++'s reader decides, with unknown fields an error). With no backslash in the
-document a string cannot hold a `"`, so every `":` ends a key and every `":n` starts a `null`:
+document a string cannot hold a `"`, so every `":` ends a key and every `":nu` starts a `null`:
 - keys: `":` occurrences == the non-null values and present objects the table holds, plus the
   `":null` occurrences (an unknown key with a null value is not told apart: it says nothing);
 - strings: `"` occurrences == 2 x (keys + non-null string and timestamp values). A string read as a
@@ -45,7 +45,6 @@ from airflow_txnlog.engine.log.bulk_memory import bulk_pool
 # at 4,096 or 8,192 rows, ~55 ms at 32,768).
 _BATCH_ROWS = 8_192
 _QUOTE, _BACKSLASH = ord('"'), ord("\\")
-_REFUSED = (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError)
 
 
 def decode(doc: pa.Buffer, schema: pa.Schema, *, complete: bool, lines: pa.Array) -> pa.Table:
