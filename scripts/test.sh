@@ -14,7 +14,7 @@ export SPARK_LOCAL_IP=127.0.0.1
 if [ "$#" -gt 0 ]; then
   exec .venv/bin/pytest -n 2 "$@"
 fi
-.venv/bin/pytest -n 2 -m "not deployment"
+.venv/bin/pytest -n 2 -m "not deployment" --durations=30
 # The deployment check (a real Airflow: PostgreSQL, api-server, scheduler, dag-processor, triggerer
 # and Spark tasks) runs alone afterwards: on 2 cores it needs them, as a real deployment would.
-.venv/bin/pytest -m deployment -rA
+.venv/bin/pytest -m deployment -rA --durations=10
