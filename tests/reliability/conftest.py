@@ -3,7 +3,10 @@ sizes and figures.
 
 - `s3_server` (session): `moto.server.ThreadedMotoServer` on 127.0.0.1 and a free port, with one
   bucket; `s3_options` are the s3fs `storage_options` that reach it (dummy credentials). No
-  outside network is used.
+  outside network is used. The `backend` fixture gives each S3 test a bucket of its own: moto lists
+  a prefix by walking every key of the bucket, so in one shared bucket a listing late in the session
+  walked every object the worker's earlier tests wrote (the 4-reader release test ran out of its
+  900 s that way in CI).
 - `azurite` (session, tests/azurite.py): the Azure Storage emulator as a real server on a free port;
   `azure_container` (module) is a fresh container for each test module.
 - `backend` / `table_uri`-style factories: every reliability scenario that is about storage runs on
@@ -53,13 +56,33 @@ class S3Server:
             "client_kwargs": {"region_name": "us-east-1"},
         }
 
+    def new_bucket(self) -> str:
+        """Create an empty bucket with a fresh name on this server and return its name."""
+        return self.new_bucket_named(f"txnlog-{uuid.uuid4().hex}")
+
+    def new_bucket_named(self, name: str) -> str:
+        """Create an empty bucket called `name` on this server and return its name."""
+        import boto3  # noqa: PLC0415 - only when S3 tests run
+
+        client = boto3.client(
+            "s3",
+            endpoint_url=self.endpoint,
+            aws_access_key_id=S3_KEY,
+            aws_secret_access_key=S3_SECRET,
+            region_name="us-east-1",
+        )
+        try:
+            client.create_bucket(Bucket=name)
+        finally:
+            client.close()
+        return name
+
 
 @pytest.fixture(scope="session")
 def s3_server() -> Iterator[S3Server]:
     """A moto S3 server on loopback with one bucket, for the whole session (one per xdist worker)."""
     pytest.importorskip("s3fs")
     moto_server = pytest.importorskip("moto.server")
-    import boto3  # noqa: PLC0415 - only when S3 tests run
 
     logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one line per request otherwise
     restore_put = _serialise_moto_puts()
@@ -67,17 +90,10 @@ def s3_server() -> Iterator[S3Server]:
     server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
     endpoint = f"http://127.0.0.1:{port}"
-    client = boto3.client(
-        "s3",
-        endpoint_url=endpoint,
-        aws_access_key_id=S3_KEY,
-        aws_secret_access_key=S3_SECRET,
-        region_name="us-east-1",
-    )
-    client.create_bucket(Bucket=BUCKET)
-    client.close()
+    s3 = S3Server(endpoint, BUCKET)
+    s3.new_bucket_named(BUCKET)
     try:
-        yield S3Server(endpoint, BUCKET)
+        yield s3
     finally:
         server.stop()
         restore_put()
@@ -141,10 +157,8 @@ def backend(request: pytest.FixtureRequest, tmp_path: Any) -> Backend:
             "azure", lambda name: container.uri(f"{prefix}/{name}-{uuid.uuid4().hex[:8]}"), container.options
         )
     server: S3Server = request.getfixturevalue("s3_server")
-    prefix = uuid.uuid4().hex
-    return Backend(
-        "s3", lambda name: f"s3://{server.bucket}/{prefix}/{name}-{uuid.uuid4().hex[:8]}", server.options
-    )
+    own = server.new_bucket()
+    return Backend("s3", lambda name: f"s3://{own}/{name}-{uuid.uuid4().hex[:8]}", server.options)
 
 
 def report_figures(request: pytest.FixtureRequest, title: str, figures: dict[str, Any]) -> None:

@@ -60,7 +60,7 @@ def s3_uri(store: str, request: pytest.FixtureRequest) -> str:
     if store == "gcs":
         return str(request.getfixturevalue("gcs_bucket").uri(f"suite/{_test_name(request)}"))
     server: S3Server = request.getfixturevalue("s3_server")
-    return f"s3://{server.bucket}/suite/{_test_name(request)}"
+    return f"s3://{server.new_bucket()}/suite/{_test_name(request)}"  # own bucket: see conftest
 
 
 @pytest.fixture

@@ -18,7 +18,10 @@ re-based on the winner), until the readers are done; each reader makes `SIZES` r
   the sequence its publisher was told (a publisher's in its order); each record is the whole cut (its
   publisher's two tables at the versions it published, the others as in the record before), versions
   never go back along the log, and record K names each table's last published version;
-- at least 1,000 reads in total (2,000 with `TXNLOG_FULL=1`).
+- every reader made its reads: 1,000 in total on local disk (2,000 with `TXNLOG_FULL=1`), 120 on S3
+  (1,000). A read on moto costs ~35 requests and a publish ~90 (the records `_find` and `_prune`
+  read), ~25 ms each on a loaded 2-core machine, so 1,000 S3 reads took over 15 minutes in CI; 120
+  still see publishes race on every tick of the shared clock.
 
 `test_publisher_killed_at_every_step`: a publisher child is SIGKILLed right after its k-th storage
 write of a publish (write / put_if_absent / delete: the holds in the tables, the record, the id
@@ -64,7 +67,7 @@ TABLES = ("t1", "t2", "t3", "t4")
 OWNED = {"A": ("t1", "t2"), "B": ("t3", "t4")}
 READERS = 4
 PROPERTIES = {"delta.checkpointInterval": "3"}  # a reader loads a version from a checkpoint + <= 2 commits
-SIZES = {"local": 500 if FULL else 250, "s3": 500 if FULL else 250}  # reads per reader (4 readers)
+SIZES = {"local": 500 if FULL else 250, "s3": 250 if FULL else 30}  # reads per reader (4 readers)
 # A publisher starts its rounds on the ticks of a shared clock (one tick in PAUSE seconds): the two
 # publish at the same moments (races), and leave the readers CPU in between.
 PAUSE = {"local": 0.25, "s3": 1.5}
@@ -321,7 +324,7 @@ def test_two_publishers_four_readers(
                 first = versions[OWNED[owner][0]]
                 assert top == (None if first is None else batch_of[OWNED[owner][0]][first])
     total = sum(len(o["reads"]) for o in outs)
-    assert total >= 1000
+    assert total == READERS * reads_each
     report_figures(
         request,
         f"releases {backend.name}: 2 publishers, {READERS} readers",
